@@ -1,0 +1,5 @@
+import sys
+
+from junobench.cli import main
+
+sys.exit(main())

@@ -1,0 +1,57 @@
+"""Render rows as an aligned text table, JSON or CSV."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+
+def render(rows: Sequence[Mapping[str, Any]], fmt: str, columns: Sequence[str] | None = None) -> str:
+    """``rows`` in ``fmt`` (``table``, ``json`` or ``csv``); ``columns`` picks and orders them.
+
+    >>> print(render([{"a": 1, "b": "x"}], "csv"), end="")
+    a,b
+    1,x
+    """
+    if fmt == "json":
+        return json.dumps(list(rows), indent=2, ensure_ascii=False, default=str) + "\n"
+    columns = list(columns) if columns is not None else _columns(rows)
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(columns)
+        for row in rows:
+            writer.writerow([_cell(row.get(c)) for c in columns])
+        return buffer.getvalue()
+    if fmt == "table":
+        return table(rows, columns)
+    raise ValueError(f"unknown format {fmt!r}")
+
+
+def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
+    widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in cells]
+    return "\n".join(lines) + "\n"
+
+
+def _columns(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    seen: dict[str, None] = {}
+    for row in rows:
+        seen.update(dict.fromkeys(row))
+    return list(seen)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return "; ".join(_cell(v) for v in value)
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value).replace("\n", " ")

@@ -1,0 +1,69 @@
+"""Errors for bad input: each names the file, the case and what to do.
+
+The CLI prints a :class:`JunoBenchError` as one clear message and exits with code 1;
+everything else is a bug and keeps its traceback.
+
+>>> str(JunoBenchError("not valid JSON", file="benchmark/torch_1/torch_1_fixed.ipynb",
+...                    case="torch_1", hint="re-export the notebook from Jupyter"))
+'benchmark/torch_1/torch_1_fixed.ipynb: case torch_1: not valid JSON (re-export the notebook from Jupyter)'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with one file of one case."""
+
+    problem: str
+    file: str | None = None
+    case: str | None = None
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        where = [part for part in (self.file, f"case {self.case}" if self.case else None) if part]
+        text = ": ".join([*where, self.problem])
+        return f"{text} ({self.hint})" if self.hint else text
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {"file": self.file, "case": self.case, "problem": self.problem, "hint": self.hint}
+
+
+class JunoBenchError(Exception):
+    """Bad input the user can fix. ``str()`` is the whole message."""
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        file: str | Path | None = None,
+        case: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.problem_ = Problem(problem, None if file is None else str(file), case, hint)
+        super().__init__(str(self.problem_))
+
+    @property
+    def problems(self) -> list[Problem]:
+        return [self.problem_]
+
+
+class SnapshotError(JunoBenchError):
+    """A snapshot with one or more invalid cases; lists all of them."""
+
+    def __init__(self, problems: Iterable[Problem], *, root: str | Path | None = None) -> None:
+        self._problems = list(problems)
+        where = f" in {root}" if root is not None else ""
+        lines = [f"{len(self._problems)} problem(s) found{where}:"]
+        lines += [f"  - {p}" for p in self._problems]
+        lines.append("Fix them, or pass --skip-invalid (skip_invalid=True) to build the other cases.")
+        Exception.__init__(self, "\n".join(lines))
+        self.problem_ = self._problems[0] if self._problems else Problem("invalid snapshot")
+
+    @property
+    def problems(self) -> list[Problem]:
+        return list(self._problems)

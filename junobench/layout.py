@@ -1,0 +1,67 @@
+"""The published snapshot layout: every path of a snapshot is spelled here, once.
+
+::
+
+    <root>/benchmark_desc.xlsx
+    <root>/ground_truth_crash_prediction.xlsx            (optional)
+    <root>/benchmark/<case>/<case>.ipynb                 original (may be absent)
+    <root>/benchmark/<case>/<case>_reproduced.ipynb
+    <root>/benchmark/<case>/<case>_fixed.ipynb
+    <root>/benchmark/<case>/data/...                     input data
+    <root>/benchmark/<case>/data/<name>.metadata.json    one per input dataset
+
+>>> notebook_path("/snap", "torch_1", "fixed").as_posix()
+'/snap/benchmark/torch_1/torch_1_fixed.ipynb'
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+DESC_TABLE = "benchmark_desc.xlsx"
+DIAGNOSIS_TABLE = "ground_truth_crash_prediction.xlsx"
+BENCHMARK_DIR = "benchmark"
+DATA_DIR = "data"
+METADATA_SUFFIX = ".metadata.json"
+
+
+def benchmark_dir(root: str | Path) -> Path:
+    return Path(root) / BENCHMARK_DIR
+
+
+def case_dir(root: str | Path, case_id: str) -> Path:
+    return benchmark_dir(root) / case_id
+
+
+def notebook_name(case_id: str, version: str) -> str:
+    """File name of a case's notebook: the original has no suffix."""
+    return f"{case_id}.ipynb" if version == "original" else f"{case_id}_{version}.ipynb"
+
+
+def notebook_path(root: str | Path, case_id: str, version: str) -> Path:
+    return case_dir(root, case_id) / notebook_name(case_id, version)
+
+
+def data_dir(root: str | Path, case_id: str) -> Path:
+    return case_dir(root, case_id) / DATA_DIR
+
+
+def metadata_files(root: str | Path, case_id: str) -> list[Path]:
+    """The case's dataset metadata files, sorted by name (empty when there is no data)."""
+    folder = data_dir(root, case_id)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.name.endswith(METADATA_SUFFIX))
+
+
+def dataset_name(metadata_file: str | Path) -> str:
+    """``data/kdd.metadata.json`` → ``kdd``."""
+    return Path(metadata_file).name[: -len(METADATA_SUFFIX)]
+
+
+def relative(root: str | Path, path: str | Path) -> str:
+    """``path`` relative to the snapshot root, for messages; absolute when outside it."""
+    try:
+        return Path(path).relative_to(root).as_posix()
+    except ValueError:
+        return str(path)

@@ -1,0 +1,66 @@
+"""Input-dataset metadata files (``benchmark/<case>/data/<name>.metadata.json``).
+
+One file per input dataset: title, source URL, licence, the files it provides
+(relative to the case's ``data/`` folder) and the modifications made to the source data
+(``downsampled``, ``synthetic``, …). The shape is the JSON Schema shipped in
+``junobench/schemas/dataset_metadata.schema.json``.
+
+>>> validate_metadata({"title": "Iris", "url": None, "license": "CC0: Public Domain",
+...                    "files": ["iris.csv"], "modifications": []})
+[]
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from junobench.errors import JunoBenchError
+
+SCHEMA_FILE = Path(__file__).resolve().parent / "schemas" / "dataset_metadata.schema.json"
+
+
+@cache
+def schema() -> dict[str, Any]:
+    return json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+
+
+@cache
+def _validator() -> Any:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(schema())
+
+
+def validate_metadata(data: Any) -> list[str]:
+    """Every schema violation of ``data``, as ``path: message`` strings (empty when valid)."""
+    errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    return [f"{'/'.join(map(str, e.absolute_path)) or '(top level)'}: {e.message}" for e in errors]
+
+
+def read_metadata(path: str | Path, *, case: str | None = None) -> dict[str, Any]:
+    """Read and validate one metadata file; raises naming the file, the case and each problem."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as error:
+        raise JunoBenchError(f"cannot read dataset metadata ({error.strerror or error})",
+                             file=path, case=case) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise JunoBenchError(f"dataset metadata is not valid JSON ({error})", file=path,
+                             case=case, hint="fix the file; see junobench/schemas/") from None
+    problems = validate_metadata(data)
+    if problems:
+        raise JunoBenchError("invalid dataset metadata: " + "; ".join(problems), file=path,
+                             case=case, hint="see junobench/schemas/dataset_metadata.schema.json")
+    return data
+
+
+def write_metadata(path: str | Path, data: dict[str, Any]) -> None:
+    """Validate and write a metadata file (stable key order, UTF-8, trailing newline)."""
+    problems = validate_metadata(data)
+    if problems:
+        raise JunoBenchError("invalid dataset metadata: " + "; ".join(problems), file=path)
+    Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

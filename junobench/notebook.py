@@ -1,0 +1,359 @@
+"""Notebook parsing: code cells, the target cell, the execution order, tracebacks.
+
+Pure functions, no kernel. The JunoBench rules, defined here once:
+
+- Code cells that carry an execution count ran, in ascending count order (ties in
+  notebook order); cells without a count did not run; markdown cells never run.
+- The target cell of a reproduced notebook is the code cell with an ``error`` output
+  (the first in execution order if several have one); in the fixed notebook it is the
+  code cell at the same code-cell position.
+- The cells executed before the crash are those with a count lower than the target's
+  (all counted cells when the target has no count).
+- A cell whose first line is a comment carrying ``[reexecute]`` ran once before and runs
+  again at its own count: it appears twice in a row in the order, the first run with
+  no recorded count. When it is the target, the order ends with the target twice.
+- The crash line comes from the traceback's first frame, in either IPython style:
+  ``<ipython-input-N-…> in <cell line: K>`` / ``----> K`` and ``Cell In[N], line K``.
+
+>>> nb = parse_notebook('''{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+...   {"cell_type": "code", "execution_count": 2, "metadata": {}, "outputs": [], "source": "y = x"},
+...   {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [], "source": "x = 1"}]}''')
+>>> [(s.code_cell_index, s.execution_count) for s in execution_order(nb.code_cells, 0)]
+[(1, 1), (0, 2)]
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from junobench.errors import JunoBenchError
+
+#: Marker on a cell's first line (as a comment): the cell ran once before its recorded run.
+REEXECUTE_MARKER = "[reexecute]"
+
+_ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+_REEXECUTE = re.compile(r"^\s*#.*\[reexecute\]", re.IGNORECASE)
+# First frame of a cell: IPython >= 8 ("Cell In[3], line 4"), 8.0-8.4 ("Input In [3], in
+# <cell line: 4>()"), older ("<ipython-input-3-…> in <cell line: 4>" or "in <module>"
+# followed by "----> 4 …"), and ipykernel temp files ("/tmp/ipykernel_1/2.py in <module>").
+_CELL_LINE = re.compile(r"(?:Cell In ?\[\s*\d*\s*\]|Input In ?\[\s*\d*\s*\]).*?line:? (\d+)")
+_CELL_LINE_TAG = re.compile(r"<cell line: (\d+)>")
+_CELL_FRAME = re.compile(
+    r"Cell In ?\[|Input In ?\[|<ipython-input-[^>]*>|[\\/]ipykernel_\d+[\\/][^\s:]+\.py"
+)
+_ARROW_LINE = re.compile(r"^\s*-*>\s*(\d+)", re.MULTILINE)
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Iteration))\b:?")
+_HEADER = re.compile(r"^([A-Za-z_][\w.]*)\s+Traceback \(most recent call last\)")
+_STRING_LITERAL = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*\"""", re.DOTALL)
+
+
+class NotebookError(JunoBenchError):
+    """A notebook that cannot be read or lacks what the benchmark needs."""
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorOutput:
+    """An ``error`` output of a code cell (traceback lines without ANSI codes)."""
+
+    ename: str
+    evalue: str
+    traceback: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CodeCell:
+    """A code cell; ``index`` is its position among the notebook's code cells."""
+
+    index: int
+    source: str
+    execution_count: int | None
+    error: ErrorOutput | None = None
+
+    @property
+    def reexecute(self) -> bool:
+        """True when the first line carries the ``[reexecute]`` marker."""
+        return bool(_REEXECUTE.match(self.source))
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One run of a cell in an execution order (``execution_count`` None: unrecorded run)."""
+
+    code_cell_index: int
+    execution_count: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Notebook:
+    """A parsed notebook: its nbformat v4 JSON and its code cells."""
+
+    data: dict[str, Any]
+    code_cells: tuple[CodeCell, ...]
+    upgraded_from: int | None = None
+
+    @property
+    def target_index(self) -> int | None:
+        """Code-cell index of the crashing cell (see :func:`find_target`)."""
+        return find_target(self.code_cells)
+
+    def to_json(self) -> str:
+        return json.dumps(self.data, ensure_ascii=False)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_notebook(path: str | Path, *, case: str | None = None) -> tuple[Notebook, str]:
+    """Read and parse a notebook file; returns the notebook and its (v4) JSON text."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise NotebookError(f"cannot read the notebook ({error.strerror or error})", file=path,
+                            case=case, hint="check that the file exists and is readable") from None
+    notebook = parse_notebook(raw, file=path, case=case)
+    if notebook.upgraded_from is None:
+        return notebook, raw.decode("utf-8")
+    return notebook, notebook.to_json()
+
+
+def parse_notebook(
+    raw: str | bytes, *, file: str | Path | None = None, case: str | None = None
+) -> Notebook:
+    """Parse notebook JSON (nbformat 4, or older upgraded with nbformat) into code cells.
+
+    Raises :class:`NotebookError` naming ``file`` and ``case`` for anything that is not a
+    notebook; never another exception.
+    """
+
+    def fail(problem: str, hint: str = "open it in Jupyter and save it again") -> NotebookError:
+        return NotebookError(problem, file=file, case=case, hint=hint)
+
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else raw
+        data = json.loads(text)
+    except UnicodeDecodeError as error:
+        raise fail(f"not UTF-8 text ({error.reason} at byte {error.start})") from None
+    except (json.JSONDecodeError, RecursionError) as error:
+        where = f" (line {error.lineno}, column {error.colno})" if isinstance(
+            error, json.JSONDecodeError) else ""
+        raise fail(f"not valid JSON: {getattr(error, 'msg', 'nested too deeply')}{where}") from None
+    if not isinstance(data, dict):
+        raise fail("not a notebook: the JSON is not an object")
+    upgraded_from = None
+    major = data.get("nbformat")
+    if major != 4:
+        data, upgraded_from = _upgrade(data, fail)
+    cells = data.get("cells")
+    if not isinstance(cells, list):
+        raise fail("not a notebook: no 'cells' list")
+    code_cells: list[CodeCell] = []
+    for position, cell in enumerate(cells):
+        if not isinstance(cell, dict):
+            raise fail(f"cell {position} is not an object")
+        if cell.get("cell_type") != "code":
+            continue
+        code_cells.append(_code_cell(len(code_cells), position, cell, fail))
+    return Notebook(data, tuple(code_cells), upgraded_from)
+
+
+def _upgrade(data: dict[str, Any], fail: Any) -> tuple[dict[str, Any], int]:
+    import nbformat
+
+    major = data.get("nbformat")
+    if not isinstance(major, int) or isinstance(major, bool) or major not in (1, 2, 3):
+        raise fail(f"unsupported nbformat version {major!r}",
+                   "JunoBench reads nbformat 4 notebooks (older ones are upgraded)")
+    try:
+        upgraded = nbformat.convert(nbformat.from_dict(data), 4)
+    except Exception as error:  # nbformat raises many types for malformed old notebooks
+        raise fail(f"cannot upgrade nbformat {major} notebook to version 4 ({error})") from None
+    return json.loads(json.dumps(upgraded)), major
+
+
+def _code_cell(index: int, position: int, cell: dict[str, Any], fail: Any) -> CodeCell:
+    source = _text(cell.get("source", ""))
+    if source is None:
+        raise fail(f"cell {position}: 'source' is neither a string nor a list of strings")
+    count = cell.get("execution_count")
+    if count is not None and (not isinstance(count, int) or isinstance(count, bool)):
+        raise fail(f"cell {position}: execution_count {count!r} is not an integer")
+    outputs = cell.get("outputs", [])
+    if not isinstance(outputs, list):
+        raise fail(f"cell {position}: 'outputs' is not a list")
+    error = None
+    for output in outputs:
+        if isinstance(output, dict) and output.get("output_type") == "error":
+            error = ErrorOutput(
+                ename=str(output.get("ename", "")),
+                evalue=str(output.get("evalue", "")),
+                traceback=tuple(parse_traceback(output.get("traceback", []))),
+            )
+            break
+    return CodeCell(index, source, count, error)
+
+
+def _text(value: Any) -> str | None:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "".join(value)
+    return None
+
+
+# --------------------------------------------------------------------------- order
+
+
+def find_target(code_cells: Sequence[CodeCell]) -> int | None:
+    """Code-cell index of the cell with an error output (first in execution order)."""
+    crashed = [c for c in code_cells if c.error is not None]
+    if not crashed:
+        return None
+    return min(crashed, key=_run_key).index
+
+
+def execution_order(code_cells: Sequence[CodeCell], target: int) -> list[Step]:
+    """The runs that lead to and include ``target`` (a code-cell index), in order.
+
+    Ends with the target; a ``[reexecute]`` cell runs twice in a row, the first time
+    with no recorded count.
+    """
+    if not 0 <= target < len(code_cells):
+        raise IndexError(f"target code cell {target} out of range (0..{len(code_cells) - 1})")
+    target_cell = code_cells[target]
+    limit = target_cell.execution_count
+    before = [
+        c for c in code_cells
+        if c.index != target and c.execution_count is not None
+        and (limit is None or c.execution_count < limit)
+    ]
+    steps: list[Step] = []
+    for cell in [*sorted(before, key=_run_key), target_cell]:
+        if cell.reexecute:
+            steps.append(Step(cell.index, None))
+        steps.append(Step(cell.index, cell.execution_count))
+    return steps
+
+
+def _run_key(cell: CodeCell) -> tuple[int, int]:
+    count = cell.execution_count
+    return (count if count is not None else 1 << 62, cell.index)
+
+
+# --------------------------------------------------------------------------- tracebacks
+
+
+def strip_ansi(text: str) -> str:
+    """Remove ANSI colour and control sequences."""
+    return _ANSI.sub("", text)
+
+
+def parse_traceback(value: Any) -> list[str]:
+    """Normalise a traceback to a list of ANSI-free strings, one per frame/line group.
+
+    Accepts a list of strings, a single string, a Python-literal string of a list (as
+    the published tables store them), and such a literal cut short (Excel's cell limit):
+    the complete items are kept and the cut item is kept as far as it goes.
+
+    >>> parse_traceback("['a', 'b\\\\n']")
+    ['a', 'b\\n']
+    >>> parse_traceback("['KeyError: 1', 'cut her")
+    ['KeyError: 1', 'cut her']
+    """
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        return [strip_ansi(v if isinstance(v, str) else str(v)) for v in value]
+    if not isinstance(value, str):
+        return [strip_ansi(str(value))]
+    text = value.strip()
+    if text.startswith("["):
+        items = _literal_list(text)
+        if items is not None:
+            return [strip_ansi(v) for v in items]
+    return [strip_ansi(value)] if value else []
+
+
+def _literal_list(text: str) -> list[str] | None:
+    try:
+        parsed = ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError, TypeError):
+        return _salvage_literal_list(text)
+    if isinstance(parsed, list):
+        return [v if isinstance(v, str) else str(v) for v in parsed]
+    return None
+
+
+def _salvage_literal_list(text: str) -> list[str] | None:
+    """Items of a truncated ``['…', '…`` literal: complete ones, then the cut remainder."""
+    items: list[str] = []
+    end = 1
+    for match in _STRING_LITERAL.finditer(text, 1):
+        gap = text[end:match.start()].strip()
+        if gap not in ("", ","):
+            break
+        try:
+            items.append(ast.literal_eval(match.group()))
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            break
+        end = match.end()
+    rest = text[end:].lstrip(" ,\n")
+    if rest and rest[0] in "'\"" and not rest.rstrip().endswith("]"):
+        items.append(_unescape(rest[1:]))
+    elif rest and rest.rstrip() not in ("]", ""):
+        return items or None
+    return items
+
+
+def _unescape(fragment: str) -> str:
+    for candidate in (fragment, fragment.rstrip("\\")):
+        try:
+            value = ast.literal_eval(f"'''{candidate}'''")
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+        if isinstance(value, str):
+            return value
+    return fragment
+
+
+def crash_line(traceback: Any) -> int | None:
+    """1-based line of the target cell where the crash happened, from the first frame.
+
+    >>> crash_line(["KeyError   Traceback (most recent call last)",
+    ...             "Cell In[23], line 4\\n      3 x = 1\\n----> 4 y = d['k']\\n"])
+    4
+    >>> crash_line(["<ipython-input-21-4356> in <module>\\n      1 # c\\n----> 2 f()\\n"])
+    2
+    """
+    for frame in parse_traceback(traceback):
+        match = _CELL_FRAME.search(frame)
+        if not match:
+            continue
+        head = frame[match.start():].split("\n", 1)[0]
+        for pattern in (_CELL_LINE, _CELL_LINE_TAG):
+            found = pattern.search(head)
+            if found:
+                return int(found.group(1))
+        arrow = _ARROW_LINE.search(frame, match.end())
+        return int(arrow.group(1)) if arrow else None
+    return None
+
+
+def exception_of(traceback: Any) -> str | None:
+    """Exception class named by a traceback: its last ``Name: message`` line or header."""
+    lines = [ln for frame in parse_traceback(traceback) for ln in frame.splitlines() if ln.strip()]
+    for line in reversed(lines):
+        match = _EXCEPTION_LINE.match(line.strip())
+        if match:
+            return match.group(1).rsplit(".", 1)[-1]
+    for line in lines:
+        match = _HEADER.match(line.strip())
+        if match:
+            return match.group(1).rsplit(".", 1)[-1]
+    return None

@@ -1,0 +1,122 @@
+"""Locate a snapshot: a local directory, the bundled sample, or a Hub dataset repo.
+
+``resolve("sample")`` is the mini benchmark shipped with the package; an existing
+directory is used in place (never written to); anything else shaped ``owner/name`` is a
+Hugging Face dataset repo fetched with :func:`huggingface_hub.snapshot_download`.
+
+>>> resolve("sample").name
+'sample'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from junobench import layout
+from junobench.errors import JunoBenchError
+
+DEFAULT_SOURCE = "PELAB-LiU/JunoBench"
+SAMPLE = "sample"
+
+#: Files fetched from the Hub by default: tables, notebooks, dataset metadata, and an
+#: export's card, parquet files and manifest. Input data only with ``include_data``.
+HUB_PATTERNS: tuple[str, ...] = (
+    "*.xlsx",
+    "*.md",
+    "*.json",
+    f"{layout.BENCHMARK_DIR}/*/*.ipynb",
+    f"{layout.BENCHMARK_DIR}/*/{layout.DATA_DIR}/*{layout.METADATA_SUFFIX}",
+    "cases/*.parquet",
+    "notebooks/*.parquet",
+)
+HUB_DATA_PATTERNS: tuple[str, ...] = (f"{layout.BENCHMARK_DIR}/*/{layout.DATA_DIR}/**",)
+
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+Downloader = Callable[..., str]
+
+
+def sample_path() -> Path:
+    """The bundled mini benchmark (package data)."""
+    return Path(__file__).resolve().parent / SAMPLE
+
+
+def is_repo_id(source: str) -> bool:
+    return bool(_REPO_ID.match(source))
+
+
+def resolve(
+    source: str | Path = DEFAULT_SOURCE,
+    *,
+    revision: str | None = None,
+    include_data: bool = False,
+    download: Downloader | None = None,
+) -> Path:
+    """The local directory of ``source``.
+
+    ``download`` replaces :func:`huggingface_hub.snapshot_download` (same keywords): the
+    seam through which tests serve a Hub repo from local data.
+    """
+    text = str(source)
+    if text == SAMPLE:
+        path = sample_path()
+        if not path.is_dir():
+            raise JunoBenchError("the bundled sample is missing from this installation",
+                                 file=path, hint="reinstall junobench")
+        return path
+    path = Path(text).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise JunoBenchError("a snapshot must be a directory", file=path,
+                                 hint="pass the folder that holds benchmark_desc.xlsx")
+        return path.resolve()
+    if isinstance(source, Path) or not is_repo_id(text):
+        raise JunoBenchError("no such snapshot directory", file=path,
+                             hint="pass an existing directory, 'sample', or a Hub repo id like "
+                             f"{DEFAULT_SOURCE}")
+    return fetch_hub(text, revision=revision, include_data=include_data, download=download)
+
+
+def fetch_hub(
+    repo_id: str,
+    *,
+    revision: str | None = None,
+    include_data: bool = False,
+    download: Downloader | None = None,
+    **kwargs: Any,
+) -> Path:
+    """Download (or reuse from the Hugging Face cache) a dataset repo's snapshot files."""
+    from huggingface_hub import errors as hf_errors
+
+    if download is None:
+        from huggingface_hub import snapshot_download as download
+    patterns = list(HUB_PATTERNS) + (list(HUB_DATA_PATTERNS) if include_data else [])
+    where = f"{repo_id}" + (f"@{revision}" if revision else "")
+    try:
+        local = download(repo_id=repo_id, repo_type="dataset", revision=revision,
+                         allow_patterns=patterns, **kwargs)
+    except hf_errors.RepositoryNotFoundError:
+        raise JunoBenchError(f"no dataset repo {repo_id!r} on the Hugging Face Hub (or no access)",
+                             file=where, hint="check the repo id, or log in with `hf auth login`"
+                             ) from None
+    except hf_errors.RevisionNotFoundError:
+        raise JunoBenchError(f"revision {revision!r} not found", file=where,
+                             hint="pass an existing branch, tag or commit") from None
+    except hf_errors.GatedRepoError:
+        raise JunoBenchError("the dataset repo is gated", file=where,
+                             hint="accept its terms on the Hub and log in") from None
+    except (hf_errors.LocalEntryNotFoundError, hf_errors.HfHubHTTPError, OSError) as error:
+        raise JunoBenchError(
+            f"the Hugging Face Hub is unreachable and no cached copy exists ({_first_line(error)})",
+            file=where,
+            hint=f"use --source {SAMPLE} for the bundled sample, or --source DIR for a local snapshot",
+        ) from None
+    return Path(local)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__

@@ -1,0 +1,232 @@
+"""The snapshot's tables: ``benchmark_desc.xlsx`` (one row per case) and the optional
+diagnosis table ``ground_truth_crash_prediction.xlsx`` (one row per notebook).
+
+Read with calamine (fast, read-only); written with openpyxl. Column names are the
+published ones; :data:`DESC_COLUMNS` maps them to record fields, once.
+
+>>> DESC_COLUMNS["label_root_cause"]
+'root_cause'
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from junobench import layout
+from junobench.errors import JunoBenchError, Problem
+
+#: Published (and labelling-sheet) columns of benchmark_desc.xlsx → record field.
+DESC_COLUMNS: dict[str, str] = {
+    "nb_name": "case_id",
+    "eid": "eid",
+    "ename": "ename",
+    "evalue": "evalue",
+    "traceback": "traceback",
+    "label_root_cause": "root_cause",
+    "label_refined_exp_type": "crash_type",
+    "label_ML_pipeline": "pipeline_stage",
+    "label_if_ML_bug": "ml_bug",
+    "NotebookUrl": "notebook_url",
+    "Libs-cause": "libs_cause",
+    "source": "source",
+    "Dataset_note": "dataset_note",
+    "fname": "fname",
+}
+#: Columns without which a case cannot be labelled.
+DESC_REQUIRED: tuple[str, ...] = (
+    "nb_name",
+    "label_root_cause",
+    "label_refined_exp_type",
+    "label_ML_pipeline",
+    "label_if_ML_bug",
+    "NotebookUrl",
+)
+#: Per-dataset columns, numbered from 1: ``DatasetTitle_1``, ``DatasetLicenseName_1`` …
+DATASET_COLUMNS: dict[str, str] = {
+    "DatasetTitle": "title",
+    "DatasetUrl": "url",
+    "DatasetLicenseName": "license",
+}
+_DATASET_COLUMN = re.compile(r"^(DatasetTitle|DatasetUrl|DatasetLicenseName)_(\d+)$")
+
+DIAGNOSIS_REQUIRED: tuple[str, ...] = ("instance", "diagnosis")
+
+
+@dataclass
+class Table:
+    """A sheet as header + rows of Python values (None for empty cells)."""
+
+    path: Path
+    columns: list[str]
+    rows: list[list[Any]]
+
+    def records(self) -> list[dict[str, Any]]:
+        return [dict(zip(self.columns, row, strict=False)) for row in self.rows]
+
+    def require(self, columns: Iterable[str], *, hint: str) -> None:
+        missing = [c for c in columns if c not in self.columns]
+        if missing:
+            raise JunoBenchError(
+                f"missing required column(s) {', '.join(map(repr, missing))}",
+                file=self.path,
+                hint=hint,
+            )
+
+
+def read_table(path: str | Path, *, sheet: int | str = 0) -> Table:
+    """Read one sheet of an xlsx file; the first row is the header."""
+    from python_calamine import CalamineError, CalamineWorkbook
+
+    path = Path(path)
+    try:
+        workbook = CalamineWorkbook.from_path(str(path))
+        worksheet = (workbook.get_sheet_by_index(sheet) if isinstance(sheet, int)
+                     else workbook.get_sheet_by_name(sheet))
+        values = worksheet.to_python()
+    except FileNotFoundError:
+        raise JunoBenchError("table not found", file=path, hint="check the snapshot layout") from None
+    except (CalamineError, OSError, ValueError, IndexError) as error:
+        raise JunoBenchError(f"cannot read the spreadsheet ({error})", file=path,
+                             hint="save it again as .xlsx") from None
+    if not values:
+        raise JunoBenchError("the table is empty (no header row)", file=path)
+    header = [_header(v) for v in values[0]]
+    while header and header[-1] == "":
+        header.pop()
+    width = len(header)
+    rows = []
+    for raw in values[1:]:
+        row = [_value(v) for v in raw[:width]]
+        if any(v is not None for v in row):
+            rows.append(row + [None] * (width - len(row)))
+    return Table(path, header, rows)
+
+
+def write_table(path: str | Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> None:
+    """Write rows as a one-sheet xlsx, atomically (a temp file moved into place)."""
+    from openpyxl import Workbook
+
+    path = Path(path)
+    workbook = Workbook(write_only=True)
+    sheet = workbook.create_sheet("Sheet1")
+    sheet.append(list(columns))
+    for row in rows:
+        sheet.append([_cell(row.get(c)) for c in columns])
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(handle)
+    try:
+        workbook.save(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# --------------------------------------------------------------------------- desc table
+
+
+@dataclass
+class DescRow:
+    """One case's row of benchmark_desc.xlsx, with record field names."""
+
+    case_id: str
+    row_number: int
+    fields: dict[str, Any]
+    datasets: list[dict[str, str | None]] = field(default_factory=list)
+
+
+def read_desc(root: str | Path) -> tuple[list[DescRow], list[Problem]]:
+    """Rows of a snapshot's benchmark_desc.xlsx and the row-level problems found.
+
+    Raises for a missing table or missing required columns (nothing can be built);
+    returns empty or duplicate case ids as problems.
+    """
+    path = Path(root) / layout.DESC_TABLE
+    if not path.is_file():
+        raise JunoBenchError("the case table is missing", file=path,
+                             hint=f"a snapshot holds {layout.DESC_TABLE} beside benchmark/")
+    table = read_table(path)
+    table.require(DESC_REQUIRED, hint="use the published columns of benchmark_desc.xlsx")
+    position = {c: i for i, c in enumerate(table.columns)}
+    known = [(c, f) for c, f in DESC_COLUMNS.items() if c in position]
+    dataset_slots = sorted({int(m[2]) for c in table.columns if (m := _DATASET_COLUMN.match(c))})
+    rows: list[DescRow] = []
+    problems: list[Problem] = []
+    seen: dict[str, int] = {}
+    name = layout.DESC_TABLE
+    for number, values in enumerate(table.rows, start=2):
+        case_id = _text(values[position["nb_name"]])
+        if case_id is None:
+            problems.append(Problem(f"row {number}: empty nb_name", name, None,
+                                    "give every row its case id"))
+            continue
+        if case_id in seen:
+            problems.append(Problem(f"duplicate case id (rows {seen[case_id]} and {number})",
+                                    name, case_id, "keep one row per case"))
+            continue
+        seen[case_id] = number
+        fields = {f: _text(values[position[c]]) for c, f in known}
+        datasets = []
+        for slot in dataset_slots:
+            entry = {f: _text(values[position[f"{c}_{slot}"]]) if f"{c}_{slot}" in position else None
+                     for c, f in DATASET_COLUMNS.items()}
+            if any(v is not None for v in entry.values()):
+                datasets.append(entry)
+        rows.append(DescRow(case_id, number, fields, datasets))
+    duplicates = {p.case for p in problems if p.case}
+    return [r for r in rows if r.case_id not in duplicates], problems
+
+
+def read_diagnoses(root: str | Path) -> dict[str, str]:
+    """``instance`` → diagnosis from the optional diagnosis table (empty when absent)."""
+    path = Path(root) / layout.DIAGNOSIS_TABLE
+    if not path.is_file():
+        return {}
+    table = read_table(path)
+    table.require(DIAGNOSIS_REQUIRED, hint="the diagnosis table has columns instance and diagnosis")
+    i, d = table.columns.index("instance"), table.columns.index("diagnosis")
+    out: dict[str, str] = {}
+    for row in table.rows:
+        instance, diagnosis = _text(row[i]), _text(row[d])
+        if instance and diagnosis:
+            out[instance] = diagnosis
+    return out
+
+
+# --------------------------------------------------------------------------- values
+
+
+def _header(value: Any) -> str:
+    return "" if value is None else str(value).strip()
+
+
+def _value(value: Any) -> Any:
+    if value == "" or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value
+
+
+def _text(value: Any) -> str | None:
+    """A cell as text: None for empty; integral floats without '.0'."""
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, (datetime, date)):
+        return value.isoformat()
+    text = str(value)
+    return text if text.strip() else None
+
+
+def _cell(value: Any) -> Any:
+    if value is None or isinstance(value, (str, int, float, bool, datetime, date)):
+        return value
+    return str(value)

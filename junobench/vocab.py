@@ -1,0 +1,124 @@
+"""The benchmark's label vocabularies, as published (strings kept verbatim).
+
+>>> library_of("tensorflow_3"), library_of("NBspecific_12")
+('tensorflow', 'NBspecific')
+>>> LIBRARY_LABELS["tensorflow"]
+'tensorflow/keras'
+"""
+
+from __future__ import annotations
+
+import re
+
+#: Case-id prefixes, one per library cause; ``NBspecific`` is notebook-specific (no library).
+LIBRARIES: tuple[str, ...] = (
+    "tensorflow",
+    "torch",
+    "sklearn",
+    "numpy",
+    "pandas",
+    "matplotlib",
+    "seaborn",
+    "statsmodels",
+    "torchvision",
+    "lightgbm",
+    "NBspecific",
+)
+
+NOTEBOOK_SPECIFIC = "NBspecific"
+
+#: Display names of the library causes (``Libs-cause`` in the labelling sheet).
+LIBRARY_LABELS: dict[str, str] = {
+    "tensorflow": "tensorflow/keras",
+    "torch": "torch",
+    "sklearn": "sklearn",
+    "numpy": "numpy",
+    "pandas": "pandas",
+    "matplotlib": "matplotlib",
+    "seaborn": "seaborn",
+    "statsmodels": "statsmodels",
+    "torchvision": "torchvision",
+    "lightgbm": "lightgbm",
+    "NBspecific": "notebook-specific",
+}
+
+#: ``label_root_cause``.
+ROOT_CAUSES: tuple[str, ...] = (
+    "API misuse",
+    "data confusion",
+    "NB specific",
+    "implementation error",
+    "ML model confusion",
+    "library cause",
+)
+
+#: ``label_ML_pipeline``.
+PIPELINE_STAGES: tuple[str, ...] = (
+    "training",
+    "data preparation",
+    "evaluation/prediction",
+    "data visualization",
+    "model construction",
+)
+
+#: ``label_refined_exp_type``.
+CRASH_TYPES: tuple[str, ...] = (
+    "invalid argument",
+    "tensor shape mismatch",
+    "key error",
+    "value error",
+    "variable not found",
+    "index error",
+    "attribute error",
+    "data value violation",
+    "unsupported broadcast",
+    "type error",
+    "module not found",
+    "runtime error",
+    "feature name mismatch",
+    "io error",
+    "model initialization error",
+)
+
+#: ``source`` in the labelling sheet: where a case was found.
+SOURCES: tuple[str, ...] = ("labeled in empirical study", "newly sampled")
+
+#: Notebook versions of a case; ``reproduced`` and ``fixed`` are the evaluation instances.
+VERSIONS: tuple[str, ...] = ("original", "reproduced", "fixed")
+EVALUATED_VERSIONS: tuple[str, ...] = ("reproduced", "fixed")
+
+#: Kinds of modification recorded for an input dataset.
+MODIFICATIONS: tuple[str, ...] = ("downsampled", "synthetic")
+
+_CASE_ID = re.compile(r"^(?P<library>[A-Za-z][A-Za-z0-9]*)_(?P<number>[0-9]+)$")
+
+
+def is_case_id(text: str) -> bool:
+    """True for ids shaped ``<library>_<number>``, e.g. ``torch_7``."""
+    return bool(_CASE_ID.match(text))
+
+
+def library_of(case_id: str) -> str:
+    """The library named by a case id's prefix (``torch_7`` → ``torch``)."""
+    match = _CASE_ID.match(case_id)
+    if not match:
+        raise ValueError(f"{case_id!r} is not a case id of the form <library>_<number>")
+    return match["library"]
+
+
+def library_label(library: str) -> str:
+    """Display name for a library prefix; unknown prefixes are their own label."""
+    return LIBRARY_LABELS.get(library, library)
+
+
+def instance_id(case_id: str, version: str) -> str:
+    """The evaluation instance of a case's notebook: ``torch_7_reproduced``."""
+    return f"{case_id}_{version}"
+
+
+def split_instance(instance: str) -> tuple[str, str]:
+    """Inverse of :func:`instance_id`: ``torch_7_fixed`` → ``("torch_7", "fixed")``."""
+    case_id, _, version = instance.rpartition("_")
+    if version not in EVALUATED_VERSIONS or not is_case_id(case_id):
+        raise ValueError(f"{instance!r} is not an instance id like 'torch_7_reproduced'")
+    return case_id, version
