@@ -8,9 +8,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
-import pytest
+# Caches of a test run stay out of ~/.cache; set before datasets/huggingface_hub import.
+_CACHES = Path(tempfile.mkdtemp(prefix="junobench-test-caches-"))
+os.environ["JUNOBENCH_CACHE"] = str(_CACHES / "junobench")
+os.environ["HF_HOME"] = str(_CACHES / "hf")
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+
+import pytest  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO.parent / "shared" / "reference"
@@ -19,7 +26,7 @@ REFERENCE = REPO.parent / "shared" / "reference"
 def _require(path: Path) -> Path:
     if path.exists():
         return path
-    message = f"reference data not found at {path} (expected ../shared/reference beside the checkout)"
+    message = f"reference data not found at {path} (expected ../shared/reference beside the repo)"
     if os.environ.get("JUNOBENCH_REQUIRE_REFERENCE") == "1":
         pytest.fail(message)
     pytest.skip(message)
@@ -45,12 +52,3 @@ def snapshot_copy(reference_snapshot: Path, tmp_path: Path) -> Path:
     for path in [target, *target.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return target
-
-
-@pytest.fixture(autouse=True)
-def _isolated_caches(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Keep the records cache and the Hugging Face caches of a test run out of ~/.cache."""
-    root = tmp_path_factory.getbasetemp() / "caches"
-    monkeypatch.setenv("JUNOBENCH_CACHE", str(root / "junobench"))
-    monkeypatch.setenv("HF_HOME", str(root / "hf"))
-    monkeypatch.setenv("HF_HUB_DISABLE_TELEMETRY", "1")
