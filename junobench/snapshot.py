@@ -10,6 +10,8 @@ Hugging Face dataset repo fetched with :func:`huggingface_hub.snapshot_download`
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -120,3 +122,41 @@ def fetch_hub(
 def _first_line(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return text[0] if text else type(error).__name__
+
+
+def fingerprint(root: str | Path) -> str:
+    """A digest of the snapshot's content: every file's path, size and modification time.
+
+    Any edit to a table, notebook, metadata or data file changes it, so records cached
+    under it are never served stale. Costs one ``stat`` per file, no reads.
+    """
+    root = Path(root)
+    digest = hashlib.sha256()
+    for name in (layout.DESC_TABLE, layout.DIAGNOSIS_TABLE):
+        _add_entry(digest, name, root / name)
+    stack = [layout.BENCHMARK_DIR]
+    while stack:
+        relative = stack.pop()
+        try:
+            entries = sorted(os.scandir(root / relative), key=lambda e: e.name)
+        except (FileNotFoundError, NotADirectoryError):
+            digest.update(f"{relative}\0missing\n".encode())
+            continue
+        subdirs = []
+        for entry in entries:
+            path = f"{relative}/{entry.name}"
+            if entry.is_dir():
+                subdirs.append(path)
+            else:
+                _add_entry(digest, path, entry)
+        stack.extend(reversed(subdirs))
+    return digest.hexdigest()
+
+
+def _add_entry(digest: Any, name: str, entry: os.DirEntry[str] | Path) -> None:
+    try:
+        info = entry.stat()
+    except OSError:
+        digest.update(f"{name}\0missing\n".encode())
+        return
+    digest.update(f"{name}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())

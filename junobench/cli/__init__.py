@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _quiet_libraries()
     try:
         return int(args.handler(args) or 0)
     except JunoBenchError as error:
@@ -40,6 +41,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _quiet_libraries() -> None:
+    """Our log lines as ``warning: …`` on stderr; no progress bars or logs from datasets."""
+    import logging
+
+    class StderrHandler(logging.Handler):  # looks sys.stderr up at each message
+        def emit(self, record: logging.LogRecord) -> None:
+            print(self.format(record), file=sys.stderr)
+
+    logger = logging.getLogger("junobench")
+    if not any(type(h).__name__ == "StderrHandler" for h in logger.handlers):
+        handler = StderrHandler()
+        handler.setFormatter(logging.Formatter("warning: %(message)s"))
+        logger.addHandler(handler)
+    import datasets
+
+    datasets.disable_progress_bars()
+    datasets.logging.set_verbosity_error()
 
 
 def _version() -> str:

@@ -1,0 +1,125 @@
+"""Look at the benchmark: list cases (``ls``), show one case (``show``), build records.
+
+>>> rows = ls("sample", library="pandas")          # doctest: +SKIP
+>>> print(format_case(show("pandas_1", "sample")))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from junobench.errors import JunoBenchError
+from junobench.loading import BuildReport, apply_filters, build, load, normalise_filters
+from junobench.snapshot import DEFAULT_SOURCE, resolve
+
+#: Columns of ``ls``, in order (every one a ``cases`` field).
+LS_COLUMNS: tuple[str, ...] = (
+    "case_id", "library", "root_cause", "crash_type", "pipeline_stage", "exception", "source",
+)
+_NOTEBOOK_TEXT = ("original", "reproduced", "fixed")
+
+
+def ls(source: str | Path = DEFAULT_SOURCE, *, revision: str | None = None,
+       skip_invalid: bool = False, **filters: Any) -> list[dict[str, Any]]:
+    """One dict per case (the :data:`LS_COLUMNS`), in table order, filtered."""
+    cases = load(source, "cases", revision=revision, skip_invalid=skip_invalid, **filters)
+    return cases.select_columns(list(LS_COLUMNS)).to_list()
+
+
+def show(case_id: str, source: str | Path = DEFAULT_SOURCE, *, revision: str | None = None,
+         skip_invalid: bool = False) -> dict[str, Any]:
+    """The whole ``cases`` record of one case."""
+    cases = load(source, "cases", revision=revision, skip_invalid=skip_invalid)
+    ids = cases["case_id"]
+    if case_id not in ids:
+        import difflib
+
+        close = difflib.get_close_matches(case_id, list(ids), n=3)
+        raise JunoBenchError(f"no case {case_id!r} in this snapshot", case=case_id,
+                             hint=f"did you mean {', '.join(close)}?" if close else
+                             "list the cases with `junobench ls`")
+    return cases[list(ids).index(case_id)]
+
+
+@dataclass
+class BuildSummary:
+    """What ``junobench build`` prepared."""
+
+    snapshot: Path
+    cases: int
+    notebooks: int
+    cache_files: list[str]
+    report: BuildReport
+
+
+def build_records(source: str | Path = DEFAULT_SOURCE, *, revision: str | None = None,
+                  skip_invalid: bool = False, cache_dir: str | Path | None = None,
+                  **filters: Any) -> BuildSummary:
+    """Prepare both configs of a snapshot (reusing the cache when it is current)."""
+    criteria = normalise_filters(filters)
+    root = resolve(source, revision=revision)
+    cases, report = build(root, "cases", skip_invalid=skip_invalid, cache_dir=cache_dir)
+    notebooks, _ = build(root, "notebooks", skip_invalid=skip_invalid, cache_dir=cache_dir)
+    cases, notebooks = apply_filters(cases, criteria), apply_filters(notebooks, criteria)
+    files = [f["filename"] for ds in (cases, notebooks) for f in ds.cache_files]
+    return BuildSummary(root, len(cases), len(notebooks), files, report)
+
+
+def format_case(case: dict[str, Any]) -> str:
+    """A readable text view of a ``cases`` record."""
+    out: list[str] = [f"{case['case_id']}  ({case['library_label']})", ""]
+    labels = [
+        ("root cause", case["root_cause"]), ("crash type", case["crash_type"]),
+        ("pipeline stage", case["pipeline_stage"]), ("ML bug", case["ml_bug"]),
+        ("source", case["source"]), ("notebook", case["notebook_url"]),
+    ]
+    out += [f"  {name:<15} {value}" for name, value in labels if value]
+    line = f", line {case['crash_line']} of the target cell" if case["crash_line"] else ""
+    out += ["", f"Crash: {case['exception']}: {_first_line(case['evalue'])}{line}"]
+    if case["diagnosis"]:
+        out += ["", "Diagnosis:", *textwrap.wrap(case["diagnosis"], 88, initial_indent="  ",
+                                                 subsequent_indent="  ")]
+    out += ["", "Input datasets:"]
+    if not case["datasets"]:
+        out.append("  (none recorded)")
+    for d in case["datasets"]:
+        mods = f"; {', '.join(d['modifications'])}" if d["modifications"] else ""
+        files = f"; files: {', '.join(d['files'])}" if d["files"] else "; files not in snapshot"
+        out.append(f"  - {d['title']} [{d['license'] or 'licence unknown'}{mods}]")
+        out.append(f"    {d['url'] or 'no URL'}{files}")
+    missing = [v for v in _NOTEBOOK_TEXT if case.get(v) is None]
+    if missing:
+        out += ["", f"Notebooks not in snapshot: {', '.join(missing)}"]
+    out += ["", "Execution order of the reproduced notebook (the last run crashes):"]
+    out += _runs(case["execution_order"]["reproduced"])
+    fixed_target = case["execution_order"]["fixed"][-1]
+    out += ["", f"Target cell in the fixed notebook (code cell {fixed_target['code_cell_index']}):"]
+    out += [textwrap.indent(fixed_target["source"] or "(empty)", "    ")]
+    return "\n".join(out) + "\n"
+
+
+def _runs(runs: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for step, run in enumerate(runs, start=1):
+        count = run["execution_count"]
+        label = f"In [{count}]" if count is not None else "earlier run, count not recorded"
+        target = "  <- target" if step == len(runs) else ""
+        lines.append(f"  {step:>3}. code cell {run['code_cell_index']} ({label}){target}")
+        lines.append(textwrap.indent(run["source"].rstrip() or "(empty)", "       "))
+    return lines
+
+
+def _first_line(text: str | None) -> str:
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+
+
+def public_record(case: dict[str, Any], *, with_notebooks: bool = False) -> dict[str, Any]:
+    """A case record for JSON output; the notebook texts only when asked for."""
+    if with_notebooks:
+        return dict(case)
+    return {k: v for k, v in case.items() if k not in _NOTEBOOK_TEXT} | {
+        f"has_{v}": case[v] is not None for v in _NOTEBOOK_TEXT
+    }

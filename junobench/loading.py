@@ -1,0 +1,179 @@
+"""``junobench.load``: JunoBench records from any source, cached on content, filtered.
+
+>>> import junobench
+>>> cases = junobench.load("sample", "cases", library=["pandas", "numpy"])  # doctest: +SKIP
+>>> notebooks = junobench.load("sample", "notebooks", root_cause="API misuse")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import datasets
+
+from junobench import vocab
+from junobench.errors import JunoBenchError, Problem
+from junobench.records import CONFIGS, REPORT_FILE, JunoBench
+from junobench.snapshot import DEFAULT_SOURCE, fingerprint, resolve
+
+logger = logging.getLogger("junobench")
+
+#: Filter keyword → its vocabulary (values outside it are accepted when the data has them).
+FILTERS: dict[str, tuple[str, ...]] = {
+    "library": vocab.LIBRARIES,
+    "root_cause": vocab.ROOT_CAUSES,
+    "crash_type": vocab.CRASH_TYPES,
+    "pipeline_stage": vocab.PIPELINE_STAGES,
+    "source": vocab.SOURCES,
+}
+_LIBRARY_ALIASES = {label: prefix for prefix, label in vocab.LIBRARY_LABELS.items()}
+
+
+@dataclass
+class BuildReport:
+    """What a build found: skipped cases with their problems, and absences."""
+
+    snapshot: Path
+    fingerprint: str
+    skipped: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    absent: dict[str, list[str]] = field(default_factory=dict)
+    unlisted_folders: list[str] = field(default_factory=list)
+
+    def summary(self) -> list[str]:
+        """One line per kind of finding, for the log."""
+        lines = []
+        if self.skipped:
+            lines.append(f"skipped {len(self.skipped)} invalid case(s): {_ids(self.skipped)}")
+            lines += [f"  - {p}" for p in self.problems]
+        for what, ids in sorted(self.absent.items()):
+            lines.append(f"{what} not in snapshot for {len(ids)} case(s): {_ids(ids)}")
+        if self.unlisted_folders:
+            lines.append(f"case folder(s) without a table row, not loaded: "
+                         f"{_ids(self.unlisted_folders)}")
+        return lines
+
+
+def cache_root(cache_dir: str | Path | None = None) -> Path:
+    """Where prepared records live: ``cache_dir``, ``$JUNOBENCH_CACHE`` or ~/.cache/junobench."""
+    if cache_dir is not None:
+        return Path(cache_dir)
+    env = os.environ.get("JUNOBENCH_CACHE")
+    return Path(env) if env else Path.home() / ".cache" / "junobench"
+
+
+def builder_for(
+    root: Path, config: str, *, skip_invalid: bool = False, cache_dir: str | Path | None = None
+) -> JunoBench:
+    """The builder of ``config`` for a local snapshot, keyed on its current content."""
+    if config not in CONFIGS:
+        raise JunoBenchError(f"unknown config {config!r}", hint=f"use one of {', '.join(CONFIGS)}")
+    return JunoBench(
+        config_name=config,
+        snapshot=str(root),
+        fingerprint=fingerprint(root),
+        skip_invalid=skip_invalid,
+        cache_dir=str(cache_root(cache_dir)),
+        dataset_name="junobench",
+    )
+
+
+def build(
+    root: Path, config: str = "cases", *, skip_invalid: bool = False,
+    cache_dir: str | Path | None = None,
+) -> tuple[datasets.Dataset, BuildReport]:
+    """Prepare (or reuse) the records of a local snapshot; returns them and the report."""
+    builder = builder_for(root, config, skip_invalid=skip_invalid, cache_dir=cache_dir)
+    try:
+        builder.download_and_prepare()
+    except datasets.exceptions.DatasetGenerationError as error:
+        cause = error.__cause__
+        if isinstance(cause, JunoBenchError):
+            raise cause from None
+        raise
+    dataset = builder.as_dataset(split="test")
+    report = BuildReport(root, builder.config.fingerprint or "")
+    path = Path(builder.cache_dir) / REPORT_FILE
+    if path.is_file():
+        data = json.loads(path.read_text())
+        report.skipped = data["skipped"]
+        report.problems = [Problem(**p) for p in data["problems"]]
+        report.absent = data["absent"]
+        report.unlisted_folders = data.get("unlisted_folders", [])
+    return dataset, report
+
+
+def load(
+    source: str | Path = DEFAULT_SOURCE,
+    config: str = "cases",
+    *,
+    revision: str | None = None,
+    skip_invalid: bool = False,
+    cache_dir: str | Path | None = None,
+    **filters: str | Iterable[str] | None,
+) -> datasets.Dataset:
+    """JunoBench records of ``config`` (``cases`` or ``notebooks``), split ``test``.
+
+    ``source`` is a snapshot directory, ``"sample"`` (the bundled mini benchmark) or a Hub
+    dataset repo id (default ``PELAB-LiU/JunoBench``, at ``revision``). Filters —
+    ``library``, ``root_cause``, ``crash_type``, ``pipeline_stage``, ``source`` — take a
+    value or a list of values; a record must match one value of every filter given.
+    Problems are logged once, on the ``junobench`` logger.
+    """
+    criteria = normalise_filters(filters)
+    root = resolve(source, revision=revision)
+    dataset, report = build(root, config, skip_invalid=skip_invalid, cache_dir=cache_dir)
+    for line in report.summary():
+        logger.warning(line)
+    return apply_filters(dataset, criteria)
+
+
+def normalise_filters(filters: Mapping[str, str | Iterable[str] | None]) -> dict[str, list[str]]:
+    """Check filter names and turn each value into a list (``None`` means no filter)."""
+    out: dict[str, list[str]] = {}
+    for name, value in filters.items():
+        if name not in FILTERS:
+            raise JunoBenchError(f"unknown filter {name!r}",
+                                 hint=f"filters are {', '.join(FILTERS)}")
+        if value is None:
+            continue
+        values = [value] if isinstance(value, str) else list(value)
+        if not all(isinstance(v, str) for v in values):
+            raise JunoBenchError(f"filter {name!r} takes strings, got {values!r}")
+        if name == "library":
+            values = [_LIBRARY_ALIASES.get(v, v) for v in values]
+        if values:
+            out[name] = values
+    return out
+
+
+def apply_filters(dataset: datasets.Dataset, criteria: Mapping[str, list[str]]) -> datasets.Dataset:
+    """Rows matching every criterion; an unknown value fails with the closest valid ones."""
+    if not criteria:
+        return dataset
+    keep: list[int] | None = None
+    for name, values in criteria.items():
+        column = dataset.data.column(name).to_pylist()
+        present = {v for v in column if v is not None}
+        for value in values:
+            if value not in present and value not in FILTERS[name]:
+                choices = sorted(present | set(FILTERS[name]))
+                close = difflib.get_close_matches(value, choices, n=3, cutoff=0.4)
+                hint = f"did you mean {', '.join(map(repr, close))}?" if close else (
+                    f"values are {', '.join(map(repr, choices))}")
+                raise JunoBenchError(f"no {name} {value!r} in JunoBench", hint=hint)
+        wanted = set(values)
+        rows = {i for i, v in enumerate(column) if v in wanted}
+        keep = sorted(rows if keep is None else rows.intersection(keep))
+    return dataset.select(keep or [])
+
+
+def _ids(ids: list[str], limit: int = 8) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f", … (+{len(ids) - limit})" if len(ids) > limit else "")
