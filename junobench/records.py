@@ -346,7 +346,7 @@ class JunoBench(datasets.GeneratorBasedBuilder):
                        table_problems: list[Problem]) -> Iterator[tuple[int, dict[str, Any]]]:
         problems = list(table_problems)
         absent: dict[str, list[str]] = {}
-        skipped: list[str] = []
+        skipped: list[str] = list(dict.fromkeys(p.case for p in table_problems if p.case))
         key = 0
         for row in rows:
             result = build_case(root, row, diagnoses)
@@ -366,7 +366,7 @@ class JunoBench(datasets.GeneratorBasedBuilder):
             "skipped": skipped,
             "problems": [p.to_dict() for p in problems],
             "absent": {what: sorted(ids) for what, ids in absent.items()},
-            "unlisted_folders": _unlisted_folders(root, rows),
+            "unlisted_folders": _unlisted_folders(root, {r.case_id for r in rows} | set(skipped)),
         }
         Path(self._output_dir, REPORT_FILE).write_text(json.dumps(report, indent=1))
 
@@ -395,9 +395,8 @@ class JunoBench(datasets.GeneratorBasedBuilder):
         return builder.as_dataset(split="test")
 
 
-def _unlisted_folders(root: Path, rows: list[DescRow]) -> list[str]:
+def _unlisted_folders(root: Path, listed: set[str]) -> list[str]:
     """Case folders with no row in the case table (not part of the records)."""
-    listed = {r.case_id for r in rows}
     folder = layout.benchmark_dir(root)
     if not folder.is_dir():
         return []

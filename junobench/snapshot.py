@@ -25,10 +25,12 @@ SAMPLE = "sample"
 
 #: Files fetched from the Hub by default: tables, notebooks, dataset metadata, and an
 #: export's card, parquet files and manifest. Input data only with ``include_data``.
+#: (The client matches with fnmatch, where ``*`` also crosses ``/``: top-level files are
+#: named exactly so that data files of the same type are not pulled in.)
 HUB_PATTERNS: tuple[str, ...] = (
-    "*.xlsx",
-    "*.md",
-    "*.json",
+    layout.DESC_TABLE,
+    layout.DIAGNOSIS_TABLE,
+    "README.md",
     f"{layout.BENCHMARK_DIR}/*/*.ipynb",
     f"{layout.BENCHMARK_DIR}/*/{layout.DATA_DIR}/*{layout.METADATA_SUFFIX}",
     "cases/*.parquet",

@@ -1,0 +1,103 @@
+"""Each kind of bad input gets one clear message naming file and case, exit code 1."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from openpyxl import load_workbook
+
+from junobench.cli import main
+
+
+def drop_column(table, column: str) -> None:
+    workbook = load_workbook(table)
+    sheet = workbook.active
+    header = [c.value for c in sheet[1]]
+    sheet.delete_cols(header.index(column) + 1)
+    workbook.save(table)
+
+
+def duplicate_row(table, case_id: str) -> None:
+    workbook = load_workbook(table)
+    sheet = workbook.active
+    row = next(r for r in sheet.iter_rows(min_row=2, values_only=True) if r[0] == case_id)
+    sheet.append(list(row))
+    workbook.save(table)
+
+
+def break_reproduced(snapshot, case_id: str) -> None:
+    path = snapshot / f"benchmark/{case_id}/{case_id}_reproduced.ipynb"
+    nb = json.loads(path.read_text())
+    for cell in nb["cells"]:
+        cell["outputs"] = [] if cell["cell_type"] == "code" else cell.get("outputs")
+    path.write_text(json.dumps(nb))
+
+
+BREAKAGES = {
+    "missing_column": (lambda s: drop_column(s / "benchmark_desc.xlsx", "label_root_cause"),
+                       ["benchmark_desc.xlsx", "missing required column(s) 'label_root_cause'"]),
+    "missing_folder": (lambda s: shutil.rmtree(s / "benchmark/sklearn_5"),
+                       ["benchmark/sklearn_5", "case sklearn_5", "case folder is missing"]),
+    "missing_notebook": (lambda s: (s / "benchmark/numpy_4/numpy_4_fixed.ipynb").unlink(),
+                         ["benchmark/numpy_4/numpy_4_fixed.ipynb", "case numpy_4",
+                          "fixed notebook is missing"]),
+    "invalid_json": (lambda s: (s / "benchmark/torch_3/torch_3_fixed.ipynb").write_text("{oops"),
+                     ["benchmark/torch_3/torch_3_fixed.ipynb", "case torch_3", "not valid JSON"]),
+    "no_error_output": (lambda s: break_reproduced(s, "pandas_2"),
+                        ["benchmark/pandas_2/pandas_2_reproduced.ipynb", "case pandas_2",
+                         "has no error output"]),
+    "duplicate_ids": (lambda s: duplicate_row(s / "benchmark_desc.xlsx", "seaborn_1"),
+                      ["benchmark_desc.xlsx", "case seaborn_1", "duplicate case id"]),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BREAKAGES))
+def test_bad_input_is_reported_clearly_and_skip_invalid_builds_the_rest(kind, snapshot_copy, capsys):
+    breakage, expected = BREAKAGES[kind]
+    breakage(snapshot_copy)
+    code = main(["ls", "--source", str(snapshot_copy), "--format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert out == ""
+    assert "Traceback" not in err
+    for fragment in expected:
+        assert fragment in err
+    if kind == "missing_column":
+        return  # nothing can be built without the labels
+    code = main(["ls", "--source", str(snapshot_copy), "--format", "json", "--skip-invalid"])
+    out, err = capsys.readouterr()
+    assert code == 0
+    listed = {c["case_id"] for c in json.loads(out)}
+    bad_case = expected[1].removeprefix("case ")
+    assert bad_case not in listed
+    assert len(listed) == 110
+    assert f"skipped 1 invalid case(s): {bad_case}" in err
+
+
+def test_missing_snapshot_and_missing_table(tmp_path, capsys):
+    assert main(["ls", "--source", str(tmp_path / "nowhere")]) == 1
+    assert "no such snapshot directory" in capsys.readouterr().err
+    (tmp_path / "benchmark").mkdir()
+    assert main(["ls", "--source", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "benchmark_desc.xlsx: the case table is missing" in err
+
+
+def test_strict_build_lists_every_problem_at_once(snapshot_copy, capsys):
+    (snapshot_copy / "benchmark/torch_3/torch_3_fixed.ipynb").write_text("{oops")
+    (snapshot_copy / "benchmark/numpy_4/numpy_4_fixed.ipynb").unlink()
+    assert main(["ls", "--source", str(snapshot_copy)]) == 1
+    err = capsys.readouterr().err
+    assert "2 problem(s) found" in err and "torch_3" in err and "numpy_4" in err
+    assert "--skip-invalid" in err
+
+
+def test_console_script_prints_no_traceback_for_bad_input(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "junobench", "ls", "--source", str(tmp_path / "x")],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
