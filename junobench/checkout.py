@@ -1,0 +1,110 @@
+"""``checkout``: copy some cases of a snapshot into a new snapshot of their own.
+
+The new snapshot has the published layout: the cases' folders (notebooks, input data,
+dataset metadata) and the matching rows of both tables, with the source's columns. The
+loader and ``verify`` take it like any other snapshot, and it can be edited freely.
+
+>>> checkout(["pandas_1", "NBspecific_2"], "sample", "my-cases")  # doctest: +SKIP
+PosixPath('my-cases')
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from junobench import layout, vocab
+from junobench.errors import JunoBenchError
+from junobench.snapshot import DEFAULT_SOURCE, resolve
+from junobench.tables import read_table, write_table
+
+
+def checkout(
+    case_ids: Sequence[str],
+    source: str | Path = DEFAULT_SOURCE,
+    dest: str | Path = ".",
+    *,
+    revision: str | None = None,
+) -> Path:
+    """Copy ``case_ids`` of ``source`` into a new snapshot at ``dest``; returns ``dest``.
+
+    Refuses a ``dest`` that exists and is not an empty directory. The copy is made
+    beside ``dest`` and moved into place, so a failure leaves nothing half-written.
+    """
+    if not case_ids:
+        raise JunoBenchError("no cases given", hint="name the cases to check out, e.g. pandas_1")
+    dest = Path(dest)
+    _check_dest(dest)
+    root = resolve(source, revision=revision, include_data=True)
+    desc = read_table(root / layout.DESC_TABLE)
+    desc.require(["nb_name"], hint="the case table names cases in column nb_name")
+    ids = list(dict.fromkeys(case_ids))
+    known = [_id(row[desc.columns.index("nb_name")]) for row in desc.rows]
+    unknown = [c for c in ids if c not in known]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], [k for k in known if k], n=3)
+        raise JunoBenchError(f"no case {', '.join(map(repr, unknown))} in the case table",
+                             file=root / layout.DESC_TABLE, case=unknown[0],
+                             hint=f"did you mean {', '.join(close)}?" if close
+                             else "list the cases with `junobench ls`")
+    for case_id in ids:
+        folder = layout.case_dir(root, case_id)
+        if not folder.is_dir():
+            raise JunoBenchError("case folder is missing", file=folder, case=case_id,
+                                 hint="the snapshot is incomplete; fetch it again")
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    try:
+        wanted = set(ids)
+        rows = [dict(zip(desc.columns, row, strict=False)) for row in desc.rows]
+        write_table(staging / layout.DESC_TABLE,
+                    [r for r in rows if _id(r["nb_name"]) in wanted], desc.columns)
+        diagnosis = root / layout.DIAGNOSIS_TABLE
+        if diagnosis.is_file():
+            table = read_table(diagnosis)
+            table.require(["instance"], hint="the diagnosis table names notebooks in column instance")
+            keep = [r for r in table.records() if _case_of(r.get("instance")) in wanted]
+            write_table(staging / layout.DIAGNOSIS_TABLE, keep, table.columns)
+        for case_id in ids:
+            shutil.copytree(layout.case_dir(root, case_id), layout.case_dir(staging, case_id))
+        _make_writable(staging)
+        if dest.exists():
+            _check_dest(dest)
+            dest.rmdir()
+        os.replace(staging, dest)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return dest
+
+
+def _check_dest(dest: Path) -> None:
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise JunoBenchError("destination exists and is not empty; refusing to overwrite it",
+                             file=dest, hint="choose a new or empty directory for --dest")
+
+
+def _id(value: object) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _case_of(instance: object) -> str | None:
+    try:
+        return vocab.split_instance(str(instance))[0]
+    except ValueError:
+        return None
+
+
+def _make_writable(root: Path) -> None:
+    """Copies of read-only files (a Hub cache, a read-only snapshot) become editable."""
+    for path in [root, *root.rglob("*")]:
+        mode = path.stat().st_mode
+        path.chmod(mode | (0o700 if path.is_dir() else 0o600))

@@ -1,0 +1,68 @@
+"""Verbs ``checkout`` and ``verify``: copy cases into a new snapshot; run and judge them."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from junobench.cli.common import add_filters, add_source, filters_from
+from junobench.cli.output import render
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "checkout", help="copy cases into a new snapshot directory",
+        description="Copy cases (notebooks, input data, dataset metadata and their rows of "
+        "both tables) into a new snapshot at DIR, to edit or verify on their own.")
+    parser.add_argument("cases", nargs="+", metavar="CASE", help="case ids, e.g. pandas_1")
+    add_source(parser)
+    parser.add_argument("--dest", required=True, metavar="DIR",
+                        help="new snapshot directory (must not exist or be empty)")
+    parser.set_defaults(handler=_checkout)
+
+    parser = subparsers.add_parser(
+        "verify", help="run cases: the reproduced notebook must crash, the fixed one not",
+        description="For each case, in a fresh kernel working in a temporary copy of the case "
+        "folder: replay the reproduced notebook's recorded order and require the recorded "
+        "exception at the target cell; replay the fixed notebook and require every cell to "
+        "succeed. Exit status 0 only when every case passes.")
+    parser.add_argument("cases", nargs="*", metavar="CASE",
+                        help="case ids (default: every case of the snapshot)")
+    add_source(parser)
+    add_filters(parser)
+    parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                        help="kernels running at once (default: number of cores)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SEC",
+                        help="time limit per cell run, in seconds (default: 600)")
+    parser.add_argument("--report", metavar="FILE", help="write the verdicts as JSON to FILE")
+    parser.add_argument("--format", choices=("table", "json", "csv"), default="table",
+                        help="verdicts on stdout (default: table)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(handler=_verify)
+
+
+def _checkout(args: argparse.Namespace) -> int:
+    from junobench.checkout import checkout
+
+    dest = checkout(args.cases, args.source, args.dest, revision=args.revision)
+    print(f"checked out {len(set(args.cases))} case(s) into {dest}")
+    return 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from junobench.verify import DEFAULT_TIMEOUT, verify
+    from junobench.verify.report import TABLE_COLUMNS
+
+    report = verify(
+        args.cases or None, args.source, revision=args.revision, jobs=args.jobs,
+        timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
+        report=args.report, progress=False if args.no_progress else None,
+        filters=filters_from(args),
+    )
+    if args.format == "json":
+        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print(render(report.rows(), args.format, TABLE_COLUMNS), end="")
+    print(report.summary(), file=sys.stderr)
+    return 0 if report.ok else 1

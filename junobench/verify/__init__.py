@@ -1,0 +1,84 @@
+"""Check that each case crashes as recorded and that its fix works, by running it.
+
+For every case, in a fresh kernel whose working directory is a temporary copy of the case
+folder: the reproduced notebook's recorded execution order must end with the recorded
+exception class at the target cell; every run of the fixed notebook's order must
+succeed. What to run (:mod:`.spec`), running it (:mod:`.runner`), judging it
+(:mod:`.judge`, pure) and reporting it (:mod:`.report`) are separate.
+
+>>> from junobench.verify import verify
+>>> report = verify(source="sample", jobs=2)          # doctest: +SKIP
+>>> report.ok, report["NBspecific_2"].reproduced.reason  # doctest: +SKIP
+(True, 'crashed at the target (code cell 4) with KeyError, as recorded')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+from junobench.errors import JunoBenchError
+from junobench.snapshot import DEFAULT_SOURCE, resolve
+from junobench.verify.judge import RunLog, StepOutcome, Verdict, judge
+from junobench.verify.report import CaseResult, VerifyReport
+from junobench.verify.runner import replay, require_run_extra
+from junobench.verify.session import DEFAULT_TIMEOUT, default_jobs, verify_specs
+from junobench.verify.spec import DATA_ABSENT, FILTERS, CaseSpec, case_specs
+
+__all__ = [
+    "DATA_ABSENT",
+    "DEFAULT_TIMEOUT",
+    "CaseResult",
+    "CaseSpec",
+    "RunLog",
+    "StepOutcome",
+    "Verdict",
+    "VerifyReport",
+    "case_specs",
+    "default_jobs",
+    "judge",
+    "replay",
+    "verify",
+]
+
+
+def verify(
+    case_ids: Sequence[str] | None = None,
+    source: str | Path = DEFAULT_SOURCE,
+    *,
+    revision: str | None = None,
+    jobs: int | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    report: str | Path | None = None,
+    progress: bool | None = None,
+    on_case: Callable[[CaseResult], None] | None = None,
+    filters: Mapping[str, str | Iterable[str]] | None = None,
+) -> VerifyReport:
+    """Verify ``case_ids`` (default: every case, or those matching ``filters``) of ``source``.
+
+    ``filters`` maps ``library``, ``root_cause``, ``crash_type``, ``pipeline_stage`` or
+    ``source`` (the labelling sheet's source) to a value or a list of values.
+    ``jobs`` kernels run at once (default: the number of cores); ``timeout`` is the limit
+    per cell run, in seconds. With ``report``, the JSON verdicts are written there. The
+    snapshot is only read. ``report.ok`` is True when every case passed.
+    """
+    require_run_extra()
+    if jobs is not None and jobs < 1:
+        raise JunoBenchError(f"--jobs must be at least 1, got {jobs}")
+    if timeout is not None and timeout <= 0:
+        raise JunoBenchError(f"--timeout must be positive, got {timeout:g}")
+    root = resolve(source, revision=revision, include_data=True)
+    criteria = {name: [v] if isinstance(v, str) else list(v)
+                for name, v in (filters or {}).items() if v}
+    unknown = sorted(set(criteria) - set(FILTERS))
+    if unknown:
+        raise JunoBenchError(f"unknown filter(s) {', '.join(unknown)}",
+                             hint=f"filters are {', '.join(FILTERS)}")
+    specs = case_specs(root, case_ids, filters=criteria)
+    if not specs:
+        raise JunoBenchError("no cases to verify", file=root,
+                             hint="check the case ids and filters (`junobench ls`)")
+    result = verify_specs(specs, jobs=jobs, timeout=timeout, progress=progress, on_case=on_case)
+    if report is not None:
+        result.write(report)
+    return result

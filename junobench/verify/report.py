@@ -1,0 +1,120 @@
+"""Per-case verdicts of ``verify``: status, table rows and the JSON report.
+
+The JSON report maps each case id to
+``{"status", "reproduced": {"ok", "reason", "exception", "cell"}, "fixed": {"ok", "reason"},
+"seconds"}``; ``status`` is ``passed``, ``failed``, ``timed out`` or ``skipped``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from junobench.verify.judge import RunLog, Verdict
+
+PASSED, FAILED, TIMED_OUT, SKIPPED = "passed", "failed", "timed out", "skipped"
+
+#: Columns of the verdict table printed by ``junobench verify``.
+TABLE_COLUMNS: tuple[str, ...] = ("case_id", "status", "reproduced", "fixed", "seconds")
+
+
+@dataclass
+class CaseResult:
+    """The verdicts of one case and the replays they were judged from."""
+
+    case_id: str
+    reproduced: Verdict
+    fixed: Verdict
+    seconds: float = 0.0
+    skipped: bool = False
+    logs: dict[str, RunLog] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        if self.skipped:
+            return SKIPPED
+        if self.reproduced.ok and self.fixed.ok:
+            return PASSED
+        if any(v.reason.startswith("timed out") for v in (self.reproduced, self.fixed)):
+            return TIMED_OUT
+        return FAILED
+
+    @property
+    def passed(self) -> bool:
+        return self.status == PASSED
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "reproduced": {"ok": self.reproduced.ok, "reason": self.reproduced.reason,
+                           "exception": self.reproduced.exception, "cell": self.reproduced.cell},
+            "fixed": {"ok": self.fixed.ok, "reason": self.fixed.reason},
+            "seconds": round(self.seconds, 3),
+        }
+
+    def row(self) -> dict[str, Any]:
+        return {"case_id": self.case_id, "status": self.status,
+                "reproduced": self.reproduced.reason, "fixed": self.fixed.reason,
+                "seconds": self.seconds}
+
+
+@dataclass
+class VerifyReport:
+    """All cases of one ``verify`` run, in the order they were asked for."""
+
+    cases: list[CaseResult]
+    seconds: float = 0.0
+    jobs: int = 1
+
+    @property
+    def ok(self) -> bool:
+        """True when every case passed (a skipped case does not pass)."""
+        return bool(self.cases) and all(c.passed for c in self.cases)
+
+    def __iter__(self) -> Iterator[CaseResult]:
+        return iter(self.cases)
+
+    def __len__(self) -> int:
+        return len(self.cases)
+
+    def __getitem__(self, case_id: str) -> CaseResult:
+        for case in self.cases:
+            if case.case_id == case_id:
+                return case
+        raise KeyError(case_id)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for case in self.cases:
+            out[case.status] = out.get(case.status, 0) + 1
+        return out
+
+    def summary(self) -> str:
+        """``8 cases: 7 passed, 1 failed (41.2 s, 2 jobs)``."""
+        parts = ", ".join(f"{n} {status}" for status, n in self.counts().items())
+        return f"{len(self.cases)} cases: {parts} ({self.seconds:.1f} s, {self.jobs} jobs)"
+
+    def to_json(self) -> dict[str, Any]:
+        return {case.case_id: case.to_json() for case in self.cases}
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [case.row() for case in self.cases]
+
+    def write(self, path: str | Path) -> None:
+        """Write the JSON report atomically (a failed write keeps the previous file)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump(self.to_json(), out, indent=2, ensure_ascii=False)
+                out.write("\n")
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise

@@ -1,0 +1,121 @@
+"""Verify many cases at once: one fresh kernel per notebook, ``jobs`` kernels at a time.
+
+Each reproduced or fixed notebook is replayed in a temporary copy of its case folder (so
+relative data paths work and the snapshot is never touched), judged, and the copy
+removed. A progress bar (tqdm, on stderr when it is a terminal) counts finished cases.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from junobench import layout
+from junobench.verify.judge import RunLog, Verdict, judge
+from junobench.verify.report import CaseResult, VerifyReport
+from junobench.verify.runner import replay, run_sync
+from junobench.verify.spec import DATA_ABSENT, CaseSpec
+
+#: Default per-cell time limit, in seconds.
+DEFAULT_TIMEOUT = 600.0
+
+VERSIONS = ("reproduced", "fixed")
+
+
+def default_jobs() -> int:
+    """Number of cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def verify_specs(
+    specs: Sequence[CaseSpec],
+    *,
+    jobs: int | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    progress: bool | None = None,
+    on_case: Callable[[CaseResult], None] | None = None,
+) -> VerifyReport:
+    """Replay and judge every spec; ``progress`` None shows a bar only on a terminal."""
+    jobs = jobs or default_jobs()
+    if jobs < 1:
+        raise ValueError("jobs must be at least 1")
+    started = time.perf_counter()
+    results = run_sync(_verify_all(specs, jobs, timeout, progress, on_case))
+    return VerifyReport(results, time.perf_counter() - started, jobs)
+
+
+async def _verify_all(
+    specs: Sequence[CaseSpec], jobs: int, timeout: float | None, progress: bool | None,
+    on_case: Callable[[CaseResult], None] | None,
+) -> list[CaseResult]:
+    from tqdm.auto import tqdm
+
+    slots = asyncio.Semaphore(jobs)
+    bar = tqdm(total=len(specs), unit="case", desc="verify", disable=None if progress is None
+               else not progress, dynamic_ncols=True)
+    tally: dict[str, int] = {}
+
+    def finished(result: CaseResult) -> CaseResult:
+        tally[result.status] = tally.get(result.status, 0) + 1
+        bar.set_postfix_str(", ".join(f"{n} {s}" for s, n in tally.items()), refresh=False)
+        bar.update()
+        if on_case is not None:
+            on_case(result)
+        return result
+
+    async def one_case(spec: CaseSpec) -> CaseResult:
+        if not spec.runnable:
+            return finished(_not_run(spec))
+        case_started = time.perf_counter()
+        logs = await asyncio.gather(*(_replay_version(spec, v, timeout, slots) for v in VERSIONS))
+        by_version = dict(zip(VERSIONS, logs, strict=True))
+        verdicts = {v: _judge(spec, v, log) for v, log in by_version.items()}
+        return finished(CaseResult(spec.case_id, verdicts["reproduced"], verdicts["fixed"],
+                                   time.perf_counter() - case_started, logs=by_version))
+
+    try:
+        return list(await asyncio.gather(*(one_case(spec) for spec in specs)))
+    finally:
+        bar.close()
+
+
+async def _replay_version(spec: CaseSpec, version: str, timeout: float | None,
+                          slots: asyncio.Semaphore) -> RunLog:
+    import nbformat
+
+    async with slots:
+        scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=f"junobench-{spec.case_id}-"))
+        try:
+            work = scratch / spec.case_id
+            await asyncio.to_thread(shutil.copytree, spec.folder, work)
+            path = work / layout.notebook_name(spec.case_id, version)
+            notebook = await asyncio.to_thread(nbformat.read, path, as_version=4)
+            return await replay(notebook, spec.orders[version], cwd=work, timeout=timeout,
+                                kernel_log=scratch / "kernel.log")
+        finally:
+            await asyncio.to_thread(shutil.rmtree, scratch, True)
+
+
+def _judge(spec: CaseSpec, version: str, log: RunLog) -> Verdict:
+    assert spec.target is not None
+    verdict = judge(version, log, target=spec.target, expected=spec.expected_exception)
+    if spec.note and version == "reproduced" and not verdict.ok:
+        return Verdict(verdict.ok, f"{verdict.reason}; {spec.note}", verdict.exception,
+                       verdict.cell)
+    return verdict
+
+
+def _not_run(spec: CaseSpec) -> CaseResult:
+    if spec.problem is not None:
+        reason = f"cannot run: {spec.problem}"
+        return CaseResult(spec.case_id, Verdict(False, reason), Verdict(False, reason))
+    return CaseResult(spec.case_id, Verdict(False, DATA_ABSENT), Verdict(False, DATA_ABSENT),
+                      skipped=True)

@@ -1,0 +1,164 @@
+"""What to run for each case: read from a snapshot, never written to it.
+
+A :class:`CaseSpec` holds, for one case, the reproduced and fixed execution orders
+(:func:`junobench.notebook.execution_order`), the target cell, the recorded exception
+class, and whether the case's input data is in the snapshot. Problems that make a case
+impossible to run (an unreadable notebook, no target) are kept on the spec so that the
+other cases still run and this one is reported as failed.
+
+>>> specs = case_specs(sample_path(), ["pandas_1"])  # doctest: +SKIP
+>>> specs[0].expected_exception                      # doctest: +SKIP
+'KeyError'
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from junobench import layout, vocab
+from junobench.errors import JunoBenchError
+from junobench.metadata import read_metadata
+from junobench.notebook import CodeCell, Step, execution_order, find_target, read_notebook
+from junobench.tables import DescRow, read_desc
+
+#: Label filters a spec list can be narrowed by (``source`` is the labelling sheet's).
+FILTERS: tuple[str, ...] = ("library", "root_cause", "crash_type", "pipeline_stage", "source")
+
+#: Reason given for a case whose input data is absent.
+DATA_ABSENT = "skipped: input data not in snapshot"
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """One case to verify. ``problem`` is set when it cannot run at all."""
+
+    case_id: str
+    folder: Path
+    target: int | None = None
+    expected_exception: str | None = None
+    orders: dict[str, tuple[Step, ...]] = field(default_factory=dict)
+    data_absent: bool = False
+    problem: str | None = None
+    note: str | None = None
+
+    @property
+    def runnable(self) -> bool:
+        return self.problem is None and not self.data_absent
+
+
+def case_specs(
+    root: str | Path,
+    case_ids: Sequence[str] | None = None,
+    *,
+    filters: Mapping[str, Iterable[str]] | None = None,
+) -> list[CaseSpec]:
+    """Specs of the snapshot's cases (table order), or of ``case_ids`` (given order).
+
+    ``filters`` maps ``library``, ``root_cause``, ``crash_type``, ``pipeline_stage`` or
+    ``source`` to accepted values. Unknown case ids raise :class:`JunoBenchError`.
+    """
+    root = Path(root)
+    rows, _ = read_desc(root)
+    by_id = {row.case_id: row for row in rows}
+    if case_ids:
+        unknown = [c for c in case_ids if c not in by_id]
+        if unknown:
+            close = difflib.get_close_matches(unknown[0], list(by_id), n=3)
+            raise JunoBenchError(
+                f"no case {', '.join(map(repr, unknown))} in this snapshot",
+                file=root / layout.DESC_TABLE, case=unknown[0],
+                hint=f"did you mean {', '.join(close)}?" if close else "list cases with `junobench ls`")
+        rows = [by_id[c] for c in dict.fromkeys(case_ids)]
+    if filters:
+        rows = [row for row in rows if _matches(row, filters)]
+    return [case_spec(root, row) for row in rows]
+
+
+def _matches(row: DescRow, filters: Mapping[str, Iterable[str]]) -> bool:
+    for name, values in filters.items():
+        wanted = set(values)
+        if name == "library":  # a prefix (tensorflow) or its label (tensorflow/keras)
+            wanted |= {p for p, label in vocab.LIBRARY_LABELS.items() if label in wanted}
+            value = vocab.library_of(row.case_id) if vocab.is_case_id(row.case_id) else None
+        else:
+            value = row.fields.get(name)
+        if value not in wanted:
+            return False
+    return True
+
+
+def case_spec(root: str | Path, row: DescRow) -> CaseSpec:
+    """The spec of one case of the table (problems recorded, not raised)."""
+    root = Path(root)
+    case_id = row.case_id
+    folder = layout.case_dir(root, case_id)
+    if not folder.is_dir():
+        return CaseSpec(case_id, folder, problem=f"case folder {layout.relative(root, folder)} "
+                        "is missing")
+    cells: dict[str, tuple[CodeCell, ...]] = {}
+    for version in vocab.EVALUATED_VERSIONS:
+        path = layout.notebook_path(root, case_id, version)
+        if not path.is_file():
+            return CaseSpec(case_id, folder, problem=f"{version} notebook "
+                            f"{layout.relative(root, path)} is missing")
+        try:
+            notebook, _ = read_notebook(path, case=case_id)
+        except JunoBenchError as error:
+            return CaseSpec(case_id, folder, problem=f"{layout.relative(root, path)}: "
+                            f"{error.problem_.problem}")
+        cells[version] = notebook.code_cells
+    try:
+        absent = data_absent(root, row)
+    except JunoBenchError as error:
+        return CaseSpec(case_id, folder, problem=str(error))
+    reproduced = cells["reproduced"]
+    target = find_target(reproduced)
+    note = None
+    if target is None:
+        # The crash output was removed: fall back to the last cell that ran, and the
+        # exception class of the case table.
+        counted = [c for c in reproduced if c.execution_count is not None]
+        expected = row.fields.get("ename")
+        if not counted or not expected:
+            return CaseSpec(case_id, folder, data_absent=absent, problem=(
+                "the reproduced notebook has no error output, so its target cell and "
+                "exception are unknown"))
+        target = max(counted, key=lambda c: (c.execution_count, c.index)).index
+        note = (f"the reproduced notebook has no error output: target taken as the last "
+                f"cell run (code cell {target}), exception from {layout.DESC_TABLE}")
+    else:
+        error = reproduced[target].error
+        expected = error.ename if error is not None and error.ename else row.fields.get("ename")
+        if not expected:
+            return CaseSpec(case_id, folder, target=target, data_absent=absent,
+                            problem="the recorded exception class is unknown (empty ename)")
+    if target >= len(cells["fixed"]):
+        return CaseSpec(case_id, folder, target=target, data_absent=absent, problem=(
+            f"the fixed notebook has {len(cells['fixed'])} code cells; the target is code "
+            f"cell {target}"))
+    orders = {v: tuple(execution_order(cells[v], target)) for v in vocab.EVALUATED_VERSIONS}
+    return CaseSpec(case_id, folder, target, expected, orders, absent, None, note)
+
+
+def data_absent(root: str | Path, row: DescRow) -> bool:
+    """True when the case's input data is not in the snapshot.
+
+    With metadata files, every file they list must exist under ``data/``; without them,
+    a case whose table row names datasets needs some file under ``data/``. Raises
+    :class:`JunoBenchError` for an invalid metadata file.
+    """
+    data = layout.data_dir(root, row.case_id)
+    files = layout.metadata_files(root, row.case_id)
+    if files:
+        for path in files:
+            meta = read_metadata(path, case=row.case_id)
+            if any(not (data / name).exists() for name in meta["files"]):
+                return True
+        return False
+    if not row.datasets:
+        return False
+    return not data.is_dir() or not any(
+        p.is_file() and not p.name.endswith(layout.METADATA_SUFFIX) for p in data.rglob("*"))
