@@ -1,0 +1,292 @@
+"""Score crash-detection predictions against JunoBench's labels.
+
+predictions (any layout) → runs parsed → vote per instance → confusion matrices → report.
+:func:`score` is pure (labels and raw runs in, :class:`Report` out); :func:`evaluate` reads
+the predictions and loads the labels from the ``notebooks`` config.
+
+>>> labels = [{"instance": "torch_1_reproduced", "crash": True, "library": "torch",
+...            "library_label": "torch", "root_cause": "API misuse"},
+...           {"instance": "torch_1_fixed", "crash": False, "library": "torch",
+...            "library_label": "torch", "root_cause": "API misuse"}]
+>>> report = score(labels, {"torch_1_reproduced": ["TRUE", "FALSE", "TRUE"]})
+>>> report.overall.tp, report.missing
+(1, ['torch_1_fixed'])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from junobench import vocab
+from junobench.errors import JunoBenchError
+from junobench.metrics import Confusion, grouped, scores
+from junobench.predictions import Predictions, parse_run, read_predictions
+from junobench.votes import DEFAULT_VOTE, VOTES, vote
+
+#: Breakdown name → (record field it groups by, column title).
+BREAKDOWNS: dict[str, tuple[str, str]] = {
+    "library": ("library_label", "library"),
+    "root-cause": ("root_cause", "root cause"),
+}
+#: Fields of a ``notebooks`` record that scoring needs.
+LABEL_FIELDS: tuple[str, ...] = ("instance", "case_id", "version", "crash", "library",
+                                 "library_label", "root_cause")
+_EXCERPT = 80
+
+
+@dataclass(frozen=True, slots=True)
+class UnparsableRun:
+    """A run that could not be read (``run`` counts from 1)."""
+
+    instance: str
+    run: int
+    output: str
+    problem: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One scored decision on one notebook (several per notebook with ``all-runs``)."""
+
+    instance: str
+    truth: bool
+    decision: bool
+    labels: Mapping[str, Any]
+
+
+@dataclass
+class Report:
+    """What :func:`score` found; :meth:`to_dict` is the JSON report."""
+
+    vote: str
+    decisions: list[Decision]
+    notebooks: int
+    missing: list[str] = field(default_factory=list)
+    undecided: list[str] = field(default_factory=list)
+    unparsable: list[UnparsableRun] = field(default_factory=list)
+    runs: int = 0
+    predictions: str | None = None
+    layout: str | None = None
+    source: str | None = None
+
+    @property
+    def overall(self) -> Confusion:
+        return grouped(self.decisions, lambda d: None, _pair).get(None, Confusion())
+
+    @property
+    def evaluated(self) -> list[str]:
+        """Instances with at least one decision, in label order."""
+        return list(dict.fromkeys(d.instance for d in self.decisions))
+
+    @property
+    def missing_cases(self) -> list[str]:
+        """Cases with a notebook without predictions."""
+        return list(dict.fromkeys(vocab.split_instance(i)[0] for i in self.missing))
+
+    def breakdown(self, by: str) -> dict[str, Confusion]:
+        """Confusion matrices per library label or root cause, in vocabulary order."""
+        if by not in BREAKDOWNS:
+            raise JunoBenchError(f"unknown breakdown {by!r}",
+                                 hint=f"use one of {', '.join(BREAKDOWNS)}")
+        name = BREAKDOWNS[by][0]
+        groups = grouped(self.decisions, lambda d: d.labels.get(name) or "(none)", _pair)
+        order = _ORDER[by]
+        return dict(sorted(groups.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+
+    def breakdown_rows(self, by: str) -> list[dict[str, Any]]:
+        """One row per group: counts, scores and ``reproduced``/``fixed`` as ``correct/total``."""
+        title = BREAKDOWNS[by][1]
+        return [{title: group, **_row(matrix)} for group, matrix in self.breakdown(by).items()]
+
+    def to_dict(self) -> dict[str, Any]:
+        overall = scores(self.overall)
+        return {
+            **{k: overall[k] for k in ("precision", "recall", "f1", "accuracy",
+                                       "tp", "fp", "tn", "fn", "n")},
+            "notebooks": len(self.evaluated),
+            "reproduced": {"correct": overall["reproduced_correct"],
+                           "total": overall["reproduced_total"]},
+            "fixed": {"correct": overall["fixed_correct"], "total": overall["fixed_total"]},
+            "missing": self.missing,
+            "missing_cases": self.missing_cases,
+            "undecided": self.undecided,
+            "unparsable": {
+                "count": len(self.unparsable),
+                "runs": self.runs,
+                "items": [{"instance": u.instance, "run": u.run, "output": u.output,
+                           "problem": u.problem} for u in self.unparsable],
+            },
+            "vote": self.vote,
+            "predictions": self.predictions,
+            "layout": self.layout,
+            "source": self.source,
+            "labelled_notebooks": self.notebooks,
+            "by_library": self.breakdown_rows("library"),
+            "by_root_cause": self.breakdown_rows("root-cause"),
+        }
+
+
+_ORDER: dict[str, dict[str, int]] = {
+    "library": {vocab.library_label(lib): i for i, lib in enumerate(vocab.LIBRARIES)},
+    "root-cause": {cause: i for i, cause in enumerate(vocab.ROOT_CAUSES)},
+}
+
+
+def _pair(decision: Decision) -> tuple[bool, bool]:
+    return decision.truth, decision.decision
+
+
+def _row(matrix: Confusion) -> dict[str, Any]:
+    s = scores(matrix)
+    return {
+        "n": s["n"],
+        "reproduced": f"{s['reproduced_correct']}/{s['reproduced_total']}",
+        "fixed": f"{s['fixed_correct']}/{s['fixed_total']}",
+        **{k: s[k] for k in ("tp", "fp", "tn", "fn", "precision", "recall", "f1", "accuracy")},
+    }
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+def score(
+    labels: Sequence[Mapping[str, Any]],
+    runs: Mapping[str, Sequence[Any]],
+    vote_method: str = DEFAULT_VOTE,
+    *,
+    known: Collection[str] | None = None,
+    origin: Mapping[str, str] | None = None,
+) -> Report:
+    """Score raw runs per instance against ``labels`` (``notebooks`` records).
+
+    Instances of ``labels`` without runs are excluded and listed as missing; instances
+    whose runs are all unparsable are excluded and listed as undecided. A run for an
+    instance outside ``known`` (default: the labelled ones) is an error naming it.
+    Instances in ``known`` but not in ``labels`` (filtered out) are ignored.
+    """
+    if vote_method not in VOTES:
+        raise JunoBenchError(f"unknown vote {vote_method!r}", hint=f"use one of {', '.join(VOTES)}")
+    by_instance = {str(row["instance"]): row for row in labels}
+    known_ids = set(by_instance) if known is None else set(known) | set(by_instance)
+    unknown = sorted(set(runs) - known_ids)
+    if unknown:
+        first = unknown[0]
+        more = f" (and {len(unknown) - 1} more: {', '.join(unknown[1:6])})" if len(unknown) > 1 else ""
+        raise JunoBenchError(
+            f"predictions name instance {first!r}, which is not in JunoBench{more}",
+            file=(origin or {}).get(first), case=first,
+            hint="check the instance names against `junobench tasks`; predictions must come "
+            "from the same benchmark version as --source")
+    report = Report(vote=vote_method, decisions=[], notebooks=len(by_instance))
+    for instance, row in by_instance.items():
+        if instance not in runs:
+            report.missing.append(instance)
+            continue
+        detections = []
+        for number, raw in enumerate(runs[instance], start=1):
+            verdict = parse_run(raw)
+            report.runs += 1
+            if not verdict.valid:
+                report.unparsable.append(UnparsableRun(instance, number, _excerpt(raw),
+                                                       verdict.problem or "unparsable"))
+            detections.append(verdict.detection)
+        decisions = vote(detections, vote_method)
+        if not decisions:
+            report.undecided.append(instance)
+        truth = bool(row["crash"])
+        report.decisions += [Decision(instance, truth, d, row) for d in decisions]
+    return report
+
+
+def _excerpt(raw: Any) -> str:
+    text = raw if isinstance(raw, str) else repr(raw)
+    text = " ".join(text.split())
+    return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…"
+
+
+# --------------------------------------------------------------------------- I/O
+
+
+def load_labels(source: str | Path, *, revision: str | None = None,
+                **filters: str | Iterable[str] | None) -> tuple[list[dict[str, Any]], set[str]]:
+    """``notebooks`` labels of ``source`` matching ``filters``, and every instance id."""
+    from junobench.loading import apply_filters, load, normalise_filters
+
+    criteria = normalise_filters(filters)
+    dataset = load(source, "notebooks", revision=revision)
+    known = set(dataset["instance"])
+    selected = apply_filters(dataset, criteria)
+    columns = [c for c in (*LABEL_FIELDS, "pipeline_stage", "crash_type", "source")
+               if c in selected.column_names]
+    return selected.select_columns(columns).to_list(), known
+
+
+def evaluate(
+    predictions: str | Path | Predictions,
+    source: str | Path = "PELAB-LiU/JunoBench",
+    *,
+    vote: str = DEFAULT_VOTE,
+    revision: str | None = None,
+    **filters: str | Iterable[str] | None,
+) -> Report:
+    """Score predictions (a path in any layout, or read :class:`Predictions`) on ``source``.
+
+    >>> report = evaluate("preds.jsonl", "sample")      # doctest: +SKIP
+    >>> report.to_dict()["f1"]                          # doctest: +SKIP
+    """
+    preds = predictions if isinstance(predictions, Predictions) else read_predictions(predictions)
+    labels, known = load_labels(source, revision=revision, **filters)
+    report = score(labels, preds.runs, vote, known=known, origin=preds.origin)
+    report.predictions = str(preds.path)
+    report.layout = preds.layout
+    report.source = str(source)
+    return report
+
+
+def plot(report: Report, path: str | Path, by: str = "library") -> Path:
+    """Bar chart per group: share of reproduced and of fixed notebooks judged correctly,
+    and accuracy. Needs matplotlib (``pip install 'junobench[plot]'``)."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise JunoBenchError("plotting needs matplotlib",
+                             hint="pip install 'junobench[plot]'") from None
+    groups = report.breakdown(by)
+    names = list(groups)
+    series = {
+        "reproduced (crash detected)": [_share(m.tp, m.positives) for m in groups.values()],
+        "fixed (no crash)": [_share(m.tn, m.negatives) for m in groups.values()],
+        "accuracy": [m.accuracy or 0.0 for m in groups.values()],
+    }
+    width = 0.27
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(names) + 2), 4.2))
+    for i, (label, values) in enumerate(series.items()):
+        ax.bar([x + (i - 1) * width for x in range(len(names))], values, width, label=label)
+    ax.set_xticks(range(len(names)))
+    ax.set_xticklabels(names, rotation=35, ha="right")
+    ax.set_ylim(0, 1)
+    ax.set_ylabel("share correct")
+    ax.set_title(f"Crash detection by {BREAKDOWNS[by][1]} (vote: {report.vote}, "
+                 f"accuracy {report.overall.accuracy or 0:.3f})")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    try:
+        fig.savefig(temp, dpi=120)
+        temp.replace(path)
+    finally:
+        plt.close(fig)
+        temp.unlink(missing_ok=True)
+    return path
+
+
+def _share(part: int, whole: int) -> float:
+    return part / whole if whole else 0.0

@@ -1,0 +1,308 @@
+"""Crash-detection predictions: the canonical JSONL format, the published layouts, run parsing.
+
+Canonical format: one JSON object per line, ``{"instance": "torch_7_reproduced", "runs":
+[raw output, ...]}``; a raw output is whatever the detector answered (usually a string, or
+an object ``{"reasoning": str, "detection": bool}``).
+
+Two published layouts are read too, and recognised automatically:
+
+- ``instances``: a directory of ``<instance>.json`` files (``torch_7_reproduced.json``), each
+  a JSON list of runs (the runtime-augmented crash-detection paper);
+- ``buggy/fixed``: a directory with ``buggy/`` and ``fixed/`` folders of ``<case>.json``
+  files (the JunoBench paper); ``buggy`` holds the reproduced notebooks' runs.
+
+A run is parsed tolerantly by :func:`parse_run`; what cannot be read is reported as
+unparsable, never guessed.
+
+>>> parse_run('{"reasoning": "x is undefined", "detection": true}').detection
+True
+>>> parse_run('Sure! ```json\\n{"detection": false}\\n```').detection
+False
+>>> parse_run("FALSE").detection
+False
+>>> parse_run("[Error-skipping]").detection is None
+True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from junobench import vocab
+from junobench.errors import JunoBenchError
+
+#: Layout names, as reported to the user.
+CANONICAL = "jsonl"
+INSTANCE_FILES = "instances"
+CASE_FOLDERS = "buggy/fixed"
+LAYOUTS: tuple[str, ...] = (CANONICAL, INSTANCE_FILES, CASE_FOLDERS)
+
+#: Folder of the ``buggy/fixed`` layout → notebook version.
+VERSION_FOLDERS: dict[str, str] = {"buggy": "reproduced", "reproduced": "reproduced",
+                                   "fixed": "fixed"}
+
+_BARE = re.compile(r"^[\s\"'`*_\[(]*(true|false)[\s\"'`*_\])]*\.?\s*$", re.IGNORECASE)
+_THINK_END = re.compile(r"</think(?:ing)?>", re.IGNORECASE)
+_THINK_BLOCK = re.compile(r"<(think(?:ing)?)>.*?</\1>", re.IGNORECASE | re.DOTALL)
+
+
+# --------------------------------------------------------------------------- runs
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """One run read: ``detection`` is None when the output is unparsable (``problem`` says why)."""
+
+    detection: bool | None
+    reasoning: str | None = None
+    problem: str | None = None
+
+    @property
+    def valid(self) -> bool:
+        return self.detection is not None
+
+
+def parse_run(raw: Any) -> Verdict:
+    """Read one raw output: a ``{"detection": bool, "reasoning": str}`` object (also inside
+    prose or a code fence, or as a JSON string), a boolean, or a bare ``TRUE``/``FALSE``.
+
+    Reasoning models' ``<think>…</think>`` blocks are ignored. Anything else, including
+    text with conflicting objects, is unparsable.
+    """
+    if isinstance(raw, bool):
+        return Verdict(raw)
+    if isinstance(raw, Mapping):
+        return _from_object(raw)
+    if not isinstance(raw, str):
+        return Verdict(None, problem=f"a run must be text or an object, not {_kind(raw)}")
+    text = _strip_thinking(raw).strip()
+    if not text:
+        return Verdict(None, problem="empty output")
+    bare = _BARE.match(text)
+    if bare:
+        return Verdict(bare.group(1).lower() == "true")
+    try:
+        whole = json.loads(text)
+    except (ValueError, RecursionError):
+        whole = None
+    if isinstance(whole, (dict, bool)) or (isinstance(whole, str) and whole != text):
+        return parse_run(whole)  # the whole output is JSON: an object, or an encoded string
+    found = [v for v in (_from_object(o) for o in _objects(text)) if v.valid]
+    if not found:
+        return Verdict(None, problem="no JSON object with a boolean 'detection' and not TRUE/FALSE")
+    if len({v.detection for v in found}) > 1:
+        return Verdict(None, problem="conflicting detections in one output")
+    return found[0]
+
+
+def _from_object(obj: Mapping[str, Any]) -> Verdict:
+    if "detection" not in obj:
+        return Verdict(None, problem="object without a 'detection' field")
+    value = obj["detection"]
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        value = value.strip().lower() == "true"
+    if not isinstance(value, bool):
+        return Verdict(None, problem=f"'detection' is {_kind(value)}, not a boolean")
+    reasoning = obj.get("reasoning")
+    return Verdict(value, reasoning if isinstance(reasoning, str) else None)
+
+
+def _objects(text: str) -> Iterator[Mapping[str, Any]]:
+    """JSON objects embedded in ``text`` (in prose, code fences…), outermost only."""
+    decoder = json.JSONDecoder()
+    position = text.find("{")
+    while position != -1:
+        try:
+            value, end = decoder.raw_decode(text, position)
+        except (ValueError, RecursionError):
+            position = text.find("{", position + 1)
+            continue
+        if isinstance(value, dict):
+            yield value
+        position = text.find("{", end)
+
+
+def _strip_thinking(text: str) -> str:
+    ends = list(_THINK_END.finditer(text))
+    if ends:
+        return text[ends[-1].end():]
+    return _THINK_BLOCK.sub("", text)
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+# --------------------------------------------------------------------------- reading
+
+
+@dataclass
+class Predictions:
+    """Raw runs per instance, read from ``path`` in ``layout``."""
+
+    path: Path
+    layout: str
+    runs: dict[str, list[Any]] = field(default_factory=dict)
+    #: Where each instance came from (file, or file:line), for error messages.
+    origin: dict[str, str] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+
+def read_predictions(path: str | Path) -> Predictions:
+    """Read predictions in any supported layout, detected from what ``path`` holds.
+
+    A file is canonical JSONL; a directory with ``buggy/`` (or ``reproduced/``) and
+    ``fixed/`` folders is the ``buggy/fixed`` layout; a directory of ``*.json`` files is
+    the ``instances`` layout.
+    """
+    path = Path(path)
+    if path.is_file():
+        return read_jsonl(path)
+    if not path.is_dir():
+        raise JunoBenchError("no such predictions file or directory", file=path,
+                             hint="pass a predictions .jsonl file or a folder of .json outputs")
+    folders = [name for name in VERSION_FOLDERS if (path / name).is_dir()]
+    if folders:
+        return _read_case_folders(path, folders)
+    if any(path.glob("*.json")):
+        return _read_instance_files(path)
+    raise JunoBenchError(
+        "not a predictions folder: no buggy/ and fixed/ folders and no .json files", file=path,
+        hint="pass a folder of <instance>.json files, a folder with buggy/ and fixed/ "
+        "folders of <case>.json files, or a .jsonl file")
+
+
+def read_jsonl(path: str | Path) -> Predictions:
+    """Canonical predictions: ``{"instance": str, "runs": [...]}`` per line."""
+    path = Path(path)
+    out = Predictions(path, CANONICAL)
+    for number, line in _lines(path):
+        where = f"{path}:{number}"
+        try:
+            item = json.loads(line)
+        except (ValueError, RecursionError) as error:
+            raise JunoBenchError(f"line {number} is not valid JSON ({error})", file=path,
+                                 hint="each line must be one JSON object") from None
+        instance, runs = _canonical_item(item, path, number)
+        if instance in out.runs:
+            raise JunoBenchError(f"line {number}: instance {instance!r} appears twice "
+                                 f"(first at {out.origin[instance]})", file=path, case=instance,
+                                 hint="keep one line per instance")
+        out.runs[instance] = runs
+        out.origin[instance] = where
+    return out
+
+
+def _canonical_item(item: Any, path: Path, number: int) -> tuple[str, list[Any]]:
+    hint = 'each line must look like {"instance": "torch_7_reproduced", "runs": [...]}'
+    if not isinstance(item, dict) or not isinstance(item.get("instance"), str):
+        raise JunoBenchError(f"line {number} has no 'instance' string", file=path, hint=hint)
+    instance = item["instance"]
+    runs = item.get("runs")
+    if not isinstance(runs, list):
+        raise JunoBenchError(f"line {number}: 'runs' is {_kind(runs)}, not a list", file=path,
+                             case=instance, hint=hint)
+    _check_instance(instance, path, f"line {number}: ")
+    return instance, runs
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise JunoBenchError(f"not UTF-8 text ({error.reason} at byte {error.start})", file=path,
+                             hint="predictions are JSON Lines in UTF-8") from None
+    except OSError as error:
+        raise JunoBenchError(f"cannot read ({error.strerror or error})", file=path) from None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            yield number, line
+
+
+def _read_instance_files(folder: Path) -> Predictions:
+    out = Predictions(folder, INSTANCE_FILES)
+    for file in sorted(folder.glob("*.json")):
+        instance = file.stem
+        _check_instance(instance, file, "file name: ", hint="name files <case>_reproduced.json "
+                        "or <case>_fixed.json")
+        out.runs[instance] = _runs_file(file, instance)
+        out.origin[instance] = str(file)
+    return out
+
+
+def _read_case_folders(folder: Path, folders: Sequence[str]) -> Predictions:
+    out = Predictions(folder, CASE_FOLDERS)
+    if "buggy" in folders and "reproduced" in folders:
+        raise JunoBenchError("both buggy/ and reproduced/ folders: which holds the reproduced "
+                             "notebooks' runs?", file=folder, hint="keep one of them")
+    for name in folders:
+        version = VERSION_FOLDERS[name]
+        for file in sorted((folder / name).glob("*.json")):
+            case_id = file.stem
+            if not vocab.is_case_id(case_id):
+                raise JunoBenchError(f"file name {file.name!r} is not a case id", file=file,
+                                     hint="name files <case>.json, e.g. torch_7.json")
+            instance = vocab.instance_id(case_id, version)
+            out.runs[instance] = _runs_file(file, instance)
+            out.origin[instance] = str(file)
+    return out
+
+
+def _runs_file(file: Path, instance: str) -> list[Any]:
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as error:
+        raise JunoBenchError(f"not valid JSON ({error})", file=file, case=instance,
+                             hint="each file holds a JSON list of the detector's runs") from None
+    except OSError as error:
+        raise JunoBenchError(f"cannot read ({error.strerror or error})", file=file,
+                             case=instance) from None
+    if isinstance(data, list):
+        return data
+    if isinstance(data, (dict, str, bool)):
+        return [data]  # a single run
+    raise JunoBenchError(f"expected a JSON list of runs, found {_kind(data)}", file=file,
+                         case=instance, hint="each file holds a JSON list of the detector's runs")
+
+
+def _check_instance(instance: str, file: Path, prefix: str = "", *, hint: str | None = None
+                    ) -> None:
+    try:
+        vocab.split_instance(instance)
+    except ValueError:
+        raise JunoBenchError(f"{prefix}{instance!r} is not an instance id", file=file,
+                             hint=hint or "instances look like torch_7_reproduced or "
+                             "torch_7_fixed") from None
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def jsonl_line(instance: str, runs: Sequence[Any]) -> str:
+    """One canonical line (with its newline)."""
+    return json.dumps({"instance": instance, "runs": list(runs)}, ensure_ascii=False) + "\n"
+
+
+def write_predictions(path: str | Path, items: Iterable[tuple[str, Sequence[Any]]]) -> Path:
+    """Write canonical JSONL atomically (beside, then moved over ``path``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            for instance, runs in items:
+                handle.write(jsonl_line(instance, runs))
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return path

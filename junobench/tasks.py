@@ -1,0 +1,306 @@
+"""Crash-detection tasks: what a detector sees for one notebook, and the answer kept apart.
+
+A task is one ``notebooks`` record without its answer: ``instance``, the case's labels,
+``executed_cells`` (the runs before the target, in execution order) and ``target_cell``.
+As in both papers, comments are stripped from the code and cell outputs are left out
+(``keep_comments`` / ``keep_outputs`` keep them; the target cell's outputs never appear).
+The ground truth (``crash``, ``exception``, ``diagnosis``) goes to a separate file so a
+detector cannot read it by accident.
+
+Extension point: a task may carry ``runtime_info`` (text about the notebook's state before
+the target cell runs, per instance); :mod:`junobench.prompt` puts it between the executed
+cells and the target cell. :func:`build_tasks` takes it as a mapping instance → text.
+
+>>> strip_comments("import numpy as np  # arrays\\n# load\\nx = np.ones(3)\\n")
+'import numpy as np\\nx = np.ones(3)\\n'
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+import tokenize
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from junobench import vocab
+from junobench.errors import JunoBenchError
+
+#: Labels copied into every task (none of them tells reproduced from fixed).
+TASK_LABELS: tuple[str, ...] = ("case_id", "library", "library_label", "root_cause", "crash_type",
+                                "pipeline_stage", "ml_bug", "source")
+#: Fields of the ground-truth file.
+TRUTH_FIELDS: tuple[str, ...] = ("instance", "crash", "exception", "diagnosis")
+TRUTH_SUFFIX = ".truth.jsonl"
+_CELL_KEYS = ("code_cell_index", "execution_count", "source")
+_OUTPUT_LIMIT = 2000
+
+
+# --------------------------------------------------------------------------- code text
+
+
+def strip_comments(source: str) -> str:
+    """``source`` without comments: comment-only lines are dropped, trailing comments cut.
+
+    Uses Python's tokenizer, so ``#`` inside strings stays; cells the tokenizer cannot
+    read (IPython syntax such as ``!pip`` or ``%%time``) lose their comment-only lines only.
+    """
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+    except (tokenize.TokenError, SyntaxError):
+        return _strip_comment_lines(source)
+    lines = source.splitlines(keepends=True)
+    cuts = {tok.start[0] - 1: tok.start[1] for tok in tokens if tok.type == tokenize.COMMENT}
+    kept = []
+    for number, line in enumerate(lines):
+        if number not in cuts:
+            kept.append(line)
+            continue
+        code = line[: cuts[number]].rstrip()
+        if code:
+            kept.append(code + ("\n" if line.endswith(("\n", "\r")) else ""))
+    return _trim("".join(kept))
+
+
+def _strip_comment_lines(source: str) -> str:
+    return _trim("".join(line for line in source.splitlines(keepends=True)
+                         if not line.lstrip().startswith("#")))
+
+
+def _trim(text: str) -> str:
+    """Without blank lines at the start and end (a final newline is kept)."""
+    lines = text.splitlines()
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines) + ("\n" if lines and text.endswith(("\n", "\r")) else "")
+
+
+def cell_outputs(notebook_json: str | Mapping[str, Any], code_cell_index: int,
+                 limit: int = _OUTPUT_LIMIT) -> str | None:
+    """Text outputs of a code cell (streams, plain-text results, ``ename: evalue`` of errors),
+    cut at ``limit`` characters; None when it has none."""
+    data = json.loads(notebook_json) if isinstance(notebook_json, str) else notebook_json
+    code = [c for c in data.get("cells", []) if c.get("cell_type") == "code"]
+    if not 0 <= code_cell_index < len(code):
+        return None
+    parts: list[str] = []
+    for output in code[code_cell_index].get("outputs", []):
+        kind = output.get("output_type")
+        if kind == "stream":
+            parts.append(_join(output.get("text", "")))
+        elif kind in ("execute_result", "display_data"):
+            text = output.get("data", {}).get("text/plain")
+            if text is not None:
+                parts.append(_join(text))
+        elif kind == "error":
+            parts.append(f"{output.get('ename', '')}: {output.get('evalue', '')}")
+    text = "\n".join(p.rstrip("\n") for p in parts if p.strip())
+    if not text:
+        return None
+    return text if len(text) <= limit else text[:limit] + "\n…"
+
+
+def _join(value: Any) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+def make_task(
+    record: Mapping[str, Any],
+    *,
+    keep_comments: bool = False,
+    outputs: Mapping[int, str] | None = None,
+    runtime_info: str | None = None,
+) -> dict[str, Any]:
+    """The task of one ``notebooks`` record (see the module docstring)."""
+    target = record["target_cell"]
+
+    def cell(run: Mapping[str, Any], *, with_output: bool) -> dict[str, Any]:
+        out = {k: run.get(k) for k in _CELL_KEYS}
+        source = run.get("source") or ""
+        out["source"] = source if keep_comments else strip_comments(source)
+        index = run.get("code_cell_index")
+        if with_output and outputs and index != target["code_cell_index"] and outputs.get(index):
+            out["outputs"] = outputs[index]
+        return out
+
+    task: dict[str, Any] = {"instance": record["instance"]}
+    task.update({k: record.get(k) for k in TASK_LABELS})
+    task["executed_cells"] = [cell(run, with_output=True) for run in record["executed_cells"]]
+    task["target_cell"] = cell(target, with_output=False)
+    if runtime_info is not None:
+        task["runtime_info"] = runtime_info
+    return task
+
+
+def truth_of(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The answer of one ``notebooks`` record."""
+    return {k: record.get(k) for k in TRUTH_FIELDS}
+
+
+def build_tasks(
+    records: Iterable[Mapping[str, Any]],
+    *,
+    keep_comments: bool = False,
+    outputs: Mapping[str, Mapping[int, str]] | None = None,
+    runtime_info: Mapping[str, str] | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Tasks and ground truth of ``notebooks`` records. ``outputs``: instance → code-cell
+    index → output text; ``runtime_info``: instance → text for the prompt."""
+    tasks_, truths = [], []
+    for record in records:
+        instance = record["instance"]
+        tasks_.append(make_task(
+            record, keep_comments=keep_comments,
+            outputs=(outputs or {}).get(instance),
+            runtime_info=(runtime_info or {}).get(instance),
+        ))
+        truths.append(truth_of(record))
+    return tasks_, truths
+
+
+def tasks(
+    source: str | Path = "PELAB-LiU/JunoBench",
+    *,
+    keep_comments: bool = False,
+    keep_outputs: bool = False,
+    runtime_info: Mapping[str, str] | None = None,
+    revision: str | None = None,
+    **filters: str | Iterable[str] | None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Tasks and ground truth for the notebooks of ``source`` matching ``filters``.
+
+    >>> tasks_, truth = tasks("sample", library="pandas")   # doctest: +SKIP
+    """
+    import junobench
+
+    records = junobench.load(source, "notebooks", revision=revision, **filters).to_list()
+    outputs = notebook_outputs(source, records, revision=revision) if keep_outputs else None
+    return build_tasks(records, keep_comments=keep_comments, outputs=outputs,
+                       runtime_info=runtime_info)
+
+
+def notebook_outputs(source: str | Path, records: Sequence[Mapping[str, Any]], *,
+                     revision: str | None = None) -> dict[str, dict[int, str]]:
+    """Output text of the executed cells of each record's notebook (from ``cases``)."""
+    import junobench
+
+    wanted = {r["case_id"] for r in records}
+    cases = junobench.load(source, "cases", revision=revision)
+    notebooks = {}
+    for case in cases.select_columns(["case_id", "reproduced", "fixed"]):
+        if case["case_id"] in wanted:
+            notebooks[case["case_id"]] = case
+    out: dict[str, dict[int, str]] = {}
+    for record in records:
+        text = notebooks.get(record["case_id"], {}).get(record["version"])
+        if not text:
+            continue
+        cells = {}
+        for run in record["executed_cells"]:
+            found = cell_outputs(text, run["code_cell_index"])
+            if found:
+                cells[run["code_cell_index"]] = found
+        out[record["instance"]] = cells
+    return out
+
+
+# --------------------------------------------------------------------------- files
+
+
+def truth_path(tasks_path: str | Path) -> Path:
+    """Default ground-truth file beside a tasks file: ``TASKS.jsonl`` → ``TASKS.truth.jsonl``."""
+    path = Path(tasks_path)
+    stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.name
+    return path.with_name(stem + TRUTH_SUFFIX)
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
+    """Write rows as JSON Lines atomically (beside, then moved over ``path``)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            for row in rows:
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_tasks(tasks_: Sequence[Mapping[str, Any]], truths: Sequence[Mapping[str, Any]],
+                out: str | Path, truth_out: str | Path | None = None) -> tuple[Path, Path]:
+    """Write the tasks file and the ground-truth file (default beside it)."""
+    out = Path(out)
+    truth_file = Path(truth_out) if truth_out is not None else truth_path(out)
+    if truth_file.resolve() == out.resolve():
+        raise JunoBenchError("the ground truth must go to a different file than the tasks",
+                             file=out, hint="pass another --truth-out")
+    write_jsonl(truth_file, truths)
+    write_jsonl(out, tasks_)
+    return out, truth_file
+
+
+def read_tasks(path: str | Path) -> list[dict[str, Any]]:
+    """Tasks from a JSONL file written by :func:`write_tasks` (or by hand, same fields)."""
+    path = Path(path)
+    hint = "write tasks with `junobench tasks --out FILE`"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise JunoBenchError(f"cannot read the tasks file ({error})", file=path, hint=hint) from None
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            task = json.loads(line)
+        except (ValueError, RecursionError) as error:
+            raise JunoBenchError(f"line {number} is not valid JSON ({error})", file=path,
+                                 hint=hint) from None
+        problem = _task_problem(task)
+        if problem:
+            raise JunoBenchError(f"line {number}: {problem}", file=path,
+                                 case=task.get("instance") if isinstance(task, dict) else None,
+                                 hint=hint)
+        if task["instance"] in seen:
+            raise JunoBenchError(f"line {number}: instance {task['instance']!r} appears twice",
+                                 file=path, hint=hint)
+        seen.add(task["instance"])
+        out.append(task)
+    return out
+
+
+def _task_problem(task: Any) -> str | None:
+    if not isinstance(task, dict):
+        return "not a JSON object"
+    instance = task.get("instance")
+    if not isinstance(instance, str):
+        return "no 'instance' string"
+    try:
+        vocab.split_instance(instance)
+    except ValueError as error:
+        return str(error)
+    cells = task.get("executed_cells")
+    if not isinstance(cells, list) or not all(_is_cell(c) for c in cells):
+        return "'executed_cells' must be a list of {code_cell_index, execution_count, source}"
+    if not _is_cell(task.get("target_cell")):
+        return "'target_cell' must be {code_cell_index, execution_count, source}"
+    if "runtime_info" in task and not isinstance(task["runtime_info"], (str, type(None))):
+        return "'runtime_info' must be text"
+    return None
+
+
+def _is_cell(cell: Any) -> bool:
+    return isinstance(cell, dict) and isinstance(cell.get("source"), str)
