@@ -47,6 +47,10 @@ class JunoBenchError(Exception):
         self.problem_ = Problem(problem, None if file is None else str(file), case, hint)
         super().__init__(str(self.problem_))
 
+    def __reduce__(self) -> tuple:  # keep the fields across processes
+        p = self.problem_
+        return _rebuild_error, (type(self), p.problem, p.file, p.case, p.hint)
+
     @property
     def problems(self) -> list[Problem]:
         return [self.problem_]
@@ -57,6 +61,7 @@ class SnapshotError(JunoBenchError):
 
     def __init__(self, problems: Iterable[Problem], *, root: str | Path | None = None) -> None:
         self._problems = list(problems)
+        self.root = None if root is None else str(root)
         where = f" in {root}" if root is not None else ""
         lines = [f"{len(self._problems)} problem(s) found{where}:"]
         lines += [f"  - {p}" for p in self._problems]
@@ -67,3 +72,16 @@ class SnapshotError(JunoBenchError):
     @property
     def problems(self) -> list[Problem]:
         return list(self._problems)
+
+    def __reduce__(self) -> tuple:
+        return _rebuild_snapshot_error, (type(self), self._problems, self.root)
+
+
+def _rebuild_error(cls: type[JunoBenchError], problem: str, file: str | None, case: str | None,
+                   hint: str | None) -> JunoBenchError:
+    return cls(problem, file=file, case=case, hint=hint)
+
+
+def _rebuild_snapshot_error(cls: type[SnapshotError], problems: list[Problem],
+                            root: str | None) -> SnapshotError:
+    return cls(problems, root=root)

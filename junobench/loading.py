@@ -8,7 +8,6 @@
 from __future__ import annotations
 
 import difflib
-import json
 import logging
 import os
 from collections.abc import Iterable, Mapping
@@ -17,9 +16,9 @@ from pathlib import Path
 
 import datasets
 
-from junobench import vocab
-from junobench.errors import JunoBenchError, Problem
-from junobench.records import CONFIGS, REPORT_FILE, JunoBench
+from junobench import layout, vocab
+from junobench.errors import JunoBenchError, Problem, SnapshotError
+from junobench.records import CONFIGS, JunoBench, read_report
 from junobench.snapshot import DEFAULT_SOURCE, fingerprint, resolve
 
 logger = logging.getLogger("junobench")
@@ -68,9 +67,7 @@ def cache_root(cache_dir: str | Path | None = None) -> Path:
     return Path(env) if env else Path.home() / ".cache" / "junobench"
 
 
-def builder_for(
-    root: Path, config: str, *, skip_invalid: bool = False, cache_dir: str | Path | None = None
-) -> JunoBench:
+def builder_for(root: Path, config: str, *, cache_dir: str | Path | None = None) -> JunoBench:
     """The builder of ``config`` for a local snapshot, keyed on its current content."""
     if config not in CONFIGS:
         raise JunoBenchError(f"unknown config {config!r}", hint=f"use one of {', '.join(CONFIGS)}")
@@ -78,7 +75,6 @@ def builder_for(
         config_name=config,
         snapshot=str(root),
         fingerprint=fingerprint(root),
-        skip_invalid=skip_invalid,
         cache_dir=str(cache_root(cache_dir)),
         dataset_name="junobench",
     )
@@ -86,27 +82,50 @@ def builder_for(
 
 def build(
     root: Path, config: str = "cases", *, skip_invalid: bool = False,
-    cache_dir: str | Path | None = None,
+    cache_dir: str | Path | None = None, num_proc: int | None = None,
 ) -> tuple[datasets.Dataset, BuildReport]:
-    """Prepare (or reuse) the records of a local snapshot; returns them and the report."""
-    builder = builder_for(root, config, skip_invalid=skip_invalid, cache_dir=cache_dir)
+    """Prepare (or reuse) the records of a local snapshot; returns them and the report.
+
+    Invalid cases fail the build with every problem listed (:class:`SnapshotError`),
+    unless ``skip_invalid``. Large snapshots are prepared by ``num_proc`` processes
+    (default: one per core when there are at least :data:`PARALLEL_FROM` cases).
+    """
+    if num_proc is None:
+        num_proc = _default_num_proc(root)
+    builders = [builder_for(root, c, cache_dir=cache_dir) for c in dict.fromkeys(("cases", config))]
+    for builder in builders:  # notebooks are derived from cases: prepare those first
+        try:
+            builder.download_and_prepare(num_proc=num_proc if num_proc > 1 else None)
+        except datasets.exceptions.DatasetGenerationError as error:
+            if isinstance(error.__cause__, JunoBenchError):
+                raise error.__cause__ from None
+            raise
+    builder = builders[-1]
+    data = read_report(builder.cache_dir)
+    report = BuildReport(
+        root, builder.config.fingerprint or "", skipped=data["skipped"],
+        problems=[Problem(**p) for p in data["problems"]],
+        absent={what: sorted(ids) for what, ids in data["absent"].items()},
+        unlisted_folders=data["unlisted_folders"],
+    )
+    if report.problems and not skip_invalid:
+        raise SnapshotError(report.problems, root=root)
+    return builder.as_dataset(split="test"), report
+
+
+#: Snapshots with at least this many case folders are prepared in parallel.
+PARALLEL_FROM = 1000
+
+
+def _default_num_proc(root: Path) -> int:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if cores < 2:
+        return 1
     try:
-        builder.download_and_prepare()
-    except datasets.exceptions.DatasetGenerationError as error:
-        cause = error.__cause__
-        if isinstance(cause, JunoBenchError):
-            raise cause from None
-        raise
-    dataset = builder.as_dataset(split="test")
-    report = BuildReport(root, builder.config.fingerprint or "")
-    path = Path(builder.cache_dir) / REPORT_FILE
-    if path.is_file():
-        data = json.loads(path.read_text())
-        report.skipped = data["skipped"]
-        report.problems = [Problem(**p) for p in data["problems"]]
-        report.absent = data["absent"]
-        report.unlisted_folders = data.get("unlisted_folders", [])
-    return dataset, report
+        count = sum(1 for _ in os.scandir(root / layout.BENCHMARK_DIR))
+    except OSError:
+        return 1
+    return min(cores, 4) if count >= PARALLEL_FROM else 1
 
 
 def load(

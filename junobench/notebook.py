@@ -30,7 +30,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from junobench.errors import JunoBenchError
 
@@ -66,8 +66,7 @@ class ErrorOutput:
     traceback: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class CodeCell:
+class CodeCell(NamedTuple):
     """A code cell; ``index`` is its position among the notebook's code cells."""
 
     index: int
@@ -81,8 +80,7 @@ class CodeCell:
         return bool(_REEXECUTE.match(self.source))
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
+class Step(NamedTuple):
     """One run of a cell in an execution order (``execution_count`` None: unrecorded run)."""
 
     code_cell_index: int
@@ -111,16 +109,19 @@ class Notebook:
 
 def read_notebook(path: str | Path, *, case: str | None = None) -> tuple[Notebook, str]:
     """Read and parse a notebook file; returns the notebook and its (v4) JSON text."""
-    path = Path(path)
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as handle:
+            raw = handle.read()
     except OSError as error:
         raise NotebookError(f"cannot read the notebook ({error.strerror or error})", file=path,
                             case=case, hint="check that the file exists and is readable") from None
-    notebook = parse_notebook(raw, file=path, case=case)
-    if notebook.upgraded_from is None:
-        return notebook, raw.decode("utf-8")
-    return notebook, notebook.to_json()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise NotebookError(f"not UTF-8 text ({error.reason} at byte {error.start})", file=path,
+                            case=case, hint="open it in Jupyter and save it again") from None
+    notebook = parse_notebook(text, file=path, case=case)
+    return notebook, text if notebook.upgraded_from is None else notebook.to_json()
 
 
 def parse_notebook(
@@ -155,11 +156,25 @@ def parse_notebook(
         raise fail("not a notebook: no 'cells' list")
     code_cells: list[CodeCell] = []
     for position, cell in enumerate(cells):
-        if not isinstance(cell, dict):
+        if type(cell) is not dict:
             raise fail(f"cell {position} is not an object")
         if cell.get("cell_type") != "code":
             continue
-        code_cells.append(_code_cell(len(code_cells), position, cell, fail))
+        source = cell.get("source", "")
+        if type(source) is not str:
+            source = _join_lines(source)
+            if source is None:
+                raise fail(f"cell {position}: 'source' is neither a string nor a list of strings")
+        count = cell.get("execution_count")
+        if count is not None and type(count) is not int:
+            raise fail(f"cell {position}: execution_count {count!r} is not an integer")
+        outputs = cell.get("outputs")
+        error = None
+        if outputs:
+            if type(outputs) is not list:
+                raise fail(f"cell {position}: 'outputs' is not a list")
+            error = _error_output(outputs)
+        code_cells.append(CodeCell(len(code_cells), source, count, error))
     return Notebook(data, tuple(code_cells), upgraded_from)
 
 
@@ -177,33 +192,23 @@ def _upgrade(data: dict[str, Any], fail: Any) -> tuple[dict[str, Any], int]:
     return json.loads(json.dumps(upgraded)), major
 
 
-def _code_cell(index: int, position: int, cell: dict[str, Any], fail: Any) -> CodeCell:
-    source = _text(cell.get("source", ""))
-    if source is None:
-        raise fail(f"cell {position}: 'source' is neither a string nor a list of strings")
-    count = cell.get("execution_count")
-    if count is not None and (not isinstance(count, int) or isinstance(count, bool)):
-        raise fail(f"cell {position}: execution_count {count!r} is not an integer")
-    outputs = cell.get("outputs", [])
-    if not isinstance(outputs, list):
-        raise fail(f"cell {position}: 'outputs' is not a list")
-    error = None
+def _error_output(outputs: list[Any]) -> ErrorOutput | None:
     for output in outputs:
-        if isinstance(output, dict) and output.get("output_type") == "error":
-            error = ErrorOutput(
+        if type(output) is dict and output.get("output_type") == "error":
+            return ErrorOutput(
                 ename=str(output.get("ename", "")),
                 evalue=str(output.get("evalue", "")),
                 traceback=tuple(parse_traceback(output.get("traceback", []))),
             )
-            break
-    return CodeCell(index, source, count, error)
+    return None
 
 
-def _text(value: Any) -> str | None:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and all(isinstance(v, str) for v in value):
-        return "".join(value)
+def _join_lines(value: Any) -> str | None:
+    if type(value) is list:
+        try:
+            return "".join(value)
+        except TypeError:
+            return None
     return None
 
 

@@ -1,0 +1,149 @@
+"""Benchmark: building the records of a large snapshot against the floor of reading it.
+
+Makes a synthetic snapshot of N replicas of a snapshot (default: the reference snapshot
+beside the checkout, N=100 → 11,100 cases, 22,200 notebooks), then measures in one run,
+each phase in a fresh process with a cold records cache:
+
+- the floor: read and ``json.loads`` every notebook, nothing else;
+- the build: ``cases`` + ``notebooks`` records, as ``junobench.load`` prepares them.
+
+Prints both times, their ratio, notebooks/s and the peak RSS of the build (its own
+process and its worker processes). Usage::
+
+    python scripts/benchmark_build.py [--replicas 100] [--source DIR] [--workdir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from junobench import layout
+from junobench.tables import read_table, write_table
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_SOURCE = REPO.parent / "shared" / "reference" / "junobench-snapshot"
+_CASE = re.compile(r"^(?P<library>.+)_(?P<number>\d+)$")
+
+
+def replicate(source: Path, target: Path, replicas: int) -> int:
+    """Write ``replicas`` copies of ``source``'s cases into ``target``; returns the case count.
+
+    Replica ``r`` of case ``lib_k`` is ``lib_{k + 1000 r}``, in both tables and folders.
+    """
+    desc = read_table(source / layout.DESC_TABLE)
+    diagnosis_path = source / layout.DIAGNOSIS_TABLE
+    diagnosis = read_table(diagnosis_path) if diagnosis_path.is_file() else None
+    (target / layout.BENCHMARK_DIR).mkdir(parents=True)
+
+    def renamed(case_id: str, replica: int) -> str:
+        match = _CASE.match(case_id)
+        assert match, case_id
+        return f"{match['library']}_{int(match['number']) + 1000 * replica}"
+
+    rows, diagnosis_rows = [], []
+    for replica in range(replicas):
+        for record in desc.records():
+            case_id = str(record["nb_name"])
+            new_id = renamed(case_id, replica)
+            rows.append({**record, "nb_name": new_id})
+            folder = layout.case_dir(target, new_id)
+            folder.mkdir()
+            for entry in layout.case_dir(source, case_id).iterdir():
+                name = entry.name.replace(case_id, new_id, 1)
+                if entry.is_dir():
+                    shutil.copytree(entry, folder / name)
+                else:
+                    shutil.copyfile(entry, folder / name)
+        for record in diagnosis.records() if diagnosis else []:
+            case_id, _, version = str(record["instance"]).rpartition("_")
+            diagnosis_rows.append({**record, "instance": f"{renamed(case_id, replica)}_{version}"})
+    write_table(target / layout.DESC_TABLE, rows, desc.columns)
+    if diagnosis:
+        write_table(target / layout.DIAGNOSIS_TABLE, diagnosis_rows, diagnosis.columns)
+    return len(rows)
+
+
+FLOOR = """
+import json, os, sys, time
+root = sys.argv[1]
+start = time.perf_counter()
+count = 0
+for case in os.scandir(os.path.join(root, "benchmark")):
+    for entry in os.scandir(case.path):
+        if entry.name.endswith(".ipynb"):
+            with open(entry.path, "rb") as handle:
+                json.loads(handle.read())
+            count += 1
+print(json.dumps({"seconds": time.perf_counter() - start, "notebooks": count}))
+"""
+
+BUILD = """
+import json, resource, sys, time
+import datasets
+datasets.disable_progress_bars()
+from junobench.loading import build
+from pathlib import Path
+root, cache = Path(sys.argv[1]), sys.argv[2]
+start = time.perf_counter()
+cases, _ = build(root, "cases", cache_dir=cache)
+notebooks, _ = build(root, "notebooks", cache_dir=cache)
+seconds = time.perf_counter() - start
+rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+          resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
+print(json.dumps({"seconds": seconds, "cases": len(cases), "notebooks": len(notebooks),
+                  "peak_rss_mb": rss}))
+"""
+
+
+def run(code: str, *args: str) -> dict:
+    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                            check=True)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--replicas", type=int, default=100)
+    parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
+    parser.add_argument("--workdir", type=Path, default=None,
+                        help="where to build the synthetic snapshot (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the synthetic snapshot")
+    args = parser.parse_args()
+    if not (args.source / layout.DESC_TABLE).is_file():
+        print(f"no snapshot at {args.source}", file=sys.stderr)
+        return 1
+    work = Path(tempfile.mkdtemp(prefix="junobench-bench-", dir=args.workdir))
+    try:
+        snapshot = work / "snapshot"
+        start = time.perf_counter()
+        cases = replicate(args.source, snapshot, args.replicas)
+        print(f"synthetic snapshot: {cases} cases ({args.replicas} replicas) "
+              f"in {time.perf_counter() - start:.1f}s at {snapshot}")
+        run(FLOOR, str(snapshot))  # warm the page cache so both phases read from memory
+        floor = run(FLOOR, str(snapshot))
+        build = run(BUILD, str(snapshot), str(work / "cache"))
+        ratio = build["seconds"] / floor["seconds"]
+        print(f"floor (read + json-parse {floor['notebooks']} notebooks): {floor['seconds']:.2f}s")
+        print(f"build (cases {build['cases']} + notebooks {build['notebooks']}):   "
+              f"{build['seconds']:.2f}s")
+        print(f"build/floor ratio: {ratio:.2f}")
+        print(f"notebooks/s: {build['notebooks'] / build['seconds']:,.0f}")
+        print(f"peak RSS of the build: {build['peak_rss_mb']:.0f} MB")
+        print(f"cores: {os.cpu_count()}  (load average {os.getloadavg()[0]:.2f} at the end)")
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
