@@ -126,6 +126,9 @@ def same_exception(got: str | None, expected: str) -> bool:
 
 def _interrupted(log: RunLog, target: int) -> Verdict | None:
     """A verdict for a replay cut short by the kernel or the clock, else None."""
+    if len(log.steps) > log.planned:
+        return Verdict(False, f"inconsistent replay: {len(log.steps)} runs for an order of "
+                       f"{log.planned}")
     for position, step in enumerate(log.steps):
         if step.status == TIMEOUT:
             limit = f" after {log.timeout:g}s" if log.timeout else ""

@@ -1,0 +1,119 @@
+"""``verify`` end to end: real kernels on checkouts of the bundled sample."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from junobench.checkout import checkout
+from junobench.cli import main
+from junobench.verify import verify
+
+pytest.importorskip("nbclient", reason="verify needs the run extra")
+pytestmark = pytest.mark.kernel
+
+
+def edit_cell(snapshot: Path, case_id: str, version: str, code_index: int, source: str) -> None:
+    """Replace the source of one code cell of a notebook in a checkout."""
+    path = snapshot / "benchmark" / case_id / f"{case_id}_{version}.ipynb"
+    notebook = json.loads(path.read_text())
+    code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+    code[code_index]["source"] = source
+    path.write_text(json.dumps(notebook, indent=1))
+
+
+def digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            h.update(path.relative_to(root).as_posix().encode())
+            h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    if status.exists():  # a zombie is not a leftover kernel, but say so clearly
+        return "State:\tZ" not in status.read_text()
+    return True
+
+
+def test_verify_sample_cases_pass_and_report(tmp_path, capsys):
+    report_file = tmp_path / "r.json"
+    code = main(["verify", "NBspecific_2", "pandas_2", "--source", "sample", "--jobs", "2",
+                 "--report", str(report_file), "--no-progress"])
+    out = capsys.readouterr()
+    assert code == 0, out
+    report = json.loads(report_file.read_text())
+    assert set(report) == {"NBspecific_2", "pandas_2"}
+    for case in report.values():
+        assert case["status"] == "passed"
+        assert set(case["reproduced"]) == {"ok", "reason", "exception", "cell"}
+        assert set(case["fixed"]) == {"ok", "reason"}
+        assert case["seconds"] > 0
+    assert report["NBspecific_2"]["reproduced"] == {
+        "ok": True, "exception": "KeyError", "cell": 4,
+        "reason": "crashed at the target (code cell 4) with KeyError, as recorded"}
+    assert report["pandas_2"]["reproduced"]["exception"] == "AttributeError"
+    assert "passed" in out.out and "2 cases: 2 passed" in out.err
+
+
+def test_edited_checkout_failures_exit_1_with_the_right_reason(tmp_path, capsys):
+    snap = checkout(["pandas_2", "NBspecific_2", "pandas_1"], "sample", tmp_path / "snap")
+    # pandas_2: the fixed notebook's target reverted to the crashing call.
+    edit_cell(snap, "pandas_2", "fixed", 4, "sales = sales.append(forecast, ignore_index=True)\nsales.tail()")
+    # NBspecific_2: the reproduced notebook's target no longer crashes when run twice.
+    edit_cell(snap, "NBspecific_2", "reproduced", 4,
+              "# [reexecute]\ndf = df.drop(columns='num_outbound_cmds', errors='ignore')\ndf.shape")
+    # pandas_1: the reproduced notebook now crashes with another exception.
+    edit_cell(snap, "pandas_1", "reproduced", 4, "survival_by_class = df['Pclass'] / 'x'")
+    before = digest(snap)
+
+    report_file = tmp_path / "r.json"
+    code = main(["verify", "--source", str(snap), "--jobs", "2", "--report", str(report_file),
+                 "--no-progress"])
+    capsys.readouterr()
+    assert code == 1
+    report = json.loads(report_file.read_text())
+    fixed_crash = report["pandas_2"]
+    assert fixed_crash["status"] == "failed" and fixed_crash["reproduced"]["ok"]
+    assert fixed_crash["fixed"]["reason"].startswith(
+        "still crashes: the target (code cell 4) raised AttributeError")
+    no_crash = report["NBspecific_2"]
+    assert no_crash["status"] == "failed" and no_crash["fixed"]["ok"]
+    assert no_crash["reproduced"]["reason"].startswith(
+        "no crash: the target (code cell 4) ran without error")
+    other = report["pandas_1"]
+    assert other["status"] == "failed" and other["reproduced"]["exception"] == "TypeError"
+    assert other["reproduced"]["reason"].startswith(
+        "different exception at the target (code cell 4): expected KeyError, got TypeError")
+    assert digest(snap) == before, "verify modified the snapshot"
+
+
+def test_endless_cell_times_out_and_leaves_no_kernel(tmp_path):
+    snap = checkout(["pandas_2"], "sample", tmp_path / "snap")
+    edit_cell(snap, "pandas_2", "reproduced", 0, "while True: pass")
+    limit = 4.0
+    started = time.perf_counter()
+    report = verify(source=snap, jobs=2, timeout=limit, progress=False)
+    elapsed = time.perf_counter() - started
+    case = report["pandas_2"]
+    assert case.status == "timed out" and not report.ok
+    assert case.reproduced.reason == f"timed out after {limit:g}s at code cell 0"
+    assert case.fixed.ok
+    log = case.logs["reproduced"]
+    assert log.seconds - log.kernel_seconds < limit + 5
+    assert elapsed < limit + 30  # kernel start-ups of both notebooks included
+    time.sleep(0.5)
+    for version_log in case.logs.values():
+        assert version_log.kernel_pid is not None
+        assert not alive(version_log.kernel_pid), "a kernel process was left behind"
