@@ -1,0 +1,182 @@
+"""The dataset card of an export: YAML metadata and a body computed from the records.
+
+The card is rendered with huggingface_hub's :class:`~huggingface_hub.DatasetCard` from the
+Jinja template ``data_cards/junobench.md``. Its YAML (``configs``, ``dataset_info``,
+licence, tags, size category) comes from :class:`~huggingface_hub.DatasetCardData` and
+``datasets``' own metadata classes; its body tables (label distributions, input-dataset
+licences, absences) are computed from the records at export time.
+
+>>> size_category(222)
+'n<1K'
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from junobench.errors import JunoBenchError
+from junobench.exported import CONFIG_NAMES, DEFAULT_CONFIG, PARQUET, SPLIT
+
+#: The card template (Jinja): kept beside the package in the source tree.
+TEMPLATE = Path(__file__).resolve().parent.parent / "data_cards" / "junobench.md"
+#: The repo id the card's loading examples name.
+DEFAULT_REPO_ID = "PELAB-LiU/JunoBench"
+
+TAGS = ("jupyter", "notebooks", "crash-detection", "bug-detection", "machine-learning",
+        "software-engineering", "python", "code", "benchmark")
+
+#: Body tables of label counts: (title, ``cases`` field).
+DISTRIBUTIONS: tuple[tuple[str, str], ...] = (
+    ("Library", "library"),
+    ("Root cause", "root_cause"),
+    ("Crash type", "crash_type"),
+    ("ML pipeline stage", "pipeline_stage"),
+    ("Source", "source"),
+)
+_NULL = "(not recorded)"
+#: The published table's title for "this case reads no input dataset".
+NO_DATA = "nodata"
+
+
+def size_category(rows: int) -> str:
+    """The Hub's ``size_categories`` value for ``rows`` rows."""
+    for limit, name in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
+                        (1_000_000, "100K<n<1M")):
+        if rows < limit:
+            return name
+    return "n>1M"
+
+
+def card_data(infos: Mapping[str, Any], rows: int) -> Any:
+    """The card's YAML metadata; ``infos`` maps each config to its ``datasets.DatasetInfo``,
+    ``rows`` is the row count of the largest config."""
+    from datasets.info import DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCardData
+
+    data = DatasetCardData(
+        pretty_name="JunoBench",
+        license="other",
+        license_name="junobench-mixed",
+        language=["en"],
+        annotations_creators=["expert-generated"],
+        source_datasets=["original"],
+        task_categories=["text-classification"],
+        tags=list(TAGS),
+        size_categories=[size_category(rows)],
+    )
+    MetadataConfigs({
+        config: {"data_files": [{"split": SPLIT, "path": PARQUET[config]}],
+                 **({"default": True} if config == DEFAULT_CONFIG else {})}
+        for config in CONFIG_NAMES
+    }).to_dataset_card_data(data)
+    DatasetInfosDict(dict(infos)).to_dataset_card_data(data)
+    return data
+
+
+def body_context(cases: Sequence[Mapping[str, Any]], notebooks: Sequence[Mapping[str, Any]],
+                 report: Mapping[str, Any]) -> dict[str, Any]:
+    """The template's variables: counts, distributions, licence tables, absences."""
+    n = len(cases)
+    distributions = []
+    for title, field in DISTRIBUTIONS:
+        counts = Counter(c[field] if c[field] is not None else _NULL for c in cases)
+        distributions.append({"title": title, "field": field, "rows": [
+            {"value": _cell(value), "count": count, "share": f"{100 * count / n:.1f}%"}
+            for value, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]})
+    return {
+        "n_cases": n,
+        "n_notebooks": len(notebooks),
+        "n_crashing": sum(1 for nb in notebooks if nb["crash"]),
+        "distributions": distributions,
+        **_licences(cases),
+        "absences": _absences(cases, report),
+    }
+
+
+def _licences(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Input datasets (title, url, licence) with the cases using each, and a per-licence summary."""
+    users: dict[tuple[str, str, str], list[str]] = {}
+    for case in cases:
+        for d in _input_datasets(case):
+            key = (d["title"] or d["name"] or "(untitled)", d["url"] or "", d["license"] or "Unknown")
+            users.setdefault(key, []).append(case["case_id"])
+    by_licence: dict[str, tuple[int, set[str]]] = {}
+    for (_, _, license_), ids in users.items():
+        count, cases_ = by_licence.get(license_, (0, set()))
+        by_licence[license_] = (count + 1, cases_ | set(ids))
+    return {
+        "n_datasets": len(users),
+        "licence_summary": [
+            {"license": _cell(lic), "datasets": count, "cases": len(ids)}
+            for lic, (count, ids) in sorted(by_licence.items(), key=lambda kv: (-kv[1][0], kv[0]))
+        ],
+        "dataset_licences": [
+            {"dataset": f"[{_cell(title)}]({url})" if url else _cell(title), "license": _cell(lic),
+             "cases": ", ".join(sorted(dict.fromkeys(ids)))}
+            for (title, url, lic), ids in sorted(users.items(), key=lambda kv: (kv[0][0].lower(), kv[0]))
+        ],
+    }
+
+
+def _absences(cases: Sequence[Mapping[str, Any]], report: Mapping[str, Any]) -> list[str]:
+    n = len(cases)
+    lines = []
+    for what, ids in sorted((report.get("absent") or {}).items()):
+        lines.append(f"{what}: absent for {_share(len(ids), n)}{_ids(sorted(ids), n)}")
+    for field, what in (("diagnosis", "diagnosis"), ("notebook_url", "notebook URL"),
+                        ("source", "source label (labelled in the empirical study / newly sampled)"),
+                        ("crash_line", "crash line (not found in the traceback)")):
+        missing = sorted(c["case_id"] for c in cases if c[field] is None)
+        if missing:
+            lines.append(f"{what}: null for {_share(len(missing), n)}{_ids(missing, n)}")
+    without = sorted(c["case_id"] for c in cases if not _input_datasets(c))
+    if without:
+        lines.append(f"input datasets: none listed for {_share(len(without), n)}{_ids(without, n)}")
+    if report.get("skipped"):
+        skipped = sorted(report["skipped"])
+        lines.append(f"left out as invalid: {len(skipped)} case(s){_ids(skipped, 0)}")
+    return lines
+
+
+def _input_datasets(case: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The case's input datasets; the published table's ``nodata`` placeholder is none."""
+    return [d for d in case["datasets"] or [] if (d["title"] or "").strip().lower() != NO_DATA]
+
+
+def render_card(infos: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
+                notebooks: Sequence[Mapping[str, Any]], report: Mapping[str, Any], *,
+                repo_id: str = DEFAULT_REPO_ID, template: str | Path | None = None) -> str:
+    """The card's full text (YAML header and body)."""
+    from huggingface_hub import DatasetCard
+
+    path = Path(template) if template is not None else TEMPLATE
+    if not path.is_file():
+        raise JunoBenchError("the dataset card template is missing", file=path,
+                             hint="export from a junobench source checkout (data_cards/), "
+                             "or pass --template PATH")
+    context = body_context(cases, notebooks, report)
+    card = DatasetCard.from_template(card_data(infos, max(len(cases), len(notebooks))), template_path=str(path),
+                                     repo_id=repo_id, **context)
+    return str(card)
+
+
+def _cell(text: Any) -> str:
+    """``text`` safe inside a markdown table cell."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def _share(count: int, total: int) -> str:
+    return "all cases" if count == total else f"{count} of {total} cases"
+
+
+def _ids(ids: list[str], total: int, limit: int = 12) -> str:
+    """`` (a, b, …)`` naming the cases, or nothing when they are all ``total`` of them."""
+    if len(ids) == total:
+        return ""
+    shown = ", ".join(ids[:limit])
+    return f" ({shown}" + (f", … +{len(ids) - limit} more)" if len(ids) > limit else ")")
