@@ -32,6 +32,7 @@ from __future__ import annotations
 import ast
 import builtins
 import re
+import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -187,16 +188,22 @@ def _parse(text: str) -> tuple[list[ast.stmt], bool]:
     """Statements of ``text``; when it does not parse, those of its longest parsable prefix
     (and False)."""
     try:
-        return ast.parse(text).body, True
+        return _ast(text), True
     except (SyntaxError, ValueError, MemoryError, RecursionError) as error:
         lines = text.splitlines()
         end = min(getattr(error, "lineno", None) or len(lines), len(lines))
         for k in range(end - 1, max(end - 60, 0), -1):
             try:
-                return ast.parse("\n".join(lines[:k])).body, False
+                return _ast("\n".join(lines[:k])), False
             except (SyntaxError, ValueError, MemoryError, RecursionError):
                 continue
         return [], False
+
+
+def _ast(text: str) -> list[ast.stmt]:
+    with warnings.catch_warnings():  # notebook code is full of invalid escape sequences
+        warnings.simplefilter("ignore")
+        return ast.parse(text).body
 
 
 # --------------------------------------------------------------------------- replay
@@ -267,7 +274,8 @@ def _apply(node: ast.stmt, state: _State) -> None:
             if isinstance(target, ast.Name):
                 state.defined.discard(target.id)
                 state.forget(target.id)
-            elif (literal := _subscript_literal(target)) is not None:
+            elif (literal := _subscript_literal(target)) is not None and isinstance(
+                    literal[1], str):  # del items[0] succeeds again on a shorter list
                 if literal[0] not in state.volatile:
                     state.removed.setdefault(literal[0], set()).add(("columns", literal[1]))
             else:
@@ -453,9 +461,10 @@ def _removal(node: ast.AST) -> _Removal | None:
         return None
     target, method = node.func.value.id, node.func.attr
     if method == "pop" and len(node.args) == 1 and not node.keywords:
-        labels = _literal(node.args[0])
-        if labels and len(labels) == 1 and not isinstance(node.args[0], ast.List):
-            return _Removal(target, frozenset({("columns", labels[0])}), True, node.lineno)
+        # Only string keys: list.pop(0) succeeds again on a shorter list.
+        key = node.args[0]
+        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+            return _Removal(target, frozenset({("columns", key.value)}), True, node.lineno)
         return None
     if method != "drop" or any(k.arg is None for k in node.keywords):
         return None

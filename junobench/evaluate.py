@@ -99,7 +99,7 @@ class Report:
     def breakdown_rows(self, by: str) -> list[dict[str, Any]]:
         """One row per group: counts, scores and ``reproduced``/``fixed`` as ``correct/total``."""
         title = BREAKDOWNS[by][1]
-        return [{title: group, **_row(matrix)} for group, matrix in self.breakdown(by).items()]
+        return [{title: group, **score_row(matrix)} for group, matrix in self.breakdown(by).items()]
 
     def to_dict(self) -> dict[str, Any]:
         overall = scores(self.overall)
@@ -139,7 +139,7 @@ def _pair(decision: Decision) -> tuple[bool, bool]:
     return decision.truth, decision.decision
 
 
-def _row(matrix: Confusion) -> dict[str, Any]:
+def score_row(matrix: Confusion) -> dict[str, Any]:
     s = scores(matrix)
     return {
         "n": s["n"],
@@ -290,3 +290,65 @@ def plot(report: Report, path: str | Path, by: str = "library") -> Path:
 
 def _share(part: int, whole: int) -> float:
     return part / whole if whole else 0.0
+
+
+# --------------------------------------------------------------------------- text report
+
+
+def format_report(report: Report, by: str = "library") -> str:
+    """The report as text: provenance, exclusions, unparsable runs, scores, a breakdown."""
+    from junobench.cli.output import table
+
+    overall = report.overall
+    s = scores(overall)
+    lines = []
+    if report.predictions:
+        lines.append(f"predictions  {report.predictions} ({report.layout} layout)")
+    if report.source:
+        lines.append(f"labels       {report.source} ({report.notebooks} notebooks)")
+    lines.append(f"vote         {report.vote}")
+    evaluated = len(report.evaluated)
+    extra = f" ({overall.n} scored runs)" if report.vote == "all-runs" else ""
+    lines.append(f"evaluated    {evaluated} notebooks{extra}")
+    if report.missing:
+        lines.append(f"missing      {len(report.missing)} notebooks without predictions, excluded: "
+                     f"{_describe_missing(report.missing)}")
+    if report.undecided:
+        lines.append(f"undecided    {len(report.undecided)} notebooks with no parsable run, "
+                     f"excluded: {', '.join(report.undecided)}")
+    lines.append(f"unparsable   {len(report.unparsable)} of {report.runs} runs")
+    for item in report.unparsable[:20]:
+        lines.append(f"             {item.instance} run {item.run}: {item.output!r} ({item.problem})")
+    if len(report.unparsable) > 20:
+        lines.append(f"             … and {len(report.unparsable) - 20} more (see --format json)")
+    lines.append("")
+    lines.append(f"reproduced   {s['reproduced_correct']}/{s['reproduced_total']} correct "
+                 "(crash detected)")
+    lines.append(f"fixed        {s['fixed_correct']}/{s['fixed_total']} correct (no crash)")
+    lines.append("  ".join(f"{k} {_fmt(s[k])}" for k in ("precision", "recall", "f1", "accuracy"))
+                 + f"  (tp {s['tp']}, fp {s['fp']}, tn {s['tn']}, fn {s['fn']}; "
+                 "crash = positive)")
+    rows = report.breakdown_rows(by)
+    if rows:
+        lines += ["", f"by {BREAKDOWNS[by][1]}"]
+        lines.append(table(rows, list(rows[0])).rstrip("\n"))
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _describe_missing(missing: Sequence[str]) -> str:
+    versions: dict[str, list[str]] = {}
+    for instance in missing:
+        case_id, version = vocab.split_instance(instance)
+        versions.setdefault(case_id, []).append(version)
+    both = [c for c, v in versions.items() if len(v) == 2]
+    single = [vocab.instance_id(c, v[0]) for c, v in versions.items() if len(v) == 1]
+    parts = []
+    if both:
+        parts.append(f"{', '.join(sorted(both))} (reproduced and fixed)")
+    if single:
+        parts.append(", ".join(sorted(single)))
+    return "; ".join(parts)

@@ -1,0 +1,170 @@
+"""Verbs ``tasks``, ``detect`` and ``evaluate``: crash-detection tasks, detectors, scores."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from junobench.cli.common import add_filters, add_format, add_source, filters_from
+from junobench.cli.output import render
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "tasks", help="write crash-detection tasks (the answers go to a separate file)",
+        description="Write one crash-detection task per notebook: the executed cells in "
+        "execution order and the target cell, comments stripped as in the papers. The "
+        "ground truth goes to a separate file.")
+    add_source(parser)
+    add_filters(parser)
+    parser.add_argument("--out", required=True, metavar="TASKS.jsonl", help="tasks file to write")
+    parser.add_argument("--truth-out", metavar="FILE",
+                        help="ground-truth file (default: TASKS.truth.jsonl beside --out)")
+    _add_task_options(parser)
+    parser.set_defaults(handler=_tasks)
+
+    parser = subparsers.add_parser(
+        "detect", help="run a crash detector (an LLM endpoint or the static baseline)",
+        description="Ask a model behind an OpenAI-compatible chat-completions endpoint "
+        "(vLLM, Ollama, llama.cpp server, hosted APIs) whether each target cell crashes, "
+        "RUNS times per notebook, or run the static baseline. Resumes: instances already "
+        "in --out are skipped.")
+    which = parser.add_mutually_exclusive_group(required=True)
+    which.add_argument("--endpoint", metavar="URL",
+                       help="base URL such as http://localhost:8000/v1 (or the full "
+                       ".../chat/completions URL)")
+    which.add_argument("--baseline", choices=("static",), help="a built-in detector, no model")
+    parser.add_argument("--model", help="model name the endpoint serves (with --endpoint)")
+    parser.add_argument("--out", required=True, metavar="PRED.jsonl",
+                        help="predictions file (appended to; existing instances are skipped)")
+    parser.add_argument("--tasks", metavar="TASKS.jsonl",
+                        help="tasks written by `junobench tasks` (default: build them from "
+                        "--source and the filters)")
+    add_source(parser)
+    add_filters(parser)
+    _add_task_options(parser, outputs=False)
+    group = parser.add_argument_group("model requests")
+    group.add_argument("--runs", type=int, default=5, help="answers per notebook (default: 5)")
+    group.add_argument("--temperature", type=float,
+                       help="sampling temperature (default: the server's)")
+    group.add_argument("--max-tokens", type=int, help="answer length limit")
+    group.add_argument("--json-mode", action="store_true",
+                       help='ask the server for JSON output (response_format "json_object")')
+    group.add_argument("--concurrency", type=int, default=1,
+                       help="notebooks asked about at once (default: 1)")
+    group.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
+                       help="environment variable holding the API key (default: "
+                       "OPENAI_API_KEY; unset means no key)")
+    group.add_argument("--retries", type=int, default=5,
+                       help="retries of a failed request (default: 5)")
+    group.add_argument("--backoff", type=float, default=2.0,
+                       help="first retry pause in seconds, doubled each retry (default: 2)")
+    group.add_argument("--timeout", type=float, default=600.0,
+                       help="seconds to wait for one answer (default: 600)")
+    group.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(handler=_detect)
+
+    parser = subparsers.add_parser(
+        "evaluate", help="score crash-detection predictions (precision, recall, F1, accuracy)",
+        description="Score predictions against the labels, crash = positive class. PRED is "
+        "a canonical .jsonl file, a folder of <instance>.json files, or a folder with "
+        "buggy/ and fixed/ folders of <case>.json files (detected automatically).")
+    parser.add_argument("predictions", metavar="PRED", help="predictions file or folder")
+    add_source(parser)
+    add_filters(parser)
+    parser.add_argument("--vote", choices=("majority", "first-valid", "all-runs"),
+                        default="majority",
+                        help="how runs become a decision: majority of the parsable runs (a tie "
+                        "is no crash), the first parsable run, or every run scored (default: "
+                        "majority)")
+    parser.add_argument("--by", choices=("library", "root-cause"), default="library",
+                        help="breakdown shown in table and csv output (json has both)")
+    add_format(parser)
+    parser.add_argument("--plot", metavar="FILE.png",
+                        help="also draw per-group accuracy bars (needs matplotlib)")
+    parser.set_defaults(handler=_evaluate)
+
+
+def _add_task_options(parser: argparse.ArgumentParser, *, outputs: bool = True) -> None:
+    parser.add_argument("--keep-comments", action="store_true",
+                        help="keep code comments (the papers stripped them)")
+    if outputs:
+        parser.add_argument("--keep-outputs", action="store_true",
+                            help="add the executed cells' text outputs (the papers left them "
+                            "out; the target cell's outputs are never included)")
+
+
+def _tasks(args: argparse.Namespace) -> int:
+    from junobench.tasks import tasks, write_tasks
+
+    tasks_, truths = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
+                           keep_outputs=args.keep_outputs, **filters_from(args))
+    out, truth = write_tasks(tasks_, truths, args.out, args.truth_out)
+    print(f"wrote {len(tasks_)} tasks to {out}")
+    print(f"ground truth in {truth} (keep it away from the detector)")
+    return 0
+
+
+def _detect(args: argparse.Namespace) -> int:
+    from junobench.detect import detect, detect_static
+    from junobench.errors import JunoBenchError
+    from junobench.tasks import read_tasks, tasks
+
+    if args.endpoint and not args.model:
+        raise JunoBenchError("--endpoint needs --model", hint="name the model the server serves")
+    if args.tasks:
+        if filters_from(args):
+            raise JunoBenchError("filters apply when tasks are built from --source, not to --tasks",
+                                 hint="filter with `junobench tasks`, or drop --tasks")
+        items = read_tasks(args.tasks)
+    else:
+        items, _ = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
+                         **filters_from(args))
+    if args.baseline:
+        summary = detect_static(items, args.out)
+        print(f"wrote {len(summary.written)} predictions of the {args.baseline} baseline "
+              f"to {summary.out}")
+        return 0
+
+    def log(message: str) -> None:
+        from tqdm.auto import tqdm
+
+        tqdm.write(message, file=sys.stderr)
+
+    summary = detect(items, args.out, endpoint=args.endpoint, model=args.model, runs=args.runs,
+                     temperature=args.temperature, concurrency=args.concurrency,
+                     api_key_env=args.api_key_env, retries=args.retries, backoff=args.backoff,
+                     timeout=args.timeout, max_tokens=args.max_tokens, json_mode=args.json_mode,
+                     progress=not args.no_progress, log=log)
+    print(f"wrote {len(summary.written)} notebooks x {args.runs} runs to {summary.out}"
+          + (f"; {len(summary.resumed)} were already there" if summary.resumed else ""))
+    if summary.rejected:
+        print(f"skipped {len(summary.rejected)} the server rejected (e.g. too long for the "
+              f"model): {', '.join(sorted(summary.rejected))}")
+    if summary.failed:
+        print(f"failed {len(summary.failed)} after {args.retries} retries: "
+              f"{', '.join(sorted(summary.failed))}", file=sys.stderr)
+        print("run the same command again to retry them", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from junobench.evaluate import BREAKDOWNS, evaluate, format_report, plot, score_row
+
+    report = evaluate(args.predictions, args.source, vote=args.vote, revision=args.revision,
+                      **filters_from(args))
+    if args.format == "json":
+        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
+    elif args.format == "csv":
+        rows: list[dict[str, Any]] = report.breakdown_rows(args.by)
+        rows.append({BREAKDOWNS[args.by][1]: "all", **score_row(report.overall)})
+        print(render(rows, "csv"), end="")
+    else:
+        print(format_report(report, args.by), end="")
+    if args.plot:
+        path = plot(report, args.plot, args.by)
+        print(f"plot written to {path}", file=sys.stderr)
+    return 0
