@@ -26,9 +26,11 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import datasets
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from junobench import layout
+from junobench import layout, vocab
 from junobench.cases import LABEL_FIELDS, build_case, notebook_rows
 from junobench.errors import JunoBenchError, Problem
 from junobench.tables import DescRow, read_desc, read_diagnoses
@@ -165,10 +167,10 @@ class JunoBench(datasets.GeneratorBasedBuilder):
             "problems": [p.to_dict() for p in problems],
             "unlisted_folders": _unlisted_folders(root, listed),
         })
+        diagnoses = read_diagnoses(root)
         return [datasets.SplitGenerator(datasets.Split.TEST, gen_kwargs={
             "root": str(root),
-            "shards": list(enumerate(_split(rows, SHARDS))),
-            "diagnoses": read_diagnoses(root),
+            "shards": [_shard_payload(i, part, diagnoses) for i, part in enumerate(_split(rows, SHARDS))],
         })]
 
     def _generate_examples(self, **kwargs: Any) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -181,7 +183,12 @@ class JunoBench(datasets.GeneratorBasedBuilder):
     # (same records, several times faster; tests/test_builder.py checks both agree).
 
     def _generate_tables(self, **kwargs: Any) -> Iterator[tuple[int, pa.Table]]:
-        """The examples of :meth:`_generate_examples`, in Arrow tables of a batch each."""
+        """The examples of :meth:`_generate_examples`, in Arrow tables of a batch each
+        (the notebooks records computed column-wise from the cases records)."""
+        if self.config.name == "notebooks":
+            for key, cases in self._case_batches(**kwargs):
+                yield key, notebook_table(cases)
+            return
         schema = self.info.features.arrow_schema
         batch: list[dict[str, Any]] = []
         first = 0
@@ -202,12 +209,14 @@ class JunoBench(datasets.GeneratorBasedBuilder):
             max_shard_size=max_shard_size, job_id=job_id,
         )
 
-    def _case_examples(self, root: str, shards: list[tuple[int, list[DescRow]]],
-                       diagnoses: dict[str, str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    def _case_examples(self, root: str, shards: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
         problems: list[Problem] = []
         absent: dict[str, list[str]] = {}
         skipped: list[str] = []
-        for shard, rows in shards:
+        first = None
+        for payload in shards:
+            shard, rows, diagnoses = _read_shard_payload(payload)
+            first = shard if first is None else first
             for i, row in enumerate(rows):
                 result = build_case(Path(root), row, diagnoses)
                 for what in result.absent:
@@ -217,23 +226,26 @@ class JunoBench(datasets.GeneratorBasedBuilder):
                     skipped.append(row.case_id)
                     continue
                 yield shard * 1_000_000 + i, result.record
-        if shards:
-            _write_report(self._output_dir, f"{shards[0][0]:05d}", {
+        if first is not None:
+            _write_report(self._output_dir, f"{first:05d}", {
                 "skipped": skipped, "problems": [p.to_dict() for p in problems], "absent": absent,
             })
 
     def _notebook_examples(self, files: tuple[str, ...],
                            ranges: list[range]) -> Iterator[tuple[int, dict[str, Any]]]:
-        columns = ["case_id", *LABELS, "exception", "diagnosis", "execution_order"]
+        for key, cases in self._case_batches(files, ranges):
+            for i, case in enumerate(cases.to_pylist()):
+                for j, row in enumerate(notebook_rows(case)):
+                    yield 2 * (key + i) + j, row
+
+    def _case_batches(self, files: tuple[str, ...], ranges: list[range]) -> Iterator[tuple[int, pa.Table]]:
+        """The columns of the cases records that the notebooks records use, in batches."""
         cases = datasets.concatenate_datasets([datasets.Dataset.from_file(f) for f in files])
-        cases = cases.select_columns(columns)
+        table = cases.data.table.select(NOTEBOOK_SOURCE_COLUMNS)
         for span in ranges:
-            if not span:
-                continue
-            batch = cases[span.start:span.stop]
-            for i in range(len(span)):
-                for j, row in enumerate(notebook_rows({c: batch[c][i] for c in columns})):
-                    yield 2 * (span.start + i) + j, row
+            for start in range(span.start, span.stop, self._writer_batch_size):
+                stop = min(start + self._writer_batch_size, span.stop)
+                yield start, table.slice(start, stop - start)
 
     def _cases_dataset(self) -> datasets.Dataset:
         builder = JunoBench(
@@ -284,3 +296,58 @@ def _unlisted_folders(root: Path, listed: set[str]) -> list[str]:
     """Case folders with no row in the case table (not part of the records)."""
     return sorted(p.name for p in layout.benchmark_dir(root).iterdir()
                   if p.is_dir() and p.name not in listed)
+
+
+#: Columns of the cases records from which the notebooks records are made.
+NOTEBOOK_SOURCE_COLUMNS = ["case_id", *LABEL_FIELDS, "exception", "diagnosis", "execution_order"]
+
+
+def notebook_table(cases: pa.Table) -> pa.Table:
+    """The notebooks records of a table of cases records, column by column.
+
+    The same rows as :func:`junobench.cases.notebook_rows` applied to each case (a
+    reproduced then a fixed row per case), without a Python object per row.
+    """
+    count = cases.num_rows
+    parts = []
+    for version in vocab.EVALUATED_VERSIONS:
+        runs = pc.struct_field(cases["execution_order"], version).combine_chunks()
+        offsets = np.asarray(runs.offsets)
+        values = runs.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+        offsets = offsets - offsets[0]
+        last = offsets[1:] - 1  # each order ends with the target's run
+        keep = np.ones(len(values), dtype=bool)
+        keep[last] = False
+        executed = pa.ListArray.from_arrays(pa.array(offsets - np.arange(count + 1), pa.int32()),
+                                            values.filter(pa.array(keep)))
+        crash = version == "reproduced"
+        columns = {
+            "instance": pc.binary_join_element_wise(cases["case_id"], pa.scalar(version), "_"),
+            "case_id": cases["case_id"],
+            "version": pa.array([version] * count, pa.string()),
+            "crash": pa.array([crash] * count, pa.bool_()),
+            **{name: cases[name] for name in LABEL_FIELDS},
+            "exception": cases["exception"] if crash else pa.nulls(count, pa.string()),
+            "executed_cells": executed,
+            "target_cell": values.take(pa.array(last)),
+            "diagnosis": cases["diagnosis"] if crash else pa.nulls(count, pa.string()),
+        }
+        parts.append(pa.table(columns, schema=NOTEBOOK_FEATURES.arrow_schema))
+    both = pa.concat_tables(parts)
+    interleaved = np.column_stack([np.arange(count), np.arange(count) + count]).ravel()
+    return both.take(pa.array(interleaved))
+
+
+def _shard_payload(index: int, rows: Sequence[DescRow], diagnoses: dict[str, str]) -> str:
+    """A shard of table rows as one JSON string: cheap to hand to a worker process."""
+    needed = {vocab.instance_id(r.case_id, "reproduced") for r in rows}
+    return json.dumps({
+        "index": index,
+        "rows": [[r.case_id, r.row_number, r.fields, r.datasets] for r in rows],
+        "diagnoses": {k: v for k, v in diagnoses.items() if k in needed},
+    })
+
+
+def _read_shard_payload(payload: str) -> tuple[int, list[DescRow], dict[str, str]]:
+    data = json.loads(payload)
+    return data["index"], [DescRow(*r) for r in data["rows"]], data["diagnoses"]
