@@ -1,0 +1,151 @@
+"""``junobench check DIR``: is an export intact and loadable?
+
+Checks the checksum manifest (every listed file present, size and sha256 equal, nothing
+unlisted), the card (its YAML parses, names both configs with their parquet file and the
+``cases`` default, and carries the records' features) and each parquet file (readable,
+the records' schema, the manifest's row count). Every problem is reported, with its file.
+
+>>> problems = check("/tmp/junobench-export")   # doctest: +SKIP
+>>> print("\\n".join(map(str, problems)) or "ok")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from junobench.errors import JunoBenchError, Problem
+from junobench.exported import CARD, CONFIG_NAMES, DEFAULT_CONFIG, MANIFEST, PARQUET, SPLIT, file_digest, read_manifest
+
+#: Files that may sit in an export directory without being listed: the Hub client's
+#: download bookkeeping.
+_IGNORED_DIRS = (".cache", ".git")
+
+
+def check(directory: str | Path) -> list[Problem]:
+    """Every problem found in the export ``directory`` (empty when it is intact)."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise JunoBenchError("no such export directory", file=root,
+                             hint="pass the directory written by `junobench export`")
+    problems: list[Problem] = []
+    manifest = _check_manifest(root, problems)
+    _check_card(root, problems)
+    rows = manifest.get("rows", {}) if manifest else {}
+    for config in CONFIG_NAMES:
+        _check_parquet(root, config, rows.get(config), problems)
+    return problems
+
+
+def _check_manifest(root: Path, problems: list[Problem]) -> dict[str, Any] | None:
+    try:
+        manifest = read_manifest(root)
+    except JunoBenchError as error:
+        problems.append(Problem(error.problem_.problem, MANIFEST, hint=error.problem_.hint))
+        return None
+    listed = manifest["files"]
+    for name in sorted({CARD, *PARQUET.values()} - set(listed)):
+        problems.append(Problem("not listed in the manifest", name, hint="re-export"))
+    for name, expected in sorted(listed.items()):
+        path = root / name
+        if not path.is_file():
+            problems.append(Problem("listed in the manifest but missing", name))
+            continue
+        actual = file_digest(path)
+        if actual["size"] != expected["size"]:
+            problems.append(Problem(f"size {actual['size']} bytes, the manifest says {expected['size']}",
+                                    name, hint="the file changed after export: re-export"))
+        elif actual["sha256"] != expected["sha256"]:
+            problems.append(Problem(f"sha256 {actual['sha256'][:16]}…, the manifest says "
+                                    f"{expected['sha256'][:16]}…", name,
+                                    hint="the file changed after export: re-export"))
+    for path in sorted(p for p in root.rglob("*") if p.is_file() or p.is_symlink()):
+        name = path.relative_to(root).as_posix()
+        if name != MANIFEST and name not in listed and not name.startswith(_IGNORED_DIRS):
+            problems.append(Problem("not listed in the manifest", name,
+                                    hint="an export holds only what `junobench export` wrote"))
+    return manifest
+
+
+def _check_card(root: Path, problems: list[Problem]) -> None:
+    from datasets.info import DatasetInfosDict
+    from datasets.utils.metadata import MetadataConfigs
+    from huggingface_hub import DatasetCard
+
+    from junobench.records import FEATURES
+
+    path = root / CARD
+    if not path.is_file():
+        problems.append(Problem("the dataset card is missing", CARD, hint="re-export"))
+        return
+    try:
+        data = DatasetCard.load(path).data
+    except Exception as error:  # the card parser raises ValueError, yaml errors, ...
+        problems.append(Problem(f"the card's YAML does not parse ({_first_line(error)})", CARD))
+        return
+    try:
+        configs = MetadataConfigs.from_dataset_card_data(data)
+        infos = DatasetInfosDict.from_dataset_card_data(data)
+    except Exception as error:
+        problems.append(Problem(f"the card's configs or dataset_info are malformed ({_first_line(error)})",
+                                CARD))
+        return
+    for config in CONFIG_NAMES:
+        entry = configs.get(config)
+        if entry is None:
+            problems.append(Problem(f"the card's YAML names no config {config!r}", CARD))
+            continue
+        files = entry.get("data_files")
+        expected = [{"split": SPLIT, "path": PARQUET[config]}]
+        if files != expected:
+            problems.append(Problem(f"config {config!r} has data_files {files!r}, expected {expected!r}",
+                                    CARD))
+        if config == DEFAULT_CONFIG and not entry.get("default"):
+            problems.append(Problem(f"config {config!r} is not marked as the default", CARD))
+        info = infos.get(config)
+        if info is None or info.features is None:
+            problems.append(Problem(f"the card's dataset_info has no features for {config!r}", CARD))
+        elif info.features != FEATURES[config]:
+            problems.append(Problem(f"the card's features for {config!r} are not the records' features",
+                                    CARD, hint="re-export with this version of junobench"))
+
+
+def _check_parquet(root: Path, config: str, rows: int | None, problems: list[Problem]) -> None:
+    import json
+
+    import pyarrow.parquet as pq
+
+    from junobench.records import FEATURES
+
+    name = PARQUET[config]
+    path = root / name
+    if not path.is_file():
+        problems.append(Problem(f"the parquet file of config {config!r} is missing", name))
+        return
+    try:
+        parquet = pq.ParquetFile(path)
+        schema = parquet.schema_arrow
+        count = parquet.metadata.num_rows
+        parquet.read()  # decodes every page: a damaged page fails here
+    except Exception as error:  # pyarrow raises ArrowInvalid, OSError, ... on damaged files
+        problems.append(Problem(f"not a readable parquet file ({_first_line(error)})", name))
+        return
+    features = FEATURES[config]
+    if schema.remove_metadata() != features.arrow_schema.remove_metadata():
+        problems.append(Problem(f"its columns are not those of the {config!r} records", name,
+                                hint="re-export with this version of junobench"))
+    stored = (schema.metadata or {}).get(b"huggingface")
+    try:
+        stored_features = json.loads(stored)["info"]["features"] if stored else None
+    except (ValueError, KeyError, TypeError):
+        stored_features = None
+    if stored_features != features.to_dict():
+        problems.append(Problem(f"its datasets features metadata is not that of the {config!r} records",
+                                name, hint="re-export with this version of junobench"))
+    if rows is not None and count != rows:
+        problems.append(Problem(f"{count} rows, the manifest says {rows}", name))
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__

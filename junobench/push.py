@@ -1,0 +1,136 @@
+"""``junobench push DIR --repo-id ID``: upload an export to the Hub as one commit.
+
+The export is checked first (:func:`junobench.check.check`); then huggingface_hub creates
+the dataset repo if needed (``HfApi.create_repo``), the branch if ``revision`` names a new
+one, and uploads every file of the export in a single ``HfApi.create_commit`` of
+``CommitOperationAdd``\\ s. The token comes from huggingface_hub's standard sources
+(``HF_TOKEN``, the token file of ``hf auth login``) and is never printed. ``dry_run``
+returns the operations without creating a client or touching the network.
+
+>>> plan = push("/tmp/junobench-export", "someone/junobench", dry_run=True)  # doctest: +SKIP
+>>> [op.path for op in plan.operations]                                    # doctest: +SKIP
+['README.md', 'cases/test-00000-of-00001.parquet', 'checksums.json', ...]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from junobench.errors import JunoBenchError
+from junobench.exported import MANIFEST, file_digest, read_manifest
+
+
+@dataclass(frozen=True)
+class Upload:
+    """One file of the commit: its path in the repo, size and sha256."""
+
+    path: str
+    size: int
+    sha256: str
+
+
+@dataclass
+class PushResult:
+    """What was (or, in a dry run, would be) sent."""
+
+    repo_id: str
+    revision: str
+    private: bool
+    operations: list[Upload]
+    commit_message: str
+    dry_run: bool
+    commit_url: str | None = None
+    commit_oid: str | None = None
+    steps: list[str] = field(default_factory=list)
+
+
+def plan(directory: str | Path) -> list[Upload]:
+    """The files of a checked export, in upload order (sorted paths)."""
+    from junobench.check import check
+
+    root = Path(directory)
+    problems = check(root)
+    if problems:
+        listed = "; ".join(str(p) for p in problems)
+        raise JunoBenchError(f"the export fails its check ({len(problems)} problem(s)): {listed}",
+                             file=root, hint="see `junobench check DIR`, then re-export")
+    files = dict(read_manifest(root)["files"])
+    files[MANIFEST] = file_digest(root / MANIFEST)
+    return [Upload(name, info["size"], info["sha256"]) for name, info in sorted(files.items())]
+
+
+def push(
+    directory: str | Path,
+    repo_id: str,
+    *,
+    revision: str | None = None,
+    private: bool = False,
+    dry_run: bool = False,
+    commit_message: str | None = None,
+    endpoint: str | None = None,
+) -> PushResult:
+    """Upload the export ``directory`` to the dataset repo ``repo_id`` (at branch ``revision``).
+
+    ``endpoint`` is the Hub's URL (default: ``HF_ENDPOINT`` or huggingface.co).
+    """
+    from junobench.snapshot import is_repo_id
+
+    if not is_repo_id(repo_id):
+        raise JunoBenchError(f"not a Hub repo id: {repo_id!r}", hint="use owner/name, e.g. someone/junobench")
+    root = Path(directory)
+    uploads = plan(root)
+    rows = read_manifest(root).get("rows", {})
+    message = commit_message or (
+        f"Upload JunoBench export ({rows.get('cases', '?')} cases, {rows.get('notebooks', '?')} notebooks)")
+    branch = revision or "main"
+    result = PushResult(repo_id, branch, private, uploads, message, dry_run)
+    result.steps = [f"create dataset repo {repo_id} if it does not exist ({'private' if private else 'public'})"]
+    if revision and revision != "main":
+        result.steps.append(f"create branch {revision} if it does not exist")
+    result.steps.append(f"one commit to {branch} adding {len(uploads)} file(s): {message!r}")
+    if dry_run:
+        return result
+    commit = _send(root, uploads, repo_id, revision, private, message, endpoint)
+    result.commit_url, result.commit_oid = commit.commit_url, commit.oid
+    return result
+
+
+def _send(root: Path, uploads: list[Upload], repo_id: str, revision: str | None, private: bool,
+          message: str, endpoint: str | None) -> Any:
+    from huggingface_hub import CommitOperationAdd, HfApi, get_token
+    from huggingface_hub.errors import HfHubHTTPError
+
+    where = f"{repo_id}@{revision or 'main'}"
+    if get_token() is None:
+        raise JunoBenchError("no Hugging Face token found", file=where,
+                             hint="log in with `hf auth login` or set HF_TOKEN (a token with write access)")
+    api = HfApi(endpoint=endpoint)
+    operations = [CommitOperationAdd(path_in_repo=u.path, path_or_fileobj=str(root / u.path))
+                  for u in uploads]
+    try:
+        api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
+        if private and api.repo_info(repo_id, repo_type="dataset").private is False:
+            raise JunoBenchError("the repo exists and is public; --private applies to new repos only",
+                                 file=where, hint="make it private on the Hub first, or push without --private")
+        if revision and revision != "main":
+            api.create_branch(repo_id, branch=revision, repo_type="dataset", exist_ok=True)
+        return api.create_commit(repo_id, operations, commit_message=message, repo_type="dataset",
+                                 revision=revision)
+    except HfHubHTTPError as error:
+        status = error.response.status_code if error.response is not None else "?"
+        raise JunoBenchError(f"the Hub refused the upload (HTTP {status}: {_first_line(error)})", file=where,
+                             hint="check the repo id and that your token has write access") from None
+    except ValueError as error:  # the client's own checks, e.g. the card's YAML refused by the Hub
+        raise JunoBenchError(f"the upload failed: {_first_line(error)}", file=where) from None
+    except Exception as error:
+        if type(error).__module__.split(".")[0] in ("httpx", "httpx2", "requests", "urllib3"):
+            raise JunoBenchError(f"the Hub is unreachable ({_first_line(error)})", file=where,
+                                 hint="check your network, or HF_ENDPOINT") from None
+        raise
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
