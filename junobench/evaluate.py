@@ -71,6 +71,9 @@ class Report:
     predictions: str | None = None
     layout: str | None = None
     source: str | None = None
+    #: Instances scored with the runs of the fallback predictions.
+    filled: list[str] = field(default_factory=list)
+    fallback: str | None = None
 
     @property
     def overall(self) -> Confusion:
@@ -112,6 +115,7 @@ class Report:
             "fixed": {"correct": overall["fixed_correct"], "total": overall["fixed_total"]},
             "missing": self.missing,
             "missing_cases": self.missing_cases,
+            "filled": self.filled,
             "undecided": self.undecided,
             "unparsable": {
                 "count": len(self.unparsable),
@@ -123,6 +127,7 @@ class Report:
             "predictions": self.predictions,
             "layout": self.layout,
             "source": self.source,
+            "fallback": self.fallback,
             "labelled_notebooks": self.notebooks,
             "by_library": self.breakdown_rows("library"),
             "by_root_cause": self.breakdown_rows("root-cause"),
@@ -230,20 +235,41 @@ def evaluate(
     *,
     vote: str = DEFAULT_VOTE,
     revision: str | None = None,
+    fallback: str | Path | Predictions | None = None,
     **filters: str | Iterable[str] | None,
 ) -> Report:
     """Score predictions (a path in any layout, or read :class:`Predictions`) on ``source``.
 
+    ``fallback``: predictions whose runs stand in for notebooks that ``predictions`` lacks
+    (the runtime-augmented paper scored notebooks without runtime information with the
+    code-only answers); the report lists them as ``filled``.
+
     >>> report = evaluate("preds.jsonl", "sample")      # doctest: +SKIP
     >>> report.to_dict()["f1"]                          # doctest: +SKIP
     """
-    preds = predictions if isinstance(predictions, Predictions) else read_predictions(predictions)
+    preds = _read(predictions)
+    runs, origin = dict(preds.runs), dict(preds.origin)
+    filled: list[str] = []
+    back = _read(fallback) if fallback is not None else None
+    if back is not None:
+        for instance, instance_runs in back.runs.items():
+            if instance not in runs:
+                runs[instance] = instance_runs
+                origin[instance] = back.origin.get(instance, str(back.path))
+                filled.append(instance)
     labels, known = load_labels(source, revision=revision, **filters)
-    report = score(labels, preds.runs, vote, known=known, origin=preds.origin)
+    report = score(labels, runs, vote, known=known, origin=origin)
+    labelled = {str(row["instance"]) for row in labels}
+    report.filled = [i for i in report.evaluated if i in set(filled) & labelled]
     report.predictions = str(preds.path)
     report.layout = preds.layout
     report.source = str(source)
+    report.fallback = str(back.path) if back is not None else None
     return report
+
+
+def _read(predictions: str | Path | Predictions) -> Predictions:
+    return predictions if isinstance(predictions, Predictions) else read_predictions(predictions)
 
 
 def plot(report: Report, path: str | Path, by: str = "library") -> Path:
@@ -310,6 +336,9 @@ def format_report(report: Report, by: str = "library") -> str:
     evaluated = len(report.evaluated)
     extra = f" ({overall.n} scored runs)" if report.vote == "all-runs" else ""
     lines.append(f"evaluated    {evaluated} notebooks{extra}")
+    if report.filled:
+        lines.append(f"filled       {len(report.filled)} notebooks scored with the runs of "
+                     f"{report.fallback}: {', '.join(report.filled)}")
     if report.missing:
         lines.append(f"missing      {len(report.missing)} notebooks without predictions, excluded: "
                      f"{_describe_missing(report.missing)}")
@@ -328,7 +357,8 @@ def format_report(report: Report, by: str = "library") -> str:
     lines.append("  ".join(f"{k} {_fmt(s[k])}" for k in ("precision", "recall", "f1", "accuracy"))
                  + f"  (tp {s['tp']}, fp {s['fp']}, tn {s['tn']}, fn {s['fn']}; "
                  "crash = positive)")
-    rows = report.breakdown_rows(by)
+    rows = [{k: "n/a" if v is None else v for k, v in row.items()}
+            for row in report.breakdown_rows(by)]
     if rows:
         lines += ["", f"by {BREAKDOWNS[by][1]}"]
         lines.append(table(rows, list(rows[0])).rstrip("\n"))

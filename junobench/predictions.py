@@ -7,7 +7,7 @@ an object ``{"reasoning": str, "detection": bool}``).
 Two published layouts are read too, and recognised automatically:
 
 - ``instances``: a directory of ``<instance>.json`` files (``torch_7_reproduced.json``), each
-  a JSON list of runs (the runtime-augmented crash-detection paper);
+  a JSON list of runs, possibly in subfolders (the runtime-augmented crash-detection paper);
 - ``buggy/fixed``: a directory with ``buggy/`` and ``fixed/`` folders of ``<case>.json``
   files (the JunoBench paper); ``buggy`` holds the reproduced notebooks' runs.
 
@@ -173,7 +173,7 @@ def read_predictions(path: str | Path) -> Predictions:
     folders = [name for name in VERSION_FOLDERS if (path / name).is_dir()]
     if folders:
         return _read_case_folders(path, folders)
-    if any(path.glob("*.json")):
+    if any(path.rglob("*.json")):
         return _read_instance_files(path)
     raise JunoBenchError(
         "not a predictions folder: no buggy/ and fixed/ folders and no .json files", file=path,
@@ -229,11 +229,17 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def _read_instance_files(folder: Path) -> Predictions:
+    """``<instance>.json`` files, also in subfolders (the papers put small libraries in
+    ``other/``)."""
     out = Predictions(folder, INSTANCE_FILES)
-    for file in sorted(folder.glob("*.json")):
+    for file in sorted(folder.rglob("*.json")):
         instance = file.stem
         _check_instance(instance, file, "file name: ", hint="name files <case>_reproduced.json "
                         "or <case>_fixed.json")
+        if instance in out.runs:
+            raise JunoBenchError(f"two files for instance {instance!r} (the other is "
+                                 f"{out.origin[instance]})", file=file, case=instance,
+                                 hint="keep one file per instance")
         out.runs[instance] = _runs_file(file, instance)
         out.origin[instance] = str(file)
     return out

@@ -153,3 +153,23 @@ def test_canonical_jsonl_gives_the_same_scores(qwen, reference_snapshot, tmp_pat
 def test_missing_predictions_folder_is_a_clear_error(reference_snapshot, tmp_path):
     with pytest.raises(JunoBenchError, match="no such predictions"):
         evaluate(tmp_path / "nope", reference_snapshot)
+
+
+def test_library_subfolders_and_a_fallback_for_missing_notebooks(qwen,
+                                                                 reference_snapshot, tmp_path):
+    folder = tmp_path / "runinfo"
+    (folder / "other").mkdir(parents=True)
+    for file in sorted(qwen.glob("*.json"))[:40]:
+        target = folder / ("other" if file.name.startswith(("seaborn", "matplotlib")) else "")
+        shutil.copy(file, target / file.name)
+    (folder / "other" / "lightgbm_1_fixed.json").write_text('["FALSE"]')
+    report = evaluate(folder, reference_snapshot, fallback=qwen)
+    data = report.to_dict()
+    assert data["layout"] == "instances" and data["missing"] == []
+    assert len(data["filled"]) == 222 - 41 and "lightgbm_1_fixed" not in data["filled"]
+    assert "filled       181 notebooks" in format_report(report)
+    alone = evaluate(folder, reference_snapshot)
+    assert len(alone.missing) == 222 - 41
+    with pytest.raises(JunoBenchError, match="two files"):
+        shutil.copy(folder / "other" / "lightgbm_1_fixed.json", folder / "lightgbm_1_fixed.json")
+        evaluate(folder, reference_snapshot)

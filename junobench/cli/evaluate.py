@@ -79,6 +79,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="how runs become a decision: majority of the parsable runs (a tie "
                         "is no crash), the first parsable run, or every run scored (default: "
                         "majority)")
+    parser.add_argument("--fallback", metavar="PRED2",
+                        help="predictions to score notebooks that PRED lacks (as the "
+                        "runtime-augmented paper did with its code-only answers)")
     parser.add_argument("--by", choices=("library", "root-cause"), default="library",
                         help="breakdown shown in table and csv output (json has both)")
     add_format(parser)
@@ -155,7 +158,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from junobench.evaluate import BREAKDOWNS, evaluate, format_report, plot, score_row
 
     report = evaluate(args.predictions, args.source, vote=args.vote, revision=args.revision,
-                      **filters_from(args))
+                      fallback=args.fallback, **filters_from(args))
     if args.format == "json":
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     elif args.format == "csv":
