@@ -18,6 +18,7 @@ import datasets
 
 from junobench import layout, vocab
 from junobench.errors import JunoBenchError, Problem, SnapshotError
+from junobench.exported import is_export, read_export
 from junobench.records import CONFIGS, JunoBench, read_report
 from junobench.snapshot import DEFAULT_SOURCE, fingerprint, resolve
 
@@ -143,10 +144,14 @@ def load(
     dataset repo id (default ``PELAB-LiU/JunoBench``, at ``revision``). Filters —
     ``library``, ``root_cause``, ``crash_type``, ``pipeline_stage``, ``source`` — take a
     value or a list of values; a record must match one value of every filter given.
-    Problems are logged once, on the ``junobench`` logger.
+    Problems are logged once, on the ``junobench`` logger. A ``source`` holding an export
+    (``junobench export``: a directory, or a Hub repo with its parquet files) is read from
+    its parquet, filters pushed down, instead of rebuilding the records.
     """
     criteria = normalise_filters(filters)
     root = resolve(source, revision=revision)
+    if is_export(root):
+        return read_export(root, config, criteria)
     dataset, report = build(root, config, skip_invalid=skip_invalid, cache_dir=cache_dir)
     for line in report.summary():
         logger.warning(line)

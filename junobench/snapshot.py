@@ -35,6 +35,7 @@ HUB_PATTERNS: tuple[str, ...] = (
     f"{layout.BENCHMARK_DIR}/*/{layout.DATA_DIR}/*{layout.METADATA_SUFFIX}",
     "cases/*.parquet",
     "notebooks/*.parquet",
+    "checksums.json",
 )
 HUB_DATA_PATTERNS: tuple[str, ...] = (f"{layout.BENCHMARK_DIR}/*/{layout.DATA_DIR}/**",)
 
