@@ -1,5 +1,5 @@
 # Two entry points that work on a fresh machine with python3 (>= 3.10):
-#   make quickstart   build JunoBench's records from the bundled sample and list its cases
+#   make quickstart   list the bundled sample's cases and verify them (run every notebook)
 #   make test         install everything the tests need and run them
 PYTHON ?= python3
 VENV ?= .venv
@@ -16,8 +16,8 @@ install: $(BIN)/python
 
 quickstart: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[run]"
-	$(BIN)/junobench build --source sample
 	$(BIN)/junobench ls --source sample
+	$(BIN)/junobench verify --source sample
 
 test: install
 	$(BIN)/ruff check junobench scripts tests
