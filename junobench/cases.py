@@ -58,9 +58,7 @@ def build_case(root: Path, row: DescRow, diagnoses: dict[str, str]) -> CaseResul
         return problem(f"case id {case_id!r} is not of the form <library>_<number>",
                        hint="name cases like torch_7 or NBspecific_3")
     folder = os.path.join(root, folder_rel)
-    try:
-        names = set(os.listdir(folder))
-    except (FileNotFoundError, NotADirectoryError):
+    if not os.path.isdir(folder):
         return problem("case folder is missing", folder_rel,
                        f"add {folder_rel}/ or remove the table row")
 
@@ -68,18 +66,18 @@ def build_case(root: Path, row: DescRow, diagnoses: dict[str, str]) -> CaseResul
     cells: dict[str, tuple[CodeCell, ...]] = {}
     for version in vocab.VERSIONS:
         name = layout.notebook_name(case_id, version)
+        path = os.path.join(folder, name)
         texts[version] = None
-        if name not in names:
-            if version == "original":
+        try:
+            notebook, text = read_notebook(path, case=case_id)
+        except NotebookError as error:
+            if os.path.exists(path):
+                problem(error.problem_.problem, f"{folder_rel}/{name}", error.problem_.hint)
+            elif version == "original":
                 absent.append("original notebook")
             else:
                 problem(f"{version} notebook is missing", f"{folder_rel}/{name}",
                         f"add {name}; every case needs reproduced and fixed notebooks")
-            continue
-        try:
-            notebook, text = read_notebook(os.path.join(folder, name), case=case_id)
-        except NotebookError as error:
-            problem(error.problem_.problem, f"{folder_rel}/{name}", error.problem_.hint)
             continue
         texts[version] = text
         cells[version] = notebook.code_cells
@@ -98,13 +96,14 @@ def build_case(root: Path, row: DescRow, diagnoses: dict[str, str]) -> CaseResul
                        f"{folder_rel}/{layout.notebook_name(case_id, 'fixed')}",
                        "keep the fixed notebook's cells at the reproduced notebook's positions")
 
-    metadata = layout.metadata_files(root, case_id) if layout.DATA_DIR in names else []
+    has_data = os.path.isdir(os.path.join(folder, layout.DATA_DIR))
+    metadata = layout.metadata_files(root, case_id) if has_data else []
     if metadata:
         datasets_ = _datasets_from_metadata(root, case_id, metadata, absent, problems)
         if problems:
             return CaseResult(case_id, None, problems, absent)
     else:  # no metadata files: the table's Dataset* columns describe the data
-        if layout.DATA_DIR not in names:
+        if not has_data:
             absent.append("input data")
         datasets_ = [{"name": None, **d, "modifications": [], "files": []} for d in row.datasets]
 

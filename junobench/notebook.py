@@ -154,28 +154,37 @@ def parse_notebook(
     cells = data.get("cells")
     if not isinstance(cells, list):
         raise fail("not a notebook: no 'cells' list")
-    code_cells: list[CodeCell] = []
-    for position, cell in enumerate(cells):
-        if type(cell) is not dict:
-            raise fail(f"cell {position} is not an object")
-        if cell.get("cell_type") != "code":
-            continue
-        source = cell.get("source", "")
-        if type(source) is not str:
-            source = _join_lines(source)
-            if source is None:
-                raise fail(f"cell {position}: 'source' is neither a string nor a list of strings")
-        count = cell.get("execution_count")
-        if count is not None and type(count) is not int:
-            raise fail(f"cell {position}: execution_count {count!r} is not an integer")
-        outputs = cell.get("outputs")
-        error = None
-        if outputs:
-            if type(outputs) is not list:
-                raise fail(f"cell {position}: 'outputs' is not a list")
-            error = _error_output(outputs)
-        code_cells.append(CodeCell(len(code_cells), source, count, error))
-    return Notebook(data, tuple(code_cells), upgraded_from)
+    try:
+        code = [c for c in cells if c.get("cell_type") == "code"]
+    except AttributeError:
+        position = next(i for i, c in enumerate(cells) if not isinstance(c, dict))
+        raise fail(f"cell {position} is not an object") from None
+    sources = [c.get("source", "") for c in code]
+    if not set(map(type, sources)) <= {str}:
+        try:
+            sources = [s if type(s) is str else "".join(s) if type(s) is list else _bad(s) for s in sources]
+        except TypeError:
+            index = next(i for i, s in enumerate(sources) if _join_lines(s) is None and type(s) is not str)
+            raise fail(f"{_where(cells, code[index])}: 'source' is neither a string nor a list of strings") from None
+    counts = [c.get("execution_count") for c in code]
+    if not set(map(type, counts)) <= {int, type(None)}:
+        index = next(i for i, n in enumerate(counts) if n is not None and type(n) is not int)
+        raise fail(f"{_where(cells, code[index])}: execution_count {counts[index]!r} is not an integer")
+    errors: list[ErrorOutput | None] = [None] * len(code)
+    for index in [i for i, c in enumerate(code) if c.get("outputs")]:
+        outputs = code[index]["outputs"]
+        if type(outputs) is not list:
+            raise fail(f"{_where(cells, code[index])}: 'outputs' is not a list")
+        errors[index] = _error_output(outputs)
+    return Notebook(data, tuple(map(CodeCell, range(len(code)), sources, counts, errors)), upgraded_from)
+
+
+def _bad(value: Any) -> str:
+    raise TypeError(value)
+
+
+def _where(cells: list[Any], cell: dict[str, Any]) -> str:
+    return f"cell {next(i for i, c in enumerate(cells) if c is cell)}"
 
 
 def _upgrade(data: dict[str, Any], fail: Any) -> tuple[dict[str, Any], int]:

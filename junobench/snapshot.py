@@ -133,33 +133,34 @@ def fingerprint(root: str | Path) -> str:
     Any edit to a table, notebook, metadata or data file changes it, so records cached
     under it are never served stale. Costs one ``stat`` per file, no reads.
     """
-    root = Path(root)
-    digest = hashlib.sha256()
+    root = str(root)
+    entries: list[tuple[str, int, int]] = []
     for name in (layout.DESC_TABLE, layout.DIAGNOSIS_TABLE):
-        _add_entry(digest, name, root / name)
+        _add(entries, name, os.path.join(root, name))
     stack = [layout.BENCHMARK_DIR]
     while stack:
         relative = stack.pop()
         try:
-            entries = sorted(os.scandir(root / relative), key=lambda e: e.name)
+            with os.scandir(os.path.join(root, relative)) as found:
+                listing = sorted(found, key=lambda e: e.name)
         except (FileNotFoundError, NotADirectoryError):
-            digest.update(f"{relative}\0missing\n".encode())
+            entries.append((relative, -1, -1))
             continue
         subdirs = []
-        for entry in entries:
+        for entry in listing:
             path = f"{relative}/{entry.name}"
             if entry.is_dir():
                 subdirs.append(path)
             else:
-                _add_entry(digest, path, entry)
+                _add(entries, path, entry)
         stack.extend(reversed(subdirs))
-    return digest.hexdigest()
+    return hashlib.sha256(repr(entries).encode()).hexdigest()
 
 
-def _add_entry(digest: Any, name: str, entry: os.DirEntry[str] | Path) -> None:
+def _add(entries: list[tuple[str, int, int]], name: str, entry: os.DirEntry[str] | str) -> None:
     try:
-        info = entry.stat()
+        info = entry.stat() if isinstance(entry, os.DirEntry) else os.stat(entry)
     except OSError:
-        digest.update(f"{name}\0missing\n".encode())
+        entries.append((name, -1, -1))
         return
-    digest.update(f"{name}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+    entries.append((name, info.st_size, info.st_mtime_ns))
