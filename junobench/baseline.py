@@ -216,15 +216,54 @@ def _replay(source: str, state: _State, *, check: bool) -> list[Finding]:
     if text is None:
         return []
     body, complete = _parse(text)
-    if not complete and not check:
-        # An executed cell we cannot read fully: anything it names may be defined or changed.
-        names = set(_IDENTIFIER.findall(text))
-        state.defined |= names
-        state.untrack(names)
     out: list[Finding] = []
     for statement in body:
         out += _statement(statement, state, check=check)
+    if not complete and not check:
+        _replay_rest(text, _end_line(body), state)
     return out
+
+
+def _end_line(body: list[ast.stmt]) -> int:
+    return max((getattr(s, "end_lineno", None) or s.lineno for s in body), default=0)
+
+
+def _replay_rest(text: str, start: int, state: _State) -> None:
+    """The lines of an executed cell after its parsable prefix (the reconstructed notebooks
+    lost nested indentation): each line is a statement that may have run; a line that is
+    not a statement on its own may define or change anything it names."""
+    for line in text.splitlines()[start:]:
+        code = line.strip()
+        if not code:
+            continue
+        try:
+            statements = _ast(code + (" pass" if code.endswith(":") else ""))
+        except (SyntaxError, ValueError, MemoryError, RecursionError):
+            names = set(_IDENTIFIER.findall(code))
+            state.defined |= names
+            state.untrack(names)
+            continue
+        for statement in statements:
+            _maybe(statement, state)
+
+
+def _maybe(node: ast.AST, state: _State) -> None:
+    """A statement that may or may not have run: the names it binds may be defined; labels
+    it could restore are forgotten; names it passes on, or uses in code that runs later
+    (function bodies, lambdas), are no longer tracked; nothing counts as removed."""
+    state.defined |= _module_stores(node)
+    for deferred in ast.walk(node):
+        if isinstance(deferred, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                                 ast.Lambda)):
+            state.untrack(_mentioned(deferred))
+    _untrack_escapes(node, state)
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            state.forget(n.id)
+        elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store):
+            literal = _subscript_literal(n)
+            if literal is not None:
+                state.removed.get(literal[0], set()).discard(("columns", literal[1]))
 
 
 def _statement(node: ast.stmt, state: _State, *, check: bool) -> list[Finding]:
@@ -258,10 +297,7 @@ def _apply(node: ast.stmt, state: _State) -> None:
             _statement(child, state, check=False)
         return
     if compound:
-        # Branches, loops and try blocks may or may not run: their names may be defined,
-        # and whatever they mention is no longer tracked.
-        state.defined |= _module_stores(node)
-        state.untrack(_mentioned(node))
+        _maybe(node, state)  # branches, loop bodies and try blocks may or may not run
         return
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         state.defined.add(node.name)
