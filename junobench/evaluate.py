@@ -338,13 +338,13 @@ def format_report(report: Report, by: str = "library") -> str:
     lines.append(f"evaluated    {evaluated} notebooks{extra}")
     if report.filled:
         lines.append(f"filled       {len(report.filled)} notebooks scored with the runs of "
-                     f"{report.fallback}: {', '.join(report.filled)}")
+                     f"{report.fallback}: {_some(report.filled)}")
     if report.missing:
         lines.append(f"missing      {len(report.missing)} notebooks without predictions, excluded: "
                      f"{_describe_missing(report.missing)}")
     if report.undecided:
         lines.append(f"undecided    {len(report.undecided)} notebooks with no parsable run, "
-                     f"excluded: {', '.join(report.undecided)}")
+                     f"excluded: {_some(report.undecided)}")
     lines.append(f"unparsable   {len(report.unparsable)} of {report.runs} runs")
     for item in report.unparsable[:20]:
         lines.append(f"             {item.instance} run {item.run}: {item.output!r} ({item.problem})")
@@ -378,7 +378,13 @@ def _describe_missing(missing: Sequence[str]) -> str:
     single = [vocab.instance_id(c, v[0]) for c, v in versions.items() if len(v) == 1]
     parts = []
     if both:
-        parts.append(f"{', '.join(sorted(both))} (reproduced and fixed)")
+        parts.append(f"{_some(sorted(both))} (reproduced and fixed)")
     if single:
-        parts.append(", ".join(sorted(single)))
+        parts.append(_some(sorted(single)))
     return "; ".join(parts)
+
+
+def _some(items: Sequence[str], limit: int = 20) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (f", … ({len(items) - limit} more, see --format json)"
+                    if len(items) > limit else "")
