@@ -68,7 +68,8 @@ def cache_root(cache_dir: str | Path | None = None) -> Path:
     return Path(env) if env else Path.home() / ".cache" / "junobench"
 
 
-def builder_for(root: Path, config: str, *, cache_dir: str | Path | None = None) -> JunoBench:
+def builder_for(root: Path, config: str, *, cache_dir: str | Path | None = None,
+                workers: int = 1) -> JunoBench:
     """The builder of ``config`` for a local snapshot, keyed on its current content."""
     if config not in CONFIGS:
         raise JunoBenchError(f"unknown config {config!r}", hint=f"use one of {', '.join(CONFIGS)}")
@@ -78,6 +79,7 @@ def builder_for(root: Path, config: str, *, cache_dir: str | Path | None = None)
         fingerprint=fingerprint(root),
         cache_dir=str(cache_root(cache_dir)),
         dataset_name="junobench",
+        workers=workers,
     )
 
 
@@ -93,10 +95,11 @@ def build(
     """
     if num_proc is None:
         num_proc = _default_num_proc(root)
-    builders = [builder_for(root, c, cache_dir=cache_dir) for c in dict.fromkeys(("cases", config))]
+    builders = [builder_for(root, c, cache_dir=cache_dir, workers=num_proc)
+                for c in dict.fromkeys(("cases", config))]
     for builder in builders:  # notebooks are derived from cases: prepare those first
         try:
-            builder.download_and_prepare(num_proc=num_proc if num_proc > 1 else None)
+            builder.download_and_prepare()
         except datasets.exceptions.DatasetGenerationError as error:
             if isinstance(error.__cause__, JunoBenchError):
                 raise error.__cause__ from None

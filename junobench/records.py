@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from junobench import layout, vocab
 from junobench.cases import LABEL_FIELDS, build_case, notebook_rows
-from junobench.errors import JunoBenchError, Problem
+from junobench.errors import JunoBenchError
 from junobench.tables import DescRow, read_desc, read_diagnoses
 
 #: Report files written beside the prepared records: what was skipped, what is absent.
@@ -138,6 +138,11 @@ class JunoBench(datasets.GeneratorBasedBuilder):
 
     config: JunoBenchConfig
 
+    def __init__(self, *args: Any, workers: int = 1, **kwargs: Any) -> None:
+        #: Processes that parse case folders (the records are the same for any number).
+        self.workers = max(1, workers)
+        super().__init__(*args, **kwargs)
+
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
             description=_DESCRIPTION,
@@ -189,6 +194,9 @@ class JunoBench(datasets.GeneratorBasedBuilder):
             for key, cases in self._case_batches(**kwargs):
                 yield key, notebook_table(cases)
             return
+        if self.workers > 1 and len(kwargs["shards"]) > 1:
+            yield from self._parallel_case_tables(**kwargs)
+            return
         schema = self.info.features.arrow_schema
         batch: list[dict[str, Any]] = []
         first = 0
@@ -210,26 +218,26 @@ class JunoBench(datasets.GeneratorBasedBuilder):
         )
 
     def _case_examples(self, root: str, shards: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-        problems: list[Problem] = []
-        absent: dict[str, list[str]] = {}
-        skipped: list[str] = []
-        first = None
+        reports = []
         for payload in shards:
-            shard, rows, diagnoses = _read_shard_payload(payload)
-            first = shard if first is None else first
-            for i, row in enumerate(rows):
-                result = build_case(Path(root), row, diagnoses)
-                for what in result.absent:
-                    absent.setdefault(what, []).append(row.case_id)
-                if result.record is None:
-                    problems.extend(result.problems)
-                    skipped.append(row.case_id)
-                    continue
-                yield shard * 1_000_000 + i, result.record
-        if first is not None:
-            _write_report(self._output_dir, f"{first:05d}", {
-                "skipped": skipped, "problems": [p.to_dict() for p in problems], "absent": absent,
-            })
+            index, records, report = case_shard(root, payload)
+            reports.append(report)
+            for i, record in enumerate(records):
+                yield index * 1_000_000 + i, record
+        _write_report(self._output_dir, "cases", _merge_reports(reports))
+
+    def _parallel_case_tables(self, root: str, shards: list[str]) -> Iterator[tuple[int, pa.Table]]:
+        """Case shards parsed by ``workers`` processes, in shard order, as Arrow tables."""
+        import multiprocessing
+
+        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+        reports = []
+        with multiprocessing.get_context(method).Pool(self.workers) as pool:
+            jobs = [(root, payload) for payload in shards]
+            for index, table, report in pool.imap(_case_shard_table, jobs):
+                reports.append(report)
+                yield index * 1_000_000, table
+        _write_report(self._output_dir, "cases", _merge_reports(reports))
 
     def _notebook_examples(self, files: tuple[str, ...],
                            ranges: list[range]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -262,14 +270,9 @@ class JunoBench(datasets.GeneratorBasedBuilder):
 def read_report(directory: str | Path) -> dict[str, Any]:
     """The merged build report of prepared records: ``skipped``, ``problems`` (dicts),
     ``absent`` (what → case ids) and ``unlisted_folders``."""
-    merged: dict[str, Any] = {"skipped": [], "problems": [], "absent": {}, "unlisted_folders": []}
-    for path in _report_files(Path(directory)):
-        part = json.loads(path.read_text(encoding="utf-8"))
-        merged["skipped"] += part.get("skipped", [])
-        merged["problems"] += part.get("problems", [])
-        merged["unlisted_folders"] += part.get("unlisted_folders", [])
-        for what, ids in part.get("absent", {}).items():
-            merged["absent"].setdefault(what, []).extend(ids)
+    parts = [json.loads(p.read_text(encoding="utf-8")) for p in _report_files(Path(directory))]
+    merged = _merge_reports(parts)
+    merged["unlisted_folders"] = [name for part in parts for name in part.get("unlisted_folders", [])]
     return merged
 
 
@@ -351,3 +354,35 @@ def _shard_payload(index: int, rows: Sequence[DescRow], diagnoses: dict[str, str
 def _read_shard_payload(payload: str) -> tuple[int, list[DescRow], dict[str, str]]:
     data = json.loads(payload)
     return data["index"], [DescRow(*r) for r in data["rows"]], data["diagnoses"]
+
+
+def case_shard(root: str, payload: str) -> tuple[int, list[dict[str, Any]], dict[str, Any]]:
+    """The records of one shard of table rows, and its report (skipped, problems, absent)."""
+    index, rows, diagnoses = _read_shard_payload(payload)
+    records, problems, skipped = [], [], []
+    absent: dict[str, list[str]] = {}
+    for row in rows:
+        result = build_case(Path(root), row, diagnoses)
+        for what in result.absent:
+            absent.setdefault(what, []).append(row.case_id)
+        if result.record is None:
+            problems.extend(p.to_dict() for p in result.problems)
+            skipped.append(row.case_id)
+        else:
+            records.append(result.record)
+    return index, records, {"skipped": skipped, "problems": problems, "absent": absent}
+
+
+def _case_shard_table(job: tuple[str, str]) -> tuple[int, pa.Table, dict[str, Any]]:
+    index, records, report = case_shard(*job)
+    return index, pa.Table.from_pylist(records, schema=CASE_FEATURES.arrow_schema), report
+
+
+def _merge_reports(reports: list[dict[str, Any]]) -> dict[str, Any]:
+    merged: dict[str, Any] = {"skipped": [], "problems": [], "absent": {}}
+    for report in reports:
+        merged["skipped"] += report.get("skipped", [])
+        merged["problems"] += report.get("problems", [])
+        for what, ids in report.get("absent", {}).items():
+            merged["absent"].setdefault(what, []).extend(ids)
+    return merged
