@@ -242,6 +242,7 @@ def _replay_rest(text: str, start: int, state: _State) -> None:
             names = set(_IDENTIFIER.findall(code))
             state.defined |= names
             state.untrack(names)
+            state.open_world |= bool(names & _OPEN_WORLD_CALLS)
             continue
         for statement in statements:
             _maybe(statement, state)
@@ -252,6 +253,7 @@ def _maybe(node: ast.AST, state: _State) -> None:
     it could restore are forgotten; names it passes on, or uses in code that runs later
     (function bodies, lambdas), are no longer tracked; nothing counts as removed."""
     state.defined |= _module_stores(node)
+    state.open_world |= _opens_world(node)
     for deferred in ast.walk(node):
         if isinstance(deferred, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
                                  ast.Lambda)):
@@ -362,10 +364,9 @@ def _sure_loads(node: ast.AST) -> Iterator[tuple[str, int]]:
         parts = [node] if not isinstance(node, ast.Assert) else [node.test]
     else:
         parts = []
+    augmented = isinstance(node, ast.AugAssign)  # ``x += 1`` reads x first
     for part in parts:
-        if isinstance(part, ast.AugAssign):
-            continue
-        yield from _expression_loads(part, augmented=isinstance(node, ast.AugAssign))
+        yield from _expression_loads(part, augmented=augmented)
 
 
 def _expression_loads(node: ast.AST, *, augmented: bool = False) -> Iterator[tuple[str, int]]:

@@ -122,6 +122,8 @@ def test_cells_that_lost_their_indentation_are_replayed_line_by_line():
                                                                    "df['num_outbound_cmds'] = 1"))
     assert not crashes(RERUN, "df = load()", RERUN, BROKEN.replace("num.append(c)", "keep(df)"))
     assert not crashes("print(made)", BROKEN.replace("num.append(c)", "made = 1"))
+    assert not crashes("print(made)", BROKEN.replace("num.append(c)", "exec(code)"))
+    assert not crashes("print(made)", BROKEN.replace("num.append(c)", "exec(code,"))
     assert not crashes(RERUN, "df = load()", RERUN, "x = (1,\n keep(df))\n if y:\n z")
 
 
