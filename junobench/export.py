@@ -92,9 +92,12 @@ def write_export(directory: Path, records: dict[str, Any], report: dict[str, Any
         path = directory / PARQUET[config]
         path.parent.mkdir(parents=True, exist_ok=True)
         dataset.to_parquet(str(path))
-        # Features only: recorded split sizes would make ``load_dataset(..., filters=...)``
-        # fail its split verification (the counts are in the card body and the manifest).
-        infos[config] = datasets.DatasetInfo(features=dataset.features)
+        # No split sizes: they would make ``load_dataset(..., filters=...)`` fail its split
+        # verification (the counts are in the card body and the manifest). The byte sizes
+        # key ``datasets``' cache of a local export on more than its directory name.
+        infos[config] = datasets.DatasetInfo(features=dataset.features,
+                                             download_size=path.stat().st_size,
+                                             dataset_size=dataset.data.nbytes)
     card = render_card(infos, records["cases"].to_list(), records["notebooks"].to_list(), report,
                        repo_id=repo_id, template=template)
     (directory / CARD).write_text(card, encoding="utf-8", newline="\n")
