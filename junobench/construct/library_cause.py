@@ -1,0 +1,735 @@
+"""Which ML library a crash belongs to, estimated from its traceback (and the cell's code).
+
+A traceback says more than which library names it contains. In order of weight:
+
+1. the crash line (the ``---->`` line of the notebook cell): the library whose API it
+   calls, through a module alias (``pd.``, ``np.``, ``tf.``, ``sns.`` …, plus the aliases
+   the code imports) or a name only one library defines (``train_test_split``,
+   ``countplot``, ``SARIMAX`` …);
+2. the first frame inside an installed package (``site-packages/<lib>/``): the library
+   the user's code called into; deeper frames count less;
+3. the exception's class and module (``InvalidArgumentError``,
+   ``tensorflow.python.framework.errors_impl``, ``LinAlgError`` …);
+4. what the message names (``'DataFrame' object``, ``numpy.ndarray``, ``torch.Size``,
+   ``foo() got an unexpected keyword argument`` for a known ``foo`` …);
+5. the rest of the cell's code, as a tie-breaker.
+
+TensorFlow and Keras count as one library, ``tensorflow/keras``; the answer is one of
+the benchmark's library labels, or None when nothing points to an ML library.
+
+>>> estimate(["ValueError   Traceback (most recent call last)",
+...           "Cell In[3], line 1\\n----> 1 df = pd.read_csv(path, sep=';')\\n",
+...           "File /opt/conda/lib/python3.10/site-packages/pandas/io/parsers.py:912, in read_csv()",
+...           "ValueError: bad separator"])
+'pandas'
+>>> estimate("NameError: name 'x' is not defined") is None
+True
+
+The work is a handful of compiled regular-expression scans over the raw text (the
+traceback is never ``literal_eval``-ed), so scoring tens of thousands of tracebacks
+takes seconds (``scripts/benchmark_library_cause.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from junobench.errors import JunoBenchError
+from junobench.vocab import LIBRARY_LABELS, NOTEBOOK_SPECIFIC
+
+#: The benchmark's library labels, in the order the vocabulary lists them.
+LIBRARY_CAUSES: tuple[str, ...] = tuple(
+    label for lib, label in LIBRARY_LABELS.items() if lib != NOTEBOOK_SPECIFIC
+)
+TF = "tensorflow/keras"
+
+#: Top-level module (as in ``site-packages/<module>/`` or ``import <module>``) → label.
+MODULES: dict[str, str] = {
+    "tensorflow": TF, "tensorflow_core": TF, "keras": TF, "tf_keras": TF,
+    "tensorflow_estimator": TF, "tensorflow_hub": TF,
+    "torch": "torch", "torchvision": "torchvision",
+    "sklearn": "sklearn", "numpy": "numpy", "pandas": "pandas",
+    "matplotlib": "matplotlib", "mpl_toolkits": "matplotlib", "pylab": "matplotlib",
+    "seaborn": "seaborn", "statsmodels": "statsmodels", "lightgbm": "lightgbm",
+}
+
+#: Conventional aliases, used as ``alias.attr`` (``import numpy as np`` …).
+ALIASES: dict[str, str] = {
+    **MODULES,
+    "pd": "pandas", "np": "numpy", "plt": "matplotlib", "mpl": "matplotlib",
+    "sns": "seaborn", "tf": TF, "K": TF, "tfk": TF, "nn": "torch", "F": "torch",
+    "optim": "torch", "transforms": "torchvision", "sm": "statsmodels",
+    "smf": "statsmodels", "tsa": "statsmodels", "lgb": "lightgbm", "lgbm": "lightgbm",
+}
+
+
+def _names(label: str, text: str) -> dict[str, str]:
+    return dict.fromkeys(text.split(), label)
+
+
+#: Functions and classes (called or referenced) that one library defines.
+API_NAMES: dict[str, str] = {
+    **_names("pandas", """DataFrame Series read_csv read_excel read_json read_parquet read_table
+        read_sql read_pickle read_html read_feather to_datetime to_numeric to_timedelta get_dummies
+        pivot_table crosstab json_normalize melt qcut date_range Timestamp Timedelta
+        ExcelWriter Categorical MultiIndex DatetimeIndex"""),
+    **_names("numpy", """ndarray asarray arange linspace concatenate vstack hstack dstack
+        column_stack argmax argmin argsort einsum expand_dims savetxt loadtxt genfromtxt
+        frombuffer fromfile meshgrid newaxis ravel_multi_index unravel_index logspace
+        nan_to_num isnan isinf"""),
+    **_names("matplotlib", """subplots subplot imshow xticks yticks xlabel ylabel savefig
+        colorbar tight_layout set_xticklabels set_yticklabels set_xticks set_yticks set_xlabel
+        set_ylabel set_title add_subplot fill_between errorbar suptitle xlim ylim barh
+        imread imsave GridSpec FuncAnimation Rectangle"""),
+    **_names("seaborn", """countplot barplot boxplot heatmap distplot histplot kdeplot
+        scatterplot lineplot pairplot violinplot catplot jointplot lmplot regplot relplot
+        displot stripplot swarmplot FacetGrid PairGrid JointGrid color_palette set_theme
+        clustermap pointplot factorplot residplot boxenplot ecdfplot set_palette"""),
+    **_names("sklearn", """train_test_split cross_val_score cross_validate cross_val_predict
+        GridSearchCV RandomizedSearchCV KFold StratifiedKFold GroupKFold TimeSeriesSplit
+        StandardScaler MinMaxScaler RobustScaler MaxAbsScaler Normalizer LabelEncoder
+        OneHotEncoder OrdinalEncoder LabelBinarizer SimpleImputer KNNImputer PolynomialFeatures
+        ColumnTransformer make_pipeline make_column_transformer PCA TruncatedSVD TSNE KMeans
+        DBSCAN AgglomerativeClustering LogisticRegression LinearRegression Ridge Lasso
+        ElasticNet RandomForestClassifier RandomForestRegressor DecisionTreeClassifier
+        DecisionTreeRegressor GradientBoostingClassifier GradientBoostingRegressor
+        ExtraTreesClassifier ExtraTreesRegressor AdaBoostClassifier BaggingClassifier
+        VotingClassifier StackingClassifier StackingRegressor SVC SVR LinearSVC
+        KNeighborsClassifier KNeighborsRegressor GaussianNB MultinomialNB BernoulliNB
+        MLPClassifier MLPRegressor IsolationForest GaussianProcessClassifier
+        accuracy_score precision_score recall_score f1_score fbeta_score roc_auc_score
+        roc_curve precision_recall_curve average_precision_score confusion_matrix
+        classification_report mean_squared_error mean_absolute_error
+        mean_absolute_percentage_error mean_squared_log_error r2_score silhouette_score
+        balanced_accuracy_score log_loss make_scorer ConfusionMatrixDisplay RocCurveDisplay
+        PrecisionRecallDisplay TfidfVectorizer CountVectorizer SelectKBest RFE
+        permutation_importance label_binarize load_iris load_digits load_breast_cancer
+        fetch_openml make_classification make_regression plot_tree export_graphviz
+        cohen_kappa_score matthews_corrcoef compute_class_weight compute_sample_weight
+        SelectFromModel mutual_info_classif chi2 f_classif NearestNeighbors"""),
+    **_names("torch", """from_numpy no_grad DataLoader TensorDataset CrossEntropyLoss MSELoss
+        BCELoss BCEWithLogitsLoss NLLLoss Conv2d Conv1d BatchNorm2d BatchNorm1d MaxPool2d
+        ModuleList state_dict load_state_dict zero_grad manual_seed"""),
+    **_names("torchvision", """ImageFolder ToTensor make_grid save_image RandomHorizontalFlip
+        RandomResizedCrop CenterCrop ToPILImage fasterrcnn_resnet50_fpn"""),
+    **_names(TF, """Sequential Dense Conv2D Conv1D MaxPooling2D MaxPool2D MaxPooling1D
+        AveragePooling2D GlobalAveragePooling2D GlobalMaxPooling2D BatchNormalization
+        ImageDataGenerator pad_sequences to_categorical load_model plot_model EarlyStopping
+        ModelCheckpoint ReduceLROnPlateau image_dataset_from_directory TimeDistributed
+        Bidirectional Conv2DTranspose UpSampling2D SpatialDropout1D TextVectorization
+        fit_generator predict_classes predict_generator evaluate_generator train_on_batch
+        load_weights save_weights img_to_array load_img array_to_img
+        text_dataset_from_directory GradientTape"""),
+    **_names("statsmodels", """SARIMAX ARIMA OLS ols adfuller seasonal_decompose plot_acf
+        plot_pacf qqplot acorr_ljungbox ExponentialSmoothing SimpleExpSmoothing Holt kpss
+        grangercausalitytests variance_inflation_factor add_constant AutoReg acf pacf
+        het_breuschpagan durbin_watson"""),
+    **_names("lightgbm", "LGBMClassifier LGBMRegressor LGBMRanker"),
+}
+
+#: Methods and attributes typical of one library's objects (weaker evidence).
+METHODS: dict[str, str] = {
+    **_names("pandas", """iloc loc iat groupby fillna dropna reset_index set_index sort_values
+        value_counts iterrows iteritems itertuples unstack nunique to_csv drop_duplicates
+        duplicated isnull notnull isna notna idxmax idxmin pivot to_frame applymap
+        select_dtypes get_values str dt rolling merge concat astype drop rename agg
+        from_dict"""),
+    **_names("numpy", "reshape flatten ravel tolist"),
+    **_names("matplotlib", "imshow scatter hist plot bar pie legend set_title axis annotate"),
+    **_names("sklearn", """fit_transform inverse_transform predict_proba feature_importances_
+        coef_ labels_ best_params_ best_estimator_ get_feature_names_out n_features_in_
+        cluster_centers_ explained_variance_ratio_"""),
+    **_names("torch", """backward cuda unsqueeze permute detach parameters named_parameters
+        eval requires_grad"""),
+    **_names(TF, "compile summary history"),
+}
+
+#: Exception classes that one library defines.
+EXCEPTIONS: dict[str, str] = {
+    **_names(TF, """InvalidArgumentError ResourceExhaustedError NotFoundError UnknownError
+        FailedPreconditionError OutOfRangeError UnimplementedError InternalError AbortedError
+        CancelledError DeadlineExceededError AlreadyExistsError PermissionDeniedError
+        DataLossError OperatorNotAllowedInGraphError"""),
+    **_names("numpy", "AxisError LinAlgError UFuncTypeError _UFuncNoLoopError _ArrayMemoryError"),
+    **_names("pandas", """ParserError IndexingError MergeError InvalidIndexError
+        SettingWithCopyError OutOfBoundsDatetime EmptyDataError UndefinedVariableError
+        SpecificationError IntCastingNaNError"""),
+    **_names("sklearn", "NotFittedError"),
+    **_names("torch", "OutOfMemoryError"),
+    **_names("statsmodels", "MissingDataError PerfectSeparationError"),
+    **_names("lightgbm", "LightGBMError"),
+}
+
+#: Classes whose objects messages name (``'<class>' object has no attribute …``), besides
+#: those of :data:`API_NAMES`.
+TYPES: dict[str, str] = {
+    **_names("pandas", """DataFrame Series Index RangeIndex MultiIndex DatetimeIndex
+        DataFrameGroupBy SeriesGroupBy Timestamp Categorical StringMethods"""),
+    **_names("numpy", """ndarray int64 int32 int16 int8 uint8 float64 float32 float16 bool_
+        str_ object_ matrix"""),
+    **_names(TF, """Functional Sequential KerasTensor EagerTensor History Dense Layer
+        ImageDataGenerator DirectoryIterator BatchDataset PrefetchDataset MapDataset
+        TensorSliceDataset"""),
+    **_names("torch", "Parameter DataLoader TensorDataset"),
+    **_names("matplotlib", """AxesSubplot Axes Figure Line2D PathCollection AxesImage Text
+        BarContainer Subplot"""),
+    **_names("seaborn", "FacetGrid PairGrid JointGrid"),
+    **_names("statsmodels", """ARIMAResults SARIMAXResults RegressionResultsWrapper
+        ARIMAResultsWrapper SARIMAXResultsWrapper OLSResults"""),
+    **_names("lightgbm", "Booster"),
+}
+
+#: Message fragments that only one library produces (matched case-sensitively).
+MESSAGES: dict[str, tuple[str, ...]] = {
+    "pandas": ("'DataFrame'", "'Series'", "not in index", "not found in axis", "None of [Index", "columns overlap",
+               "Length of values", "single positional indexer", "Shape of passed values",
+               "Length of passed values", "Unable to parse string", "dtype='object')",
+               "DataFrameGroupBy", "SeriesGroupBy", "cannot insert", "Index(["),
+    "numpy": ("numpy.ndarray", "'numpy.", "numpy.int", "numpy.float", "could not broadcast",
+              "operands could not be broadcast", "cannot reshape array",
+              "is out of bounds for array", "only integer scalar arrays",
+              "arrays used as indices", "setting an array element with a sequence",
+              "Singular matrix", "ufunc", "The truth value of an array",
+              "all the input array dimensions", "not aligned", "array of dimension",
+              "only integers, slices"),
+    "sklearn": ("inconsistent numbers of samples", "Found array with", "Input contains NaN",
+                "Expected 2D array", "Unknown label type", "feature names should match",
+                "Classification metrics can't handle", "is not fitted yet",
+                "features, but", "Expected sequence or array-like", "n_samples=",
+                "Found unknown categories", "previously unseen labels", "penalties",
+                "Valid values are 2 to n_samples", "X has"),
+    "torch": ("torch.Size", "CUDA", "Tensor for argument", "mat1 and mat2", "state_dict",
+              "same device", "size mismatch for", "DataLoader worker", "expected scalar type",
+              "Given groups=", "device type", "gradient computation", "index out of range in self",
+              "must be Tensor", "cuDNN", "torch."),
+    TF: ("Graph execution error", "KerasTensor", "[Op:", "Input 0 of layer", "of layer",
+         "data adapter", "when calling layer", "EagerTensor", "function_node", "Tensor(\"",
+         "dnn implementation", "Keras",
+         "keras", "tensorflow", "tf.",
+         # Keras history keys (``history.history['acc']`` after the metric was renamed)
+         "'acc'", "'val_acc'", "'val_loss'", "'val_accuracy'"),
+    "matplotlib": ("for image data", "must have same first dimension", "Matplotlib",
+                   "pixels is too large",
+                   "display text", "Invalid RGBA argument", "is not a valid value for color",
+                   "colormap", "matplotlib"),
+    "seaborn": ("Could not interpret input", "Could not interpret value", "FacetGrid",
+                "appears to be numeric", "seaborn"),
+    "statsmodels": ("Pandas data cast to numpy dtype", "option for line not understood",
+                    "exog", "endog", "statsmodels"),
+    "lightgbm": ("[LightGBM]", "LightGBM", "lightgbm"),
+}
+
+#: Weights of each kind of evidence (tuned on the empirical study's dev rows).
+WEIGHTS: dict[str, float] = {
+    "crash_alias": 6.0,     # pd.read_csv(...) on the crash line
+    "crash_api": 5.0,       # train_test_split(...) on the crash line
+    "crash_method": 1.5,    # df.groupby(...) on the crash line
+    "call_alias": 3.0,      # the same, on the user line that called into the library
+    "call_api": 2.5,
+    "call_method": 0.75,
+    "entry_frame": 5.0,     # the first frame inside an installed ML library
+    "deep_frame": 1.0,      # each other library with frames
+    "raise_frame": 1.0,     # the library of the innermost frame
+    "exception": 4.0,       # the exception class or its module
+    "message": 3.0,         # what the message names
+    "message_type": 5.0,    # "'DataFrame' object has no attribute …": whose object it is
+    "message_api": 4.0,     # "foo() got an unexpected keyword argument" for a known foo
+    "code": 0.5,            # the library is used elsewhere in the cell
+}
+
+# --------------------------------------------------------------------------- patterns
+
+_LABELS = frozenset(LIBRARY_CAUSES)
+# Search patterns start with a literal so that the regex engine skips ahead fast.
+_PACKAGE = re.compile(r"-packages[\\/]+(\w+)")
+_HUB = re.compile(r"hub[\\/][^\\/\n']+[\\/](\w+)[\\/]")  # ~/.cache/torch/hub/<repo>/<lib>/…
+_CYTHON = re.compile(r"_libs[\\/][\w\\/]*\.(?:pyx|pxi) in (\w+)\.")  # pandas/_libs/x.pyx in pandas.…
+_ARRAY_FUNCTION = "<__array_function__ internals>"
+_DISPATCH = re.compile(r"-packages[\\/]+torch[\\/]+nn[\\/]+modules[\\/]+module\.py")
+_ARROW = re.compile(r"-> *\d+ ?")  # the code follows, up to the end of the line
+_WORD = re.compile(r"[A-Za-z_]\w*")
+# Code and messages are split into identifiers as UTF-8 bytes (bytes.translate is several
+# times faster than str.translate); every other byte, non-ASCII ones included, is a blank.
+_WORDS = bytes(c if c < 128 and (chr(c).isalnum() or c == 95) else 32 for c in range(256))
+_IMPORT = re.compile(
+    r"(?m)^\s*(?:from\s+([\w.]+)\s+import\s+\(?([\w\s,.]+)\)?|import\s+([\w.]+(?:\s+as\s+\w+)?"
+    r"(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*))"
+)
+_COMPLAINTS = ("got an unexpected", "got multiple", "missing ", "takes ")
+_ANSI = re.compile(r"(?:\x1b|\\x1b|\\u001b)\[[0-9;]*[A-Za-z]")
+#: A coloured traceback is coloured from its first line: looking there is enough.
+_ANSI_HEAD = 400
+_HEADER = "Traceback (most recent call last)"
+_QUOTES = frozenset("'\"")
+#: ``Name: message`` or a bare ``Name`` (dotted module prefixes allowed).
+_EXCEPTION_LINE = re.compile(
+    r"\s*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Iteration))"
+    r"(?:: (.{0,240})|:?(?:\s|\\n|['\"\]])*$)", re.DOTALL)
+#: Libraries whose errors often come from compiled code, with no Python frame of their own.
+_COMPILED = frozenset({"numpy", "torch"})
+_ALIAS, _API, _METHOD = 3, 2, 1  # strength of a clue on a line of code
+
+
+def _fragment_index() -> dict[bytes, list[tuple[str, str]]]:
+    """Message fragments keyed by their longest word, so a message is matched word by word."""
+    index: dict[bytes, list[tuple[str, str]]] = {}
+    for lib, fragments in MESSAGES.items():
+        for fragment in fragments:
+            key = max(_WORD.findall(fragment), key=len).encode()
+            index.setdefault(key, []).append((fragment, lib))
+    return index
+
+
+_FRAGMENTS = _fragment_index()
+
+
+@dataclass(frozen=True)
+class _Vocabulary:
+    """Module aliases and API names keyed by bytes (code tokens), the set of every known
+    word (intersected with a line's words at C speed), and the API names as text."""
+
+    aliases: Mapping[bytes, str]
+    names: Mapping[bytes, str]
+    known: frozenset[bytes]
+    api: Mapping[str, str]
+
+    @classmethod
+    def of(cls, aliases: Mapping[str, str], api: Mapping[str, str]) -> _Vocabulary:
+        by_alias = {k.encode(): v for k, v in aliases.items()}
+        by_name = {k.encode(): v for k, v in api.items()}
+        return cls(by_alias, by_name, frozenset([*by_alias, *by_name, *_METHODS]), api)
+
+
+_METHODS = {k.encode(): v for k, v in METHODS.items()}
+_VOCABULARY = _Vocabulary.of(ALIASES, API_NAMES)
+_FRAGMENT_WORDS = frozenset(_FRAGMENTS)
+_ALIAS_WORDS = frozenset(_VOCABULARY.aliases)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One clue: which library, how much it weighs, what kind of clue, and what it was."""
+
+    library: str
+    weight: float
+    kind: str
+    text: str
+
+
+# --------------------------------------------------------------------------- estimate
+
+
+def estimate(traceback: Any, code: str | None = None) -> str | None:
+    """The benchmark library label a crash belongs to, or None when no ML library is involved.
+
+    ``traceback`` as the tables store it (a Python-literal list string, one string, or a
+    list of strings; ANSI codes allowed); ``code`` the crashing cell's source, when known
+    (its imports name aliases such as ``import seaborn as sb``).
+    """
+    totals, context = _clues(traceback, code)
+    best, top, second = None, 0.0, 0.0
+    for lib, weight in totals.items():
+        if weight > top:
+            best, top, second = lib, weight, top
+        elif weight > second:
+            second = weight
+    if best is None or (second and top - second <= 2 * WEIGHTS["code"]):
+        # No clue, or a close call: the libraries the cell uses decide.
+        clues: list[tuple[str, float, str, str]] = []
+        _tiebreak_clues(context, code, clues.append)
+        for lib, weight, _, _ in clues:
+            totals[lib] = totals.get(lib, 0.0) + weight
+        best = max(totals, key=totals.__getitem__) if totals else None
+    return best
+
+
+def estimate_many(tracebacks: Iterable[Any], codes: Iterable[str | None] | None = None
+                  ) -> list[str | None]:
+    """:func:`estimate` for many crashes (``codes`` aligned with ``tracebacks``, or None)."""
+    if codes is None:
+        return [estimate(tb) for tb in tracebacks]
+    return [estimate(tb, code) for tb, code in zip(tracebacks, codes, strict=True)]
+
+
+def score(traceback: Any, code: str | None = None) -> dict[str, float]:
+    """Total evidence weight per library label (libraries without evidence are left out)."""
+    totals: dict[str, float] = {}
+    for clue in explain(traceback, code):
+        totals[clue.library] = totals.get(clue.library, 0.0) + clue.weight
+    return totals
+
+
+def explain(traceback: Any, code: str | None = None) -> list[Evidence]:
+    """Every clue about a crash, strongest first (for reviewing a decision)."""
+    clues: list[tuple[str, float, str, str]] = []
+    _, context = _clues(traceback, code, clues.append)
+    _tiebreak_clues(context, code, clues.append)
+    return sorted((Evidence(*clue) for clue in clues), key=lambda e: -e.weight)
+
+
+def _clues(traceback: Any, code: str | None, record: Any = None
+           ) -> tuple[dict[str, float], tuple[str, int, int]]:
+    """The total clue weight per library (see the module docstring for the clues), and
+    where the cell's lines above the crash line are (``text, start, end``, for
+    :func:`_tiebreak_clues`). ``record`` is called with each clue as ``(library, weight,
+    kind, text)``.
+
+    One function on purpose: it runs once per crash of a pool of tens of thousands.
+    """
+    if type(traceback) is str and traceback[:2] == "['" and traceback.find("x1b[", 0, _ANSI_HEAD) < 0:
+        text, newline = traceback, "\\n"  # the tables' usual form, needing no change
+    else:
+        text, newline = _normalise(traceback)
+    totals: dict[str, float] = {}
+    add = totals.get
+    vocabulary = _VOCABULARY
+    if code and "import" in code:
+        imported_aliases, imported_names = _imports(code)
+        vocabulary = _Vocabulary.of({**ALIASES, **imported_aliases},
+                                    {**API_NAMES, **imported_names})
+    modules_of = MODULES.get
+
+    # Frames inside installed libraries, in call order: the first is the library the
+    # user's code called, the last the one that raised. Cython, array-dispatch and
+    # torch-hub frames are looked for only when there is no site-packages frame.
+    first_frame = text.find("-packages")
+    if first_frame >= 0:
+        modules = _PACKAGE.findall(text, first_frame)
+    else:
+        modules, first_frame = _other_frames(text)
+    libraries = {lib for module in set(modules) if (lib := modules_of(module))}
+    if libraries:
+        for module in modules:
+            if entry := modules_of(module):
+                break
+        if entry == "torch" and len(modules) > 1 and _DISPATCH.match(text, first_frame):
+            # torch's Module.__call__ only dispatches to the model's forward(): the
+            # model's library (torchvision, …) is the one called.
+            entry = [lib for module in modules if (lib := modules_of(module))][1]
+        totals[entry] = add(entry, 0.0) + _W_ENTRY
+        if record is not None:
+            record((entry, _W_ENTRY, "entry_frame", "first library frame"))
+        for lib in libraries:
+            if lib != entry:
+                totals[lib] = add(lib, 0.0) + _W_DEEP
+                if record is not None:
+                    record((lib, _W_DEEP, "deep_frame", "library frame"))
+        for module in reversed(modules):
+            if last := modules_of(module):
+                break
+        totals[last] = add(last, 0.0) + _W_RAISE
+        if record is not None:
+            record((last, _W_RAISE, "raise_frame", "innermost library frame"))
+
+    # The exception, and what its message names.
+    name, message = _exception(text, newline)
+    complete = name is not None
+    if name is None:
+        name = _header_exception(text)
+    if name:
+        module, _, cls = name.rpartition(".")
+        lib = EXCEPTIONS.get(cls) or (modules_of(module.partition(".")[0]) if module else None)
+        if lib:
+            totals[lib] = add(lib, 0.0) + _W_EXCEPTION
+            if record is not None:
+                record((lib, _W_EXCEPTION, "exception", name))
+    if message:
+        api = vocabulary.api
+        seen: set[str] = set()
+        for word in _FRAGMENT_WORDS.intersection(message.encode().translate(_WORDS).split()):
+            for fragment, lib in _FRAGMENTS[word]:
+                if lib not in seen and fragment in message:
+                    seen.add(lib)
+                    totals[lib] = add(lib, 0.0) + _W_MESSAGE
+                    if record is not None:
+                        record((lib, _W_MESSAGE, "message", fragment))
+        i = message.find("' object ")
+        if i > 0:  # "'DataFrame' object has no attribute …": whose object it is
+            kind = message[max(0, i - 80):i].rsplit(None, 1)[-1].lstrip("'\"(<[")
+            lib = (TYPES.get(kind) or TYPES.get(kind.rpartition(".")[2]) or api.get(kind)
+                   or modules_of(kind.partition(".")[0]))
+            if lib:
+                totals[lib] = add(lib, 0.0) + _W_TYPE
+                if record is not None:
+                    record((lib, _W_TYPE, "message_type", f"'{kind}' object"))
+        i = message.find("() ")
+        if i > 0 and message.startswith(_COMPLAINTS, i + 3):  # "foo() got an unexpected …"
+            called = message[max(0, i - 80):i].rsplit(None, 1)[-1].rpartition(".")[2]
+            lib = api.get(called) or METHODS.get(called)
+            if lib:
+                totals[lib] = add(lib, 0.0) + _W_CALLED
+                if record is not None:
+                    record((lib, _W_CALLED, "message_api", f"{called}()"))
+
+    # The crash line (the first ``---->`` line: the notebook cell's, which IPython shows
+    # first), and the user line that called into the first library frame.
+    arrow = _ARROW.search(text, 0, first_frame)
+    if arrow is None:
+        return totals, (text, 0, min(first_frame, 600))
+    lines = [(arrow, "crash", libraries if complete else None)]
+    if libraries:
+        call = None
+        for call in _ARROW.finditer(text, arrow.end(), first_frame):  # noqa: B007
+            pass  # the last one
+        if call is not None:
+            lines.append((call, "call", None))
+    aliases, names, known = vocabulary.aliases, vocabulary.names, vocabulary.known
+    for match, where, framed in lines:
+        start = match.end()
+        end = text.find(newline, start, start + 300)
+        line = text[start:end if end >= 0 else start + 300]
+        if newline != "\n" and (i := line.find("', ")) >= 0:
+            line = line[:i]
+        data = line.encode()
+        words = known.intersection(data.translate(_WORDS).split())
+        if not words:
+            continue
+        # The strongest clue per library: alias.attr, then a known name, then a method.
+        found: dict[str, tuple[int, bytes]] = {}
+        for word in words:
+            lib = aliases.get(word)
+            if lib and word + b"." in data:
+                found[lib] = (_ALIAS, word)
+            elif lib := names.get(word):
+                if found.get(lib, (0,))[0] < _API:
+                    found[lib] = (_API, word)
+            elif (lib := _METHODS.get(word)) and lib not in found and b"." + word in data:
+                found[lib] = (_METHOD, word)
+        kinds = _KINDS[where]
+        for lib, (strength, what) in found.items():
+            kind = kinds[strength]
+            weight = WEIGHTS[kind]
+            # A library called on the crash line but absent from the frames of a complete
+            # traceback weighs half: the error arose elsewhere on the line. Compiled
+            # libraries (numpy, torch) often raise without a Python frame of their own,
+            # so they are discounted only when another library's frames show where.
+            if framed is not None and lib not in framed and (framed or lib not in _COMPILED):
+                weight *= 0.5
+            totals[lib] = add(lib, 0.0) + weight
+            if record is not None:
+                record((lib, weight, kind, what.decode()))
+    return totals, (text, max(0, arrow.start() - 240), arrow.start())
+
+
+def _other_frames(text: str) -> tuple[list[str], int]:
+    """Library modules of Cython, array-dispatch and torch-hub frames, and where the first is."""
+    frames = []
+    if "_libs" in text:
+        frames += [(m.start(), m.group(1)) for m in _CYTHON.finditer(text)]
+    if "hub" in text:
+        frames += [(m.start(), m.group(1)) for m in _HUB.finditer(text)]
+    position = text.find(_ARRAY_FUNCTION)
+    if position >= 0:
+        frames.append((position, "numpy"))
+    frames.sort()
+    return [module for _, module in frames], frames[0][0] if frames else len(text)
+
+
+_KINDS = {where: {_ALIAS: f"{where}_alias", _API: f"{where}_api", _METHOD: f"{where}_method"}
+          for where in ("crash", "call")}
+_W_ENTRY, _W_DEEP, _W_RAISE = WEIGHTS["entry_frame"], WEIGHTS["deep_frame"], WEIGHTS["raise_frame"]
+_W_EXCEPTION, _W_MESSAGE = WEIGHTS["exception"], WEIGHTS["message"]
+_W_TYPE, _W_CALLED = WEIGHTS["message_type"], WEIGHTS["message_api"]
+
+
+def _tiebreak_clues(where: tuple[str, int, int], code: str | None, add: Any) -> None:
+    """The libraries the cell uses through an alias (``sns.…``), as tie-breakers: in the
+    lines the traceback shows above the crash line, and in ``code`` when given."""
+    text, start, end = where
+    context = text[start:end]
+    aliases, words = _VOCABULARY.aliases, _ALIAS_WORDS
+    if code:
+        context = f"{context}\n{code}"
+        if "import" in code:
+            aliases = {**aliases, **_Vocabulary.of(_imports(code)[0], {}).aliases}
+            words = frozenset(aliases)
+    if not context:
+        return
+    data = context.encode()
+    used = {aliases[word] for word in words.intersection(data.translate(_WORDS).split())
+            if word + b"." in data}
+    for lib in used:
+        add((lib, WEIGHTS["code"], "code", "used in the cell"))
+
+
+def _exception(text: str, newline: str) -> tuple[str | None, str | None]:
+    """The exception name (None when the traceback does not end with one) and message.
+
+    In a literal list, the last item that starts with ``Name: message`` (TF messages run
+    over many lines); in a single text, the last line.
+    """
+    end = len(text)
+    if newline != "\n":
+        low = max(0, end - 4000)
+        i = end
+        while (i := text.rfind(", ", low, i)) > 0:  # item boundaries: ', ' or ", "
+            if text[i - 1] in _QUOTES and text[i + 2:i + 3] in _QUOTES:
+                found = _EXCEPTION_LINE.match(text, i + 3)
+                if found:
+                    return found.group(1), found.group(2) or ""
+        found = _EXCEPTION_LINE.match(text, 2)  # a single item
+        if found:
+            return found.group(1), found.group(2) or ""
+        text = text[-600:].rstrip("]'\" ")
+        while text.endswith(newline):  # a single item ending with its exception line
+            text = text[: -len(newline)]
+    text = text.rstrip()
+    last = text[text.rfind(newline) + len(newline):].strip()
+    found = _EXCEPTION_LINE.match(last)
+    if found:
+        return found.group(1), found.group(2) or ""
+    return None, last or None
+
+
+def _header_exception(text: str) -> str | None:
+    """``ValueError   Traceback (most recent call last)`` → ``ValueError``."""
+    i = text.find(_HEADER, 0, 600)
+    if i < 0:
+        return None
+    words = text[max(0, i - 120):i].split()
+    return words[-1] if words and _is_exception_name(words[-1].lstrip("'\"[")) else None
+
+
+def _is_exception_name(text: str) -> bool:
+    return _EXCEPTION_LINE.fullmatch(text) is not None
+
+
+def _normalise(traceback: Any) -> tuple[str, str]:
+    """The traceback as one text and its line separator (``\\n`` in a literal list)."""
+    if isinstance(traceback, str):
+        if traceback.startswith(("['", '["')):  # a literal: ANSI codes are escaped in it
+            if "x1b[" in traceback[:_ANSI_HEAD]:
+                traceback = _ANSI.sub("", traceback)
+            return traceback, "\\n"
+        text = traceback
+    elif traceback is None:
+        return "", "\n"
+    elif isinstance(traceback, (list, tuple)):  # items stay apart as in a literal list
+        text = "['" + "', '".join(str(t) for t in traceback) + "']"
+    else:
+        text = str(traceback)
+    if "\x1b" in text[:_ANSI_HEAD]:
+        text = _ANSI.sub("", text)
+    return text, "\n"
+
+
+def _imports(code: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Aliases (``import seaborn as sb``) and names (``from sklearn.svm import SVC``) a cell imports."""
+    aliases: dict[str, str] = {}
+    names: dict[str, str] = {}
+    for match in _IMPORT.finditer(code):
+        source, imported, modules = match.groups()
+        if source:
+            lib = MODULES.get(source.partition(".")[0])
+            if lib:
+                for item in imported.replace("\n", " ").split(","):
+                    parts = item.split()
+                    if parts:
+                        names[parts[-1]] = lib
+        elif modules:
+            for item in modules.split(","):
+                parts = item.split()
+                lib = MODULES.get(parts[0].partition(".")[0]) if parts else None
+                if lib:
+                    aliases[parts[-1] if len(parts) == 3 else parts[0].partition(".")[0]] = lib
+    return aliases, names
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def normalise_label(value: Any) -> str | None:
+    """A ``Libs-cause`` cell as a benchmark label: ``keras``/``tensorflow`` → ``tensorflow/keras``;
+    None for empty, ``None`` or a library outside the benchmark."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if not text or text.lower() in ("none", "nan"):
+        return None
+    lowered = text.lower()
+    if lowered in ("keras", "tensorflow", "tensorflow/keras", "tf", "tf.keras"):
+        return TF
+    return text if text in _LABELS else MODULES.get(lowered) if lowered in MODULES else None
+
+
+def score_table(table: str | Path, out: str | Path, *, traceback_column: str = "traceback",
+                code_column: str | None = None, result_column: str = "Libs-cause-estimated"
+                ) -> list[dict[str, Any]]:
+    """Add an estimated library column to an xlsx table of crashes and write it to ``out``."""
+    from junobench.tables import read_table, write_table
+
+    data = read_table(table)
+    needed = [traceback_column] + ([code_column] if code_column else [])
+    data.require(needed, hint="name the column with --traceback-column / --code-column")
+    rows = data.records()
+    codes = [r.get(code_column) for r in rows] if code_column else None
+    for row, label in zip(rows, estimate_many([r[traceback_column] for r in rows], codes),
+                          strict=True):
+        row[result_column] = label
+    columns = [c for c in data.columns if c != result_column] + [result_column]
+    write_table(out, rows, columns)
+    return rows
+
+
+@dataclass
+class Evaluation:
+    """Accuracy of :func:`estimate` against labelled rows, with its confusion table."""
+
+    total: int
+    correct: int
+    confusion: Counter[tuple[str, str]]  # (labelled, estimated or "None") → count
+    misses: list[dict[str, Any]]
+
+    @property
+    def accuracy(self) -> float:
+        return self.correct / self.total if self.total else 0.0
+
+    def table(self) -> str:
+        """The confusion table as aligned text (rows: labelled; columns: estimated)."""
+        truth = [lib for lib in LIBRARY_CAUSES if any(t == lib for t, _ in self.confusion)]
+        guessed = [lib for lib in [*LIBRARY_CAUSES, "None"]
+                   if any(g == lib for _, g in self.confusion)]
+        short = {lib: lib.replace("tensorflow/keras", "tf/keras") for lib in guessed}
+        width = max([len("labelled \\ estimated"), *map(len, truth)])
+        cells = [max(4, len(short[g])) for g in guessed]
+        lines = ["labelled \\ estimated".ljust(width) + "  "
+                 + "  ".join(short[g].rjust(w) for g, w in zip(guessed, cells, strict=True))]
+        for t in truth:
+            counts = [str(self.confusion.get((t, g), 0) or ".") for g in guessed]
+            lines.append(t.ljust(width) + "  " + "  ".join(
+                c.rjust(w) for c, w in zip(counts, cells, strict=True)))
+        lines.append(f"accuracy: {self.correct}/{self.total} = {self.accuracy:.1%}")
+        return "\n".join(lines) + "\n"
+
+
+def evaluate(table: str | Path, *, traceback_column: str = "traceback",
+             label_column: str = "Libs-cause", code_column: str | None = None,
+             libraries: Sequence[str] = LIBRARY_CAUSES) -> Evaluation:
+    """Score :func:`estimate` on the rows of ``table`` labelled with one of ``libraries``."""
+    from junobench.tables import read_table
+
+    data = read_table(table)
+    needed = [traceback_column, label_column] + ([code_column] if code_column else [])
+    data.require(needed, hint="an evaluation table has a traceback and a library-label column")
+    wanted = set(libraries)
+    confusion: Counter[tuple[str, str]] = Counter()
+    misses = []
+    correct = 0
+    rows = [r for r in data.records() if normalise_label(r[label_column]) in wanted]
+    if not rows:
+        raise JunoBenchError(f"no row is labelled with one of {', '.join(libraries)}",
+                             file=table, hint=f"check the {label_column!r} column")
+    for row in rows:
+        truth = normalise_label(row[label_column])
+        guess = estimate(row[traceback_column], row.get(code_column) if code_column else None)
+        confusion[(truth, guess or "None")] += 1
+        if guess == truth:
+            correct += 1
+        else:
+            misses.append({**row, "estimated": guess})
+    return Evaluation(len(rows), correct, confusion, misses)
