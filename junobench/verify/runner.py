@@ -130,7 +130,12 @@ async def replay(
     log_path = Path(kernel_log) if kernel_log is not None else Path(os.devnull)
     try:
         with log_path.open("ab") as sink:
-            async with client.async_setup_kernel(env=kernel_env(env), stdout=sink, stderr=sink):
+            # Started and stopped here rather than with client.async_setup_kernel(), which
+            # takes over SIGINT: Ctrl-C must cancel the whole run (and kill every kernel).
+            client.km = client.create_kernel_manager()
+            try:
+                await client.async_start_new_kernel(env=kernel_env(env), stdout=sink, stderr=sink)
+                await client.async_start_new_kernel_client()
                 kernel_seconds = time.perf_counter() - started
                 kernel_pid = _pid(client)
                 for step in steps:
@@ -145,6 +150,9 @@ async def replay(
                     outcomes.append(_outcome(step.code_cell_index, cell, replies))
                     if outcomes[-1].status != OK:
                         break
+            finally:
+                if client.km is not None:  # None: already cleaned up after a failed start
+                    await client._async_cleanup_kernel()
     except DeadKernelError:
         failure = "the kernel died" + _last_line(kernel_log)
     except (RuntimeError, OSError, TimeoutError) as error:

@@ -48,7 +48,10 @@ def verify_specs(
     if jobs < 1:
         raise ValueError("jobs must be at least 1")
     started = time.perf_counter()
-    results = run_sync(_verify_all(specs, jobs, timeout, progress, on_case))
+    try:
+        results = run_sync(_verify_all(specs, jobs, timeout, progress, on_case))
+    except asyncio.CancelledError:  # Ctrl-C cancelled the run; the kernels are stopped
+        raise KeyboardInterrupt from None
     return VerifyReport(results, time.perf_counter() - started, jobs)
 
 
