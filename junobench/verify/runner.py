@@ -126,6 +126,7 @@ async def replay(
     kernel_pid: int | None = None
     replies: list[dict[str, Any]] = []
     client.on_cell_executed = lambda cell, cell_index, execute_reply: replies.append(execute_reply)
+    current: int | None = None  # code cell running, for failure messages
     started = time.perf_counter()
     log_path = Path(kernel_log) if kernel_log is not None else Path(os.devnull)
     try:
@@ -139,7 +140,8 @@ async def replay(
                 kernel_seconds = time.perf_counter() - started
                 kernel_pid = _pid(client)
                 for step in steps:
-                    position = positions[step.code_cell_index]
+                    current = step.code_cell_index
+                    position = positions[current]
                     cell = notebook.cells[position]
                     replies.clear()
                     try:
@@ -154,7 +156,8 @@ async def replay(
                 if client.km is not None:  # None: already cleaned up after a failed start
                     await client._async_cleanup_kernel()
     except DeadKernelError:
-        failure = "the kernel died" + _last_line(kernel_log)
+        where = f" while running code cell {current}" if current is not None else ""
+        failure = f"the kernel died{where}" + _last_line(kernel_log)
     except (RuntimeError, OSError, TimeoutError) as error:
         failure = f"{type(error).__name__}: {error}" + _last_line(kernel_log)
     if not kernel_seconds:
