@@ -191,14 +191,16 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
                 return
             kind = payload.get("type") or "model"
             repo_id = f"{payload['organization']}/{payload['name']}"
-            if (kind, repo_id) in hub.repos:
-                self._error(409, "You already created this dataset repo")
+            prefix = "" if kind == "model" else f"{kind}s/"
+            if (kind, repo_id) in hub.repos:  # the Hub's 409 names the existing repo's url
+                self._send(409, {"error": f"You already created this {kind} repo",
+                                 "url": f"{hub.url}/{prefix}{repo_id}"},
+                           headers={"X-Error-Message": f"You already created this {kind} repo"})
                 return
             repo = Repo(private=payload.get("visibility") == "private" or bool(payload.get("private")))
             hub.commit(repo, "main", {".gitattributes": b"*.parquet filter=lfs diff=lfs merge=lfs -text\n"},
                        set(), "initial commit")
             hub.repos[(kind, repo_id)] = repo
-            prefix = "" if kind == "model" else f"{kind}s/"
             self._send(200, {"url": f"{hub.url}/{prefix}{repo_id}", "name": repo_id})
 
         def create_branch(self, type: str, repo: str, branch: str, query: dict) -> None:
