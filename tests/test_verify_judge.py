@@ -217,3 +217,11 @@ def test_bad_options_are_clear_errors():
 
 def test_sample_path_is_a_directory():
     assert Path(sample_path()).is_dir()
+
+
+def test_progress_bar_counts_cases(reference_snapshot, capsys):
+    verify(["NBspecific_1", "torch_1"], reference_snapshot, progress=True)
+    err = capsys.readouterr().err
+    assert "verify: 100%" in err and "2/2" in err and "2 skipped" in err
+    verify(["NBspecific_1"], reference_snapshot, progress=False)
+    assert "verify:" not in capsys.readouterr().err

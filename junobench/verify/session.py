@@ -59,7 +59,7 @@ async def _verify_all(
     specs: Sequence[CaseSpec], jobs: int, timeout: float | None, progress: bool | None,
     on_case: Callable[[CaseResult], None] | None,
 ) -> list[CaseResult]:
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
     slots = asyncio.Semaphore(jobs)
     bar = tqdm(total=len(specs), unit="case", desc="verify", disable=None if progress is None
