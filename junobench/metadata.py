@@ -13,6 +13,8 @@ One file per input dataset: title, source URL, licence, the files it provides
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -59,8 +61,34 @@ def read_metadata(path: str | Path, *, case: str | None = None) -> dict[str, Any
 
 
 def write_metadata(path: str | Path, data: dict[str, Any]) -> None:
-    """Validate and write a metadata file (stable key order, UTF-8, trailing newline)."""
+    """Validate and write a metadata file (stable key order, UTF-8, trailing newline),
+    atomically: a failed write leaves the previous file intact."""
     problems = validate_metadata(data)
     if problems:
         raise JunoBenchError("invalid dataset metadata: " + "; ".join(problems), file=path)
-    Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    path = Path(path)
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def add_modification(path: str | Path, modification: dict[str, Any]) -> dict[str, Any]:
+    """Append one entry to a metadata file's ``modifications`` (the file must exist and be
+    valid); returns the updated metadata.
+
+    >>> import tempfile, pathlib
+    >>> f = pathlib.Path(tempfile.mkdtemp()) / "iris.metadata.json"
+    >>> write_metadata(f, {"title": "Iris", "url": None, "license": "CC0: Public Domain",
+    ...                    "files": ["iris.csv"], "modifications": []})
+    >>> add_modification(f, {"kind": "downsampled", "ratio": 0.5, "seed": 7})["modifications"]
+    [{'kind': 'downsampled', 'ratio': 0.5, 'seed': 7}]
+    """
+    data = read_metadata(path)
+    data["modifications"] = [*data.get("modifications", []), modification]
+    write_metadata(path, data)
+    return data
