@@ -1,0 +1,523 @@
+"""Smaller input data for a case: keep a seeded share of each class.
+
+- :func:`downsample_images`: image folders, ``k`` images or a fraction per class folder;
+- :func:`downsample_archive`: zip and tar archives, sampled per top-level folder and
+  extracted safely (no absolute paths, no ``..``, no links leaving the destination, no
+  bombs: declared and actual sizes are capped);
+- :func:`downsample_table`: CSV, TSV, parquet and xlsx tables, stratified by a label column;
+- :func:`downsample_paired`: a table whose rows reference files: the kept rows and exactly
+  the files they reference.
+
+Each class is sampled with its own generator seeded from ``seed`` and the class name, so
+the same inputs and seed give the same output and adding a class does not change the
+others. Outputs are written into a fresh destination (nothing is left behind when a step
+fails), and each run appends its modification (method, ratio, seed, sizes before and
+after) to the dataset's metadata file (:mod:`junobench.construct.provenance`).
+
+>>> sample_count(10, fraction=0.25), sample_count(10, per_class=3), sample_count(2, per_class=5)
+(2, 3, 2)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import posixpath
+import random
+import shutil
+import stat
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from junobench.construct import provenance
+from junobench.errors import JunoBenchError
+
+IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff",
+                              ".webp", ".ppm", ".pgm"})
+#: Default cap on an archive's total uncompressed size (declared and actual).
+MAX_ARCHIVE_BYTES = 4 * 1024**3
+_CHUNK = 1 << 20
+
+
+@dataclass
+class Downsampled:
+    """What a downsampling kept: counts before and after, per class and in total."""
+
+    out: Path
+    unit: str  # "files" or "rows"
+    before: int
+    after: int
+    classes: dict[str, tuple[int, int]] = field(default_factory=dict)  # class → (before, after)
+    bytes_before: int | None = None
+    bytes_after: int | None = None
+
+    @property
+    def ratio(self) -> float:
+        return self.after / self.before if self.before else 0.0
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+def sample_count(n: int, *, fraction: float | None = None, per_class: int | None = None) -> int:
+    """How many of ``n`` items a class keeps: ``per_class`` (at most n), or ``fraction``
+    of n rounded, at least one of a non-empty class."""
+    if per_class is not None:
+        return min(per_class, n)
+    assert fraction is not None
+    return min(n, max(1, round(n * fraction))) if n else 0
+
+
+def choose(items: Sequence[Any], group: str, *, seed: int, fraction: float | None = None,
+           per_class: int | None = None) -> list[int]:
+    """Indices (ascending) of the items a class keeps, drawn with ``seed`` and its name."""
+    k = sample_count(len(items), fraction=fraction, per_class=per_class)
+    return sorted(random.Random(f"{seed}:{group}").sample(range(len(items)), k))
+
+
+def check_amount(fraction: float | None, per_class: int | None) -> None:
+    if (fraction is None) == (per_class is None):
+        raise JunoBenchError("give exactly one of --fraction and --per-class")
+    if fraction is not None and not 0 < fraction <= 1:  # also refuses NaN
+        raise JunoBenchError(f"--fraction {fraction} is not in (0, 1]")
+    if per_class is not None and per_class < 1:
+        raise JunoBenchError(f"--per-class {per_class} is not a positive number")
+
+
+def _method(fraction: float | None, per_class: int | None, what: str) -> str:
+    amount = f"{per_class} per {what}" if per_class is not None else f"{fraction:.4g} of each {what}"
+    return f"seeded random sample: {amount}"
+
+
+# --------------------------------------------------------------------------- output
+
+
+@contextmanager
+def fresh_output(out: Path) -> Iterator[Path]:
+    """A staging folder inside ``out`` (which must be new or empty); its content becomes
+    ``out``'s on success, and nothing is left (not even ``out``) on failure."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise JunoBenchError("the destination exists and is not empty", file=out,
+                             hint="give a new folder; nothing is overwritten")
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".junobench-", suffix=".partial", dir=out))
+    try:
+        yield staging
+        for child in staging.iterdir():
+            os.replace(child, out / child.name)
+        staging.rmdir()
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        if created:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def _copy(source: Path, target: Path) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
+
+
+# --------------------------------------------------------------------------- images
+
+
+def downsample_images(source: str | Path, out: str | Path, *, fraction: float | None = None,
+                      per_class: int | None = None, seed: int = 0,
+                      metadata: str | Path | None = None, record: bool = True) -> Downsampled:
+    """Keep ``per_class`` images or a ``fraction`` of each class folder (every folder that
+    directly holds images); other files are copied as they are."""
+    check_amount(fraction, per_class)
+    source, out = Path(source), Path(out)
+    if not source.is_dir():
+        raise JunoBenchError("image folder not found", file=source)
+    meta = provenance.resolve_metadata(out, metadata, record=record)
+    classes: dict[str, list[Path]] = {}
+    others: list[Path] = []
+    for path in sorted(p for p in source.rglob("*") if p.is_file() and not p.is_symlink()):
+        relative = path.relative_to(source)
+        if path.suffix.lower() in IMAGE_EXTENSIONS:
+            classes.setdefault(relative.parent.as_posix(), []).append(relative)
+        else:
+            others.append(relative)
+    if not classes:
+        raise JunoBenchError("no images found", file=source,
+                             hint=f"images end with {', '.join(sorted(IMAGE_EXTENSIONS))}")
+    result = Downsampled(out, "files", 0, 0)
+    with fresh_output(out) as staging:
+        for name, files in classes.items():
+            kept = choose(files, name, seed=seed, fraction=fraction, per_class=per_class)
+            for i in kept:
+                _copy(source / files[i], staging / files[i])
+            result.classes[name] = (len(files), len(kept))
+        for relative in others:
+            _copy(source / relative, staging / relative)
+    result.before = sum(b for b, _ in result.classes.values())
+    result.after = sum(a for _, a in result.classes.values())
+    _, result.bytes_before = provenance.tree_size(source)
+    _, result.bytes_after = provenance.tree_size(out)
+    provenance.record(meta, _entry("images", source, result, fraction, per_class, seed,
+                                   "class folder"))
+    return result
+
+
+# --------------------------------------------------------------------------- archives
+
+
+@dataclass(frozen=True)
+class Member:
+    """A regular file of an archive, as listed (nothing read yet)."""
+
+    name: str  # normalised POSIX path inside the archive
+    size: int  # declared uncompressed size
+    key: Any  # zipfile.ZipInfo or tarfile.TarInfo
+
+
+def archive_members(source: Path, *, max_bytes: int = MAX_ARCHIVE_BYTES) -> list[Member]:
+    """The regular files of a zip or tar archive, after checking every member: refuses
+    absolute paths, ``..``, links leaving the archive's root, special files, and a total
+    declared size over ``max_bytes`` (naming the member in each case)."""
+    members: list[Member] = []
+    total = 0
+    for name, size, kind, link, key in _listing(source):
+        safe = _safe_name(name)
+        if safe is None:
+            raise _unsafe(source, name, "its path is absolute or leaves the destination (..)")
+        if kind == "link":
+            target = link.replace("\\", "/")
+            resolved = posixpath.normpath(posixpath.join(posixpath.dirname(safe), target))
+            if posixpath.isabs(target) or resolved == ".." or resolved.startswith("../"):
+                raise _unsafe(source, name, f"it links outside the destination ({link})")
+            continue  # safe links are not extracted: only regular files are sampled
+        if kind == "special":
+            raise _unsafe(source, name, "it is a device, fifo or other special file")
+        if kind == "dir":
+            continue
+        total += size
+        if total > max_bytes:
+            raise _unsafe(source, name, f"the archive's declared size passes the cap of "
+                                        f"{_human(max_bytes)} (a decompression bomb?)")
+        members.append(Member(safe, size, key))
+    return members
+
+
+def _listing(source: Path) -> Iterator[tuple[str, int, str, str, Any]]:
+    """``(name, declared size, kind, link target, key)`` per member; kind is file, dir,
+    link or special."""
+    if zipfile.is_zipfile(source):
+        with zipfile.ZipFile(source) as archive:
+            for info in archive.infolist():
+                mode = info.external_attr >> 16
+                if stat.S_ISLNK(mode):
+                    with archive.open(info) as link:
+                        target = link.read(4096).decode("utf-8", "replace")
+                    yield info.filename, 0, "link", target, info
+                elif info.is_dir():
+                    yield info.filename, 0, "dir", "", info
+                elif mode and not stat.S_ISREG(mode):
+                    yield info.filename, 0, "special", "", info
+                else:
+                    yield info.filename, info.file_size, "file", "", info
+        return
+    try:
+        archive = tarfile.open(source)  # noqa: SIM115 (closed by the with below)
+    except (tarfile.TarError, OSError) as error:
+        raise JunoBenchError(f"not a zip or tar archive ({error})", file=source) from None
+    with archive:
+        for info in archive:  # lazily: a bomb is refused before it is all decompressed
+            if info.issym() or info.islnk():
+                yield info.name, 0, "link", info.linkname, info
+            elif info.isdir():
+                yield info.name, 0, "dir", "", info
+            elif info.isfile():
+                yield info.name, info.size, "file", "", info
+            else:
+                yield info.name, 0, "special", "", info
+
+
+def _safe_name(name: str) -> str | None:
+    """The member's normalised relative path, or None when it is absolute or climbs out."""
+    text = name.replace("\\", "/")
+    if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
+        return None
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        return None
+    return "/".join(parts)
+
+
+def _unsafe(source: Path, member: str, reason: str) -> JunoBenchError:
+    return JunoBenchError(f"refusing the archive: member {member!r}: {reason}", file=source,
+                          hint="nothing was extracted; check where the archive comes from")
+
+
+def downsample_archive(source: str | Path, out: str | Path, *, fraction: float | None = None,
+                       per_class: int | None = None, seed: int = 0,
+                       max_bytes: int = MAX_ARCHIVE_BYTES, metadata: str | Path | None = None,
+                       record: bool = True) -> Downsampled:
+    """Sample each top-level folder of a zip or tar archive and extract only the chosen
+    files into ``out`` (files at the archive's root are all kept)."""
+    check_amount(fraction, per_class)
+    source, out = Path(source), Path(out)
+    if not source.is_file():
+        raise JunoBenchError("archive not found", file=source)
+    meta = provenance.resolve_metadata(out, metadata, record=record)
+    members = archive_members(source, max_bytes=max_bytes)
+    groups: dict[str, list[Member]] = {}
+    for member in members:
+        top = member.name.split("/", 1)[0] if "/" in member.name else ""
+        groups.setdefault(top, []).append(member)
+    chosen: list[Member] = []
+    result = Downsampled(out, "files", len(members), 0)
+    for top, group in groups.items():
+        kept = (list(range(len(group))) if top == "" else
+                choose(group, top, seed=seed, fraction=fraction, per_class=per_class))
+        chosen += [group[i] for i in kept]
+        result.classes[top or "(root)"] = (len(group), len(kept))
+    result.after = len(chosen)
+    with fresh_output(out) as staging:
+        try:
+            written = _extract(source, chosen, staging, max_bytes)
+        except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as error:
+            raise JunoBenchError(f"the archive is damaged ({error})", file=source,
+                                 hint="nothing was extracted") from None
+    result.bytes_before = sum(m.size for m in members)
+    result.bytes_after = written
+    provenance.record(meta, _entry("archive", source, result, fraction, per_class, seed,
+                                   "top-level folder"))
+    return result
+
+
+def _extract(source: Path, members: Sequence[Member], staging: Path, max_bytes: int) -> int:
+    """Write the chosen members under ``staging``, counting actual bytes against the cap."""
+    written = 0
+    root = staging.resolve()
+    with _opener(source) as open_member:
+        for member in members:
+            target = (staging / member.name).resolve()
+            if root not in target.parents:
+                raise _unsafe(source, member.name, "its path leaves the destination")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            size = 0
+            with open_member(member) as reader, target.open("wb") as writer:
+                while chunk := reader.read(_CHUNK):
+                    size += len(chunk)
+                    written += len(chunk)
+                    if size > member.size or written > max_bytes:
+                        raise _unsafe(source, member.name,
+                                      "its data is larger than declared or passes the cap of "
+                                      f"{_human(max_bytes)} (a decompression bomb?)")
+                    writer.write(chunk)
+    return written
+
+
+@contextmanager
+def _opener(source: Path) -> Iterator[Callable[[Member], Any]]:
+    if zipfile.is_zipfile(source):
+        with zipfile.ZipFile(source) as archive:
+            yield lambda member: archive.open(member.key)
+        return
+    with tarfile.open(source) as archive:
+        def open_member(member: Member) -> BinaryIO:
+            handle = archive.extractfile(member.key)
+            if handle is None:
+                raise _unsafe(source, member.name, "it cannot be read as a file")
+            return handle
+
+        yield open_member
+
+
+def _human(size: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size} B"
+
+
+# --------------------------------------------------------------------------- tables
+
+
+TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".xlsx")
+
+
+def read_any_table(path: Path) -> Any:
+    """A table as a pandas DataFrame; CSV/TSV cells are kept as the exact text."""
+    import pandas as pd
+
+    suffix = path.suffix.lower()
+    if not path.is_file():
+        raise JunoBenchError("table not found", file=path)
+    try:
+        if suffix in (".csv", ".tsv"):
+            return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype=str,
+                               keep_default_na=False, na_filter=False)
+        if suffix == ".parquet":
+            return pd.read_parquet(path)
+        if suffix == ".xlsx":
+            from junobench.tables import read_table
+
+            table = read_table(path)
+            return pd.DataFrame(table.rows, columns=table.columns)
+    except (ValueError, OSError, UnicodeDecodeError) as error:
+        raise JunoBenchError(f"cannot read the table ({error})", file=path) from None
+    raise JunoBenchError(f"unsupported table format {suffix!r}", file=path,
+                         hint=f"use one of {', '.join(TABLE_SUFFIXES)}")
+
+
+def write_any_table(frame: Any, path: Path, like: Path) -> None:
+    """Write ``frame`` in the format of ``like`` (CSV text as read, parquet schema as read)."""
+    suffix = like.suffix.lower()
+    if suffix in (".csv", ".tsv"):
+        frame.to_csv(path, sep="\t" if suffix == ".tsv" else ",", index=False)
+    elif suffix == ".parquet":
+        frame.to_parquet(path, index=False)
+    else:
+        from junobench.tables import write_table
+
+        write_table(path, frame.to_dict("records"), list(frame.columns))
+
+
+def stratified_rows(frame: Any, *, label_column: str | None, seed: int,
+                    fraction: float | None, per_class: int | None, source: Path
+                    ) -> tuple[list[int], dict[str, tuple[int, int]]]:
+    """Row positions (ascending) kept from each class of ``label_column`` (one class when
+    None), and per class (before, after)."""
+    if label_column is not None and label_column not in frame.columns:
+        raise JunoBenchError(f"no column {label_column!r}", file=source,
+                             hint=f"columns: {', '.join(map(str, frame.columns))}")
+    labels = (["(all)"] * len(frame) if label_column is None
+              else [_label(v) for v in frame[label_column].tolist()])
+    groups: dict[str, list[int]] = {}
+    for position, label in enumerate(labels):
+        groups.setdefault(label, []).append(position)
+    kept: list[int] = []
+    classes = {}
+    for label in sorted(groups):
+        positions = groups[label]
+        chosen = choose(positions, label, seed=seed, fraction=fraction, per_class=per_class)
+        kept += [positions[i] for i in chosen]
+        classes[label] = (len(positions), len(chosen))
+    return sorted(kept), classes
+
+
+def _label(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "(missing)"
+    return str(value)
+
+
+def downsample_table(source: str | Path, out: str | Path, *, fraction: float | None = None,
+                     per_class: int | None = None, seed: int = 0,
+                     label_column: str | None = None, metadata: str | Path | None = None,
+                     record: bool = True) -> Downsampled:
+    """Keep a seeded share of the rows of each class of ``label_column`` (or of all rows),
+    in their original order; ``out`` is the new table's path (same format)."""
+    check_amount(fraction, per_class)
+    source, out = Path(source), Path(out)
+    if out.suffix.lower() != source.suffix.lower():
+        raise JunoBenchError(f"the output should be a {source.suffix} file like the input",
+                             file=out)
+    if out.exists():
+        raise JunoBenchError("the output exists", file=out, hint="nothing is overwritten")
+    meta = provenance.resolve_metadata(out, metadata, record=record)
+    frame = read_any_table(source)
+    kept, classes = stratified_rows(frame, label_column=label_column, seed=seed,
+                                    fraction=fraction, per_class=per_class, source=source)
+    _write_beside(out, lambda path: write_any_table(frame.iloc[kept], path, source))
+    result = Downsampled(out, "rows", len(frame), len(kept), classes,
+                         source.stat().st_size, out.stat().st_size)
+    provenance.record(meta, _entry("table", source, result, fraction, per_class, seed,
+                                   f"class of {label_column!r}" if label_column else "table"))
+    return result
+
+
+def _write_beside(out: Path, write: Callable[[Path], None]) -> None:
+    """Write through a temporary file beside ``out``, then move it into place."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    handle, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=out.suffix, dir=out.parent)
+    os.close(handle)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, out)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# --------------------------------------------------------------------------- paired
+
+
+def downsample_paired(source: str | Path, out: str | Path, *, files_column: str,
+                      files_root: str | Path | None = None, fraction: float | None = None,
+                      per_class: int | None = None, seed: int = 0,
+                      label_column: str | None = None, metadata: str | Path | None = None,
+                      record: bool = True) -> Downsampled:
+    """Sample the rows of a table whose ``files_column`` names files (relative to
+    ``files_root``, by default the table's folder); write the kept rows to
+    ``out/<table name>`` and exactly the files they reference under ``out``."""
+    check_amount(fraction, per_class)
+    source, out = Path(source), Path(out)
+    root = Path(files_root) if files_root is not None else source.parent
+    meta = provenance.resolve_metadata(out, metadata, record=record)
+    frame = read_any_table(source)
+    if files_column not in frame.columns:
+        raise JunoBenchError(f"no column {files_column!r}", file=source,
+                             hint=f"columns: {', '.join(map(str, frame.columns))}")
+    references = [str(v) for v in frame[files_column].tolist()]
+    problems = []
+    for number, reference in enumerate(references, start=2):
+        safe = _safe_name(reference)
+        if safe is None:
+            problems.append(f"row {number}: {reference!r} is absolute or leaves the folder")
+        elif not (root / safe).is_file():
+            problems.append(f"row {number}: {reference!r} not found under {root}")
+    if problems:
+        raise JunoBenchError(f"{len(problems)} file reference(s) cannot be used: "
+                             + "; ".join(problems[:5]) + (" …" if len(problems) > 5 else ""),
+                             file=source, hint="fix the table or pass --files-root DIR")
+    kept, classes = stratified_rows(frame, label_column=label_column, seed=seed,
+                                    fraction=fraction, per_class=per_class, source=source)
+    files = sorted({_safe_name(references[i]) for i in kept})
+    every = sorted({_safe_name(r) for r in references})
+    with fresh_output(out) as staging:
+        write_any_table(frame.iloc[kept], staging / source.name, source)
+        for name in files:
+            _copy(root / name, staging / name)
+    result = Downsampled(out, "rows", len(frame), len(kept), classes,
+                         sum((root / n).stat().st_size for n in every),
+                         sum((out / n).stat().st_size for n in files))
+    entry = _entry("paired", source, result, fraction, per_class, seed,
+                   f"class of {label_column!r}" if label_column else "table")
+    entry["before"]["files"], entry["after"]["files"] = len(every), len(files)
+    provenance.record(meta, entry)
+    return result
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _entry(kind: str, source: Path, result: Downsampled, fraction: float | None,
+           per_class: int | None, seed: int, what: str) -> dict[str, Any]:
+    sizes = {"before": {result.unit: result.before}, "after": {result.unit: result.after}}
+    if result.bytes_before is not None:
+        sizes["before"]["bytes"] = result.bytes_before
+    if result.bytes_after is not None:
+        sizes["after"]["bytes"] = result.bytes_after
+    return {
+        "kind": "downsampled",
+        "method": _method(fraction, per_class, what),
+        "ratio": round(result.ratio, 6),
+        "per_class": per_class,
+        "seed": seed,
+        "source": source.name,
+        **sizes,
+        "tool": provenance.tool(f"downsample {kind}"),
+    }

@@ -1,0 +1,504 @@
+"""Kaggle sources of the benchmark's input data: resolve notebooks to their input datasets
+with Meta Kaggle, and download those datasets.
+
+**Metadata.** Meta Kaggle is Kaggle's public dump of its own tables (one CSV per table).
+The CSVs are queried where they lie with DuckDB (no import; KernelVersions.csv alone is
+gigabytes), along the relational mapping KGTorrent documents::
+
+    notebook (owner/slug) → Users.UserName → Kernels (AuthorUserId, CurrentUrlSlug)
+      → KernelVersions (CurrentKernelVersionId; else the latest version)
+      → KernelVersionDatasetSources (SourceDatasetVersionId = DatasetVersions.Id)
+      → DatasetVersions (Title, LicenseName, VersionNumber) → Datasets
+      → Users / Organizations (the owner in https://www.kaggle.com/datasets/<owner>/<slug>)
+
+Competition data (KernelVersionCompetitionSources → Competitions) is added when those
+two tables are present; Meta Kaggle records no licence for it.
+
+**Download.** :func:`download` fetches each dataset with ``kagglehub`` (credentials from
+its standard sources: ``KAGGLE_USERNAME``/``KAGGLE_KEY``, ``~/.kaggle/kaggle.json``,
+``kagglehub.login()``; junobench never reads or prints them) into
+``DEST/<owner>/<slug>/``, records size and sha256 per file in
+``DEST/<owner>/<slug>.download.json``, and skips datasets whose record matches the files
+already there. ``mirror=DIR`` copies from ``DIR/<owner>/<slug>/`` instead (offline runs,
+tests).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from junobench.errors import JunoBenchError
+
+KAGGLE = "https://www.kaggle.com"
+
+#: The Meta Kaggle tables and columns the resolution needs.
+TABLES: dict[str, tuple[str, ...]] = {
+    "Users": ("Id", "UserName"),
+    "Organizations": ("Id", "Slug"),
+    "Kernels": ("Id", "AuthorUserId", "CurrentKernelVersionId", "CurrentUrlSlug"),
+    "KernelVersions": ("Id", "ScriptId"),
+    "KernelVersionDatasetSources": ("KernelVersionId", "SourceDatasetVersionId"),
+    "DatasetVersions": ("Id", "DatasetId", "Title", "Slug", "LicenseName", "VersionNumber"),
+    "Datasets": ("Id", "OwnerUserId", "OwnerOrganizationId", "CurrentDatasetVersionId"),
+}
+#: Used when present: a notebook's competition data.
+OPTIONAL_TABLES: dict[str, tuple[str, ...]] = {
+    "KernelVersionCompetitionSources": ("KernelVersionId", "SourceCompetitionId"),
+    "Competitions": ("Id", "Slug", "Title"),
+}
+
+#: Columns of the datasets table that kaggle-metadata writes and download reads.
+DATASET_COLUMNS: tuple[str, ...] = (
+    "notebook", "notebook_url", "kind", "title", "url", "license", "handle", "version", "note",
+)
+
+_NOTEBOOK_URL = re.compile(
+    r"^(?:https?://)?(?:www\.)?kaggle\.com/(?:code/|kernels/|notebooks/)?"
+    r"(?P<owner>[\w.-]+)/(?P<slug>[\w.-]+?)/?(?:[?#].*)?$", re.IGNORECASE)
+_OWNER_SLUG = re.compile(r"^(?P<owner>[\w.-]+)/(?P<slug>[\w.-]+)$")
+_DATASET_URL = re.compile(
+    r"^(?:https?://)?(?:www\.)?kaggle\.com/(?:datasets/(?P<owner>[\w.-]+)/(?P<slug>[\w.-]+)"
+    r"|(?:c|competitions)/(?P<competition>[\w.-]+))(?:/.*)?$", re.IGNORECASE)
+
+
+# --------------------------------------------------------------------------- references
+
+
+def notebook_ref(text: str) -> tuple[str, str]:
+    """``(owner, slug)`` of a Kaggle notebook given as a URL or ``owner/slug``.
+
+    >>> notebook_ref("https://www.kaggle.com/code/mohitmaurya9310/wine-quality-prediction")
+    ('mohitmaurya9310', 'wine-quality-prediction')
+    >>> notebook_ref("yugaanmh/cnn-approach")
+    ('yugaanmh', 'cnn-approach')
+    """
+    text = (text or "").strip()
+    match = _NOTEBOOK_URL.match(text) or _OWNER_SLUG.match(text)
+    if not match or match["owner"].lower() in ("code", "datasets", "competitions", "c"):
+        raise ValueError(f"{text!r} is not a Kaggle notebook URL or owner/slug")
+    return match["owner"], match["slug"]
+
+
+def dataset_url(owner: str, slug: str) -> str:
+    return f"{KAGGLE}/datasets/{owner}/{slug}"
+
+
+def competition_url(slug: str) -> str:
+    return f"{KAGGLE}/competitions/{slug}"
+
+
+def handle_of(url: str) -> str:
+    """The kagglehub handle of a dataset or competition URL.
+
+    >>> handle_of("https://www.kaggle.com/datasets/uciml/iris")
+    'uciml/iris'
+    >>> handle_of("https://www.kaggle.com/competitions/titanic/data")
+    'competitions/titanic'
+    """
+    match = _DATASET_URL.match((url or "").strip())
+    if not match:
+        raise ValueError(f"{url!r} is not a Kaggle dataset or competition URL")
+    if match["competition"]:
+        return f"competitions/{match['competition']}"
+    return f"{match['owner']}/{match['slug']}"
+
+
+# --------------------------------------------------------------------------- Meta Kaggle
+
+
+class MetaKaggle:
+    """Meta Kaggle's CSV tables in ``directory``, queried in place with DuckDB."""
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        if not self.directory.is_dir():
+            raise JunoBenchError("Meta Kaggle directory not found", file=self.directory,
+                                 hint="download kaggle/meta-kaggle and unpack its CSVs there")
+        problems = []
+        for table, columns in TABLES.items():
+            problems += self._check(table, columns)
+        if problems:
+            raise JunoBenchError("Meta Kaggle is incomplete: " + "; ".join(problems),
+                                 file=self.directory,
+                                 hint="these tables and columns are needed from Meta Kaggle")
+        self.competitions = all(not self._check(t, c) for t, c in OPTIONAL_TABLES.items())
+
+    def path(self, table: str) -> Path:
+        return self.directory / f"{table}.csv"
+
+    def _check(self, table: str, columns: Sequence[str]) -> list[str]:
+        path = self.path(table)
+        if not path.is_file():
+            return [f"table {path.name} is missing"]
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            header = next(csv.reader(handle), [])
+        missing = [c for c in columns if c not in header]
+        return [f"{path.name} lacks column(s) {', '.join(missing)}"] if missing else []
+
+    def connect(self) -> Any:
+        """A DuckDB connection with one view per table over its CSV file."""
+        import duckdb
+
+        connection = duckdb.connect()
+        for table in [*TABLES, *(OPTIONAL_TABLES if self.competitions else ())]:
+            source = str(self.path(table)).replace("'", "''")
+            connection.execute(f'CREATE VIEW "{table}" AS SELECT * FROM read_csv('
+                               f"'{source}', header = true, all_varchar = true)")
+        return connection
+
+    def resolve(self, refs: Sequence[tuple[str, str]]) -> list[list[dict[str, Any]]]:
+        """For each ``(owner, slug)``, its input datasets (and competitions) as dicts with
+        ``kind, title, url, license, handle, version`` (empty when the notebook has none);
+        None in place of the list when the notebook is not in Meta Kaggle."""
+        import pandas as pd
+
+        connection = self.connect()
+        frame = pd.DataFrame({"position": range(len(refs)),
+                              "owner": [o.lower() for o, _ in refs],
+                              "slug": [s.lower() for _, s in refs]})
+        connection.register("refs", frame)
+        connection.execute(_KERNELS_SQL)
+        found = {row[0] for row in connection.execute("SELECT position FROM kernel").fetchall()}
+        results: list[list[dict[str, Any]] | None] = [
+            [] if i in found else None for i in range(len(refs))]
+        for position, title, slug, license_name, version, owner in connection.execute(
+                _DATASETS_SQL).fetchall():
+            if owner and slug:
+                handle = f"{owner}/{slug}"
+                results[position].append({
+                    "kind": "dataset", "title": title, "url": dataset_url(owner, slug),
+                    "license": license_name, "handle": handle, "version": _int(version)})
+        if self.competitions:
+            for position, title, slug in connection.execute(_COMPETITIONS_SQL).fetchall():
+                results[position].append({
+                    "kind": "competition", "title": title, "url": competition_url(slug),
+                    "license": None, "handle": f"competitions/{slug}", "version": None})
+        connection.close()
+        return results
+
+
+_KERNELS_SQL = """
+CREATE TEMP TABLE kernel AS
+WITH matched AS (
+    SELECT r.position, TRY_CAST(k.Id AS BIGINT) AS kernel_id,
+           TRY_CAST(k.CurrentKernelVersionId AS BIGINT) AS current_version
+    FROM refs r
+    JOIN "Users" u ON lower(u.UserName) = r.owner
+    JOIN "Kernels" k ON k.AuthorUserId = u.Id AND lower(k.CurrentUrlSlug) = r.slug
+), versions AS (
+    SELECT TRY_CAST(ScriptId AS BIGINT) AS kernel_id, TRY_CAST(Id AS BIGINT) AS version_id
+    FROM "KernelVersions"
+    WHERE TRY_CAST(ScriptId AS BIGINT) IN (SELECT kernel_id FROM matched)
+)
+SELECT m.position, m.kernel_id,
+       coalesce(max(v.version_id) FILTER (WHERE v.version_id = m.current_version),
+                max(v.version_id), any_value(m.current_version)) AS version_id
+FROM matched m
+LEFT JOIN versions v ON v.kernel_id = m.kernel_id
+GROUP BY m.position, m.kernel_id
+"""
+
+_DATASETS_SQL = """
+SELECT k.position,
+       coalesce(cdv.Title, dv.Title) AS title,
+       coalesce(cdv.Slug, dv.Slug) AS slug,
+       dv.LicenseName,
+       dv.VersionNumber,
+       coalesce(ou.UserName, o.Slug) AS owner
+FROM kernel k
+JOIN "KernelVersionDatasetSources" s ON TRY_CAST(s.KernelVersionId AS BIGINT) = k.version_id
+JOIN "DatasetVersions" dv ON dv.Id = s.SourceDatasetVersionId
+LEFT JOIN "Datasets" d ON d.Id = dv.DatasetId
+LEFT JOIN "DatasetVersions" cdv ON cdv.Id = d.CurrentDatasetVersionId
+LEFT JOIN "Users" ou ON ou.Id = d.OwnerUserId
+LEFT JOIN "Organizations" o ON o.Id = d.OwnerOrganizationId
+ORDER BY k.position, TRY_CAST(dv.Id AS BIGINT)
+"""
+
+_COMPETITIONS_SQL = """
+SELECT k.position, c.Title, c.Slug
+FROM kernel k
+JOIN "KernelVersionCompetitionSources" s ON TRY_CAST(s.KernelVersionId AS BIGINT) = k.version_id
+JOIN "Competitions" c ON c.Id = s.SourceCompetitionId
+ORDER BY k.position, TRY_CAST(c.Id AS BIGINT)
+"""
+
+
+def kaggle_metadata(notebooks: str | Path, meta_kaggle: str | Path, out: str | Path, *,
+                    column: str | None = None) -> list[dict[str, Any]]:
+    """Resolve each notebook of ``notebooks`` (CSV or xlsx; a column of Kaggle notebook URLs
+    or ``owner/slug``) to its input datasets; write one row per notebook and dataset (a row
+    with a note for a notebook without any) to ``out``."""
+    names = _read_notebook_column(Path(notebooks), column)
+    refs = []
+    for number, name in names:
+        try:
+            refs.append(notebook_ref(name))
+        except ValueError as error:
+            raise JunoBenchError(f"row {number}: {error}", file=notebooks,
+                                 hint="give https://www.kaggle.com/code/<owner>/<slug> or "
+                                      "<owner>/<slug>") from None
+    resolved = MetaKaggle(meta_kaggle).resolve(refs)
+    rows: list[dict[str, Any]] = []
+    for (_, name), (owner, slug), datasets in zip(names, refs, resolved, strict=True):
+        base = {"notebook": name, "notebook_url": f"{KAGGLE}/code/{owner}/{slug}"}
+        if datasets is None:
+            rows.append({**base, "note": "notebook not found in Meta Kaggle"})
+        elif not datasets:
+            rows.append({**base, "note": "no input datasets recorded"})
+        rows += [{**base, **d} for d in datasets or ()]
+    _write_rows(Path(out), rows, DATASET_COLUMNS)
+    return rows
+
+
+def _read_notebook_column(path: Path, column: str | None) -> list[tuple[int, str]]:
+    """``(row number, notebook)`` of the non-empty cells of the notebook column."""
+    from junobench.tables import read_table
+
+    if not path.is_file():
+        raise JunoBenchError("notebook list not found", file=path)
+    if path.suffix.lower() in (".xlsx", ".xlsm"):
+        table = read_table(path)
+        header, rows = table.columns, table.rows
+    else:
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            lines = list(csv.reader(handle))
+        if not lines:
+            raise JunoBenchError("the notebook list is empty", file=path)
+        header, rows = lines[0], lines[1:]
+    candidates = [column] if column else ["notebook", "NotebookUrl", "nb_url_kaggle",
+                                          "notebook_url", "url"]
+    chosen = next((c for c in candidates if c in header), None)
+    if chosen is None and column is None and len(header) == 1:
+        chosen = header[0]
+    if chosen is None:
+        raise JunoBenchError(f"no notebook column ({' or '.join(candidates)})", file=path,
+                             hint="name it with --column")
+    index = header.index(chosen)
+    return [(number, str(row[index]).strip()) for number, row in enumerate(rows, start=2)
+            if index < len(row) and row[index] not in (None, "") and str(row[index]).strip()]
+
+
+def _write_rows(path: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> None:
+    from junobench.tables import write_table
+
+    if path.suffix.lower() == ".csv":
+        _atomic_text(path, _csv_text(rows, columns))
+    else:
+        write_table(path, rows, columns)
+
+
+def _csv_text(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    for row in rows:
+        writer.writerow(["" if row.get(c) is None else row.get(c) for c in columns])
+    return buffer.getvalue()
+
+
+# --------------------------------------------------------------------------- download
+
+
+@dataclass
+class Downloaded:
+    """One dataset's download: where it is, its files and whether it was fetched now."""
+
+    handle: str
+    folder: Path
+    files: list[dict[str, Any]]  # {"path", "size", "sha256"}
+    skipped: bool
+
+
+Fetch = Callable[[str], Path]
+
+
+def kagglehub_fetch(handle: str) -> Path:
+    """Download a dataset (``owner/slug[/versions/N]``) or competition
+    (``competitions/<slug>``) with kagglehub; returns the folder it is in."""
+    try:
+        import kagglehub
+    except ImportError:
+        raise JunoBenchError("kagglehub is not installed",
+                             hint="pip install 'junobench[construct]'") from None
+    try:
+        if handle.startswith("competitions/"):
+            return Path(kagglehub.competition_download(handle.split("/", 1)[1]))
+        return Path(kagglehub.dataset_download(handle))
+    except Exception as error:  # kagglehub raises many types (auth, HTTP, not found)
+        raise JunoBenchError(f"kagglehub could not download {handle}: "
+                             f"{type(error).__name__}: {_redact(str(error))}",
+                             hint="check the handle and your Kaggle credentials "
+                                  "(KAGGLE_USERNAME/KAGGLE_KEY or ~/.kaggle/kaggle.json)"
+                             ) from None
+
+
+def mirror_fetch(mirror: str | Path) -> Fetch:
+    """A fetch that reads ``MIRROR/<owner>/<slug>/`` (``MIRROR/competitions/<slug>/``)."""
+    root = Path(mirror)
+
+    def fetch(handle: str) -> Path:
+        folder = root / _folder_of(handle)
+        if not folder.is_dir():
+            raise JunoBenchError(f"{handle} is not in the mirror", file=folder,
+                                 hint="mirror datasets as DIR/<owner>/<slug>/")
+        return folder
+
+    return fetch
+
+
+def download(datasets: str | Path, dest: str | Path, *, mirror: str | Path | None = None,
+             fetch: Fetch | None = None) -> list[Downloaded]:
+    """Fetch every dataset of a datasets table (``url`` or ``handle`` column) into ``dest``.
+
+    Resumable: a dataset whose ``<slug>.download.json`` record matches the files present
+    is skipped; an interrupted copy is redone from scratch.
+    """
+    fetch = fetch or (mirror_fetch(mirror) if mirror is not None else kagglehub_fetch)
+    dest = Path(dest)
+    handles = _handles(Path(datasets))
+    dest.mkdir(parents=True, exist_ok=True)
+    return [_download_one(handle, dest, fetch) for handle in handles]
+
+
+def _handles(path: Path) -> list[str]:
+    """Unique download handles of a datasets table, in order of first appearance."""
+    from junobench.tables import read_table
+
+    if not path.is_file():
+        raise JunoBenchError("datasets table not found", file=path,
+                             hint="write it with junobench construct kaggle-metadata")
+    if path.suffix.lower() == ".csv":
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            records = list(csv.DictReader(handle))
+    else:
+        records = read_table(path).records()
+    if records and not ({"handle", "url"} & set(records[0])):
+        raise JunoBenchError("the datasets table has neither a 'handle' nor a 'url' column",
+                             file=path, hint="write it with junobench construct kaggle-metadata")
+    handles: dict[str, None] = {}
+    for number, record in enumerate(records, start=2):
+        handle, url = record.get("handle"), record.get("url")
+        version = record.get("version")
+        if not handle and url:
+            try:
+                handle = handle_of(str(url))
+            except ValueError as error:
+                raise JunoBenchError(f"row {number}: {error}", file=path) from None
+        if handle and version not in (None, "") and "/versions/" not in str(handle) \
+                and not str(handle).startswith("competitions/"):
+            handle = f"{handle}/versions/{int(float(version))}"
+        if handle:
+            handles[str(handle)] = None
+    return list(handles)
+
+
+def _folder_of(handle: str) -> Path:
+    """``owner/slug/versions/3`` → ``owner/slug``; refuses anything but plain names."""
+    parts = handle.split("/")
+    base = parts[:2]
+    if len(base) != 2 or any(not re.fullmatch(r"[\w.-]+", p) or p in (".", "..") for p in base):
+        raise JunoBenchError(f"{handle!r} is not a Kaggle handle (owner/slug)")
+    return Path(*base)
+
+
+def _download_one(handle: str, dest: Path, fetch: Fetch) -> Downloaded:
+    folder = dest / _folder_of(handle)
+    record_path = folder.with_name(folder.name + ".download.json")
+    recorded = _read_record(record_path, handle)
+    if recorded is not None and _matches(folder, recorded):
+        return Downloaded(handle, folder, recorded, skipped=True)
+    source = fetch(handle)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".partial",
+                                    dir=folder.parent))
+    try:
+        files = _copy_tree(source, partial)
+        record_path.unlink(missing_ok=True)
+        if folder.exists():
+            shutil.rmtree(folder)
+        os.replace(partial, folder)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    _atomic_text(record_path, json.dumps({"handle": handle, "files": files}, indent=2) + "\n")
+    return Downloaded(handle, folder, files, skipped=False)
+
+
+def _copy_tree(source: Path, target: Path) -> list[dict[str, Any]]:
+    """Copy regular files of ``source`` into ``target``; their size and sha256."""
+    if source.is_file():  # kagglehub returns a file for single-file downloads
+        pairs = [(source, Path(source.name))]
+    else:
+        pairs = [(p, p.relative_to(source)) for p in sorted(source.rglob("*"))
+                 if p.is_file() and not p.is_symlink()]
+    files = []
+    for path, relative in pairs:
+        destination = target / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256()
+        size = 0
+        with path.open("rb") as reader, destination.open("wb") as writer:
+            while chunk := reader.read(1 << 20):
+                digest.update(chunk)
+                writer.write(chunk)
+                size += len(chunk)
+        files.append({"path": relative.as_posix(), "size": size, "sha256": digest.hexdigest()})
+    return files
+
+
+def _read_record(path: Path, handle: str) -> list[dict[str, Any]] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("handle") != handle:
+        return None
+    files = data.get("files")
+    return files if isinstance(files, list) else None
+
+
+def _matches(folder: Path, files: list[dict[str, Any]]) -> bool:
+    """The recorded files are all there with their recorded sizes (no rehashing)."""
+    for entry in files:
+        try:
+            if (folder / entry["path"]).stat().st_size != entry["size"]:
+                return False
+        except (OSError, KeyError, TypeError):
+            return False
+    return folder.is_dir()
+
+
+def _atomic_text(path: Path, text: str) -> None:
+    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _redact(text: str) -> str:
+    """Drop anything that looks like a credential from a message before showing it."""
+    return re.sub(r"(?i)(key|token|password|secret)([\"']?\s*[:=]\s*)\S+", r"\1\2***", text)
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(float(value))
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,74 @@
+"""Recording what a construction step did to a dataset in its metadata file.
+
+A dataset's metadata file sits beside its data in the snapshot layout
+(``data/<name>.metadata.json`` for ``data/<name>/`` or ``data/<name>.csv``); steps that
+change data (downsample, synthetic) append a ``modifications`` entry to it. The file is
+looked up before any work is done, so a run never ends with data it could not record.
+
+>>> metadata_path("benchmark/torch_1/data/flowers").as_posix()
+'benchmark/torch_1/data/flowers.metadata.json'
+>>> metadata_path("benchmark/torch_1/data/kdd.train.csv").as_posix()
+'benchmark/torch_1/data/kdd.metadata.json'
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from junobench.errors import JunoBenchError
+from junobench.layout import METADATA_SUFFIX
+from junobench.metadata import add_modification, read_metadata
+
+
+def metadata_path(out: str | Path) -> Path:
+    """The metadata file of a dataset written to ``out`` (same folder, name up to the first dot)."""
+    out = Path(out)
+    return out.parent / (out.name.split(".", 1)[0] + METADATA_SUFFIX)
+
+
+def resolve_metadata(out: str | Path, metadata: str | Path | None, *, record: bool = True
+                     ) -> Path | None:
+    """The metadata file to record in (checked now: it must exist and be valid), or None
+    when ``record`` is False."""
+    if not record:
+        return None
+    path = Path(metadata) if metadata is not None else metadata_path(out)
+    if not path.is_file():
+        raise JunoBenchError(
+            "no dataset metadata file to record the modification in", file=path,
+            hint="create it first (title, url, license, files, modifications; see "
+                 "junobench/schemas/dataset_metadata.schema.json), pass --metadata FILE, "
+                 "or --no-metadata to skip recording")
+    read_metadata(path)
+    return path
+
+
+def record(path: Path | None, entry: dict[str, Any]) -> None:
+    """Append ``entry`` to the metadata file at ``path`` (nothing when None)."""
+    if path is not None:
+        add_modification(path, {k: v for k, v in entry.items() if v is not None})
+
+
+def tool(step: str) -> str:
+    """``junobench 0.1.0 construct <step>``, for the ``tool`` field of an entry."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        release = version("junobench")
+    except PackageNotFoundError:
+        release = "(development)"
+    return f"junobench {release} construct {step}"
+
+
+def tree_size(path: Path) -> tuple[int, int]:
+    """``(files, bytes)`` of a file or of the regular files under a folder."""
+    if path.is_file():
+        return 1, path.stat().st_size
+    files = total = 0
+    for root, _, names in os.walk(path):
+        for name in names:
+            files += 1
+            total += os.path.getsize(os.path.join(root, name))
+    return files, total
