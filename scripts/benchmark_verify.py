@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from junobench.verify import VerifyReport, verify  # noqa: E402
+from junobench.verify import VerifyReport, verify
 
 TARGET = 1.6
 
