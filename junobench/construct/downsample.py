@@ -221,7 +221,7 @@ def _listing(source: Path) -> Iterator[tuple[str, int, str, str, Any]]:
                     yield info.filename, 0, "link", target, info
                 elif info.is_dir():
                     yield info.filename, 0, "dir", "", info
-                elif mode and not stat.S_ISREG(mode):
+                elif stat.S_IFMT(mode) not in (0, stat.S_IFREG):  # 0: no Unix type recorded
                     yield info.filename, 0, "special", "", info
                 else:
                     yield info.filename, info.file_size, "file", "", info
