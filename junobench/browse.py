@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from junobench.errors import JunoBenchError
-from junobench.loading import BuildReport, apply_filters, build, load, normalise_filters
+from junobench.loading import BuildReport, apply_filters, load, normalise_filters, prepare
 from junobench.snapshot import DEFAULT_SOURCE, resolve
 
 #: Columns of ``ls``, in order (every one a ``cases`` field).
@@ -24,7 +24,7 @@ _NOTEBOOK_TEXT = ("original", "reproduced", "fixed")
 
 def ls(source: str | Path = DEFAULT_SOURCE, *, revision: str | None = None,
        skip_invalid: bool = False, **filters: Any) -> list[dict[str, Any]]:
-    """One dict per case (the :data:`LS_COLUMNS`), in table order, filtered."""
+    """One dict per case (the :data:`LS_COLUMNS`), in case order (library, number), filtered."""
     cases = load(source, "cases", revision=revision, skip_invalid=skip_invalid, **filters)
     return cases.select_columns(list(LS_COLUMNS)).to_list()
 
@@ -61,9 +61,8 @@ def build_records(source: str | Path = DEFAULT_SOURCE, *, revision: str | None =
     """Prepare both configs of a snapshot (reusing the cache when it is current)."""
     criteria = normalise_filters(filters)
     root = resolve(source, revision=revision)
-    cases, report = build(root, "cases", skip_invalid=skip_invalid, cache_dir=cache_dir)
-    notebooks, _ = build(root, "notebooks", skip_invalid=skip_invalid, cache_dir=cache_dir)
-    cases, notebooks = apply_filters(cases, criteria), apply_filters(notebooks, criteria)
+    built, report = prepare(root, skip_invalid=skip_invalid, cache_dir=cache_dir)
+    cases, notebooks = (apply_filters(built[c], criteria) for c in ("cases", "notebooks"))
     files = [f["filename"] for ds in (cases, notebooks) for f in ds.cache_files]
     return BuildSummary(root, len(cases), len(notebooks), files, report)
 

@@ -24,7 +24,6 @@ from junobench.notebook import (
     find_target,
     read_notebook,
 )
-from junobench.notebook import crash_line as find_crash_line
 from junobench.tables import DescRow
 
 #: Label fields shared by both configs, in record order.
@@ -33,9 +32,17 @@ LABEL_FIELDS: tuple[str, ...] = (
 )
 
 
+#: Record fields that come from the tables; every other field comes from the case folder.
+TABLE_FIELDS: tuple[str, ...] = (
+    "root_cause", "crash_type", "pipeline_stage", "ml_bug", "source", "dataset_note", "eid",
+    "notebook_url", "diagnosis",
+)
+
+
 @dataclass
 class CaseResult:
-    """A case's record, or why it could not be built; plus what is absent."""
+    """What a case folder gives its record (None when it cannot be built), and why not;
+    plus what is absent from the snapshot."""
 
     case_id: str
     record: dict[str, Any] | None
@@ -43,14 +50,21 @@ class CaseResult:
     absent: list[str]
 
 
-def build_case(root: Path, row: DescRow, diagnoses: dict[str, str]) -> CaseResult:
-    """Parse one case folder into its ``cases`` record (never raises for bad input)."""
-    case_id = row.case_id
+def case_order(case_id: str) -> tuple[str, int, str]:
+    """Sort key of case ids: by library prefix, then by number (``torch_2`` < ``torch_10``)."""
+    prefix, _, number = case_id.rpartition("_")
+    return (prefix, int(number), "") if vocab.is_case_id(case_id) else ("\uffff", 0, case_id)
+
+
+def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
+    """The fields of a case's record that its folder gives: notebooks, crash, orders and the
+    datasets of its metadata files (``datasets`` None when it has none). Never raises for
+    bad input: problems name the file and the case."""
     problems: list[Problem] = []
     absent: list[str] = []
     folder_rel = f"{layout.BENCHMARK_DIR}/{case_id}"
 
-    def problem(text: str, file: str = layout.DESC_TABLE, hint: str | None = None) -> CaseResult:
+    def problem(text: str, file: str = folder_rel, hint: str | None = None) -> CaseResult:
         problems.append(Problem(text, file, case_id, hint))
         return CaseResult(case_id, None, problems, absent)
 
@@ -59,8 +73,7 @@ def build_case(root: Path, row: DescRow, diagnoses: dict[str, str]) -> CaseResul
                        hint="name cases like torch_7 or NBspecific_3")
     folder = os.path.join(root, folder_rel)
     if not os.path.isdir(folder):
-        return problem("case folder is missing", folder_rel,
-                       f"add {folder_rel}/ or remove the table row")
+        return problem("case folder is missing", hint=f"add {folder_rel}/ or remove the table row")
 
     texts: dict[str, str | None] = {}
     cells: dict[str, tuple[CodeCell, ...]] = {}
@@ -68,16 +81,17 @@ def build_case(root: Path, row: DescRow, diagnoses: dict[str, str]) -> CaseResul
         name = layout.notebook_name(case_id, version)
         path = os.path.join(folder, name)
         texts[version] = None
-        try:
-            notebook, text = read_notebook(path, case=case_id)
-        except NotebookError as error:
-            if os.path.exists(path):
-                problem(error.problem_.problem, f"{folder_rel}/{name}", error.problem_.hint)
-            elif version == "original":
+        if not os.path.exists(path):
+            if version == "original":
                 absent.append("original notebook")
             else:
                 problem(f"{version} notebook is missing", f"{folder_rel}/{name}",
                         f"add {name}; every case needs reproduced and fixed notebooks")
+            continue
+        try:
+            notebook, text = read_notebook(path, case=case_id)
+        except NotebookError as error:
+            problem(error.problem_.problem, f"{folder_rel}/{name}", error.problem_.hint)
             continue
         texts[version] = text
         cells[version] = notebook.code_cells
@@ -89,45 +103,33 @@ def build_case(root: Path, row: DescRow, diagnoses: dict[str, str]) -> CaseResul
         return problem("the reproduced notebook has no error output, so its target cell is unknown",
                        f"{folder_rel}/{layout.notebook_name(case_id, 'reproduced')}",
                        "run it in its recorded order so the crash output is saved")
-    target = cells["reproduced"][target_index]
     if target_index >= len(cells["fixed"]):
         return problem(f"the fixed notebook has {len(cells['fixed'])} code cells but the target is "
                        f"code cell {target_index}",
                        f"{folder_rel}/{layout.notebook_name(case_id, 'fixed')}",
                        "keep the fixed notebook's cells at the reproduced notebook's positions")
 
-    has_data = os.path.isdir(os.path.join(folder, layout.DATA_DIR))
-    metadata = layout.metadata_files(root, case_id) if has_data else []
-    if metadata:
-        datasets_ = _datasets_from_metadata(root, case_id, metadata, absent, problems)
-        if problems:
-            return CaseResult(case_id, None, problems, absent)
-    else:  # no metadata files: the table's Dataset* columns describe the data
-        if not has_data:
-            absent.append("input data")
-        datasets_ = [{"name": None, **d, "modifications": [], "files": []} for d in row.datasets]
+    datasets_ = None
+    if os.path.isdir(os.path.join(folder, layout.DATA_DIR)):
+        metadata = layout.metadata_files(root, case_id)
+        if metadata:
+            datasets_ = _datasets_from_metadata(Path(root), case_id, metadata, absent, problems)
+            if problems:
+                return CaseResult(case_id, None, problems, absent)
+    else:
+        absent.append("input data")
 
-    error = target.error
+    error = cells["reproduced"][target_index].error
     assert error is not None
     library = vocab.library_of(case_id)
-    fields = row.fields
     record = {
         "case_id": case_id,
         "library": library,
         "library_label": vocab.library_label(library),
-        "root_cause": fields.get("root_cause"),
-        "crash_type": fields.get("crash_type"),
-        "pipeline_stage": fields.get("pipeline_stage"),
-        "ml_bug": fields.get("ml_bug"),
-        "source": fields.get("source"),
-        "dataset_note": fields.get("dataset_note"),
-        "eid": fields.get("eid"),
         "exception": error.ename,
         "evalue": error.evalue,
         "traceback": list(error.traceback),
-        "crash_line": find_crash_line(error.traceback),
-        "diagnosis": diagnoses.get(vocab.instance_id(case_id, "reproduced")),
-        "notebook_url": fields.get("notebook_url"),
+        "crash_line": error.crash_line,
         "original": texts["original"],
         "reproduced": texts["reproduced"],
         "fixed": texts["fixed"],
@@ -139,6 +141,34 @@ def build_case(root: Path, row: DescRow, diagnoses: dict[str, str]) -> CaseResul
         "datasets": datasets_,
     }
     return CaseResult(case_id, record, problems, absent)
+
+
+def table_fields(row: DescRow, diagnoses: dict[str, str]) -> dict[str, Any]:
+    """The fields of a case's record that the tables give (see :data:`TABLE_FIELDS`)."""
+    fields = {name: row.fields.get(name) for name in TABLE_FIELDS}
+    fields["diagnosis"] = diagnoses.get(vocab.instance_id(row.case_id, "reproduced"))
+    return fields
+
+
+def table_datasets(row: DescRow) -> list[dict[str, Any]]:
+    """A case's input datasets as the table's ``Dataset*`` columns describe them (no files)."""
+    return [{"name": None, **d, "modifications": [], "files": []} for d in row.datasets]
+
+
+def complete_record(folder_record: dict[str, Any], row: DescRow, diagnoses: dict[str, str]) -> dict[str, Any]:
+    """The whole ``cases`` record: the folder's fields joined with the table's."""
+    record = {**folder_record, **table_fields(row, diagnoses)}
+    if record["datasets"] is None:
+        record["datasets"] = table_datasets(row)
+    return record
+
+
+def build_case(root: str | Path, row: DescRow, diagnoses: dict[str, str]) -> CaseResult:
+    """One case's whole record from its folder and its table row."""
+    result = parse_case_folder(root, row.case_id)
+    if result.record is not None:
+        result.record = complete_record(result.record, row, diagnoses)
+    return result
 
 
 def _runs(code_cells: tuple[CodeCell, ...], steps: list[Step]) -> list[dict[str, Any]]:

@@ -68,15 +68,16 @@ def cache_root(cache_dir: str | Path | None = None) -> Path:
     return Path(env) if env else Path.home() / ".cache" / "junobench"
 
 
-def builder_for(root: Path, config: str, *, cache_dir: str | Path | None = None,
-                workers: int = 1) -> JunoBench:
-    """The builder of ``config`` for a local snapshot, keyed on its current content."""
+def builder_for(root: Path, config: str, *, cache_dir: str | Path | None = None, workers: int = 1,
+                content: str | None = None) -> JunoBench:
+    """The builder of ``config`` for a local snapshot, keyed on its content (its
+    :func:`~junobench.snapshot.fingerprint`, computed unless given as ``content``)."""
     if config not in CONFIGS:
         raise JunoBenchError(f"unknown config {config!r}", hint=f"use one of {', '.join(CONFIGS)}")
     return JunoBench(
         config_name=config,
         snapshot=str(root),
-        fingerprint=fingerprint(root),
+        fingerprint=content or fingerprint(root),
         cache_dir=str(cache_root(cache_dir)),
         dataset_name="junobench",
         workers=workers,
@@ -87,34 +88,46 @@ def build(
     root: Path, config: str = "cases", *, skip_invalid: bool = False,
     cache_dir: str | Path | None = None, num_proc: int | None = None,
 ) -> tuple[datasets.Dataset, BuildReport]:
-    """Prepare (or reuse) the records of a local snapshot; returns them and the report.
+    """Prepare (or reuse) the records of ``config`` for a local snapshot; returns them and
+    the report. See :func:`prepare`."""
+    built, report = prepare(root, (config,), skip_invalid=skip_invalid, cache_dir=cache_dir,
+                            num_proc=num_proc)
+    return built[config], report
 
-    Invalid cases fail the build with every problem listed (:class:`SnapshotError`),
-    unless ``skip_invalid``. Large snapshots are prepared by ``num_proc`` processes
-    (default: one per core when there are at least :data:`PARALLEL_FROM` cases).
+
+def prepare(
+    root: Path, configs: Iterable[str] = CONFIGS, *, skip_invalid: bool = False,
+    cache_dir: str | Path | None = None, num_proc: int | None = None,
+) -> tuple[dict[str, datasets.Dataset], BuildReport]:
+    """Prepare (or reuse) the records of ``configs`` for a local snapshot.
+
+    Invalid cases fail with every problem listed (:class:`SnapshotError`), unless
+    ``skip_invalid``. Large snapshots are parsed by ``num_proc`` processes (default: one
+    per core when there are at least :data:`PARALLEL_FROM` case folders).
     """
     if num_proc is None:
         num_proc = _default_num_proc(root)
-    builders = [builder_for(root, c, cache_dir=cache_dir, workers=num_proc)
-                for c in dict.fromkeys(("cases", config))]
-    for builder in builders:  # notebooks are derived from cases: prepare those first
+    content = fingerprint(root)
+    wanted = list(dict.fromkeys(configs))
+    builders = {c: builder_for(root, c, cache_dir=cache_dir, workers=num_proc, content=content)
+                for c in dict.fromkeys(["cases", *wanted])}  # notebooks derive from cases
+    for builder in builders.values():
         try:
             builder.download_and_prepare()
         except datasets.exceptions.DatasetGenerationError as error:
             if isinstance(error.__cause__, JunoBenchError):
                 raise error.__cause__ from None
             raise
-    builder = builders[-1]
-    data = read_report(builder.cache_dir)
+    data = read_report(builders["cases"].cache_dir)
     report = BuildReport(
-        root, builder.config.fingerprint or "", skipped=data["skipped"],
+        root, content, skipped=data["skipped"],
         problems=[Problem(**p) for p in data["problems"]],
         absent={what: sorted(ids) for what, ids in data["absent"].items()},
         unlisted_folders=data["unlisted_folders"],
     )
     if report.problems and not skip_invalid:
         raise SnapshotError(report.problems, root=root)
-    return builder.as_dataset(split="test"), report
+    return {c: builders[c].as_dataset(split="test") for c in wanted}, report
 
 
 #: Snapshots with at least this many case folders are prepared in parallel.

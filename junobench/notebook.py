@@ -65,6 +65,11 @@ class ErrorOutput:
     evalue: str
     traceback: tuple[str, ...]
 
+    @property
+    def crash_line(self) -> int | None:
+        """The crashing line of the cell (see :func:`crash_line`)."""
+        return _crash_line(self.traceback)
+
 
 class CodeCell(NamedTuple):
     """A code cell; ``index`` is its position among the notebook's code cells."""
@@ -345,7 +350,11 @@ def crash_line(traceback: Any) -> int | None:
     >>> crash_line(["<ipython-input-21-4356> in <module>\\n      1 # c\\n----> 2 f()\\n"])
     2
     """
-    for frame in parse_traceback(traceback):
+    return _crash_line(parse_traceback(traceback))
+
+
+def _crash_line(frames: Sequence[str]) -> int | None:
+    for frame in frames:
         match = _CELL_FRAME.search(frame)
         if not match:
             continue

@@ -20,25 +20,31 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator, Sequence
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import datasets
-import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from junobench import layout, vocab
-from junobench.cases import LABEL_FIELDS, build_case, notebook_rows
+from junobench import layout
+from junobench.cases import LABEL_FIELDS, TABLE_FIELDS, notebook_rows
 from junobench.errors import JunoBenchError
-from junobench.tables import DescRow, read_desc, read_diagnoses
+from junobench.preparation import (
+    NOTEBOOK_SOURCE_COLUMNS,
+    Report,
+    case_folders,
+    folder_shards,
+    joined,
+    notebook_table,
+    read_tables_in_background,
+    split,
+)
 
 #: Report files written beside the prepared records: what was skipped, what is absent.
 REPORT_PREFIX = "junobench_report"
-
-T = TypeVar("T")
 
 _string = datasets.Value("string")
 _int = datasets.Value("int32")
@@ -94,6 +100,10 @@ NOTEBOOK_FEATURES = datasets.Features(
 )
 
 FEATURES = {"cases": CASE_FEATURES, "notebooks": NOTEBOOK_FEATURES}
+CASE_SCHEMA = CASE_FEATURES.arrow_schema
+NOTEBOOK_SCHEMA = NOTEBOOK_FEATURES.arrow_schema
+#: The part of a cases record that its folder gives (the rest comes from the tables).
+FOLDER_SCHEMA = pa.schema([f for f in CASE_SCHEMA if f.name not in TABLE_FIELDS])
 CONFIGS = tuple(FEATURES)
 
 _DESCRIPTION = (
@@ -105,7 +115,7 @@ _DESCRIPTION = (
 
 # --------------------------------------------------------------------------- builder
 
-#: Records are generated in this many shards, so ``num_proc`` jobs can share them.
+#: Case folders are parsed in this many shards (spread over the builder's ``workers``).
 SHARDS = 16
 
 
@@ -159,23 +169,18 @@ class JunoBench(datasets.GeneratorBasedBuilder):
                 shutil.copyfile(report, Path(self._output_dir) / report.name)
             return [datasets.SplitGenerator(datasets.Split.TEST, gen_kwargs={
                 "files": tuple(f["filename"] for f in cases.cache_files),
-                "ranges": _split(range(len(cases)), SHARDS),
+                "ranges": split(range(len(cases)), SHARDS),
             })]
         root = Path(self.config.snapshot)
         if not layout.benchmark_dir(root).is_dir():
             raise JunoBenchError("the benchmark/ folder is missing", file=root / layout.BENCHMARK_DIR,
                                  hint=f"a snapshot holds benchmark/<case>/ folders beside {layout.DESC_TABLE}")
-        rows, problems = read_desc(root)
-        listed = {r.case_id for r in rows} | {p.case for p in problems if p.case}
-        _write_report(self._output_dir, "table", {
-            "skipped": list(dict.fromkeys(p.case for p in problems if p.case)),
-            "problems": [p.to_dict() for p in problems],
-            "unlisted_folders": _unlisted_folders(root, listed),
-        })
-        diagnoses = read_diagnoses(root)
+        if not (root / layout.DESC_TABLE).is_file():
+            raise JunoBenchError("the case table is missing", file=root / layout.DESC_TABLE,
+                                 hint=f"a snapshot holds {layout.DESC_TABLE} beside benchmark/")
+        folders = case_folders(root)
         return [datasets.SplitGenerator(datasets.Split.TEST, gen_kwargs={
-            "root": str(root),
-            "shards": [_shard_payload(i, part, diagnoses) for i, part in enumerate(_split(rows, SHARDS))],
+            "root": str(root), "folders": folders, "shards": split(folders, SHARDS),
         })]
 
     def _generate_examples(self, **kwargs: Any) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -192,10 +197,10 @@ class JunoBench(datasets.GeneratorBasedBuilder):
         (the notebooks records computed column-wise from the cases records)."""
         if self.config.name == "notebooks":
             for key, cases in self._case_batches(**kwargs):
-                yield key, notebook_table(cases)
+                yield key, notebook_table(cases, NOTEBOOK_SCHEMA)
             return
-        if self.workers > 1 and len(kwargs["shards"]) > 1:
-            yield from self._parallel_case_tables(**kwargs)
+        if self.config.name == "cases":
+            yield from enumerate(self._case_parts(**kwargs, schema=CASE_SCHEMA))
             return
         schema = self.info.features.arrow_schema
         batch: list[dict[str, Any]] = []
@@ -217,27 +222,24 @@ class JunoBench(datasets.GeneratorBasedBuilder):
             max_shard_size=max_shard_size, job_id=job_id,
         )
 
-    def _case_examples(self, root: str, shards: list[str]) -> Iterator[tuple[int, dict[str, Any]]]:
-        reports = []
-        for payload in shards:
-            index, records, report = case_shard(root, payload)
-            reports.append(report)
-            for i, record in enumerate(records):
-                yield index * 1_000_000 + i, record
-        _write_report(self._output_dir, "cases", _merge_reports(reports))
+    def _case_examples(self, **kwargs: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+        key = 0
+        for records in self._case_parts(**kwargs):
+            for record in records:
+                yield key, record
+                key += 1
 
-    def _parallel_case_tables(self, root: str, shards: list[str]) -> Iterator[tuple[int, pa.Table]]:
-        """Case shards parsed by ``workers`` processes, in shard order, as Arrow tables."""
-        import multiprocessing
-
-        method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-        reports = []
-        with multiprocessing.get_context(method).Pool(self.workers) as pool:
-            jobs = [(root, payload) for payload in shards]
-            for index, table, report in pool.imap(_case_shard_table, jobs):
-                reports.append(report)
-                yield index * 1_000_000, table
-        _write_report(self._output_dir, "cases", _merge_reports(reports))
+    def _case_parts(self, root: str, folders: list[str], shards: list[list[str]],
+                    schema: pa.Schema | None = None) -> Iterator[Any]:
+        """The cases records shard by shard: lists of dicts, or Arrow tables with ``schema``
+        (then parsed by ``workers`` processes); the report is written at the end."""
+        report = Report()
+        with tempfile.TemporaryDirectory(prefix="spool-", dir=self._output_dir) as spool:
+            parsed = folder_shards(root, shards, workers=self.workers, spool=spool,
+                                   schema=None if schema is None else FOLDER_SCHEMA)
+            tables = read_tables_in_background(root)  # after the workers started
+            yield from joined(root, folders, parsed, tables, report, schema)
+        _write_report(self._output_dir, "cases", report.to_dict())
 
     def _notebook_examples(self, files: tuple[str, ...],
                            ranges: list[range]) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -286,96 +288,6 @@ def _report_files(directory: Path) -> list[Path]:
 
 def _dataset_dir(dataset: datasets.Dataset) -> Path:
     return Path(dataset.cache_files[0]["filename"]).parent
-
-
-def _split(items: Sequence[T], parts: int) -> list[Sequence[T]]:
-    """``items`` in ``parts`` contiguous slices of near-equal length (some may be empty)."""
-    size, extra = divmod(len(items), parts)
-    bounds = [i * size + min(i, extra) for i in range(parts + 1)]
-    return [items[bounds[i]:bounds[i + 1]] for i in range(parts)]
-
-
-def _unlisted_folders(root: Path, listed: set[str]) -> list[str]:
-    """Case folders with no row in the case table (not part of the records)."""
-    return sorted(p.name for p in layout.benchmark_dir(root).iterdir()
-                  if p.is_dir() and p.name not in listed)
-
-
-#: Columns of the cases records from which the notebooks records are made.
-NOTEBOOK_SOURCE_COLUMNS = ["case_id", *LABEL_FIELDS, "exception", "diagnosis", "execution_order"]
-
-
-def notebook_table(cases: pa.Table) -> pa.Table:
-    """The notebooks records of a table of cases records, column by column.
-
-    The same rows as :func:`junobench.cases.notebook_rows` applied to each case (a
-    reproduced then a fixed row per case), without a Python object per row.
-    """
-    count = cases.num_rows
-    parts = []
-    for version in vocab.EVALUATED_VERSIONS:
-        runs = pc.struct_field(cases["execution_order"], version).combine_chunks()
-        offsets = np.asarray(runs.offsets)
-        values = runs.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
-        offsets = offsets - offsets[0]
-        last = offsets[1:] - 1  # each order ends with the target's run
-        keep = np.ones(len(values), dtype=bool)
-        keep[last] = False
-        executed = pa.ListArray.from_arrays(pa.array(offsets - np.arange(count + 1), pa.int32()),
-                                            values.filter(pa.array(keep)))
-        crash = version == "reproduced"
-        columns = {
-            "instance": pc.binary_join_element_wise(cases["case_id"], pa.scalar(version), "_"),
-            "case_id": cases["case_id"],
-            "version": pa.array([version] * count, pa.string()),
-            "crash": pa.array([crash] * count, pa.bool_()),
-            **{name: cases[name] for name in LABEL_FIELDS},
-            "exception": cases["exception"] if crash else pa.nulls(count, pa.string()),
-            "executed_cells": executed,
-            "target_cell": values.take(pa.array(last)),
-            "diagnosis": cases["diagnosis"] if crash else pa.nulls(count, pa.string()),
-        }
-        parts.append(pa.table(columns, schema=NOTEBOOK_FEATURES.arrow_schema))
-    both = pa.concat_tables(parts)
-    interleaved = np.column_stack([np.arange(count), np.arange(count) + count]).ravel()
-    return both.take(pa.array(interleaved))
-
-
-def _shard_payload(index: int, rows: Sequence[DescRow], diagnoses: dict[str, str]) -> str:
-    """A shard of table rows as one JSON string: cheap to hand to a worker process."""
-    needed = {vocab.instance_id(r.case_id, "reproduced") for r in rows}
-    return json.dumps({
-        "index": index,
-        "rows": [[r.case_id, r.row_number, r.fields, r.datasets] for r in rows],
-        "diagnoses": {k: v for k, v in diagnoses.items() if k in needed},
-    })
-
-
-def _read_shard_payload(payload: str) -> tuple[int, list[DescRow], dict[str, str]]:
-    data = json.loads(payload)
-    return data["index"], [DescRow(*r) for r in data["rows"]], data["diagnoses"]
-
-
-def case_shard(root: str, payload: str) -> tuple[int, list[dict[str, Any]], dict[str, Any]]:
-    """The records of one shard of table rows, and its report (skipped, problems, absent)."""
-    index, rows, diagnoses = _read_shard_payload(payload)
-    records, problems, skipped = [], [], []
-    absent: dict[str, list[str]] = {}
-    for row in rows:
-        result = build_case(Path(root), row, diagnoses)
-        for what in result.absent:
-            absent.setdefault(what, []).append(row.case_id)
-        if result.record is None:
-            problems.extend(p.to_dict() for p in result.problems)
-            skipped.append(row.case_id)
-        else:
-            records.append(result.record)
-    return index, records, {"skipped": skipped, "problems": problems, "absent": absent}
-
-
-def _case_shard_table(job: tuple[str, str]) -> tuple[int, pa.Table, dict[str, Any]]:
-    index, records, report = case_shard(*job)
-    return index, pa.Table.from_pylist(records, schema=CASE_FEATURES.arrow_schema), report
 
 
 def _merge_reports(reports: list[dict[str, Any]]) -> dict[str, Any]:

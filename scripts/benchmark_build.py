@@ -5,7 +5,8 @@ beside the checkout, N=100 → 11,100 cases, 22,200 notebooks), then measures in
 each phase in a fresh process with a cold records cache:
 
 - the floor: read and ``json.loads`` every notebook, nothing else;
-- the build: ``cases`` + ``notebooks`` records, as ``junobench.load`` prepares them.
+- the build: ``cases`` + ``notebooks`` records from a cold cache, as ``junobench build``
+  prepares them (content fingerprint, tables, notebooks, Arrow files of both configs).
 
 Prints both times, their ratio, notebooks/s and the peak RSS of the build (its own
 process and its worker processes). Usage::
@@ -90,13 +91,13 @@ BUILD = """
 import json, resource, sys, time
 import datasets
 datasets.disable_progress_bars()
-from junobench.loading import build
+from junobench.loading import prepare
 from pathlib import Path
 root, cache = Path(sys.argv[1]), sys.argv[2]
 start = time.perf_counter()
-cases, _ = build(root, "cases", cache_dir=cache)
-notebooks, _ = build(root, "notebooks", cache_dir=cache)
+built, _ = prepare(root, ("cases", "notebooks"), cache_dir=cache)  # what `junobench build` does
 seconds = time.perf_counter() - start
+cases, notebooks = built["cases"], built["notebooks"]
 rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
           resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
 print(json.dumps({"seconds": seconds, "cases": len(cases), "notebooks": len(notebooks),

@@ -1,0 +1,263 @@
+"""How the builder prepares records quickly: folder shards parsed by worker processes
+while the tables are read, joined with the tables' fields, written as Arrow.
+
+Case folders are taken in :func:`~junobench.cases.case_order` and split into shards.
+Each shard is parsed (in a worker process when there are several) into the folder's
+part of each record; meanwhile a thread reads the tables. The two parts are joined
+shard by shard, so records stream out in case order without holding the snapshot in
+memory. Problems and absences are collected into a report as they go.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from junobench import layout, vocab
+from junobench.cases import (
+    LABEL_FIELDS,
+    TABLE_FIELDS,
+    case_order,
+    parse_case_folder,
+    table_datasets,
+    table_fields,
+)
+from junobench.errors import Problem
+from junobench.tables import DescRow, read_desc, read_diagnoses
+
+T = TypeVar("T")
+
+
+def case_folders(root: str | Path) -> list[str]:
+    """Names of the folders under ``benchmark/``, in case order."""
+    with os.scandir(layout.benchmark_dir(root)) as entries:
+        return sorted((e.name for e in entries if e.is_dir()), key=case_order)
+
+
+def split(items: Sequence[T], parts: int) -> list[Sequence[T]]:
+    """``items`` in ``parts`` contiguous slices of near-equal length (some may be empty)."""
+    size, extra = divmod(len(items), parts)
+    bounds = [i * size + min(i, extra) for i in range(parts + 1)]
+    return [items[bounds[i]:bounds[i + 1]] for i in range(parts)]
+
+
+# --------------------------------------------------------------------------- folders
+
+
+@dataclass
+class FolderShard:
+    """The folder part of the records of a shard of case folders."""
+
+    ids: list[str]                          # cases with a record, in order
+    records: list[dict[str, Any]] | pa.Table
+    problems: list[Problem] = field(default_factory=list)
+    absent: dict[str, list[str]] = field(default_factory=dict)
+
+
+def parse_folders(root: str, ids: Sequence[str]) -> FolderShard:
+    shard = FolderShard([], [])
+    for case_id in ids:
+        result = parse_case_folder(root, case_id)
+        for what in result.absent:
+            shard.absent.setdefault(what, []).append(case_id)
+        shard.problems += result.problems
+        if result.record is not None:
+            shard.ids.append(case_id)
+            shard.records.append(result.record)  # type: ignore[union-attr]
+    return shard
+
+
+def _parse_folders_to_arrow(job: tuple[str, Sequence[str], pa.Schema, str | None]) -> FolderShard:
+    """A shard's records as an Arrow table; with a ``spool`` path, written there as an Arrow
+    file (a worker hands back the path, and the parent maps the file without copying)."""
+    root, ids, schema, spool = job
+    shard = parse_folders(root, ids)
+    table = pa.Table.from_pylist(shard.records, schema=schema)  # type: ignore[arg-type]
+    if spool is None:
+        shard.records = table
+        return shard
+    with pa.OSFile(spool, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
+        writer.write_table(table)
+    shard.records = spool  # type: ignore[assignment]
+    return shard
+
+
+def folder_shards(root: str, shards: Sequence[Sequence[str]], *, workers: int = 1,
+                  schema: pa.Schema | None = None, spool: str | None = None) -> Iterator[FolderShard]:
+    """Parse the shards in order; with ``schema``, records come as Arrow tables, and with
+    several ``workers`` the shards are parsed by that many processes, which hand their
+    tables over as Arrow files in the ``spool`` directory."""
+    if schema is None:
+        for ids in shards:
+            yield parse_folders(root, ids)
+        return
+    if workers < 2 or len(shards) < 2 or spool is None:
+        for ids in shards:
+            yield _parse_folders_to_arrow((root, ids, schema, None))
+        return
+    jobs = [(root, ids, schema, os.path.join(spool, f"shard-{i:05d}.arrow")) for i, ids in enumerate(shards)]
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with multiprocessing.get_context(method).Pool(workers) as pool:
+        for shard in pool.imap(_parse_folders_to_arrow, jobs):
+            path = str(shard.records)
+            with pa.memory_map(path) as source:
+                shard.records = pa.ipc.open_file(source).read_all()
+            os.unlink(path)
+            yield shard
+
+
+# --------------------------------------------------------------------------- tables
+
+
+@dataclass
+class Tables:
+    """The snapshot's tables, keyed by case id."""
+
+    rows: dict[str, DescRow]
+    diagnoses: dict[str, str]
+    problems: list[Problem]
+
+    @property
+    def listed(self) -> set[str]:
+        """Case ids the case table names (including rows it names twice)."""
+        return set(self.rows) | {p.case for p in self.problems if p.case}
+
+
+def read_tables(root: str | Path) -> Tables:
+    rows, problems = read_desc(root)
+    return Tables({r.case_id: r for r in rows}, read_diagnoses(root), problems)
+
+
+def read_tables_in_background(root: str | Path) -> Future[Tables]:
+    """Start reading the tables in a thread (the spreadsheet reader releases the GIL)."""
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="junobench-tables")
+    future = executor.submit(read_tables, root)
+    executor.shutdown(wait=False)
+    return future
+
+
+# --------------------------------------------------------------------------- joining
+
+
+@dataclass
+class Report:
+    """What preparing the records found; written beside them."""
+
+    skipped: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    absent: dict[str, list[str]] = field(default_factory=dict)
+    unlisted_folders: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"skipped": self.skipped, "problems": [p.to_dict() for p in self.problems],
+                "absent": self.absent, "unlisted_folders": self.unlisted_folders}
+
+
+def joined(root: str, folders: Sequence[str], shards: Iterable[FolderShard],
+           tables: Future[Tables], report: Report, schema: pa.Schema | None = None
+           ) -> Iterator[list[dict[str, Any]] | pa.Table]:
+    """Records of each shard (dicts, or an Arrow table with ``schema``), joined with the
+    tables' fields; cases the table does not list are left out. Fills ``report``."""
+    known: Tables | None = None
+    for shard in shards:
+        if known is None:
+            known = tables.result()
+        listed = known.listed
+        for problem in shard.problems:
+            if problem.case in listed:
+                report.problems.append(problem)
+                if problem.case not in report.skipped:
+                    report.skipped.append(problem.case)
+        for what, ids in shard.absent.items():
+            report.absent.setdefault(what, []).extend(i for i in ids if i in listed)
+        keep = [i for i, case_id in enumerate(shard.ids) if case_id in known.rows]
+        ids = [shard.ids[i] for i in keep]
+        if isinstance(shard.records, pa.Table):
+            assert schema is not None
+            yield _join_table(shard.records.take(keep), ids, known, schema)
+        else:
+            yield [_join_record(shard.records[i], known) for i in keep]
+    known = known or tables.result()
+    _finish_report(root, folders, known, report)
+
+
+def _join_record(record: dict[str, Any], tables: Tables) -> dict[str, Any]:
+    row = tables.rows[record["case_id"]]
+    joined_record = {**record, **table_fields(row, tables.diagnoses)}
+    if joined_record["datasets"] is None:
+        joined_record["datasets"] = table_datasets(row)
+    return joined_record
+
+
+def _join_table(part: pa.Table, ids: list[str], tables: Tables, schema: pa.Schema) -> pa.Table:
+    fields = [table_fields(tables.rows[i], tables.diagnoses) for i in ids]
+    columns = {name: pa.array([f[name] for f in fields], pa.string()) for name in TABLE_FIELDS}
+    datasets = part["datasets"].to_pylist()
+    columns["datasets"] = pa.array(
+        [d if d is not None else table_datasets(tables.rows[i]) for d, i in zip(datasets, ids, strict=True)],
+        schema.field("datasets").type,
+    )
+    return pa.Table.from_arrays([columns[n] if n in columns else part[n] for n in schema.names], schema=schema)
+
+
+def _finish_report(root: str, folders: Sequence[str], tables: Tables, report: Report) -> None:
+    present = set(folders)
+    report.problems[:0] = tables.problems
+    report.skipped[:0] = [p.case for p in tables.problems if p.case and p.case not in report.skipped]
+    for case_id in sorted(set(tables.rows) - present, key=case_order):  # listed, no folder
+        result = parse_case_folder(root, case_id)
+        report.problems += result.problems
+        report.skipped.append(case_id)
+    listed = tables.listed
+    report.unlisted_folders = [f for f in folders if f not in listed]
+
+
+# --------------------------------------------------------------------------- notebooks
+
+#: Columns of the cases records from which the notebooks records are made.
+NOTEBOOK_SOURCE_COLUMNS = ["case_id", *LABEL_FIELDS, "exception", "diagnosis", "execution_order"]
+
+
+def notebook_table(cases: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The notebooks records of a table of cases records, column by column.
+
+    The same rows as :func:`junobench.cases.notebook_rows` applied to each case (a
+    reproduced then a fixed row per case), without a Python object per row.
+    """
+    count = cases.num_rows
+    parts = []
+    for version in vocab.EVALUATED_VERSIONS:
+        runs = pc.struct_field(cases["execution_order"], version).combine_chunks()
+        offsets = np.asarray(runs.offsets)
+        values = runs.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+        offsets = offsets - offsets[0]
+        last = offsets[1:] - 1  # each order ends with the target's run
+        keep = np.ones(len(values), dtype=bool)
+        keep[last] = False
+        executed = pa.ListArray.from_arrays(pa.array(offsets - np.arange(count + 1), pa.int32()),
+                                            values.filter(pa.array(keep)))
+        crash = version == "reproduced"
+        columns = {
+            "instance": pc.binary_join_element_wise(cases["case_id"], pa.scalar(version), "_"),
+            "case_id": cases["case_id"],
+            "version": pa.array([version] * count, pa.string()),
+            "crash": pa.array([crash] * count, pa.bool_()),
+            **{name: cases[name] for name in LABEL_FIELDS},
+            "exception": cases["exception"] if crash else pa.nulls(count, pa.string()),
+            "executed_cells": executed,
+            "target_cell": values.take(pa.array(last)),
+            "diagnosis": cases["diagnosis"] if crash else pa.nulls(count, pa.string()),
+        }
+        parts.append(pa.table(columns, schema=schema))
+    both = pa.concat_tables(parts)
+    interleaved = np.column_stack([np.arange(count), np.arange(count) + count]).ravel()
+    return both.take(pa.array(interleaved))
