@@ -167,6 +167,7 @@ def _save(fig: Any, path: Path, fmt: str, dpi: int) -> None:
     try:
         with _style(), os.fdopen(fd, "wb") as handle:
             fig.savefig(handle, format=fmt, dpi=dpi, bbox_inches="tight", metadata=metadata)
+        os.chmod(tmp, 0o644)  # mkstemp makes it private
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
