@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from junobench import vocab
+from junobench.card import NO_DATA  # the table's title for "this case reads no input dataset"
 from junobench.snapshot import DEFAULT_SOURCE
 
 #: The four label dimensions of the benchmark (``cases`` fields), as the paper's Figure 2.
@@ -41,8 +42,6 @@ TITLES: dict[str, str] = {
 }
 #: The value counted for a case whose field is null.
 NOT_RECORDED = "(not recorded)"
-#: The published table's title (and licence) for "this case reads no input dataset".
-NO_DATA = "nodata"
 
 _VOCABULARIES: dict[str, Sequence[str]] = {
     "library": vocab.LIBRARIES,
