@@ -93,6 +93,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _add_task_options(parser: argparse.ArgumentParser, *, outputs: bool = True) -> None:
     parser.add_argument("--keep-comments", action="store_true",
                         help="keep code comments (the papers stripped them)")
+    parser.add_argument("--runtime-info", metavar="FILE.jsonl",
+                        help="add runtime information written by `junobench runtime-info` "
+                        "(the prompt shows it between the executed cells and the target cell)")
+    parser.add_argument("--runtime-exclude", action="append", default=[], choices=("S", "R", "V"),
+                        metavar="S|R|V", help="leave a category of runtime information out "
+                        "(repeatable; for ablations from one extraction)")
     if outputs:
         parser.add_argument("--keep-outputs", action="store_true",
                             help="add the executed cells' text outputs (the papers left them "
@@ -103,7 +109,9 @@ def _tasks(args: argparse.Namespace) -> int:
     from junobench.tasks import tasks, write_tasks
 
     tasks_, truths = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
-                           keep_outputs=args.keep_outputs, **filters_from(args))
+                           keep_outputs=args.keep_outputs, runtime_info=_runtime_texts(args),
+                           **filters_from(args))
+    _report_runtime_info(args, tasks_)
     out, truth = write_tasks(tasks_, truths, args.out, args.truth_out)
     print(f"wrote {len(tasks_)} tasks to {out}")
     print(f"ground truth in {truth} (keep it away from the detector)")
@@ -122,9 +130,16 @@ def _detect(args: argparse.Namespace) -> int:
             raise JunoBenchError("filters apply when tasks are built from --source, not to --tasks",
                                  hint="filter with `junobench tasks`, or drop --tasks")
         items = read_tasks(args.tasks)
+        texts = _runtime_texts(args)
+        if texts is not None:
+            for item in items:
+                item.pop("runtime_info", None)
+                if item["instance"] in texts:
+                    item["runtime_info"] = texts[item["instance"]]
     else:
         items, _ = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
-                         **filters_from(args))
+                         runtime_info=_runtime_texts(args), **filters_from(args))
+    _report_runtime_info(args, items)
     if args.baseline:
         summary = detect_static(items, args.out)
         print(f"wrote {len(summary.written)} predictions of the {args.baseline} baseline "
@@ -152,6 +167,28 @@ def _detect(args: argparse.Namespace) -> int:
         print("run the same command again to retry them", file=sys.stderr)
         return 1
     return 0
+
+
+def _runtime_texts(args: argparse.Namespace) -> dict[str, str] | None:
+    from junobench.errors import JunoBenchError
+
+    if not args.runtime_info:
+        if args.runtime_exclude:
+            raise JunoBenchError("--runtime-exclude needs --runtime-info FILE")
+        return None
+    from junobench.runtime import runtime_texts
+
+    return runtime_texts(args.runtime_info, exclude=args.runtime_exclude)
+
+
+def _report_runtime_info(args: argparse.Namespace, items: list[dict[str, Any]]) -> None:
+    if not args.runtime_info:
+        return
+    missing = [t["instance"] for t in items if not t.get("runtime_info")]
+    if missing:
+        shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        print(f"warning: {len(missing)} of {len(items)} tasks have no runtime information "
+              f"(not in {args.runtime_info}, or its extraction failed): {shown}", file=sys.stderr)
 
 
 def _evaluate(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ import concurrent.futures
 import math
 import os
 import time
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -94,6 +94,7 @@ async def replay(
     timeout: float | None,
     env: Mapping[str, str] | None = None,
     kernel_log: str | Path | None = None,
+    after: Callable[[Any], Awaitable[None]] | None = None,
 ) -> RunLog:
     """Run ``steps`` (code-cell indices, in order) of ``notebook`` (an nbformat
     ``NotebookNode``, updated in place) in a new kernel started in ``cwd``.
@@ -101,7 +102,9 @@ async def replay(
     ``timeout`` is per run of a cell, in seconds (None: no limit). The kernel is killed
     when the replay ends, whatever happened. The kernel's own stdout/stderr (not the
     notebook's outputs) go to ``kernel_log`` (default: discarded); its last line is
-    quoted when the kernel fails.
+    quoted when the kernel fails. ``after``, when given, is awaited with the nbclient
+    ``NotebookClient`` once every step has run without error, before the kernel stops
+    (to inspect the kernel's state, e.g. :mod:`junobench.runtime`).
     """
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -152,6 +155,10 @@ async def replay(
                     outcomes.append(_outcome(step.code_cell_index, cell, replies))
                     if outcomes[-1].status != OK:
                         break
+                else:
+                    current = None
+                    if after is not None:
+                        await after(client)
             finally:
                 if client.km is not None:  # None: already cleaned up after a failed start
                     await client._async_cleanup_kernel()

@@ -12,10 +12,12 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from junobench import layout
+from junobench.notebook import Step
 from junobench.verify.judge import RunLog, Verdict, judge
 from junobench.verify.report import CaseResult, VerifyReport
 from junobench.verify.runner import replay, run_sync
@@ -92,19 +94,28 @@ async def _verify_all(
 
 async def _replay_version(spec: CaseSpec, version: str, timeout: float | None,
                           slots: asyncio.Semaphore) -> RunLog:
+    async with slots:
+        return await replay_in_copy(spec, version, spec.orders[version], timeout=timeout)
+
+
+async def replay_in_copy(
+    spec: CaseSpec, version: str, steps: Sequence[Step], *, timeout: float | None,
+    after: Callable[[Any], Awaitable[None]] | None = None,
+) -> RunLog:
+    """Replay ``steps`` of the case's ``version`` notebook in a fresh kernel working in a
+    temporary copy of the case folder (removed afterwards); ``after`` as in :func:`replay`."""
     import nbformat
 
-    async with slots:
-        scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=f"junobench-{spec.case_id}-"))
-        try:
-            work = scratch / spec.case_id
-            await asyncio.to_thread(shutil.copytree, spec.folder, work)
-            path = work / layout.notebook_name(spec.case_id, version)
-            notebook = await asyncio.to_thread(nbformat.read, path, as_version=4)
-            return await replay(notebook, spec.orders[version], cwd=work, timeout=timeout,
-                                kernel_log=scratch / "kernel.log")
-        finally:
-            await asyncio.to_thread(shutil.rmtree, scratch, True)
+    scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=f"junobench-{spec.case_id}-"))
+    try:
+        work = scratch / spec.case_id
+        await asyncio.to_thread(shutil.copytree, spec.folder, work)
+        path = work / layout.notebook_name(spec.case_id, version)
+        notebook = await asyncio.to_thread(nbformat.read, path, as_version=4)
+        return await replay(notebook, steps, cwd=work, timeout=timeout,
+                            kernel_log=scratch / "kernel.log", after=after)
+    finally:
+        await asyncio.to_thread(shutil.rmtree, scratch, True)
 
 
 def _judge(spec: CaseSpec, version: str, log: RunLog) -> Verdict:

@@ -1,0 +1,73 @@
+"""Verb ``runtime-info``: summarise the kernel state each target cell depends on."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+
+from junobench.cli.common import add_filters, add_source, filters_from
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "runtime-info", help="summarise the objects each target cell reads, from a kernel",
+        description="For each notebook, in a fresh kernel working in a temporary copy of its "
+        "case folder: run the executed cells in execution order, stop before the target cell "
+        "(which never runs), and summarise the objects the target cell reads. Each field is "
+        "tagged S (structure), R (representation) or V (values). Writes one JSON record per "
+        "notebook; `junobench tasks --runtime-info FILE` puts them into the prompts.")
+    parser.add_argument("cases", nargs="*", metavar="CASE",
+                        help="case ids (default: every case of the snapshot)")
+    add_source(parser)
+    add_filters(parser)
+    parser.add_argument("--version", choices=("reproduced", "fixed"), action="append",
+                        dest="versions", help="only this version (repeatable; default: both)")
+    parser.add_argument("--out", required=True, metavar="FILE.jsonl", help="records to write")
+    parser.add_argument("--exclude", action="append", default=[], choices=("S", "R", "V"),
+                        metavar="S|R|V", help="leave out a category of fields (repeatable): "
+                        "S structure, R representation, V values")
+    parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                        help="kernels running at once (default: number of cores)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SEC",
+                        help="time limit per cell run and for the inspection, in seconds "
+                        "(default: 600)")
+    limits = parser.add_argument_group("size limits")
+    limits.add_argument("--max-columns", type=int, metavar="N",
+                        help="DataFrame columns described one by one (default: 20)")
+    limits.add_argument("--max-object-chars", type=int, metavar="N",
+                        help="JSON characters of one object's summary (default: 6000)")
+    limits.add_argument("--max-notebook-chars", type=int, metavar="N",
+                        help="JSON characters of all summaries of a notebook (default: 30000)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(handler=_runtime_info)
+
+
+def _runtime_info(args: argparse.Namespace) -> int:
+    from junobench.runtime import runtime_info
+    from junobench.verify import DEFAULT_TIMEOUT
+
+    options = {key: value for key, value in (("max_columns", args.max_columns),
+                                             ("max_object_chars", args.max_object_chars),
+                                             ("max_notebook_chars", args.max_notebook_chars))
+               if value is not None}
+    records = runtime_info(
+        args.cases or None, args.source, revision=args.revision,
+        versions=args.versions or ("reproduced", "fixed"), exclude=args.exclude,
+        jobs=args.jobs, timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
+        options=options, filters=filters_from(args), out=args.out,
+        progress=False if args.no_progress else None)
+    status = Counter(r["status"] for r in records)
+    capped = [r["instance"] for r in records
+              if r["capped"] or any("truncated" in s for s in (r["objects"] or {}).values())]
+    print(f"wrote {len(records)} records to {args.out}: "
+          + ", ".join(f"{n} {s}" for s, n in status.items()))
+    if capped:
+        print(f"size cap hit in {len(capped)}: {', '.join(capped)}", file=sys.stderr)
+    for record in records:
+        if record["status"] == "failed":
+            print(f"{record['instance']}: {record['problem']}", file=sys.stderr)
+        if record["imported_by_inspection"]:
+            print(f"{record['instance']}: the inspection imported "
+                  f"{', '.join(record['imported_by_inspection'])}", file=sys.stderr)
+    return 1 if status.get("failed") else 0

@@ -1,0 +1,281 @@
+"""Extract runtime information: run a notebook up to its target cell, then look inside.
+
+For each reproduced or fixed notebook, in a fresh kernel working in a temporary copy of
+the case folder (verify's runner, :func:`junobench.verify.session.replay_in_copy`): run
+the executed cells in execution order, stop before the target cell's (last) run, and
+execute one inspection snippet that summarises the names the target cell reads
+(:mod:`.names`) with :mod:`.summarise`, whose source is sent along so that the kernel
+imports nothing of junobench (nor anything the notebook did not import). The target cell
+never runs. One record per notebook (see :func:`runtime_info`).
+
+>>> records = runtime_info(["pandas_1"], "sample", exclude=["V"])        # doctest: +SKIP
+>>> records[0]["objects"]["df"]["S"]["columns"][:3]                      # doctest: +SKIP
+['PassengerId', 'Survived', 'Pclass']
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import json
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from junobench import layout, vocab
+from junobench.errors import JunoBenchError
+from junobench.notebook import read_notebook
+from junobench.runtime import summarise as summarise_module
+from junobench.runtime.names import target_names
+from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS
+from junobench.snapshot import DEFAULT_SOURCE, resolve
+from junobench.verify.judge import OK, TIMEOUT, RunLog
+from junobench.verify.runner import require_run_extra, run_sync
+from junobench.verify.session import DEFAULT_TIMEOUT, default_jobs, replay_in_copy
+from junobench.verify.spec import DATA_ABSENT, FILTERS, CaseSpec, case_specs
+
+#: MIME type of the inspection's result in the kernel's display output.
+MIME = "application/vnd.junobench.runtime+json"
+
+#: Fields of a runtime-information record, in order.
+RECORD_FIELDS = ("instance", "case_id", "version", "target_cell", "status", "problem",
+                 "categories", "names", "attributes", "undefined", "objects", "environment",
+                 "capped", "imported_by_inspection", "parsed", "seconds")
+
+_SNIPPET = """\
+def __junobench_runtime_info(source, request, mime):
+    import types
+    from IPython import get_ipython
+    from IPython.display import display
+    shell = get_ipython()
+    module = types.ModuleType("junobench_runtime_summarise")
+    exec(compile(source, "<junobench runtime summarise>", "exec"), module.__dict__)
+    request = dict(request, hidden=sorted(shell.user_ns_hidden))
+    display({mime: module.inspect_namespace(shell.user_ns, request)}, raw=True)
+try:
+    __junobench_runtime_info(%s, %s, %s)
+finally:
+    del __junobench_runtime_info
+"""
+
+
+def categories_without(exclude: Iterable[str] = ()) -> tuple[str, ...]:
+    """The categories left after ``exclude`` (``S``, ``R``, ``V``; case-insensitive)."""
+    dropped = {c.upper() for c in exclude}
+    unknown = sorted(dropped - set(CATEGORIES))
+    if unknown:
+        raise JunoBenchError(f"unknown runtime-information categor{'y' if len(unknown) == 1 else 'ies'} "
+                             f"{', '.join(unknown)}", hint="use S (structure), R (representation) "
+                             "or V (values)")
+    return tuple(c for c in CATEGORIES if c not in dropped)
+
+
+def request_for(target_source: str, categories: Sequence[str] = CATEGORIES,
+                options: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """What to ask the kernel about a target cell (names, attributes, bound names, limits)."""
+    found = target_names(target_source)
+    return {"names": list(found.names), "attributes": {k: list(v) for k, v in found.attributes.items()},
+            "bound": sorted(found.bound), "categories": list(categories),
+            "options": {**DEFAULT_OPTIONS, **(options or {})}, "parsed": found.parsed}
+
+
+def inspection_code(request: Mapping[str, Any]) -> str:
+    """The code the kernel runs to summarise the requested names (stdlib-only, self-contained)."""
+    plain = json.loads(json.dumps(request))  # Python literals only
+    return _SNIPPET % (repr(_summarise_source()), repr(plain), repr(MIME))
+
+
+@functools.cache
+def _summarise_source() -> str:
+    return inspect.getsource(summarise_module)
+
+
+class _Inspection:
+    """The ``after`` hook of one replay: runs the inspection, keeps its payload or problem."""
+
+    def __init__(self, request: Mapping[str, Any], timeout: float | None) -> None:
+        self.request = request
+        self.timeout = timeout
+        self.payload: dict[str, Any] | None = None
+        self.problem: str | None = None
+
+    async def __call__(self, client: Any) -> None:
+        import nbformat
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+        cell = nbformat.v4.new_code_cell(inspection_code(self.request))
+        client.nb.cells.append(cell)  # the replay's in-memory copy, never saved
+        try:
+            await client.async_execute_cell(cell, len(client.nb.cells) - 1, store_history=False)
+        except CellTimeoutError:
+            limit = f" after {self.timeout:g}s" if self.timeout else ""
+            self.problem = f"the inspection timed out{limit}"
+            return
+        except DeadKernelError:
+            raise
+        except Exception as error:  # one notebook's trouble never stops the others
+            self.problem = f"the inspection failed: {type(error).__name__}: {error}"
+            return
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "error":
+                self.problem = f"the inspection failed: {output.get('ename')}: {output.get('evalue')}"
+                return
+            data = output.get("data", {})
+            if MIME in data:
+                payload = data[MIME]
+                self.payload = json.loads(payload) if isinstance(payload, str) else dict(payload)
+                return
+        self.problem = "the inspection produced no result"
+
+
+def runtime_info(
+    case_ids: Sequence[str] | None = None,
+    source: str | Path = DEFAULT_SOURCE,
+    *,
+    versions: Sequence[str] = vocab.EVALUATED_VERSIONS,
+    exclude: Iterable[str] = (),
+    revision: str | None = None,
+    jobs: int | None = None,
+    timeout: float | None = DEFAULT_TIMEOUT,
+    options: Mapping[str, int] | None = None,
+    filters: Mapping[str, str | Iterable[str]] | None = None,
+    out: str | Path | None = None,
+    progress: bool | None = None,
+    on_record: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Runtime information of the notebooks of ``case_ids`` (default: every case, or those
+    matching ``filters``) in ``versions``, one record each (fields :data:`RECORD_FIELDS`).
+
+    ``exclude`` drops categories (``S``, ``R``, ``V``): their fields are not computed.
+    ``jobs`` kernels run at once; ``timeout`` limits each cell run and the inspection, in
+    seconds; ``options`` overrides :data:`~junobench.runtime.summarise.DEFAULT_OPTIONS`.
+    With ``out``, the records are written there as JSON Lines (atomically). A record's
+    ``status`` is ``ok``, ``failed`` (``problem`` says why) or ``skipped`` (no input data).
+    """
+    require_run_extra()
+    categories = categories_without(exclude)
+    if jobs is not None and jobs < 1:
+        raise JunoBenchError(f"--jobs must be at least 1, got {jobs}")
+    if timeout is not None and timeout <= 0:
+        raise JunoBenchError(f"--timeout must be positive, got {timeout:g}")
+    bad = [v for v in versions if v not in vocab.EVALUATED_VERSIONS]
+    if bad or not versions:
+        raise JunoBenchError(f"unknown version {bad[0] if bad else '(none)'!r}",
+                             hint="use reproduced or fixed")
+    options = _check_options(options)
+    root = resolve(source, revision=revision, include_data=True)
+    criteria = {name: [v] if isinstance(v, str) else list(v) for name, v in (filters or {}).items() if v}
+    unknown = sorted(set(criteria) - set(FILTERS))
+    if unknown:
+        raise JunoBenchError(f"unknown filter(s) {', '.join(unknown)}", hint=f"filters are {', '.join(FILTERS)}")
+    specs = case_specs(root, case_ids, filters=criteria)
+    if not specs:
+        raise JunoBenchError("no cases to extract runtime information from", file=root,
+                             hint="check the case ids and filters (`junobench ls`)")
+    work = [(spec, version) for spec in specs for version in dict.fromkeys(versions)]
+    try:
+        records = run_sync(_extract_all(root, work, categories, options, jobs or default_jobs(),
+                                        timeout, progress, on_record))
+    except asyncio.CancelledError:  # Ctrl-C: the kernels are stopped
+        raise KeyboardInterrupt from None
+    if out is not None:
+        from junobench.tasks import write_jsonl
+
+        write_jsonl(out, records)
+    return records
+
+
+def _check_options(options: Mapping[str, int] | None) -> dict[str, int]:
+    merged = {**DEFAULT_OPTIONS, **(options or {})}
+    unknown = sorted(set(merged) - set(DEFAULT_OPTIONS) - {"max_probe"})
+    if unknown:
+        raise JunoBenchError(f"unknown runtime-information option(s) {', '.join(unknown)}",
+                             hint=f"options are {', '.join(DEFAULT_OPTIONS)}")
+    for key, value in merged.items():
+        if not isinstance(value, int) or value < (0 if key == "max_items" else 1):
+            raise JunoBenchError(f"{key} must be a positive whole number, got {value!r}")
+    return merged
+
+
+async def _extract_all(root: Path, work: Sequence[tuple[CaseSpec, str]], categories: Sequence[str],
+                       options: Mapping[str, int], jobs: int, timeout: float | None,
+                       progress: bool | None,
+                       on_record: Callable[[dict[str, Any]], None] | None) -> list[dict[str, Any]]:
+    from tqdm import tqdm
+
+    slots = asyncio.Semaphore(jobs)
+    bar = tqdm(total=len(work), unit="notebook", desc="runtime-info", dynamic_ncols=True,
+               disable=None if progress is None else not progress)
+
+    async def one(spec: CaseSpec, version: str) -> dict[str, Any]:
+        async with slots:
+            record = await extract_notebook(root, spec, version, categories, options, timeout)
+        bar.update()
+        if on_record is not None:
+            on_record(record)
+        return record
+
+    try:
+        return list(await asyncio.gather(*(one(spec, version) for spec, version in work)))
+    finally:
+        bar.close()
+
+
+async def extract_notebook(root: Path, spec: CaseSpec, version: str, categories: Sequence[str],
+                           options: Mapping[str, int], timeout: float | None) -> dict[str, Any]:
+    """The runtime-information record of one notebook of a case spec."""
+    record = new_record(spec.case_id, version, spec.target, categories)
+    if spec.problem is not None or spec.data_absent:
+        record.update(status="skipped" if spec.problem is None else "failed",
+                      problem=DATA_ABSENT if spec.problem is None else f"cannot run: {spec.problem}")
+        return record
+    assert spec.target is not None
+    try:
+        notebook, _ = read_notebook(layout.notebook_path(root, spec.case_id, version), case=spec.case_id)
+    except JunoBenchError as error:
+        record.update(status="failed", problem=f"cannot read the notebook: {error.problem_.problem}")
+        return record
+    request = request_for(notebook.code_cells[spec.target].source, categories, options)
+    record.update(names=request["names"], attributes=request["attributes"], parsed=request.pop("parsed"))
+    steps = spec.orders[version][:-1]  # everything before the target's (last) run
+    inspection = _Inspection(request, timeout)
+    started = time.perf_counter()
+    log = await replay_in_copy(spec, version, steps, timeout=timeout, after=inspection)
+    record["seconds"] = round(time.perf_counter() - started, 3)
+    problem = run_problem(log) or inspection.problem
+    if problem is None and inspection.payload is None:
+        problem = "the inspection did not run"
+    if problem is not None:
+        record.update(status="failed", problem=problem)
+        return record
+    payload = inspection.payload or {}
+    record.update(status="ok", **{k: payload.get(k) for k in (
+        "objects", "undefined", "environment", "capped", "imported_by_inspection")})
+    return record
+
+
+def new_record(case_id: str, version: str, target: int | None, categories: Sequence[str]) -> dict[str, Any]:
+    """An empty record (every field present) for one notebook."""
+    return {"instance": vocab.instance_id(case_id, version), "case_id": case_id, "version": version,
+            "target_cell": target, "status": "failed", "problem": None, "categories": list(categories),
+            "names": [], "attributes": {}, "undefined": [], "objects": {}, "environment": {},
+            "capped": None, "imported_by_inspection": [], "parsed": True, "seconds": 0.0}
+
+
+def run_problem(log: RunLog) -> str | None:
+    """Why the cells before the target did not all run (None when they did)."""
+    for step in log.steps:
+        if step.status == TIMEOUT:
+            limit = f" after {log.timeout:g}s" if log.timeout else ""
+            return f"code cell {step.code_cell_index} timed out{limit}, before the target"
+        if step.status != OK:
+            value = (step.evalue or "").strip().splitlines()
+            detail = f"{step.ename}: {value[0]}" if value and value[0] else str(step.ename)
+            return f"code cell {step.code_cell_index} raised {detail}, before the target"
+    if log.failure is not None:
+        return f"kernel failure: {log.failure}"
+    if len(log.steps) < log.planned:
+        return f"incomplete run: {len(log.steps)} of {log.planned} cells ran"
+    return None

@@ -1,0 +1,154 @@
+"""Runtime-information files: reading them, dropping categories, and the prompt's text.
+
+A file written by ``junobench runtime-info`` holds one JSON record per notebook
+(:data:`~junobench.runtime.extract.RECORD_FIELDS`). :func:`runtime_texts` turns the usable
+ones into the text that :mod:`junobench.tasks` stores as a task's ``runtime_info`` and
+:mod:`junobench.prompt` places between the executed cells and the target cell.
+
+>>> record = {"instance": "pandas_1_reproduced", "status": "ok", "undefined": ["X"],
+...           "objects": {"df": {"S": {"shape": [3, 2]}, "R": {"type": "pandas.DataFrame"}}},
+...           "environment": {"R": {"python": "3.11.7", "libraries": {"pandas": "3.1.1"}}}}
+>>> print(runtime_text(record))
+Objects the target cell uses, as they are in the kernel before it runs:
+df: pandas.DataFrame
+  shape: [3, 2]
+Not defined in the kernel: X
+Environment: Python 3.11.7; pandas 3.1.1
+>>> print(runtime_text(record, exclude=["R"]))
+Objects the target cell uses, as they are in the kernel before it runs:
+df:
+  shape: [3, 2]
+Not defined in the kernel: X
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from junobench import vocab
+from junobench.errors import JunoBenchError
+from junobench.runtime.summarise import CATEGORIES
+
+_HINT = "write it with `junobench runtime-info --out FILE.jsonl`"
+_NESTED = ("column_values",)  # dict fields shown one entry per line
+
+
+def read_runtime_info(path: str | Path) -> dict[str, dict[str, Any]]:
+    """Records of a runtime-information file, by instance."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise JunoBenchError(f"cannot read the runtime-information file ({error})", file=path,
+                             hint=_HINT) from None
+    out: dict[str, dict[str, Any]] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError) as error:
+            raise JunoBenchError(f"line {number} is not valid JSON ({error})", file=path, hint=_HINT) from None
+        problem = _record_problem(record)
+        if problem:
+            raise JunoBenchError(f"line {number}: {problem}", file=path, hint=_HINT,
+                                 case=record.get("instance") if isinstance(record, dict) else None)
+        if record["instance"] in out:
+            raise JunoBenchError(f"line {number}: instance {record['instance']!r} appears twice",
+                                 file=path, hint=_HINT)
+        out[record["instance"]] = record
+    return out
+
+
+def _record_problem(record: Any) -> str | None:
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    instance = record.get("instance")
+    if not isinstance(instance, str):
+        return "no 'instance' string"
+    try:
+        vocab.split_instance(instance)
+    except ValueError as error:
+        return str(error)
+    if record.get("status") not in ("ok", "failed", "skipped"):
+        return "'status' must be ok, failed or skipped"
+    if not isinstance(record.get("objects", {}), dict):
+        return "'objects' must map names to summaries"
+    return None
+
+
+def drop_categories(record: Mapping[str, Any], exclude: Iterable[str]) -> dict[str, Any]:
+    """A copy of ``record`` without the fields of the ``exclude`` categories (S, R, V)."""
+    dropped = {c.upper() for c in exclude}
+    unknown = sorted(dropped - set(CATEGORIES))
+    if unknown:
+        raise JunoBenchError(f"unknown runtime-information categor{'y' if len(unknown) == 1 else 'ies'} "
+                             f"{', '.join(unknown)}", hint="use S, R or V")
+    out = copy.deepcopy(dict(record))
+    out["objects"] = {name: {k: v for k, v in summary.items() if k not in dropped}
+                      for name, summary in (record.get("objects") or {}).items()}
+    out["environment"] = {k: v for k, v in (record.get("environment") or {}).items() if k not in dropped}
+    kept = [c for c in record.get("categories", CATEGORIES) if c not in dropped]
+    out["categories"] = kept
+    return out
+
+
+def runtime_text(record: Mapping[str, Any], *, exclude: Iterable[str] = ()) -> str:
+    """The prompt text of one record: each object (type, then its S, R and V fields), the
+    names the target cell reads that the kernel does not define, and library versions."""
+    exclude = list(exclude)
+    if exclude:
+        record = drop_categories(record, exclude)
+    lines = ["Objects the target cell uses, as they are in the kernel before it runs:"]
+    objects = record.get("objects") or {}
+    if not objects:
+        lines.append("(none: the target cell reads no variable of the kernel)")
+    for name, summary in objects.items():
+        lines.extend(_object_lines(name, summary))
+    capped = record.get("capped")
+    if capped and capped.get("omitted"):
+        lines.append(f"Left out to keep this short: {', '.join(capped['omitted'])}")
+    if record.get("undefined"):
+        lines.append(f"Not defined in the kernel: {', '.join(record['undefined'])}")
+    environment = (record.get("environment") or {}).get("R") or {}
+    if environment:
+        parts = [f"Python {environment['python']}"] if environment.get("python") else []
+        parts += [f"{k} {v}" for k, v in (environment.get("libraries") or {}).items()]
+        lines.append(f"Environment: {'; '.join(parts)}")
+    return "\n".join(lines)
+
+
+def _object_lines(name: str, summary: Mapping[str, Any]) -> list[str]:
+    representation = dict(summary.get("R") or {})
+    kind = representation.pop("type", None)
+    lines = [f"{name}: {kind}" if kind else f"{name}:"]
+    fields = [*(summary.get("S") or {}).items(), *representation.items(), *(summary.get("V") or {}).items()]
+    for key, value in fields:
+        if key == "attributes" and isinstance(value, dict):
+            used = ", ".join(f"{a} ({how})" for a, how in value.items())
+            lines.append(f"  attributes the target cell uses: {used}")
+        elif key in _NESTED and isinstance(value, dict):
+            lines.append(f"  {key}:")
+            lines.extend(f"    {k}: {_json(v)}" for k, v in value.items())
+        elif key == "value":
+            lines.append(f"  {key}: {json.dumps(value, ensure_ascii=False)}")
+        else:
+            lines.append(f"  {key}: {_json(value)}")
+    if summary.get("truncated"):
+        lines.append(f"  (summary cut to {summary['truncated'].get('limit')} characters)")
+    return lines
+
+
+def _json(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def runtime_texts(path: str | Path, *, exclude: Iterable[str] = ()) -> dict[str, str]:
+    """Instance → prompt text, for the records of ``path`` whose extraction succeeded."""
+    exclude = list(exclude)
+    return {instance: runtime_text(record, exclude=exclude)
+            for instance, record in read_runtime_info(path).items() if record["status"] == "ok"}
