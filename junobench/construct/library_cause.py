@@ -407,9 +407,9 @@ def _clues(traceback: Any, code: str | None, record: Any = None
         for module in modules:
             if entry := modules_of(module):
                 break
-        if entry == "torch" and len(modules) > 1 and _DISPATCH.match(text, first_frame):
-            # torch's Module.__call__ only dispatches to the model's forward(): the
-            # model's library (torchvision, …) is the one called.
+        if entry == "torch" and len(libraries) > 1 and _torch_dispatches(text, first_frame):
+            # torch's Module.__call__ only dispatches to the model's forward(): the next
+            # library frame is the model's (torchvision, …).
             entry = [lib for module in modules if (lib := modules_of(module))][1]
         totals[entry] = add(entry, 0.0) + _W_ENTRY
         if record is not None:
@@ -514,6 +514,14 @@ def _clues(traceback: Any, code: str | None, record: Any = None
             if record is not None:
                 record((lib, weight, kind, what.decode()))
     return totals, (text, max(0, arrow.start() - 240), arrow.start())
+
+
+def _torch_dispatches(text: str, start: int) -> bool:
+    """The first torch frame (from ``start``) is ``torch/nn/modules/module.py``."""
+    for frame in _PACKAGE.finditer(text, start):
+        if MODULES.get(frame.group(1)) == "torch":
+            return _DISPATCH.match(text, frame.start()) is not None
+    return False
 
 
 def _other_frames(text: str) -> tuple[list[str], int]:
