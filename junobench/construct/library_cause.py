@@ -338,7 +338,7 @@ def estimate(traceback: Any, code: str | None = None) -> str | None:
             best, top, second = lib, weight, top
         elif weight > second:
             second = weight
-    if best is None or (second and top - second <= 2 * WEIGHTS["code"]):
+    if best is None or (second and top - second <= _CLOSE):
         # No clue, or a close call: the libraries the cell uses decide.
         clues: list[tuple[str, float, str, str]] = []
         _tiebreak_clues(context, code, clues.append)
@@ -543,6 +543,7 @@ _KINDS = {where: {_ALIAS: f"{where}_alias", _API: f"{where}_api", _METHOD: f"{wh
 _W_ENTRY, _W_DEEP, _W_RAISE = WEIGHTS["entry_frame"], WEIGHTS["deep_frame"], WEIGHTS["raise_frame"]
 _W_EXCEPTION, _W_MESSAGE = WEIGHTS["exception"], WEIGHTS["message"]
 _W_TYPE, _W_CALLED = WEIGHTS["message_type"], WEIGHTS["message_api"]
+_CLOSE = 2 * WEIGHTS["code"]  # a lead the tie-breakers could still overturn
 
 
 def _tiebreak_clues(where: tuple[str, int, int], code: str | None, add: Any) -> None:
@@ -576,7 +577,8 @@ def _exception(text: str, newline: str) -> tuple[str | None, str | None]:
         low = max(0, end - 4000)
         i = end
         while (i := text.rfind(", ", low, i)) > 0:  # item boundaries: ', ' or ", "
-            if text[i - 1] in _QUOTES and text[i + 2:i + 3] in _QUOTES:
+            if text[i - 1] in _QUOTES and text[i + 2:i + 3] in _QUOTES \
+                    and text[i + 3:i + 4].isalpha():
                 found = _EXCEPTION_LINE.match(text, i + 3)
                 if found:
                     return found.group(1), found.group(2) or ""
