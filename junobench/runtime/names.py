@@ -329,7 +329,8 @@ def _from_tokens(python: str, assigned: set[str]) -> TargetNames:
             if token.type in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT,
                               tokenize.DEDENT):
                 continue
-            if token.type == tokenize.NAME and not keyword.iskeyword(token.string):
+            if (token.type == tokenize.NAME and token.string.isidentifier()
+                    and not keyword.iskeyword(token.string)):
                 after_dot = previous and previous[-1].string == "."
                 if after_dot and len(previous) >= 2 and previous[-2].string in names:
                     attributes.setdefault(previous[-2].string, {})[token.string] = None

@@ -31,6 +31,7 @@ import builtins
 import collections
 import contextlib
 import functools
+import importlib.metadata
 import inspect
 import json
 import math
@@ -157,8 +158,8 @@ def _resolves_dynamically(cls: type) -> bool:
         inspect.getattr_static(cls, "__getattr__")
         return True
     except AttributeError:
-        return inspect.getattr_static(cls, "__getattribute__") is not object.__getattribute__ and (
-            inspect.getattr_static(cls, "__getattribute__") is not types.ModuleType.__getattribute__)
+        # a __getattribute__ written in Python (C types keep the generic lookup)
+        return isinstance(inspect.getattr_static(cls, "__getattribute__"), types.FunctionType)
 
 
 # --------------------------------------------------------------------------- plumbing
@@ -273,12 +274,26 @@ def _loaded(*modules: str) -> list[types.ModuleType | None]:
 
 
 def _library_versions() -> dict[str, str]:
+    """Versions of the :data:`LIBRARIES` the notebook imported: ``__version__`` when the
+    module has it in its namespace, else the installed distribution's metadata."""
     out = {}
+    distributions: Mapping[str, list[str]] | None = None
     for name in LIBRARIES:
         module = sys.modules.get(name)
-        if module is not None:
-            version = vars(module).get("__version__")
-            out[name] = str(version) if version is not None else "unknown"
+        if module is None:
+            continue
+        version = vars(module).get("__version__")
+        if not isinstance(version, str):
+            if distributions is None:
+                distributions = importlib.metadata.packages_distributions()
+            version = "unknown"
+            for distribution in distributions.get(name, ()):
+                try:
+                    version = importlib.metadata.version(distribution)
+                    break
+                except importlib.metadata.PackageNotFoundError:
+                    continue
+        out[name] = version
     return out
 
 
