@@ -183,7 +183,7 @@ def joined(root: str, folders: Sequence[str], shards: Iterable[FolderShard],
         ids = [shard.ids[i] for i in keep]
         if isinstance(shard.records, pa.Table):
             assert schema is not None
-            yield _join_table(shard.records.take(keep), ids, known, schema)
+            yield _join_table(shard.records.take(pa.array(keep, pa.int64())), ids, known, schema)
         else:
             yield [_join_record(shard.records[i], known) for i in keep]
     known = known or tables.result()
