@@ -47,7 +47,7 @@ def gallery() -> dict[str, object]:
                           "grade": pd.Categorical(["a", "b", "a"])})
     X = np.arange(12.0).reshape(6, 2)
     y = np.array([0, 1, 0, 1, 1, 0])
-    results = sm.OLS(np.arange(6.0) + [0, 1, 0, 1, 0, 1], sm.add_constant(X[:, 0])).fit()
+    results = sm.OLS(np.arange(6.0) + np.array([0, 1, 0, 1, 0, 1]), sm.add_constant(X[:, 0])).fit()
     return {
         "frame": frame, "series": frame["age"], "index": frame.columns,
         "floats": np.array([1.0, np.nan, 3.0]), "ints": y, "objects": np.array([Point(), "a"], dtype=object),
@@ -372,3 +372,31 @@ def test_tensorflow_objects_when_tensorflow_is_importable():
     summary = summarise(dataset)
     assert "TensorSpec(shape=(None, 3)" in summary["R"]["element_spec"]
     assert set(summary) == {"R"} and pulled == []
+    model = tf.keras.Sequential([tf.keras.Input((4,)), tf.keras.layers.Dense(3)])
+    summary = summarise(model)
+    assert summary["S"] == {"input_shape": [None, 4], "output_shape": [None, 3], "n_parameters": 15}
+    assert summary["V"] == {"built": True}
+
+
+def test_keras_image_iterators_when_keras_is_importable(tmp_path):
+    pytest.importorskip("tensorflow", reason="TensorFlow is not installed here: the Keras "
+                        "image-iterator summariser is exercised only where it is")
+    from PIL import Image
+
+    try:
+        from keras.src.legacy.preprocessing.image import ImageDataGenerator
+    except ImportError:
+        from tensorflow.keras.preprocessing.image import ImageDataGenerator
+    for label, count in (("cats", 3), ("dogs", 2)):
+        (tmp_path / label).mkdir()
+        for i in range(count):
+            Image.new("RGB", (12, 10)).save(tmp_path / label / f"{i}.png")
+    flow = ImageDataGenerator(rescale=1 / 255).flow_from_directory(
+        tmp_path, target_size=(10, 12), batch_size=2)
+    summary = summarise(flow)
+    assert summary["S"] == {"samples": 5, "batch_size": 2, "image_shape": [10, 12, 3],
+                            "target_size": [10, 12], "n_batches": 3}
+    assert summary["R"]["class_mode"] == "categorical"
+    assert summary["V"]["class_indices"] == {"cats": 0, "dogs": 1} and summary["V"]["n_classes"] == 2
+    assert summary["V"]["class_counts"] == {"0": 3, "1": 2} and summary["V"]["batches_seen"] == 0
+    assert flow.batch_index == 0 and flow.total_batches_seen == 0  # not advanced

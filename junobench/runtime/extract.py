@@ -92,8 +92,9 @@ def _summarise_source() -> str:
     return inspect.getsource(summarise_module)
 
 
-class _Inspection:
-    """The ``after`` hook of one replay: runs the inspection, keeps its payload or problem."""
+class Inspection:
+    """An ``after`` hook for :func:`~junobench.verify.runner.replay`: runs the inspection of
+    ``request`` in the kernel and keeps its ``payload`` (or the ``problem``)."""
 
     def __init__(self, request: Mapping[str, Any], timeout: float | None) -> None:
         self.request = request
@@ -240,7 +241,7 @@ async def extract_notebook(root: Path, spec: CaseSpec, version: str, categories:
     request = request_for(notebook.code_cells[spec.target].source, categories, options)
     record.update(names=request["names"], attributes=request["attributes"], parsed=request.pop("parsed"))
     steps = spec.orders[version][:-1]  # everything before the target's (last) run
-    inspection = _Inspection(request, timeout)
+    inspection = Inspection(request, timeout)
     started = time.perf_counter()
     log = await replay_in_copy(spec, version, steps, timeout=timeout, after=inspection)
     record["seconds"] = round(time.perf_counter() - started, 3)
