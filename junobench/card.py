@@ -12,33 +12,37 @@ licences, absences) are computed from the records at export time.
 
 from __future__ import annotations
 
-from collections import Counter
+import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from junobench import vocab
 from junobench.errors import JunoBenchError
 from junobench.exported import CONFIG_NAMES, DEFAULT_CONFIG, PARQUET, SPLIT
 
-#: The card template (Jinja): kept beside the package in the source tree.
-TEMPLATE = Path(__file__).resolve().parent.parent / "data_cards" / "junobench.md"
+#: The card template (Jinja): ``data_cards/`` of the source tree, or its installed copy.
+TEMPLATE_NAME = "junobench.md"
+TEMPLATE_PLACES = (
+    Path(__file__).resolve().parent.parent / "data_cards",
+    Path(sys.prefix) / "share" / "junobench" / "data_cards",
+)
+
+
+def template_path() -> Path:
+    """The dataset card template of this installation (the first place that has it)."""
+    for place in TEMPLATE_PLACES:
+        if (place / TEMPLATE_NAME).is_file():
+            return place / TEMPLATE_NAME
+    return TEMPLATE_PLACES[0] / TEMPLATE_NAME
 #: The repo id the card's loading examples name.
 DEFAULT_REPO_ID = "PELAB-LiU/JunoBench"
 
 TAGS = ("jupyter", "notebooks", "crash-detection", "bug-detection", "machine-learning",
         "software-engineering", "python", "code", "benchmark")
 
-#: Body tables of label counts: (title, ``cases`` field).
-DISTRIBUTIONS: tuple[tuple[str, str], ...] = (
-    ("Library", "library"),
-    ("Root cause", "root_cause"),
-    ("Crash type", "crash_type"),
-    ("ML pipeline stage", "pipeline_stage"),
-    ("Source", "source"),
-)
-_NULL = "(not recorded)"
-#: The published table's title for "this case reads no input dataset".
-NO_DATA = "nodata"
+#: Body tables of label counts (``cases`` fields, counted by :func:`junobench.stats.compute`).
+DISTRIBUTIONS: tuple[str, ...] = ("library", "root_cause", "crash_type", "pipeline_stage", "source")
 
 
 def size_category(rows: int) -> str:
@@ -80,14 +84,17 @@ def card_data(infos: Mapping[str, Any], rows: int) -> Any:
 def body_context(cases: Sequence[Mapping[str, Any]], notebooks: Sequence[Mapping[str, Any]],
                  report: Mapping[str, Any]) -> dict[str, Any]:
     """The template's variables: counts, distributions, licence tables, absences."""
+    from junobench.stats import TITLES, compute
+
     n = len(cases)
-    distributions = []
-    for title, field in DISTRIBUTIONS:
-        counts = Counter(c[field] if c[field] is not None else _NULL for c in cases)
-        distributions.append({"title": title, "field": field, "rows": [
+    counts = compute(cases).counts
+    distributions = [
+        {"title": TITLES[field], "field": field, "rows": [
             {"value": _cell(value), "count": count, "share": f"{100 * count / n:.1f}%"}
-            for value, count in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-        ]})
+            for value, count in counts[field].items()
+        ]}
+        for field in DISTRIBUTIONS if field in counts
+    ]
     return {
         "n_cases": n,
         "n_notebooks": len(notebooks),
@@ -145,7 +152,7 @@ def _absences(cases: Sequence[Mapping[str, Any]], report: Mapping[str, Any]) -> 
 
 def _input_datasets(case: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The case's input datasets; the published table's ``nodata`` placeholder is none."""
-    return [d for d in case["datasets"] or [] if (d["title"] or "").strip().lower() != NO_DATA]
+    return [d for d in case["datasets"] or [] if not vocab.is_no_data(d["title"])]
 
 
 def render_card(infos: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
@@ -154,11 +161,10 @@ def render_card(infos: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
     """The card's full text (YAML header and body)."""
     from huggingface_hub import DatasetCard
 
-    path = Path(template) if template is not None else TEMPLATE
+    path = Path(template) if template is not None else template_path()
     if not path.is_file():
         raise JunoBenchError("the dataset card template is missing", file=path,
-                             hint="export from a junobench source checkout (data_cards/), "
-                             "or pass --template PATH")
+                             hint="reinstall junobench, or pass --template PATH")
     context = body_context(cases, notebooks, report)
     card = DatasetCard.from_template(card_data(infos, max(len(cases), len(notebooks))), template_path=str(path),
                                      repo_id=repo_id, **context)

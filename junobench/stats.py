@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from junobench import vocab
-from junobench.card import NO_DATA  # the table's title for "this case reads no input dataset"
 from junobench.snapshot import DEFAULT_SOURCE
 
 #: The four label dimensions of the benchmark (``cases`` fields), as the paper's Figure 2.
@@ -136,7 +135,7 @@ def compute(cases: Iterable[Mapping[str, Any]]) -> Stats:
         modification.update(kinds)
         for d in case.get("datasets") or []:
             title = d.get("title") or d.get("name") or ""
-            if title.strip().lower() == NO_DATA:
+            if vocab.is_no_data(title):
                 continue
             licences[(title, d.get("url") or "")] = d.get("license") or NOT_RECORDED
 

@@ -90,6 +90,14 @@ EVALUATED_VERSIONS: tuple[str, ...] = ("reproduced", "fixed")
 #: Kinds of modification recorded for an input dataset.
 MODIFICATIONS: tuple[str, ...] = ("downsampled", "synthetic")
 
+#: The published table's dataset title for "this case reads no input dataset".
+NO_DATA = "nodata"
+
+
+def is_no_data(title: str | None) -> bool:
+    """True for the published table's placeholder title of a case without input data."""
+    return (title or "").strip().lower() == NO_DATA
+
 _CASE_ID = re.compile(r"^(?P<library>[A-Za-z][A-Za-z0-9]*)_(?P<number>[0-9]+)$")
 
 
