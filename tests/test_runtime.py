@@ -261,3 +261,41 @@ def test_bad_input_is_one_clear_error(tmp_path, capsys):
                  "--runtime-exclude", "V"]) == 1
     assert "--runtime-exclude needs --runtime-info" in capsys.readouterr().err
     assert not (tmp_path / "x.jsonl").exists()
+
+
+def test_torch_loader_in_a_kernel_is_described_without_iterating(tmp_path):
+    pytest.importorskip("torch", reason="PyTorch is not installed here: the in-kernel PyTorch "
+                        "summaries are exercised only where it is")
+    snap = checkout(["pandas_1"], "sample", tmp_path / "snap")
+    edit_cell(snap, "pandas_1", "reproduced", 3, (
+        "import torch\nfrom torch.utils.data import DataLoader, Dataset\n"
+        "class Rows(Dataset):\n    reads = 0\n    def __len__(self):\n        return len(df)\n"
+        "    def __getitem__(self, i):\n        Rows.reads += 1\n"
+        "        return torch.tensor(df[['Age', 'Fare']].iloc[i].to_numpy()), int(df['Survived'].iloc[i])\n"
+        "loader = DataLoader(Rows(), batch_size=32, shuffle=True)\nbatch = torch.zeros(4, 2)"))
+    edit_cell(snap, "pandas_1", "reproduced", 4, "model(batch); next(iter(loader))")
+    spec = case_specs(snap, ["pandas_1"])[0]
+    notebook, _ = read_notebook(snap / "benchmark" / "pandas_1" / "pandas_1_reproduced.ipynb")
+    inspection = Inspection(request_for(notebook.code_cells[4].source), timeout=120)
+    reads: list = []
+
+    async def hook(client) -> None:
+        import nbformat
+
+        await inspection(client)
+        cell = nbformat.v4.new_code_cell("print(Rows.reads)")
+        client.nb.cells.append(cell)
+        await client.async_execute_cell(cell, len(client.nb.cells) - 1, store_history=False)
+        reads.append(int(cell.outputs[0]["text"]))
+
+    log = run_sync(replay_in_copy(spec, "reproduced", spec.orders["reproduced"][:-1], timeout=120,
+                                  after=hook))
+    assert log.failure is None and inspection.problem is None, inspection.problem
+    objects = inspection.payload["objects"]
+    assert objects["loader"]["S"] == {"batch_size": 32, "drop_last": False, "dataset_length": 400,
+                                      "n_batches": 13}
+    assert objects["loader"]["V"]["dataset_probed_items"] == [["Tensor torch.float64 [2]", "0"],
+                                                              ["Tensor torch.float64 [2]", "1"]]
+    assert objects["batch"]["S"] == {"shape": [4, 2], "numel": 8}
+    assert inspection.payload["undefined"] == ["model"]
+    assert reads == [2], "the loader was iterated (only two items are probed)"
