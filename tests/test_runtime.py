@@ -299,3 +299,19 @@ def test_torch_loader_in_a_kernel_is_described_without_iterating(tmp_path):
     assert objects["batch"]["S"] == {"shape": [4, 2], "numel": 8}
     assert inspection.payload["undefined"] == ["model"]
     assert reads == [2], "the loader was iterated (only two items are probed)"
+
+
+def test_size_caps_are_applied_and_reported(tmp_path, capsys):
+    out = tmp_path / "small.jsonl"
+    code = main(["runtime-info", "statsmodels_1", "--version", "reproduced", "--source", "sample",
+                 "--out", str(out), "--max-notebook-chars", "700", "--max-object-chars", "600",
+                 "--no-progress"])
+    assert code == 0
+    assert "size cap hit in 1: statsmodels_1_reproduced" in capsys.readouterr().err
+    record = read_runtime_info(out)["statsmodels_1_reproduced"]
+    assert len(json.dumps(record["objects"], ensure_ascii=False)) <= 700
+    assert record["capped"]["limit"] == 700 and record["capped"]["chars"] > 700
+    assert all(len(json.dumps(s, ensure_ascii=False)) <= 600 for s in record["objects"].values())
+    assert any("truncated" in s for s in record["objects"].values())
+    text = runtime_texts(out)["statsmodels_1_reproduced"]
+    assert "(summary cut to" in text or "Left out to keep this short" in text

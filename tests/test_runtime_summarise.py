@@ -264,6 +264,14 @@ def test_per_object_cap_cuts_and_reports():
     assert summary["S"]["length"] == 500 and summary["R"]["type"] == "dict"
     small = summarise([1, 2])
     assert fit(small, 10_000) is small and "truncated" not in small
+    wide = pd.DataFrame(np.arange(60.0).reshape(3, 20), columns=[f"column_{i}" for i in range(20)])
+    full = summarise(wide)
+    cut = summarise(wide, options={"max_object_chars": 1200})
+    assert len(json.dumps(cut, ensure_ascii=False)) <= 1200 < len(json.dumps(full, ensure_ascii=False))
+    # the big per-column fields are cut first; the small ones stay whole
+    assert cut["S"]["shape"] == [3, 20] and cut["S"]["n_columns"] == 20
+    assert cut["R"]["type"] == "pandas.DataFrame" and cut["V"]["has_nan"] is False
+    assert len(cut["V"]["column_values"]) < 20 and cut["V"]["column_values"]["…"].endswith(" more")
 
 
 def test_per_notebook_cap_shrinks_then_leaves_out_and_reports():

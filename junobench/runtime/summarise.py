@@ -61,7 +61,6 @@ LIBRARIES = ("numpy", "pandas", "sklearn", "scipy", "statsmodels", "matplotlib",
              "catboost", "transformers", "plotly", "PIL", "cv2", "nltk")
 
 _ADDRESS = re.compile(r" at 0x[0-9A-Fa-f]+")
-_SHRINK_STEPS = ((10, 120), (5, 80), (3, 50), (1, 30), (0, 20))
 
 
 # --------------------------------------------------------------------------- entry points
@@ -301,37 +300,54 @@ def _library_versions() -> dict[str, str]:
 
 
 def fit(summary: dict[str, Any], limit: int) -> dict[str, Any]:
-    """``summary`` within ``limit`` JSON characters: lists, dicts and texts are cut step by
-    step (categories kept); ``truncated`` says so."""
+    """``summary`` within ``limit`` JSON characters: the largest field is cut in half (its
+    list, dict or text), again and again, and dropped when it cannot shrink; categories
+    and small fields stay as they are. ``truncated`` says what happened."""
     size = _size(summary)
     if size <= limit:
         return summary
-    for items, chars in _SHRINK_STEPS:
-        smaller = {k: (_shrink(v, items, chars) if k in CATEGORIES else v) for k, v in summary.items()}
-        smaller["truncated"] = {"chars": size, "limit": limit}
-        if _size(smaller) <= limit:
-            return smaller
-    bare = {k: {f: v for f, v in summary[k].items() if isinstance(v, (int, float, bool))
-                or (isinstance(v, str) and len(v) <= 60)}
-            for k in CATEGORIES if k in summary}
-    bare = {k: v for k, v in bare.items() if v}
-    bare["truncated"] = {"chars": size, "limit": limit}
-    return bare
+    out: dict[str, Any] = json.loads(json.dumps(summary))
+    out["truncated"] = {"chars": size, "limit": limit}
+    while _size(out) > limit:
+        fields = [(_size(v), c, k) for c in CATEGORIES if c in out for k, v in out[c].items()
+                  if (c, k) != ("R", "type")] or [  # the type goes last
+            (_size(v), c, k) for c in CATEGORIES if c in out for k, v in out[c].items()]
+        if not fields:
+            out.pop("errors", None)
+            break
+        field_size, category, key = max(fields)
+        smaller = _halve(out[category][key])
+        if smaller is None or _size(smaller) >= field_size:
+            del out[category][key]
+            if not out[category]:
+                del out[category]
+        else:
+            out[category][key] = smaller
+    return out
 
 
 def fit_notebook(objects: dict[str, Any], limit: int,
                  object_limit: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """All summaries within ``limit`` JSON characters: each is first cut to its share of
-    the limit, then summaries are left out from the last read. Returns the summaries and
-    the report (None when the cap was not hit)."""
+    """All summaries within ``limit`` JSON characters: the limit is shared out (small
+    summaries keep their size, the larger ones share the rest and are cut to it), and
+    if that is not enough, summaries are left out from the last read. Returns the
+    summaries and the report (None when the cap was not hit)."""
     size = _size(objects)
     if size <= limit or not objects:
         return objects, None
-    share = max(limit // len(objects), 200)
-    shrunk = []
-    out = {}
+    overhead = {name: len(json.dumps(name, ensure_ascii=False)) + 2 for name in objects}
+    budget = limit - 2
+    shares: dict[str, int] = {}
+    pending = sorted(objects, key=lambda n: _size(objects[n]))
+    while pending:
+        fair = budget // len(pending)
+        name = pending.pop(0)
+        need = _size(objects[name]) + overhead[name]
+        shares[name] = min(need, max(fair, 0))
+        budget -= shares[name]
+    out, shrunk = {}, []
     for name, summary in objects.items():
-        smaller = fit(summary, min(share, object_limit))
+        smaller = fit(summary, max(min(shares[name] - overhead[name], object_limit), 1))
         if smaller is not summary:
             shrunk.append(name)
         out[name] = smaller
@@ -348,20 +364,39 @@ def _size(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False))
 
 
-def _shrink(value: Any, items: int, chars: int) -> Any:
+def _halve(value: Any) -> Any:
+    """A smaller version of a field's value (half its entries or text), or None."""
     if isinstance(value, str):
-        return _cut(value, chars)
+        return _cut(value, len(value) // 2) if len(value) > 24 else None
     if isinstance(value, list):
-        kept = [_shrink(v, items, chars) for v in value[: max(items, 1)]]
-        return kept + ([f"… {len(value) - len(kept)} more"] if len(value) > len(kept) else [])
+        items, more = _split_marker(value)
+        if len(items) <= 1:
+            inner = _halve(items[0]) if items else None
+            return None if inner is None else [inner, *_marker(more)]
+        kept = items[: len(items) // 2]
+        return [*kept, *_marker(more + len(items) - len(kept))]
     if isinstance(value, dict):
-        keys = list(value)
-        kept_keys = keys[: max(items, 1)] if len(keys) > items else keys
-        out = {k: _shrink(value[k], items, chars) for k in kept_keys}
-        if len(keys) > len(kept_keys):
-            out["…"] = f"{len(keys) - len(kept_keys)} more"
-        return out
-    return value
+        more_text = value.get("…")
+        more = int(more_text.split()[0]) if isinstance(more_text, str) and more_text.split()[0].isdigit() else 0
+        keys = [k for k in value if k != "…"]
+        if len(keys) <= 1:
+            inner = _halve(value[keys[0]]) if keys else None
+            return None if inner is None else {keys[0]: inner, **({"…": f"{more} more"} if more else {})}
+        kept = keys[: len(keys) // 2]
+        return {**{k: value[k] for k in kept}, "…": f"{more + len(keys) - len(kept)} more"}
+    return None
+
+
+def _split_marker(values: list[Any]) -> tuple[list[Any], int]:
+    if values and isinstance(values[-1], str) and values[-1].startswith("… ") and values[-1].endswith(" more"):
+        number = values[-1][2:-5]
+        if number.isdigit():
+            return values[:-1], int(number)
+    return values, 0
+
+
+def _marker(more: int) -> list[str]:
+    return [f"… {more} more"] if more else []
 
 
 # --------------------------------------------------------------------------- dispatch
