@@ -183,7 +183,8 @@ def joined(root: str, folders: Sequence[str], shards: Iterable[FolderShard],
         ids = [shard.ids[i] for i in keep]
         if isinstance(shard.records, pa.Table):
             assert schema is not None
-            yield _join_table(shard.records.take(pa.array(keep, pa.int64())), ids, known, schema)
+            part = shard.records if len(keep) == len(shard.ids) else shard.records.take(pa.array(keep, pa.int64()))
+            yield _join_table(part, ids, known, schema)
         else:
             yield [_join_record(shard.records[i], known) for i in keep]
     known = known or tables.result()
@@ -201,11 +202,14 @@ def _join_record(record: dict[str, Any], tables: Tables) -> dict[str, Any]:
 def _join_table(part: pa.Table, ids: list[str], tables: Tables, schema: pa.Schema) -> pa.Table:
     fields = [table_fields(tables.rows[i], tables.diagnoses) for i in ids]
     columns = {name: pa.array([f[name] for f in fields], pa.string()) for name in TABLE_FIELDS}
-    datasets = part["datasets"].to_pylist()
-    columns["datasets"] = pa.array(
-        [d if d is not None else table_datasets(tables.rows[i]) for d, i in zip(datasets, ids, strict=True)],
-        schema.field("datasets").type,
-    )
+    datasets = part["datasets"]
+    if datasets.null_count:  # cases without metadata files: the table describes their data
+        datasets = pa.array(
+            [d if d is not None else table_datasets(tables.rows[i])
+             for d, i in zip(datasets.to_pylist(), ids, strict=True)],
+            schema.field("datasets").type,
+        )
+    columns["datasets"] = datasets
     return pa.Table.from_arrays([columns[n] if n in columns else part[n] for n in schema.names], schema=schema)
 
 
