@@ -72,8 +72,14 @@ def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
         return problem(f"case id {case_id!r} is not of the form <library>_<number>",
                        hint="name cases like torch_7 or NBspecific_3")
     folder = os.path.join(root, folder_rel)
-    if not os.path.isdir(folder):
+    try:
+        with os.scandir(folder) as found:
+            entries = {entry.name: entry for entry in found}
+    except (FileNotFoundError, NotADirectoryError):
         return problem("case folder is missing", hint=f"add {folder_rel}/ or remove the table row")
+    except OSError as error:
+        return problem(f"cannot list the case folder ({error.strerror or error})",
+                       hint="check its permissions")
 
     texts: dict[str, str | None] = {}
     cells: dict[str, tuple[CodeCell, ...]] = {}
@@ -81,7 +87,7 @@ def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
         name = layout.notebook_name(case_id, version)
         path = os.path.join(folder, name)
         texts[version] = None
-        if not os.path.exists(path):
+        if name not in entries:
             if version == "original":
                 absent.append("original notebook")
             else:
@@ -110,7 +116,8 @@ def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
                        "keep the fixed notebook's cells at the reproduced notebook's positions")
 
     datasets_ = None
-    if os.path.isdir(os.path.join(folder, layout.DATA_DIR)):
+    data_dir = entries.get(layout.DATA_DIR)
+    if data_dir is not None and data_dir.is_dir():
         metadata = layout.metadata_files(root, case_id)
         if metadata:
             datasets_ = _datasets_from_metadata(Path(root), case_id, metadata, absent, problems)

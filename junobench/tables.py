@@ -10,7 +10,6 @@ published ones; :data:`DESC_COLUMNS` maps them to record fields, once.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import tempfile
@@ -81,8 +80,9 @@ class Table:
             )
 
 
-def read_table(path: str | Path, *, sheet: int | str = 0) -> Table:
-    """Read one sheet of an xlsx file; the first row is the header."""
+def read_table(path: str | Path, *, sheet: int | str = 0, columns: Sequence[str] | None = None) -> Table:
+    """Read one sheet of an xlsx file; the first row is the header. With ``columns``, only
+    those of them that the sheet has are kept (in that order)."""
     from python_calamine import CalamineError, CalamineWorkbook
 
     path = Path(path)
@@ -101,13 +101,15 @@ def read_table(path: str | Path, *, sheet: int | str = 0) -> Table:
     header = [_header(v) for v in values[0]]
     while header and header[-1] == "":
         header.pop()
-    width = len(header)
+    keep = range(len(header)) if columns is None else [header.index(c) for c in columns if c in header]
+    width = len(keep)
     rows = []
     for raw in values[1:]:
-        row = [_value(v) for v in raw[:width]]
-        if any(v is not None for v in row):
-            rows.append(row + [None] * (width - len(row)))
-    return Table(path, header, rows)
+        size = len(raw)
+        row = [_value(raw[i]) if i < size else None for i in keep]
+        if row.count(None) != width:
+            rows.append(row)
+    return Table(path, [header[i] for i in keep], rows)
 
 
 def write_table(path: str | Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> None:
@@ -156,14 +158,17 @@ def read_desc(root: str | Path) -> tuple[list[DescRow], list[Problem]]:
     table = read_table(path)
     table.require(DESC_REQUIRED, hint="use the published columns of benchmark_desc.xlsx")
     position = {c: i for i, c in enumerate(table.columns)}
-    known = [(c, f) for c, f in DESC_COLUMNS.items() if c in position]
+    known = [(f, position[c]) for c, f in DESC_COLUMNS.items() if c in position]
     dataset_slots = sorted({int(m[2]) for c in table.columns if (m := _DATASET_COLUMN.match(c))})
+    slot_columns = [[(f, position.get(f"{c}_{slot}")) for c, f in DATASET_COLUMNS.items()]
+                    for slot in dataset_slots]
+    id_column = position["nb_name"]
     rows: list[DescRow] = []
     problems: list[Problem] = []
     seen: dict[str, int] = {}
     name = layout.DESC_TABLE
     for number, values in enumerate(table.rows, start=2):
-        case_id = _text(values[position["nb_name"]])
+        case_id = _text(values[id_column])
         if case_id is None:
             problems.append(Problem(f"row {number}: empty nb_name", name, None,
                                     "give every row its case id"))
@@ -173,11 +178,10 @@ def read_desc(root: str | Path) -> tuple[list[DescRow], list[Problem]]:
                                     name, case_id, "keep one row per case"))
             continue
         seen[case_id] = number
-        fields = {f: _text(values[position[c]]) for c, f in known}
+        fields = {f: _text(values[i]) for f, i in known}
         datasets = []
-        for slot in dataset_slots:
-            entry = {f: _text(values[position[f"{c}_{slot}"]]) if f"{c}_{slot}" in position else None
-                     for c, f in DATASET_COLUMNS.items()}
+        for slot in slot_columns:
+            entry = {f: None if i is None else _text(values[i]) for f, i in slot}
             if any(v is not None for v in entry.values()):
                 datasets.append(entry)
         rows.append(DescRow(case_id, number, fields, datasets))
@@ -190,7 +194,7 @@ def read_diagnoses(root: str | Path) -> dict[str, str]:
     path = Path(root) / layout.DIAGNOSIS_TABLE
     if not path.is_file():
         return {}
-    table = read_table(path)
+    table = read_table(path, columns=DIAGNOSIS_REQUIRED)
     table.require(DIAGNOSIS_REQUIRED, hint="the diagnosis table has columns instance and diagnosis")
     i, d = table.columns.index("instance"), table.columns.index("diagnosis")
     out: dict[str, str] = {}
@@ -209,13 +213,15 @@ def _header(value: Any) -> str:
 
 
 def _value(value: Any) -> Any:
-    if value == "" or (isinstance(value, float) and math.isnan(value)):
+    if value == "" or value != value:  # an empty cell, or NaN
         return None
     return value
 
 
 def _text(value: Any) -> str | None:
     """A cell as text: None for empty; integral floats without '.0'."""
+    if type(value) is str:
+        return None if not value or value.isspace() else value
     if value is None:
         return None
     if isinstance(value, float) and value.is_integer():

@@ -93,6 +93,15 @@ def test_nbformat3_notebook_is_upgraded():
     assert nb.code_cells[0].execution_count == 1
 
 
+def test_json_the_fast_parser_refuses_is_still_read():
+    # Notebooks written with Python's json may hold NaN literals and integers beyond 64 bits.
+    metadata = '"metadata": {"loss": NaN, "seed": 123456789012345678901234567890}'
+    text = notebook(code("x = 1", 1)).replace('"metadata": {}', metadata, 1)
+    nb = parse_notebook(text)
+    assert nb.data["metadata"]["seed"] == 123456789012345678901234567890
+    assert nb.code_cells[0].source == "x = 1"
+
+
 @pytest.mark.parametrize(
     ("raw", "problem"),
     [
