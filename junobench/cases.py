@@ -19,8 +19,7 @@ from junobench.metadata import read_metadata
 from junobench.notebook import (
     CodeCell,
     NotebookError,
-    Step,
-    execution_order,
+    execution_runs,
     find_target,
     read_notebook,
 )
@@ -142,7 +141,8 @@ def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
         "fixed": texts["fixed"],
         "target_cell_index": target_index,
         "execution_order": {
-            version: _runs(cells[version], execution_order(cells[version], target_index))
+            version: [{"code_cell_index": index, "execution_count": count, "source": source}
+                      for index, count, source in execution_runs(cells[version], target_index)]
             for version in vocab.EVALUATED_VERSIONS
         },
         "datasets": datasets_,
@@ -176,14 +176,6 @@ def build_case(root: str | Path, row: DescRow, diagnoses: dict[str, str]) -> Cas
     if result.record is not None:
         result.record = complete_record(result.record, row, diagnoses)
     return result
-
-
-def _runs(code_cells: tuple[CodeCell, ...], steps: list[Step]) -> list[dict[str, Any]]:
-    return [
-        {"code_cell_index": s.code_cell_index, "execution_count": s.execution_count,
-         "source": code_cells[s.code_cell_index].source}
-        for s in steps
-    ]
 
 
 def _datasets_from_metadata(root: Path, case_id: str, files: list[Path], absent: list[str],

@@ -258,6 +258,12 @@ def execution_order(code_cells: Sequence[CodeCell], target: int) -> list[Step]:
     Ends with the target; a ``[reexecute]`` cell runs twice in a row, the first time
     with no recorded count.
     """
+    return [Step(index, count) for index, count, _ in execution_runs(code_cells, target)]
+
+
+def execution_runs(code_cells: Sequence[CodeCell], target: int) -> list[tuple[int, int | None, str]]:
+    """:func:`execution_order` as plain ``(code-cell index, count, source)`` tuples (what
+    the record builder stores, without a :class:`Step` per run)."""
     if not 0 <= target < len(code_cells):
         raise IndexError(f"target code cell {target} out of range (0..{len(code_cells) - 1})")
     target_cell = code_cells[target]
@@ -268,12 +274,12 @@ def execution_order(code_cells: Sequence[CodeCell], target: int) -> list[Step]:
         before = [c for c in code_cells if c[2] is not None and c[2] < limit]
     before.sort(key=_COUNT)  # stable: equal counts keep notebook order
     before.append(target_cell)
-    steps: list[Step] = []
+    runs: list[tuple[int, int | None, str]] = []
     for index, source, count, _ in before:
         if _REEXECUTE.match(source):
-            steps.append(Step(index, None))
-        steps.append(Step(index, count))
-    return steps
+            runs.append((index, None, source))
+        runs.append((index, count, source))
+    return runs
 
 
 _COUNT = operator.itemgetter(2)  # CodeCell.execution_count

@@ -10,10 +10,12 @@ memory. Problems and absences are collected into a report as they go.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -95,7 +97,11 @@ def folder_shards(root: str, shards: Sequence[Sequence[str]], *, workers: int = 
                   schema: pa.Schema | None = None, spool: str | None = None) -> Iterator[FolderShard]:
     """Parse the shards in order; with ``schema``, records come as Arrow tables, and with
     several ``workers`` the shards are parsed by that many processes, which hand their
-    tables over as Arrow files in the ``spool`` directory."""
+    tables over as Arrow files in the ``spool`` directory.
+
+    Workers run without the cycle collector: parsing makes no reference cycles, and a
+    collection would touch (and so copy) every page a forked worker shares with its parent.
+    """
     if schema is None:
         for ids in shards:
             yield parse_folders(root, ids)
@@ -106,13 +112,25 @@ def folder_shards(root: str, shards: Sequence[Sequence[str]], *, workers: int = 
         return
     jobs = [(root, ids, schema, os.path.join(spool, f"shard-{i:05d}.arrow")) for i, ids in enumerate(shards)]
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    with multiprocessing.get_context(method).Pool(workers) as pool:
+    with multiprocessing.get_context(method).Pool(workers, initializer=gc.disable) as pool:
         for shard in pool.imap(_parse_folders_to_arrow, jobs):
             path = str(shard.records)
             with pa.memory_map(path) as source:
                 shard.records = pa.ipc.open_file(source).read_all()
             os.unlink(path)
             yield shard
+
+
+@contextmanager
+def frozen_heap() -> Iterator[None]:
+    """Leave the objects that exist now out of garbage collection while records are
+    prepared: collections then scan only what the build makes, not the whole heap of the
+    caller (and forked workers inherit the frozen heap). Undone on exit."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 # --------------------------------------------------------------------------- tables

@@ -37,11 +37,17 @@ from junobench.preparation import (
     Report,
     case_folders,
     folder_shards,
+    frozen_heap,
     joined,
     notebook_table,
     read_tables_in_background,
     split,
 )
+
+# The builder reads a local snapshot directory, never remote files: mark this module as
+# already set up for streaming, so that ``datasets`` leaves its ``open``, ``os`` and
+# ``Path`` alone (it would swap them for remote-aware versions, and import SciPy to do it).
+_patched_for_streaming = True
 
 #: Report files written beside the prepared records: what was skipped, what is absent.
 REPORT_PREFIX = "junobench_report"
@@ -234,7 +240,7 @@ class JunoBench(datasets.GeneratorBasedBuilder):
         """The cases records shard by shard: lists of dicts, or Arrow tables with ``schema``
         (then parsed by ``workers`` processes); the report is written at the end."""
         report = Report()
-        with tempfile.TemporaryDirectory(prefix="spool-", dir=self._output_dir) as spool:
+        with frozen_heap(), tempfile.TemporaryDirectory(prefix="spool-", dir=self._output_dir) as spool:
             parsed = folder_shards(root, shards, workers=self.workers, spool=spool,
                                    schema=None if schema is None else FOLDER_SCHEMA)
             tables = read_tables_in_background(root)  # after the workers started
