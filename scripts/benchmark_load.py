@@ -1,7 +1,7 @@
 """Benchmark: loading an export's parquet against building the records from the raw snapshot.
 
 In one run, for each size (default: the reference snapshot beside the checkout as it is,
-then 10 renamed copies of its cases, made as ``benchmark_build.py`` makes them):
+then 10 and 100 renamed copies of its cases, made as ``benchmark_build.py`` makes them):
 
 - raw build: ``cases`` + ``notebooks`` records from the snapshot, cold records cache
   (every notebook parsed), as ``junobench.load(snapshot)`` does the first time;
@@ -14,7 +14,7 @@ then 10 renamed copies of its cases, made as ``benchmark_build.py`` makes them):
 Each timing is the median of ``--repeat`` runs. Prints the times and the speed-ups.
 Usage::
 
-    python scripts/benchmark_load.py [--source DIR] [--replicas 1 10] [--repeat 5]
+    python scripts/benchmark_load.py [--source DIR] [--replicas 1 10 100] [--repeat 3]
 
 The raw build grows with the notebooks parsed; a warm ``load_dataset`` memory-maps its
 cache and barely grows, so the speed-up grows with the benchmark's size.
@@ -99,9 +99,10 @@ def measure(snapshot: Path, work: Path, repeat: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="snapshot directory")
-    parser.add_argument("--replicas", type=int, nargs="+", default=[1, 10],
-                        help="sizes to measure, in copies of the snapshot's cases (default: 1 10)")
-    parser.add_argument("--repeat", type=int, default=5, help="runs per timing (median)")
+    parser.add_argument("--replicas", type=int, nargs="+", default=[1, 10, 100],
+                        help="sizes to measure, in copies of the snapshot's cases (default: 1 10 "
+                             "100, the last the ~22,200 notebooks of benchmark_build.py)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per timing (median)")
     args = parser.parse_args(argv)
     if not args.source.is_dir():
         print(f"no snapshot at {args.source}", file=sys.stderr)
