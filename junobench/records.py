@@ -121,8 +121,22 @@ _DESCRIPTION = (
 
 # --------------------------------------------------------------------------- builder
 
-#: Case folders are parsed in this many shards (spread over the builder's ``workers``).
+#: Case folders per shard (at most): a shard's records are parsed, joined and written
+#: together. Small shards keep memory low and spread evenly over worker processes.
+SHARD_CASES = 200
+#: Shards of the notebooks records (split of the cases records into writer batches).
 SHARDS = 16
+
+
+def shard_count(cases: int, workers: int = 1) -> int:
+    """How many shards ``cases`` case folders are parsed in: at most :data:`SHARD_CASES`
+    each, and at least 8 per worker process, so that no worker idles at the end.
+
+    >>> shard_count(111), shard_count(11_100, workers=2)
+    (1, 56)
+    """
+    needed = -(-cases // SHARD_CASES)
+    return max(1, needed, 8 * workers if workers > 1 else 1)
 
 
 @dataclass
@@ -186,7 +200,8 @@ class JunoBench(datasets.GeneratorBasedBuilder):
                                  hint=f"a snapshot holds {layout.DESC_TABLE} beside benchmark/")
         folders = case_folders(root)
         return [datasets.SplitGenerator(datasets.Split.TEST, gen_kwargs={
-            "root": str(root), "folders": folders, "shards": split(folders, SHARDS),
+            "root": str(root), "folders": folders,
+            "shards": split(folders, shard_count(len(folders), self.workers)),
         })]
 
     def _generate_examples(self, **kwargs: Any) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -107,8 +107,11 @@ seconds = time.perf_counter() - start
 cases, notebooks = built["cases"], built["notebooks"]
 rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
           resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
-print(json.dumps({"seconds": seconds, "cases": len(cases), "notebooks": len(notebooks),
-                  "peak_rss_mb": rss}))
+result = {"seconds": seconds, "cases": len(cases), "notebooks": len(notebooks), "peak_rss_mb": rss}
+del built, cases, notebooks
+import shutil
+shutil.rmtree(cache)  # not needed again; gone before the system writes it back to disk
+print(json.dumps(result))
 """
 
 
