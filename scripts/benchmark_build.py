@@ -24,6 +24,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -160,6 +161,8 @@ def main() -> int:
         print(f"build (cases {build['cases']} + notebooks {build['notebooks']}):   "
               f"{build['seconds']:.2f}s")
         print(f"build/floor ratio: {ratio:.2f}")
+        median = statistics.median(b["seconds"] for b in builds) / statistics.median(f["seconds"] for f in floors)
+        print(f"  (ratio of the medians: {median:.2f})")
         print(f"  (floor with orjson, the parser the build uses: {fast_floor['seconds']:.2f}s, "
               f"ratio {build['seconds'] / fast_floor['seconds']:.2f})")
         print(f"notebooks/s: {build['notebooks'] / build['seconds']:,.0f}")
