@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from junobench import vocab
 from junobench.errors import JunoBenchError
+from junobench.jsonl import read_instance_records
 
 #: Labels copied into every task (none of them tells reproduced from fixed).
 TASK_LABELS: tuple[str, ...] = ("case_id", "library", "library_label", "root_cause", "crash_type",
@@ -253,45 +253,11 @@ def write_tasks(tasks_: Sequence[Mapping[str, Any]], truths: Sequence[Mapping[st
 
 def read_tasks(path: str | Path) -> list[dict[str, Any]]:
     """Tasks from a JSONL file written by :func:`write_tasks` (or by hand, same fields)."""
-    path = Path(path)
-    hint = "write tasks with `junobench tasks --out FILE`"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise JunoBenchError(f"cannot read the tasks file ({error})", file=path, hint=hint) from None
-    out: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            task = json.loads(line)
-        except (ValueError, RecursionError) as error:
-            raise JunoBenchError(f"line {number} is not valid JSON ({error})", file=path,
-                                 hint=hint) from None
-        problem = _task_problem(task)
-        if problem:
-            raise JunoBenchError(f"line {number}: {problem}", file=path,
-                                 case=task.get("instance") if isinstance(task, dict) else None,
-                                 hint=hint)
-        if task["instance"] in seen:
-            raise JunoBenchError(f"line {number}: instance {task['instance']!r} appears twice",
-                                 file=path, hint=hint)
-        seen.add(task["instance"])
-        out.append(task)
-    return out
+    return read_instance_records(path, what="tasks file", problem_of=_task_problem,
+                                 hint="write tasks with `junobench tasks --out FILE`")
 
 
-def _task_problem(task: Any) -> str | None:
-    if not isinstance(task, dict):
-        return "not a JSON object"
-    instance = task.get("instance")
-    if not isinstance(instance, str):
-        return "no 'instance' string"
-    try:
-        vocab.split_instance(instance)
-    except ValueError as error:
-        return str(error)
+def _task_problem(task: dict[str, Any]) -> str | None:
     cells = task.get("executed_cells")
     if not isinstance(cells, list) or not all(_is_cell(c) for c in cells):
         return "'executed_cells' must be a list of {code_cell_index, execution_count, source}"

@@ -29,8 +29,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from junobench import vocab
 from junobench.errors import JunoBenchError
+from junobench.jsonl import read_instance_records
 from junobench.runtime.summarise import CATEGORIES
 
 _HINT = "write it with `junobench runtime-info --out FILE.jsonl`"
@@ -39,41 +39,12 @@ _NESTED = ("column_values",)  # dict fields shown one entry per line
 
 def read_runtime_info(path: str | Path) -> dict[str, dict[str, Any]]:
     """Records of a runtime-information file, by instance."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise JunoBenchError(f"cannot read the runtime-information file ({error})", file=path,
-                             hint=_HINT) from None
-    out: dict[str, dict[str, Any]] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError) as error:
-            raise JunoBenchError(f"line {number} is not valid JSON ({error})", file=path, hint=_HINT) from None
-        problem = _record_problem(record)
-        if problem:
-            raise JunoBenchError(f"line {number}: {problem}", file=path, hint=_HINT,
-                                 case=record.get("instance") if isinstance(record, dict) else None)
-        if record["instance"] in out:
-            raise JunoBenchError(f"line {number}: instance {record['instance']!r} appears twice",
-                                 file=path, hint=_HINT)
-        out[record["instance"]] = record
-    return out
+    records = read_instance_records(path, what="runtime-information file", hint=_HINT,
+                                    problem_of=_record_problem)
+    return {record["instance"]: record for record in records}
 
 
-def _record_problem(record: Any) -> str | None:
-    if not isinstance(record, dict):
-        return "not a JSON object"
-    instance = record.get("instance")
-    if not isinstance(instance, str):
-        return "no 'instance' string"
-    try:
-        vocab.split_instance(instance)
-    except ValueError as error:
-        return str(error)
+def _record_problem(record: dict[str, Any]) -> str | None:
     if record.get("status") not in ("ok", "failed", "skipped"):
         return "'status' must be ok, failed or skipped"
     if not isinstance(record.get("objects", {}), dict):

@@ -1,0 +1,59 @@
+"""Reading JSONL files of one record per notebook instance (tasks, runtime information).
+
+Each non-blank line is a JSON object with an ``instance`` id such as ``torch_7_fixed``,
+at most once per file. Any problem is a :class:`~junobench.errors.JunoBenchError` naming
+the file, the line and (when known) the instance.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from junobench import vocab
+from junobench.errors import JunoBenchError
+
+
+def read_instance_records(path: str | Path, *, what: str, hint: str,
+                          problem_of: Callable[[dict[str, Any]], str | None]) -> list[dict[str, Any]]:
+    """The records of ``path`` in file order; ``problem_of`` checks a record's own fields
+    (after the instance id is checked) and returns what is wrong, or None."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise JunoBenchError(f"cannot read the {what} ({error})", file=path, hint=hint) from None
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError) as error:
+            raise JunoBenchError(f"line {number} is not valid JSON ({error})", file=path, hint=hint) from None
+        problem = _instance_problem(record) or problem_of(record)
+        if problem:
+            raise JunoBenchError(f"line {number}: {problem}", file=path, hint=hint,
+                                 case=record.get("instance") if isinstance(record, dict) else None)
+        if record["instance"] in seen:
+            raise JunoBenchError(f"line {number}: instance {record['instance']!r} appears twice",
+                                 file=path, hint=hint)
+        seen.add(record["instance"])
+        out.append(record)
+    return out
+
+
+def _instance_problem(record: Any) -> str | None:
+    if not isinstance(record, dict):
+        return "not a JSON object"
+    instance = record.get("instance")
+    if not isinstance(instance, str):
+        return "no 'instance' string"
+    try:
+        vocab.split_instance(instance)
+    except ValueError as error:
+        return str(error)
+    return None
