@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 from hypothesis import given, settings
@@ -121,6 +124,44 @@ def test_torch_module_call_dispatches_to_the_model_library() -> None:
                         frame("torch/nn/modules/conv.py"),
                         "RuntimeError: Given groups=1, weight of size [64, 3, 7, 7], expected input")
     assert explain(traceback)[0].library == "torchvision"
+
+
+def test_the_exception_is_the_last_item_not_a_quote_inside_it() -> None:
+    # The message quotes something that looks like the start of another item.
+    traceback = literal("ValueError   Traceback (most recent call last)", cell("run(x)"),
+                        'ValueError: expected one of "a", "LinAlgError: b"')
+    assert [e.text for e in explain(traceback) if e.kind == "exception"] == []
+    assert estimate(traceback) is None
+    # A TF message runs over several items; the exception line is not the last one.
+    tf = literal("InvalidArgumentError   Traceback (most recent call last)", cell("m.fit(x)"),
+                 "InvalidArgumentError: Graph execution error:\n", "Detected at node 'x'",
+                 "  [[{{node loss/mul}}]] [Op:__inference_train_function_1]")
+    assert ("exception", "InvalidArgumentError") in [(e.kind, e.text) for e in explain(tf)]
+
+
+def test_ties_go_to_the_library_built_on_the_other() -> None:
+    # Nothing but the cell's use of seaborn and matplotlib: equal clues.
+    traceback = literal("NameError   Traceback (most recent call last)",
+                        "Cell In[2], line 3\n      1 sns.set()\n      2 plt.figure()\n"
+                        "----> 3 show(z)\n", "NameError: name 'show' is not defined")
+    assert estimate(traceback) == "seaborn"
+
+
+def test_same_answers_in_every_process(reference_dir: Path) -> None:
+    """Set iteration order changes with the hash seed; the answers and clues must not."""
+    script = (
+        "import json, sys\n"
+        "from junobench.construct.library_cause import estimate, explain\n"
+        "from junobench.tables import read_table\n"
+        f"rows = read_table({str(reference_dir / DEV)!r}).records()\n"
+        "code = 'import seaborn as sb\\nsb.countplot(x)\\nplt.plot(y)'\n"
+        "print(json.dumps([[estimate(r['traceback']), estimate(r['traceback'], code),\n"
+        "                   [(e.library, e.kind, e.text) for e in explain(r['traceback'], code)]]\n"
+        "                  for r in rows]))\n")
+    outputs = {subprocess.run([sys.executable, "-c", script], check=True, capture_output=True,
+                              text=True, env={**os.environ, "PYTHONHASHSEED": seed}).stdout
+               for seed in ("0", "1", "2")}
+    assert len(outputs) == 1
 
 
 def test_truncated_and_odd_tracebacks_do_not_break_it() -> None:

@@ -272,6 +272,12 @@ _EXCEPTION_LINE = re.compile(
     r"(?:: (.{0,240})|:?(?:\s|\\n|['\"\]])*$)", re.DOTALL)
 #: Libraries whose errors often come from compiled code, with no Python frame of their own.
 _COMPILED = frozenset({"numpy", "torch"})
+_NO_LIBRARIES: frozenset[str] = frozenset()
+#: Ties go to the library built on the others (seaborn draws with matplotlib, statsmodels
+#: fits pandas and numpy data, …): the one the user's code called.
+_PREFERENCE: dict[str, int] = {lib: rank for rank, lib in enumerate((
+    "seaborn", "torchvision", "statsmodels", "lightgbm", "sklearn", TF, "torch", "pandas",
+    "matplotlib", "numpy"))}
 _ALIAS, _API, _METHOD = 3, 2, 1  # strength of a clue on a line of code
 
 
@@ -344,7 +350,7 @@ def estimate(traceback: Any, code: str | None = None) -> str | None:
         _tiebreak_clues(context, code, clues.append)
         for lib, weight, _, _ in clues:
             totals[lib] = totals.get(lib, 0.0) + weight
-        best = max(totals, key=totals.__getitem__) if totals else None
+        best = min(totals, key=lambda lib: (-totals[lib], _PREFERENCE[lib])) if totals else None
     return best
 
 
@@ -369,7 +375,7 @@ def explain(traceback: Any, code: str | None = None) -> list[Evidence]:
     clues: list[tuple[str, float, str, str]] = []
     _, context = _clues(traceback, code, clues.append)
     _tiebreak_clues(context, code, clues.append)
-    return sorted((Evidence(*clue) for clue in clues), key=lambda e: -e.weight)
+    return sorted((Evidence(*clue) for clue in clues), key=lambda e: (-e.weight, e.library, e.kind))
 
 
 def _clues(traceback: Any, code: str | None, record: Any = None
@@ -402,7 +408,11 @@ def _clues(traceback: Any, code: str | None, record: Any = None
         modules = _PACKAGE.findall(text, first_frame)
     else:
         modules, first_frame = _other_frames(text)
-    libraries = {lib for module in set(modules) if (lib := modules_of(module))}
+    if modules:
+        libraries = set(map(modules_of, modules))
+        libraries.discard(None)
+    else:
+        libraries = _NO_LIBRARIES
     if libraries:
         for module in modules:
             if entry := modules_of(module):
@@ -441,7 +451,10 @@ def _clues(traceback: Any, code: str | None, record: Any = None
     if message:
         api = vocabulary.api
         seen: set[str] = set()
-        for word in _FRAGMENT_WORDS.intersection(message.encode().translate(_WORDS).split()):
+        words = _FRAGMENT_WORDS.intersection(message.encode().translate(_WORDS).split())
+        if record is not None:  # the same clue texts in every process (set order varies)
+            words = sorted(words)
+        for word in words:
             for fragment, lib in _FRAGMENTS[word]:
                 if lib not in seen and fragment in message:
                     seen.add(lib)
@@ -490,6 +503,8 @@ def _clues(traceback: Any, code: str | None, record: Any = None
         if not words:
             continue
         # The strongest clue per library: alias.attr, then a known name, then a method.
+        if record is not None:
+            words = sorted(words)
         found: dict[str, tuple[int, bytes]] = {}
         for word in words:
             lib = aliases.get(word)
@@ -526,12 +541,14 @@ def _torch_dispatches(text: str, start: int) -> bool:
 
 def _other_frames(text: str) -> tuple[list[str], int]:
     """Library modules of Cython, array-dispatch and torch-hub frames, and where the first is."""
+    cython, hub, position = "_libs" in text, "hub" in text, text.find(_ARRAY_FUNCTION)
+    if not (cython or hub):  # the usual case: no library frame at all
+        return ([], len(text)) if position < 0 else (["numpy"], position)
     frames = []
-    if "_libs" in text:
+    if cython:
         frames += [(m.start(), m.group(1)) for m in _CYTHON.finditer(text)]
-    if "hub" in text:
+    if hub:
         frames += [(m.start(), m.group(1)) for m in _HUB.finditer(text)]
-    position = text.find(_ARRAY_FUNCTION)
     if position >= 0:
         frames.append((position, "numpy"))
     frames.sort()
@@ -572,19 +589,24 @@ def _exception(text: str, newline: str) -> tuple[str | None, str | None]:
     In a literal list, the last item that starts with ``Name: message`` (TF messages run
     over many lines); in a single text, the last line.
     """
-    end = len(text)
     if newline != "\n":
-        low = max(0, end - 4000)
-        i = end
-        while (i := text.rfind(", ", low, i)) > 0:  # item boundaries: ', ' or ", "
-            if text[i - 1] in _QUOTES and text[i + 2:i + 3] in _QUOTES \
-                    and text[i + 3:i + 4].isalpha():
-                found = _EXCEPTION_LINE.match(text, i + 3)
-                if found:
-                    return found.group(1), found.group(2) or ""
+        found = _item_exception(text)
+        if found is None:  # not a well-formed literal: item boundaries by their look
+            low = max(0, len(text) - 4000)
+            i = len(text)
+            while (i := text.rfind(", ", low, i)) > 0:  # ', ' or ", " between items
+                if text[i - 1] in _QUOTES and text[i + 2:i + 3] in _QUOTES \
+                        and text[i + 3:i + 4].isalpha():
+                    found = _EXCEPTION_LINE.match(text, i + 3)
+                    if found:
+                        break
+            else:
+                found = False
+        if found:
+            return found.groups("")
         found = _EXCEPTION_LINE.match(text, 2)  # a single item
         if found:
-            return found.group(1), found.group(2) or ""
+            return found.groups("")
         text = text[-600:].rstrip("]'\" ")
         while text.endswith(newline):  # a single item ending with its exception line
             text = text[: -len(newline)]
@@ -592,8 +614,42 @@ def _exception(text: str, newline: str) -> tuple[str | None, str | None]:
     last = text[text.rfind(newline) + len(newline):].strip()
     found = _EXCEPTION_LINE.match(last)
     if found:
-        return found.group(1), found.group(2) or ""
+        return found.groups("")
     return None, last or None
+
+
+def _item_exception(text: str) -> re.Match[str] | bool | None:
+    """The last item of a literal list of strings (within its last 4000 characters) that
+    is an exception line; False when none is, None when the text is not such a literal.
+
+    Items are walked from the end: an item's opening quote is the previous unescaped
+    occurrence of its closing quote, so commas and quotes inside messages cost nothing.
+    """
+    end = len(text)
+    low = end - 4000 if end > 4000 else 0
+    close = end - 2  # the last item's closing quote, before "]"
+    if text[end - 1:] != "]" or text[close:close + 1] not in _QUOTES:
+        return None
+    rfind, match = text.rfind, _EXCEPTION_LINE.match
+    while True:
+        quote = text[close]
+        start = rfind(quote, low, close)
+        while start > 0 and text[start - 1] == "\\":  # escaped, unless the backslash is
+            before = start - 1
+            while before > 0 and text[before - 1] == "\\":
+                before -= 1
+            if (start - before) % 2 == 0:
+                break
+            start = rfind(quote, low, start)
+        if start <= 0:  # no opening quote: beyond the window, or not a literal
+            return False if low else None
+        if text[start + 1:start + 2].isalpha() and (found := match(text, start + 1)):
+            return found
+        if text[start - 1] == "[":
+            return False
+        if text[start - 2:start] != ", " or text[start - 3] not in _QUOTES:
+            return None
+        close = start - 3
 
 
 def _header_exception(text: str) -> str | None:
