@@ -346,10 +346,8 @@ def estimate(traceback: Any, code: str | None = None) -> str | None:
             second = weight
     if best is None or (second and top - second <= _CLOSE):
         # No clue, or a close call: the libraries the cell uses decide.
-        clues: list[tuple[str, float, str, str]] = []
-        _tiebreak_clues(context, code, clues.append)
-        for lib, weight, _, _ in clues:
-            totals[lib] = totals.get(lib, 0.0) + weight
+        for lib in _cell_libraries(context, code):
+            totals[lib] = totals.get(lib, 0.0) + _W_CODE
         best = min(totals, key=lambda lib: (-totals[lib], _PREFERENCE[lib])) if totals else None
     return best
 
@@ -560,10 +558,17 @@ _KINDS = {where: {_ALIAS: f"{where}_alias", _API: f"{where}_api", _METHOD: f"{wh
 _W_ENTRY, _W_DEEP, _W_RAISE = WEIGHTS["entry_frame"], WEIGHTS["deep_frame"], WEIGHTS["raise_frame"]
 _W_EXCEPTION, _W_MESSAGE = WEIGHTS["exception"], WEIGHTS["message"]
 _W_TYPE, _W_CALLED = WEIGHTS["message_type"], WEIGHTS["message_api"]
-_CLOSE = 2 * WEIGHTS["code"]  # a lead the tie-breakers could still overturn
+_W_CODE = WEIGHTS["code"]
+_CLOSE = 2 * _W_CODE  # a lead the tie-breakers could still overturn
 
 
 def _tiebreak_clues(where: tuple[str, int, int], code: str | None, add: Any) -> None:
+    """The tie-breaker clues of :func:`_cell_libraries`, in a fixed order."""
+    for lib in sorted(_cell_libraries(where, code)):
+        add((lib, _W_CODE, "code", "used in the cell"))
+
+
+def _cell_libraries(where: tuple[str, int, int], code: str | None) -> set[str] | frozenset[str]:
     """The libraries the cell uses through an alias (``sns.…``), as tie-breakers: in the
     lines the traceback shows above the crash line, and in ``code`` when given."""
     text, start, end = where
@@ -574,13 +579,11 @@ def _tiebreak_clues(where: tuple[str, int, int], code: str | None, add: Any) -> 
         if "import" in code:
             aliases = {**aliases, **_Vocabulary.of(_imports(code)[0], {}).aliases}
             words = frozenset(aliases)
-    if not context:
-        return
+    if "." not in context:  # no alias.attr
+        return _NO_LIBRARIES
     data = context.encode()
-    used = {aliases[word] for word in words.intersection(data.translate(_WORDS).split())
+    return {aliases[word] for word in words.intersection(data.translate(_WORDS).split())
             if word + b"." in data}
-    for lib in used:
-        add((lib, WEIGHTS["code"], "code", "used in the cell"))
 
 
 def _exception(text: str, newline: str) -> tuple[str | None, str | None]:
