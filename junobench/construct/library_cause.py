@@ -266,6 +266,7 @@ _ANSI = re.compile(r"(?:\x1b|\\x1b|\\u001b)\[[0-9;]*[A-Za-z]")
 _ANSI_HEAD = 400
 _HEADER = "Traceback (most recent call last)"
 _QUOTES = frozenset("'\"")
+_LAST_ITEM_ENDS = ("']", '"]')
 #: ``Name: message`` or a bare ``Name`` (dotted module prefixes allowed).
 _EXCEPTION_LINE = re.compile(
     r"\s*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Iteration))"
@@ -401,7 +402,7 @@ def _clues(traceback: Any, code: str | None, record: Any = None
     # Frames inside installed libraries, in call order: the first is the library the
     # user's code called, the last the one that raised. Cython, array-dispatch and
     # torch-hub frames are looked for only when there is no site-packages frame.
-    first_frame = text.find("-packages")
+    first_frame = _first_package(text)
     if first_frame >= 0:
         modules = _PACKAGE.findall(text, first_frame)
     else:
@@ -440,29 +441,33 @@ def _clues(traceback: Any, code: str | None, record: Any = None
     if name is None:
         name = _header_exception(text)
     if name:
-        module, _, cls = name.rpartition(".")
-        lib = EXCEPTIONS.get(cls) or (modules_of(module.partition(".")[0]) if module else None)
+        if "." in name:  # module.Class
+            module, _, cls = name.rpartition(".")
+            lib = EXCEPTIONS.get(cls) or modules_of(module.partition(".")[0])
+        else:
+            lib = EXCEPTIONS.get(name)
         if lib:
             totals[lib] = add(lib, 0.0) + _W_EXCEPTION
             if record is not None:
                 record((lib, _W_EXCEPTION, "exception", name))
     if message:
-        api = vocabulary.api
-        seen: set[str] = set()
         words = _FRAGMENT_WORDS.intersection(message.encode().translate(_WORDS).split())
-        if record is not None:  # the same clue texts in every process (set order varies)
-            words = sorted(words)
-        for word in words:
-            for fragment, lib in _FRAGMENTS[word]:
-                if lib not in seen and fragment in message:
-                    seen.add(lib)
-                    totals[lib] = add(lib, 0.0) + _W_MESSAGE
-                    if record is not None:
-                        record((lib, _W_MESSAGE, "message", fragment))
+        if words:
+            if record is not None:  # the same clue texts in every process (set order varies)
+                words = sorted(words)
+            seen: set[str] = set()
+            for word in words:
+                for fragment, lib in _FRAGMENTS[word]:
+                    if lib not in seen and fragment in message:
+                        seen.add(lib)
+                        totals[lib] = add(lib, 0.0) + _W_MESSAGE
+                        if record is not None:
+                            record((lib, _W_MESSAGE, "message", fragment))
         i = message.find("' object ")
         if i > 0:  # "'DataFrame' object has no attribute …": whose object it is
             kind = message[max(0, i - 80):i].rsplit(None, 1)[-1].lstrip("'\"(<[")
-            lib = (TYPES.get(kind) or TYPES.get(kind.rpartition(".")[2]) or api.get(kind)
+            lib = (TYPES.get(kind) or TYPES.get(kind.rpartition(".")[2])
+                   or vocabulary.api.get(kind)
                    or modules_of(kind.partition(".")[0]))
             if lib:
                 totals[lib] = add(lib, 0.0) + _W_TYPE
@@ -471,7 +476,7 @@ def _clues(traceback: Any, code: str | None, record: Any = None
         i = message.find("() ")
         if i > 0 and message.startswith(_COMPLAINTS, i + 3):  # "foo() got an unexpected …"
             called = message[max(0, i - 80):i].rsplit(None, 1)[-1].rpartition(".")[2]
-            lib = api.get(called) or METHODS.get(called)
+            lib = vocabulary.api.get(called) or METHODS.get(called)
             if lib:
                 totals[lib] = add(lib, 0.0) + _W_CALLED
                 if record is not None:
@@ -527,6 +532,15 @@ def _clues(traceback: Any, code: str | None, record: Any = None
             if record is not None:
                 record((lib, weight, kind, what.decode()))
     return totals, (text, max(0, arrow.start() - 240), arrow.start())
+
+
+def _first_package(text: str) -> int:
+    """Where the first ``-packages`` is, or -1 (as ``text.find("-packages")``, faster: a
+    needle with a dash crawls over the dashed line that heads every traceback)."""
+    i = text.find("packages", 1)
+    while i > 0 and text[i - 1] != "-":
+        i = text.find("packages", i + 8)
+    return i - 1 if i > 0 else -1
 
 
 def _torch_dispatches(text: str, start: int) -> bool:
@@ -628,16 +642,16 @@ def _item_exception(text: str) -> re.Match[str] | bool | None:
     Items are walked from the end: an item's opening quote is the previous unescaped
     occurrence of its closing quote, so commas and quotes inside messages cost nothing.
     """
+    if not text.endswith(_LAST_ITEM_ENDS):
+        return None
     end = len(text)
     low = end - 4000 if end > 4000 else 0
     close = end - 2  # the last item's closing quote, before "]"
-    if text[end - 1:] != "]" or text[close:close + 1] not in _QUOTES:
-        return None
     rfind, match = text.rfind, _EXCEPTION_LINE.match
     while True:
         quote = text[close]
         start = rfind(quote, low, close)
-        while start > 0 and text[start - 1] == "\\":  # escaped, unless the backslash is
+        while start > 0 and text[start - 1] == "\\":  # escaped by an odd run of backslashes
             before = start - 1
             while before > 0 and text[before - 1] == "\\":
                 before -= 1
@@ -646,7 +660,7 @@ def _item_exception(text: str) -> re.Match[str] | bool | None:
             start = rfind(quote, low, start)
         if start <= 0:  # no opening quote: beyond the window, or not a literal
             return False if low else None
-        if text[start + 1:start + 2].isalpha() and (found := match(text, start + 1)):
+        if text[start + 1].isalpha() and (found := match(text, start + 1)):
             return found
         if text[start - 1] == "[":
             return False
