@@ -20,5 +20,5 @@ quickstart: $(BIN)/python
 	$(BIN)/junobench verify --source sample
 
 test: install
-	$(BIN)/ruff check junobench scripts tests
+	$(BIN)/ruff check .
 	$(BIN)/python -m pytest

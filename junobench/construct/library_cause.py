@@ -488,12 +488,13 @@ def _clues(traceback: Any, code: str | None, record: Any = None
     if arrow is None:
         return totals, (text, 0, min(first_frame, 600))
     lines = [(arrow, "crash", libraries if complete else None)]
-    if libraries:
-        call = None
-        for call in _ARROW.finditer(text, arrow.end(), first_frame):  # noqa: B007
-            pass  # the last one
-        if call is not None:
-            lines.append((call, "call", None))
+    if libraries:  # the last arrow before the first library frame (arrows cannot overlap)
+        start, end = arrow.end(), first_frame
+        while (i := text.rfind("->", start, end)) >= 0:
+            if call := _ARROW.match(text, i, first_frame):
+                lines.append((call, "call", None))
+                break
+            end = i + 1
     aliases, names, known = vocabulary.aliases, vocabulary.names, vocabulary.known
     for match, where, framed in lines:
         start = match.end()
