@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -84,48 +86,142 @@ def read_manifest(root: str | Path) -> dict[str, Any]:
     return data
 
 
-def read_export(root: str | Path, config: str, criteria: Mapping[str, list[str]]) -> Any:
+def read_export(root: str | Path, config: str, criteria: Mapping[str, list[str]],
+                cache_dir: str | Path | None = None) -> Any:
     """The records of ``config`` from an export's parquet, filtered by ``criteria``.
 
-    Filter values are checked against the column (unknown ones fail with the closest valid
-    values, as for a raw build); the filter itself is pushed down to the parquet reader,
-    so row groups that cannot match are not read.
+    The parquet is turned once into an Arrow file in the cache (see :func:`arrow_copy`) that
+    every later load memory-maps, as ``datasets`` does with its own cache: loading a large
+    export costs next to nothing and no memory. Filter values are checked against the column
+    (unknown ones fail with the closest valid values, as for a raw build); only the matching
+    rows are copied. Without a writable cache the parquet is read directly, filters pushed
+    down to its reader.
     """
     import datasets
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
 
-    from junobench.loading import BuildReport, apply_filters
     from junobench.records import FEATURES
 
     if config not in FEATURES:
         raise JunoBenchError(f"unknown config {config!r}", hint=f"use one of {', '.join(FEATURES)}")
     root = Path(root)
     path = root / PARQUET[config]
-    expression = None
+    features = FEATURES[config]
+    info = datasets.DatasetInfo(features=features)
+    copy = arrow_copy(path, config, cache_dir)
+    if copy is not None:
+        dataset = datasets.Dataset.from_file(str(copy), info=info, split=datasets.Split.TEST)
+        if criteria:
+            dataset = datasets.Dataset(_filtered(dataset.data.table, criteria), info=info,
+                                       split=datasets.Split.TEST)
+    else:
+        dataset = datasets.Dataset(_read_parquet(path, config, criteria), info=info,
+                                   split=datasets.Split.TEST)
+    _log_build_report(root)
+    return dataset
+
+
+def arrow_copy(path: Path, config: str, cache_dir: str | Path | None = None) -> Path | None:
+    """A memory-mappable Arrow copy of the export parquet ``path`` of ``config``.
+
+    Kept in ``<cache>/exports/<hash of the parquet's real path>/`` under a name made of the
+    parquet's size and modification time and of the records' schema, so a re-export (or a
+    junobench with other features) makes a new copy and the old one is removed. Written
+    to a temporary file and renamed, so a copy is whole or absent. None when the cache
+    cannot be written: the caller then reads the parquet directly.
+    """
+    import pyarrow as pa
+
+    from junobench.loading import cache_root
+    from junobench.records import FEATURES
+
+    try:
+        stat = path.stat()
+        real = str(path.resolve())
+    except OSError as error:
+        raise JunoBenchError(f"cannot read the parquet file ({error})", file=path,
+                             hint="check the export with `junobench check`") from None
+    folder = cache_root(cache_dir) / "exports" / hashlib.sha256(real.encode()).hexdigest()[:20]
+    schema = hashlib.sha256(FEATURES[config].arrow_schema.to_string().encode()).hexdigest()[:8]
+    target = folder / f"{config}-{stat.st_size}-{stat.st_mtime_ns}-{schema}.arrow"
+    if target.is_file():
+        return target
+    table = _read_parquet(path, config, {})  # checked before anything is cached
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{config}-", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+                writer.write_table(table, max_chunksize=1000)
+            os.replace(temporary, target)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    except OSError as error:
+        logger.debug("no Arrow copy of %s in the cache (%s): reading the parquet", path, error)
+        return None
+    for old in folder.glob(f"{config}-*.arrow"):  # copies of earlier versions of the file
+        if old != target:
+            try:
+                old.unlink(missing_ok=True)
+            except OSError:  # still mapped by another process (Windows): removed next time
+                pass
+    return target
+
+
+def _read_parquet(path: Path, config: str, criteria: Mapping[str, list[str]]) -> Any:
+    """The parquet's table (filters pushed down to the reader), checked against the features."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from junobench.records import FEATURES
+
     try:
         if criteria:
-            columns = pq.read_table(path, columns=list(criteria))
-            apply_filters(datasets.Dataset(columns), criteria)  # raises on unknown values
-            for name, values in criteria.items():
-                term = pc.field(name).isin(values)
-                expression = term if expression is None else expression & term
-        table = pq.read_table(path, filters=expression)
-    except OSError as error:
+            _filter_expression(pq.read_table(path, columns=list(criteria)), criteria)
+        table = pq.read_table(path, filters=_filter_expression(None, criteria))
+    except (OSError, pa.ArrowException) as error:
         raise JunoBenchError(f"cannot read the parquet file ({error})", file=path,
                              hint="check the export with `junobench check`") from None
     features = FEATURES[config]
     if table.schema.remove_metadata() != features.arrow_schema.remove_metadata():
         raise JunoBenchError(f"the parquet columns are not those of the {config!r} records",
                              file=path, hint="re-export with this version of junobench")
-    table = table.replace_schema_metadata(features.arrow_schema.metadata)
-    if (root / MANIFEST).is_file():
-        report = read_manifest(root).get("report") or {}
-        summary = BuildReport(root, "", skipped=report.get("skipped", []),
-                              problems=[Problem(**p) for p in report.get("problems", [])],
-                              absent=report.get("absent", {}),
-                              unlisted_folders=report.get("unlisted_folders", [])).summary()
-        for line in summary:
-            logger.warning(line)
-    return datasets.Dataset(table, info=datasets.DatasetInfo(features=features),
-                            split=datasets.Split.TEST)
+    return table.replace_schema_metadata(features.arrow_schema.metadata)
+
+
+def _filter_expression(columns: Any, criteria: Mapping[str, list[str]]) -> Any:
+    """The pyarrow expression of ``criteria`` (None without criteria). Given the filter
+    ``columns``, unknown values fail first, with the closest valid ones."""
+    import datasets
+    import pyarrow.compute as pc
+
+    from junobench.loading import apply_filters
+
+    if columns is not None:
+        apply_filters(datasets.Dataset(columns), criteria)  # raises on unknown values
+    expression = None
+    for name, values in criteria.items():
+        term = pc.field(name).isin(values)
+        expression = term if expression is None else expression & term
+    return expression
+
+
+def _filtered(table: Any, criteria: Mapping[str, list[str]]) -> Any:
+    """The rows of a (memory-mapped) table that match ``criteria``, copied."""
+    expression = _filter_expression(table.select(list(criteria)), criteria)
+    return table.filter(expression).combine_chunks()
+
+
+def _log_build_report(root: Path) -> None:
+    """Log the problems the export's build reported, as a raw build does."""
+    from junobench.loading import BuildReport
+
+    if not (root / MANIFEST).is_file():
+        return
+    report = read_manifest(root).get("report") or {}
+    summary = BuildReport(root, "", skipped=report.get("skipped", []),
+                          problems=[Problem(**p) for p in report.get("problems", [])],
+                          absent=report.get("absent", {}),
+                          unlisted_folders=report.get("unlisted_folders", [])).summary()
+    for line in summary:
+        logger.warning(line)

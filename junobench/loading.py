@@ -162,12 +162,13 @@ def load(
     value or a list of values; a record must match one value of every filter given.
     Problems are logged once, on the ``junobench`` logger. A ``source`` holding an export
     (``junobench export``: a directory, or a Hub repo with its parquet files) is read from
-    its parquet, filters pushed down, instead of rebuilding the records.
+    its parquet (memory-mapped from an Arrow copy in the cache), instead of rebuilding the
+    records.
     """
     criteria = normalise_filters(filters)
     root = resolve(source, revision=revision)
     if is_export(root):
-        return read_export(root, config, criteria)
+        return read_export(root, config, criteria, cache_dir=cache_dir)
     dataset, report = build(root, config, skip_invalid=skip_invalid, cache_dir=cache_dir)
     for line in report.summary():
         logger.warning(line)

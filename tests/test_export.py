@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -248,6 +249,55 @@ def test_load_reads_an_export_from_parquet_with_filters(exported, reference_snap
     assert "original notebook not in snapshot for 111 case(s)" in caplog.text
     with pytest.raises(junobench.JunoBenchError, match="did you mean 'API misuse'"):
         junobench.load(exported, root_cause="API missuse")
+
+
+def test_later_loads_memory_map_an_arrow_copy_made_once(exported, reference_snapshot, tmp_path):
+    cache = tmp_path / "cache"
+    first = junobench.load(exported, "cases", cache_dir=cache)
+    copies = sorted((cache / "exports").rglob("*.arrow"))
+    assert [c.name.split("-")[0] for c in copies] == ["cases"]
+    made = copies[0].stat().st_mtime_ns
+    again = junobench.load(exported, "cases", cache_dir=cache)
+    assert [f["filename"] for f in again.cache_files] == [str(copies[0])]  # memory-mapped
+    assert copies[0].stat().st_mtime_ns == made  # not rewritten
+    assert again.to_list() == first.to_list() == build(reference_snapshot, "cases")[0].to_list()
+    torch = junobench.load(exported, "cases", cache_dir=cache, library="torch")
+    assert torch.to_list() == [r for r in first.to_list() if r["library"] == "torch"]
+    assert torch.features == FEATURES["cases"]
+
+
+def test_a_new_export_replaces_its_arrow_copy(snapshot_copy, tmp_path):
+    out, cache = tmp_path / "E", tmp_path / "cache"
+    export(snapshot_copy, out)
+    before = junobench.load(out, cache_dir=cache, library="torch", root_cause="data confusion")
+    desc = read_table(snapshot_copy / "benchmark_desc.xlsx")
+    rows = desc.records()
+    for row in rows:
+        if row["nb_name"] == "torch_2":
+            row["label_root_cause"] = "data confusion"
+    write_table(snapshot_copy / "benchmark_desc.xlsx", rows, desc.columns)
+    export(snapshot_copy, out)
+    after = junobench.load(out, cache_dir=cache, library="torch", root_cause="data confusion")
+    assert sorted(after["case_id"]) == sorted([*before["case_id"], "torch_2"])
+    assert len(list((cache / "exports").rglob("cases-*.arrow"))) == 1
+
+
+def test_without_a_writable_cache_the_parquet_is_read(exported, tmp_path):
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    dataset = junobench.load(exported, "notebooks", cache_dir=blocked, library="torch")
+    assert len(dataset) > 0 and set(dataset["library"]) == {"torch"}
+    assert dataset.cache_files == []
+
+
+def test_a_damaged_parquet_is_named_and_not_cached(exported, tmp_path):
+    damaged = tmp_path / "E"
+    shutil.copytree(exported, damaged)
+    (damaged / CASES).write_bytes((damaged / CASES).read_bytes()[:500])
+    with pytest.raises(junobench.JunoBenchError, match="cannot read the parquet") as error:
+        junobench.load(damaged, cache_dir=tmp_path / "cache")
+    assert str(damaged / CASES) in str(error.value)
+    assert not list((tmp_path / "cache").rglob("*.arrow"))
 
 
 def test_ls_lists_an_export(exported, capsys):
