@@ -16,6 +16,7 @@ which reads the parquet directly (filters pushed down) instead of rebuilding rec
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -161,10 +162,8 @@ def arrow_copy(path: Path, config: str, cache_dir: str | Path | None = None) -> 
         return None
     for old in folder.glob(f"{config}-*.arrow"):  # copies of earlier versions of the file
         if old != target:
-            try:
+            with contextlib.suppress(OSError):  # still mapped elsewhere (Windows): next time
                 old.unlink(missing_ok=True)
-            except OSError:  # still mapped by another process (Windows): removed next time
-                pass
     return target
 
 
