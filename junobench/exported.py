@@ -108,17 +108,40 @@ def read_export(root: str | Path, config: str, criteria: Mapping[str, list[str]]
     path = root / PARQUET[config]
     features = FEATURES[config]
     info = datasets.DatasetInfo(features=features)
-    copy = arrow_copy(path, config, cache_dir)
-    if copy is not None:
-        dataset = datasets.Dataset.from_file(str(copy), info=info, split=datasets.Split.TEST)
-        if criteria:
-            dataset = datasets.Dataset(_filtered(dataset.data.table, criteria), info=info,
-                                       split=datasets.Split.TEST)
-    else:
+    dataset = _mapped(arrow_copy(path, config, cache_dir), info, path)
+    if dataset is None:
         dataset = datasets.Dataset(_read_parquet(path, config, criteria), info=info,
+                                   split=datasets.Split.TEST)
+    elif criteria:
+        dataset = datasets.Dataset(_filtered(dataset.data.table, criteria), info=info,
                                    split=datasets.Split.TEST)
     _log_build_report(root)
     return dataset
+
+
+def _mapped(copy: Path | None, info: Any, parquet: Path) -> Any:
+    """The memory-mapped dataset of an Arrow copy; None without a copy, or when the copy
+    is damaged (it is then removed, and the next load makes it again). A copy cut short
+    between two record batches still reads, so its row count is checked against the
+    parquet's footer."""
+    import datasets
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    if copy is None:
+        return None
+    try:
+        dataset = datasets.Dataset.from_file(str(copy), info=info, split=datasets.Split.TEST)
+        rows = pq.ParquetFile(parquet).metadata.num_rows
+        if dataset.num_rows != rows:
+            raise ValueError(f"{dataset.num_rows} rows instead of {rows}")
+        return dataset
+    except (OSError, ValueError, pa.ArrowException) as error:
+        logger.warning("%s: damaged cache file removed (%s); reading the export's parquet",
+                       copy, error)
+        with contextlib.suppress(OSError):
+            copy.unlink()
+        return None
 
 
 def arrow_copy(path: Path, config: str, cache_dir: str | Path | None = None) -> Path | None:

@@ -290,6 +290,21 @@ def test_without_a_writable_cache_the_parquet_is_read(exported, tmp_path):
     assert dataset.cache_files == []
 
 
+def test_a_damaged_cache_copy_is_replaced(exported, tmp_path, caplog):
+    cache = tmp_path / "cache"
+    expected = junobench.load(exported, "notebooks", cache_dir=cache).to_list()
+    (copy,) = (cache / "exports").rglob("notebooks-*.arrow")
+    whole = copy.read_bytes()
+    first_batch_ends = whole.index(b"\xff\xff\xff\xff", 300)  # the second message's marker
+    for damaged in (whole[:300], whole[:first_batch_ends]):  # cut inside, or between batches
+        copy.write_bytes(damaged)
+        assert junobench.load(exported, "notebooks", cache_dir=cache).to_list() == expected
+        assert "damaged cache file removed" in caplog.text and str(copy) in caplog.text
+        again = junobench.load(exported, "notebooks", cache_dir=cache)  # made anew
+        assert again.to_list() == expected
+        assert [f["filename"] for f in again.cache_files] == [str(copy)]
+
+
 def test_a_damaged_parquet_is_named_and_not_cached(exported, tmp_path):
     damaged = tmp_path / "E"
     shutil.copytree(exported, damaged)
