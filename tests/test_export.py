@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from snapshot_files import tree_digest  # tests/ is on sys.path under pytest
 
 import junobench
 from junobench.cli import main
@@ -38,12 +39,6 @@ out["junobench_imported"] = sorted(m for m in sys.modules if m.split(".")[0] == 
 with open(sys.argv[2], "w") as handle:
     json.dump(out, handle)
 """
-
-
-def tree_digest(root: Path) -> dict[str, str]:
-    """Every file under ``root`` with its sha256 (the bytes of a directory tree)."""
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import builtins
-import hashlib
 import json
 import sys
 from pathlib import Path
 
 import pytest
+from snapshot_files import edit_cell, tree_digest  # tests/ is on sys.path under pytest
 
 from junobench import prompt
 from junobench.checkout import checkout
@@ -26,23 +26,6 @@ pytestmark = pytest.mark.kernel
 
 #: Names the IPython kernel itself provides (never the notebook's objects).
 KERNEL_NAMES = {"get_ipython", "display", "In", "Out", "exit", "quit"}
-
-
-def edit_cell(snapshot: Path, case_id: str, version: str, code_index: int, source: str) -> None:
-    path = snapshot / "benchmark" / case_id / f"{case_id}_{version}.ipynb"
-    notebook = json.loads(path.read_text())
-    code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
-    code[code_index]["source"] = source
-    path.write_text(json.dumps(notebook, indent=1))
-
-
-def digest(root: Path) -> str:
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        if path.is_file():
-            h.update(path.relative_to(root).as_posix().encode())
-            h.update(path.read_bytes())
-    return h.hexdigest()
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +119,7 @@ def sneaky(tmp_path_factory) -> tuple[Path, Path]:
 
 def test_the_target_cell_never_runs_and_the_snapshot_is_untouched(sneaky, tmp_path, capsys):
     snap, marker = sneaky
-    before = digest(snap)
+    before = tree_digest(snap)
     out = tmp_path / "rt.jsonl"
     code = main(["runtime-info", "pandas_1", "--source", str(snap), "--out", str(out), "--no-progress"])
     assert code == 0, capsys.readouterr().err
@@ -147,7 +130,7 @@ def test_the_target_cell_never_runs_and_the_snapshot_is_untouched(sneaky, tmp_pa
     assert set(records["pandas_1_reproduced"]["objects"]) == {"gen", "it", "fake", "values"}
     assert records["pandas_1_reproduced"]["undefined"] == ["df"]
     assert records["pandas_1_fixed"]["undefined"] == ["gen", "it", "fake", "values"]
-    assert digest(snap) == before
+    assert tree_digest(snap) == before
 
 
 def test_inspection_in_a_kernel_advances_nothing_and_imports_nothing(sneaky):

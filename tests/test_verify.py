@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
 from pathlib import Path
 
 import pytest
+from snapshot_files import edit_cell, tree_digest  # tests/ is on sys.path under pytest
 
 from junobench.checkout import checkout
 from junobench.cli import main
@@ -16,24 +16,6 @@ from junobench.verify import verify
 
 pytest.importorskip("nbclient", reason="verify needs the run extra")
 pytestmark = pytest.mark.kernel
-
-
-def edit_cell(snapshot: Path, case_id: str, version: str, code_index: int, source: str) -> None:
-    """Replace the source of one code cell of a notebook in a checkout."""
-    path = snapshot / "benchmark" / case_id / f"{case_id}_{version}.ipynb"
-    notebook = json.loads(path.read_text())
-    code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
-    code[code_index]["source"] = source
-    path.write_text(json.dumps(notebook, indent=1))
-
-
-def digest(root: Path) -> str:
-    h = hashlib.sha256()
-    for path in sorted(root.rglob("*")):
-        if path.is_file():
-            h.update(path.relative_to(root).as_posix().encode())
-            h.update(path.read_bytes())
-    return h.hexdigest()
 
 
 def alive(pid: int) -> bool:
@@ -76,7 +58,7 @@ def test_edited_checkout_failures_exit_1_with_the_right_reason(tmp_path, capsys)
               "# [reexecute]\ndf = df.drop(columns='num_outbound_cmds', errors='ignore')\ndf.shape")
     # pandas_1: the reproduced notebook now crashes with another exception.
     edit_cell(snap, "pandas_1", "reproduced", 4, "survival_by_class = df['Pclass'] / 'x'")
-    before = digest(snap)
+    before = tree_digest(snap)
 
     report_file = tmp_path / "r.json"
     code = main(["verify", "--source", str(snap), "--jobs", "2", "--report", str(report_file),
@@ -96,7 +78,7 @@ def test_edited_checkout_failures_exit_1_with_the_right_reason(tmp_path, capsys)
     assert other["status"] == "failed" and other["reproduced"]["exception"] == "TypeError"
     assert other["reproduced"]["reason"].startswith(
         "different exception at the target (code cell 4): expected KeyError, got TypeError")
-    assert digest(snap) == before, "verify modified the snapshot"
+    assert tree_digest(snap) == before, "verify modified the snapshot"
 
 
 def test_endless_cell_times_out_and_leaves_no_kernel(tmp_path):

@@ -1,0 +1,22 @@
+"""Helpers for tests that edit a copy of a snapshot or check that one was left alone."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    """Every file under ``root`` with its sha256 (the bytes of a directory tree)."""
+    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def edit_cell(snapshot: Path, case_id: str, version: str, code_index: int, source: str) -> None:
+    """Replace the source of one code cell of a case's notebook."""
+    path = snapshot / "benchmark" / case_id / f"{case_id}_{version}.ipynb"
+    notebook = json.loads(path.read_text())
+    code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
+    code[code_index]["source"] = source
+    path.write_text(json.dumps(notebook, indent=1))
