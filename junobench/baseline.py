@@ -370,27 +370,12 @@ def _sure_loads(node: ast.AST) -> Iterator[tuple[str, int]]:
 
 
 def _expression_loads(node: ast.AST, *, augmented: bool = False) -> Iterator[tuple[str, int]]:
-    if isinstance(node, ast.Name):
-        if isinstance(node.ctx, ast.Load) or (augmented and isinstance(node.ctx, ast.Store)) or (
-                isinstance(node.ctx, ast.Del)):
-            yield node.id, node.lineno
-        return
-    if isinstance(node, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return
-    if isinstance(node, ast.BoolOp):
-        yield from _expression_loads(node.values[0])
-        return
-    if isinstance(node, ast.IfExp):
-        yield from _expression_loads(node.test)
-        return
-    if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-        yield from _expression_loads(node.generators[0].iter)
-        return
-    if isinstance(node, ast.NamedExpr):
-        yield from _expression_loads(node.value)
-        return
-    for child in ast.iter_child_nodes(node):
-        yield from _expression_loads(child, augmented=augmented)
+    """Names an expression surely reads (see :func:`_sure_nodes`), with their lines; with
+    ``augmented``, ``node`` is the target of ``x += …``, which reads ``x`` first."""
+    for sub in _sure_nodes(node):
+        if isinstance(sub, ast.Name) and (isinstance(sub.ctx, (ast.Load, ast.Del)) or (
+                augmented and sub is node)):
+            yield sub.id, sub.lineno
 
 
 def _stored_names(node: ast.AST | None) -> set[str]:
