@@ -175,6 +175,7 @@ def parse_notebook(
     if not isinstance(cells, list):
         raise fail("not a notebook: no 'cells' list")
     code_cells: list[CodeCell] = []
+    new_cell = tuple.__new__  # CodeCell(...) without its Python-level __new__ (once per cell)
     for position, cell in enumerate(cells):
         if type(cell) is not dict:
             raise fail(f"cell {position} is not an object")
@@ -182,7 +183,10 @@ def parse_notebook(
             continue
         source = cell.get("source", "")
         if type(source) is not str:
-            source = _join_lines(source)
+            try:
+                source = "".join(source) if type(source) is list else None
+            except TypeError:
+                source = None
             if source is None:
                 raise fail(f"cell {position}: 'source' is neither a string nor a list of strings")
         count = cell.get("execution_count")
@@ -194,7 +198,7 @@ def parse_notebook(
             if type(outputs) is not list:
                 raise fail(f"cell {position}: 'outputs' is not a list")
             error = _error_output(outputs)
-        code_cells.append(CodeCell(len(code_cells), source, count, error))
+        code_cells.append(new_cell(CodeCell, (len(code_cells), source, count, error)))
     return Notebook(data, tuple(code_cells), upgraded_from)
 
 
@@ -229,15 +233,6 @@ def _error_output(outputs: list[Any]) -> ErrorOutput | None:
                 evalue=str(output.get("evalue", "")),
                 traceback=tuple(parse_traceback(output.get("traceback", []))),
             )
-    return None
-
-
-def _join_lines(value: Any) -> str | None:
-    if type(value) is list:
-        try:
-            return "".join(value)
-        except TypeError:
-            return None
     return None
 
 
