@@ -8,8 +8,8 @@ import json
 import shutil
 
 import pytest
+from cli_run import run_cli  # tests/ is on sys.path under pytest
 
-from junobench.cli import main
 from junobench.errors import JunoBenchError
 from junobench.evaluate import evaluate, format_report
 
@@ -23,11 +23,6 @@ MISTRAL_BY_LIBRARY = {
 }
 
 
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
 
 @pytest.fixture(scope="module")
 def qwen(reference_dir):
@@ -40,7 +35,7 @@ def mistral(reference_dir):
 
 
 def test_qwen_code_only_majority_vote_matches_table_2b(qwen, reference_snapshot, capsys):
-    code, out, _ = run(capsys, "evaluate", str(qwen), "--source", str(reference_snapshot),
+    code, out, _ = run_cli(capsys, "evaluate", str(qwen), "--source", str(reference_snapshot),
                        "--format", "json")
     assert code == 0
     report = json.loads(out)
@@ -55,7 +50,7 @@ def test_qwen_code_only_majority_vote_matches_table_2b(qwen, reference_snapshot,
 
 
 def test_mistral_first_valid_matches_the_junobench_repository(mistral, reference_snapshot, capsys):
-    code, out, _ = run(capsys, "evaluate", str(mistral), "--source", str(reference_snapshot),
+    code, out, _ = run_cli(capsys, "evaluate", str(mistral), "--source", str(reference_snapshot),
                        "--vote", "first-valid")
     assert code == 0
     assert "63/108 correct" in out and "65/108 correct" in out
@@ -88,7 +83,7 @@ def test_votes_differ_as_defined(mistral, reference_snapshot):
 
 
 def test_csv_and_root_cause_breakdown(qwen, reference_snapshot, capsys):
-    code, out, _ = run(capsys, "evaluate", str(qwen), "--source", str(reference_snapshot),
+    code, out, _ = run_cli(capsys, "evaluate", str(qwen), "--source", str(reference_snapshot),
                        "--by", "root-cause", "--format", "csv")
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
@@ -99,7 +94,7 @@ def test_csv_and_root_cause_breakdown(qwen, reference_snapshot, capsys):
 
 
 def test_filters_restrict_the_scored_notebooks(qwen, reference_snapshot, capsys):
-    code, out, _ = run(capsys, "evaluate", str(qwen), "--source", str(reference_snapshot),
+    code, out, _ = run_cli(capsys, "evaluate", str(qwen), "--source", str(reference_snapshot),
                        "--library", "torch", "--format", "json")
     report = json.loads(out)
     assert code == 0 and report["n"] == 30 and report["missing"] == []
@@ -109,7 +104,7 @@ def test_filters_restrict_the_scored_notebooks(qwen, reference_snapshot, capsys)
 def test_plot_writes_a_png(qwen, reference_snapshot, tmp_path, capsys):
     pytest.importorskip("matplotlib")
     target = tmp_path / "plots" / "acc.png"
-    code, _, err = run(capsys, "evaluate", str(qwen), "--source", str(reference_snapshot),
+    code, _, err = run_cli(capsys, "evaluate", str(qwen), "--source", str(reference_snapshot),
                        "--plot", str(target))
     assert code == 0 and "plot written" in err
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -136,7 +131,7 @@ def test_unknown_instance_is_an_error_naming_it(qwen, reference_snapshot, tmp_pa
     folder = tmp_path / "preds"
     shutil.copytree(qwen, folder)
     (folder / "torch_99_fixed.json").write_text(json.dumps(["FALSE"]))
-    code, _, err = run(capsys, "evaluate", str(folder), "--source", str(reference_snapshot))
+    code, _, err = run_cli(capsys, "evaluate", str(folder), "--source", str(reference_snapshot))
     assert code == 1
     assert "torch_99_fixed" in err and "torch_99_fixed.json" in err
     assert "Traceback" not in err

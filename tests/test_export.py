@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cli_run import run_cli  # tests/ is on sys.path under pytest
 from snapshot_files import tree_digest  # tests/ is on sys.path under pytest
 
 import junobench
-from junobench.cli import main
 from junobench.export import export
 from junobench.exported import CARD, MANIFEST, PARQUET
 from junobench.loading import build
@@ -40,11 +40,6 @@ with open(sys.argv[2], "w") as handle:
     json.dump(out, handle)
 """
 
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")

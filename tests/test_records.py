@@ -7,9 +7,9 @@ from collections import Counter
 
 import pandas as pd
 import pytest
+from cli_run import run_cli  # tests/ is on sys.path under pytest
 
 import junobench
-from junobench.cli import main
 
 # Facts of the JunoBench paper (Figure 2, section 3), from ../shared/reference/README.md.
 LIBRARY_COUNTS = {"tensorflow": 15, "torch": 15, "sklearn": 15, "numpy": 15, "pandas": 15,
@@ -25,11 +25,6 @@ CRASH_TYPES = {"invalid argument": 21, "tensor shape mismatch": 16, "key error":
                "type error": 4, "module not found": 3, "runtime error": 3,
                "feature name mismatch": 2, "io error": 1, "model initialization error": 1}
 
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_ls_json_lists_the_111_cases_with_the_published_label_counts(reference_snapshot, capsys):

@@ -10,9 +10,9 @@ import sys
 from collections import Counter
 
 import pytest
+from cli_run import run_cli  # tests/ is on sys.path under pytest
 
 from junobench.browse import ls
-from junobench.cli import main
 from junobench.errors import JunoBenchError
 from junobench.stats import DIMENSIONS, NOT_RECORDED, compute, stats
 from junobench.tables import read_table, write_table
@@ -34,11 +34,6 @@ PUBLISHED = {
                    "feature name mismatch": 2, "io error": 1, "model initialization error": 1},
 }
 
-
-def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def test_json_gives_the_published_counts_of_the_four_dimensions(reference_snapshot, capsys):
