@@ -152,6 +152,12 @@ def unseen_runs(task: Mapping[str, Any]) -> bool:
 # --------------------------------------------------------------------------- parsing
 
 
+def imported_names(node: ast.Import | ast.ImportFrom) -> list[str]:
+    """The names an import statement binds (``import a.b`` binds ``a``; ``*`` binds none
+    that can be known)."""
+    return [a.asname or a.name.split(".")[0] for a in node.names if a.name != "*"]
+
+
 def python_source(cell: str) -> tuple[str | None, set[str], bool]:
     """IPython cell → Python text (magics and shell lines become ``pass``), names that
     magics assign, and whether a magic can define arbitrary names. None when the cell is
@@ -320,13 +326,11 @@ def _apply(node: ast.stmt, state: _State) -> None:
                 state.untrack(_mentioned(target))
         return
     if isinstance(node, (ast.Import, ast.ImportFrom)):
-        for alias in node.names:
-            if alias.name == "*":
-                state.open_world = True
-            else:
-                name = alias.asname or alias.name.split(".")[0]
-                state.defined.add(name)
-                state.forget(name)
+        if any(alias.name == "*" for alias in node.names):
+            state.open_world = True
+        for name in imported_names(node):
+            state.defined.add(name)
+            state.forget(name)
         return
     _track_labels(node, state)
     state.defined |= _module_stores(node)
@@ -401,7 +405,7 @@ def _module_stores(node: ast.AST) -> set[str]:
         if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
             out.add(n.id)
         elif isinstance(n, (ast.Import, ast.ImportFrom)):
-            out.update(a.asname or a.name.split(".")[0] for a in n.names if a.name != "*")
+            out.update(imported_names(n))
         elif isinstance(n, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and n.name:
             out.add(n.name)
         elif isinstance(n, ast.MatchMapping) and n.rest:

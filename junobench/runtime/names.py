@@ -31,7 +31,7 @@ import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from junobench.baseline import python_source
+from junobench.baseline import imported_names, python_source
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -112,7 +112,7 @@ class _Reader:
             elif not isinstance(node.target, ast.Name):
                 self.target(node.target, bound)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update(a.asname or a.name.split(".")[0] for a in node.names if a.name != "*")
+            bound.update(imported_names(node))
         elif isinstance(node, (ast.For, ast.AsyncFor)):
             self.expr(node.iter, bound)
             inner = set(bound)
@@ -262,7 +262,7 @@ def _local_bindings(statements: list[ast.stmt]) -> set[str]:
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             out.add(node.id)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            out.update(a.asname or a.name.split(".")[0] for a in node.names if a.name != "*")
+            out.update(imported_names(node))
         elif isinstance(node, ast.ExceptHandler) and node.name:
             out.add(node.name)
         elif isinstance(node, ast.NamedExpr):
@@ -285,7 +285,7 @@ def _all_bindings(tree: ast.AST) -> set[str]:
         elif isinstance(node, (*_FUNCTIONS, ast.ClassDef)):
             out.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            out.update(a.asname or a.name.split(".")[0] for a in node.names if a.name != "*")
+            out.update(imported_names(node))
         elif isinstance(node, ast.ExceptHandler) and node.name:
             out.add(node.name)
         elif isinstance(node, ast.arg):
