@@ -169,20 +169,25 @@ def arrow_copy(path: Path, config: str, cache_dir: str | Path | None = None) -> 
     target = folder / f"{config}-{stat.st_size}-{stat.st_mtime_ns}-{schema}.arrow"
     if target.is_file():
         return target
-    table = _read_parquet(path, config, {})  # checked before anything is cached
-    try:
+    try:  # a writable cache first, so that without one the parquet is read only once
         folder.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{config}-", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
-                writer.write_table(table, max_chunksize=1000)
-            os.replace(temporary, target)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
     except OSError as error:
         logger.debug("no Arrow copy of %s in the cache (%s): reading the parquet", path, error)
         return None
+    try:
+        with os.fdopen(handle, "wb") as sink:
+            table = _read_parquet(path, config, {})  # checked before anything is cached
+            with pa.ipc.new_stream(sink, table.schema) as writer:
+                writer.write_table(table, max_chunksize=1000)
+        os.replace(temporary, target)
+    except OSError as error:  # disk full: read the parquet directly
+        Path(temporary).unlink(missing_ok=True)
+        logger.debug("no Arrow copy of %s in the cache (%s): reading the parquet", path, error)
+        return None
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
     for old in folder.glob(f"{config}-*.arrow"):  # copies of earlier versions of the file
         if old != target:
             with contextlib.suppress(OSError):  # still mapped elsewhere (Windows): next time
