@@ -7,11 +7,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from junobench.errors import JunoBenchError, Problem, SnapshotError
 from junobench.vocab import (
     CRASH_TYPES,
     LIBRARIES,
     LIBRARY_LABELS,
+    ORIGINS,
     PIPELINE_STAGES,
     ROOT_CAUSES,
     SOURCES,
@@ -22,6 +25,7 @@ __all__ = [
     "CRASH_TYPES",
     "LIBRARIES",
     "LIBRARY_LABELS",
+    "ORIGINS",
     "PIPELINE_STAGES",
     "ROOT_CAUSES",
     "SOURCES",
@@ -29,13 +33,25 @@ __all__ = [
     "JunoBenchError",
     "Problem",
     "SnapshotError",
+    "format_case",
     "load",
+    "ls",
+    "show",
 ]
 
 
-def __getattr__(name: str):  # lazy: importing junobench does not import datasets
-    if name == "load":
-        from junobench.loading import load
+#: Public names imported on first use, so that ``import junobench`` stays light (no ``datasets``).
+_LAZY: dict[str, str] = {
+    "load": "junobench.loader",
+    "ls": "junobench.browse",
+    "show": "junobench.browse",
+    "format_case": "junobench.browse",
+}
 
-        return load
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'junobench' has no attribute {name!r}")

@@ -11,9 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from junobench.data.build import prepare
+from junobench.data.filters import apply_filters, normalise_filters
+from junobench.data.preparation import BuildReport
+from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.errors import JunoBenchError
-from junobench.loading import BuildReport, apply_filters, load, normalise_filters, prepare
-from junobench.snapshot import DEFAULT_SOURCE, resolve
+from junobench.loader import load
 
 #: Columns of ``ls``, in order (every one a ``cases`` field).
 LS_COLUMNS: tuple[str, ...] = (

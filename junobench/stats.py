@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from junobench import vocab
-from junobench.snapshot import DEFAULT_SOURCE
+from junobench.data.snapshot import DEFAULT_SOURCE
 
 #: The four label dimensions of the benchmark (``cases`` fields), as the paper's Figure 2.
 DIMENSIONS: tuple[str, ...] = ("library", "root_cause", "crash_type", "pipeline_stage")
@@ -96,7 +96,7 @@ class Stats:
 
     def to_text(self) -> str:
         """Aligned text: one table per count (with shares), one matrix per cross-tab."""
-        from junobench.cli.output import table
+        from junobench.render import table
 
         parts = [f"{self.cases} cases\n"]
         for name, counts in self.counts.items():
@@ -164,7 +164,7 @@ def stats(source: str | Path = DEFAULT_SOURCE, *, revision: str | None = None,
     >>> stats("sample", library="pandas").counts["root_cause"]  # doctest: +SKIP
     {'data confusion': 1, 'API misuse': 1}
     """
-    from junobench.loading import load
+    from junobench.loader import load
 
     cases = load(source, "cases", revision=revision, skip_invalid=skip_invalid, **filters)
     return compute(cases.select_columns(list(FIELDS)).to_list())

@@ -81,7 +81,9 @@ CRASH_TYPES: tuple[str, ...] = (
 )
 
 #: ``source`` in the labelling sheet: where a case was found.
-SOURCES: tuple[str, ...] = ("labeled in empirical study", "newly sampled")
+ORIGINS: tuple[str, ...] = ("labeled in empirical study", "newly sampled")
+#: The former name of :data:`ORIGINS` (the values of the ``source`` record field).
+SOURCES = ORIGINS
 
 #: Notebook versions of a case; ``reproduced`` and ``fixed`` are the evaluation instances.
 VERSIONS: tuple[str, ...] = ("original", "reproduced", "fixed")

@@ -31,8 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from junobench import layout
-from junobench.tables import read_table, write_table
+from junobench.data import layout
+from junobench.data.tables import read_table, write_table
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_SOURCE = REPO.parent / "shared" / "reference" / "junobench-snapshot"
@@ -99,7 +99,7 @@ BUILD = """
 import json, resource, sys, time
 import datasets
 datasets.disable_progress_bars()
-from junobench.loading import prepare
+from junobench.data.build import prepare
 from pathlib import Path
 root, cache = Path(sys.argv[1]), sys.argv[2]
 start = time.perf_counter()

@@ -29,7 +29,7 @@ from collections import Counter
 from pathlib import Path
 
 from junobench.construct import library_cause
-from junobench.tables import read_table
+from junobench.data.tables import read_table
 
 REPO = Path(__file__).resolve().parent.parent
 DEV_TABLE = "empirical_labeled_crashes.dev.xlsx"

@@ -53,8 +53,10 @@ def measure(snapshot: Path, work: Path, repeat: int) -> None:
     """Export ``snapshot`` into ``work`` and print the timings and speed-ups."""
     import datasets
 
-    from junobench.export import export
-    from junobench.loading import apply_filters, build, load
+    from junobench.data.build import build
+    from junobench.data.filters import apply_filters
+    from junobench.hub.write_export import export
+    from junobench.loader import load
 
     caches = iter(range(10**6))
 

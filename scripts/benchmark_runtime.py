@@ -22,10 +22,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from junobench import layout, vocab
-from junobench.notebook import read_notebook
+from junobench import vocab
+from junobench.data import layout
+from junobench.data.notebook import read_notebook
+from junobench.data.snapshot import resolve
 from junobench.runtime.extract import Inspection, request_for
-from junobench.snapshot import resolve
 from junobench.verify.runner import run_sync
 from junobench.verify.session import replay_in_copy
 from junobench.verify.spec import case_specs

@@ -3,7 +3,7 @@
 
 For every case: generate its input data (seeded, CC0) and dataset metadata, derive the
 original, reproduced and fixed notebooks from the case definition, and execute each of
-them in a fresh kernel in its recorded order (junobench.notebook.execution_order: a
+them in a fresh kernel in its recorded order (junobench.data.notebook.execution_order: a
 ``[reexecute]`` target runs twice), so every stored output, execution count and
 traceback comes from a real run. The original runs in Kaggle's layout (data under
 ``../input/<slug>/``); the reproduced and fixed notebooks in a copy of the case folder.
@@ -44,16 +44,17 @@ sys.path.insert(0, str(REPO))
 import nbformat  # noqa: E402
 from sample_cases import Case, all_cases  # noqa: E402
 
-from junobench import layout, vocab  # noqa: E402
-from junobench.metadata import write_metadata  # noqa: E402
-from junobench.notebook import (  # noqa: E402
+from junobench import vocab  # noqa: E402
+from junobench.data import layout  # noqa: E402
+from junobench.data.metadata import write_metadata  # noqa: E402
+from junobench.data.notebook import (  # noqa: E402
     Step,
     execution_order,
     find_target,
     parse_notebook,
     strip_ansi,
 )
-from junobench.tables import DESC_COLUMNS, read_table, write_table  # noqa: E402
+from junobench.data.tables import DESC_COLUMNS, read_table, write_table  # noqa: E402
 from junobench.verify.judge import ERROR, OK, RunLog  # noqa: E402
 from junobench.verify.runner import replay  # noqa: E402
 from junobench.verify.session import default_jobs  # noqa: E402

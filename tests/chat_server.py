@@ -20,7 +20,7 @@ Fail = Callable[[int, dict[str, Any]], "int | str | None"]
 
 
 def target_of(body: dict[str, Any]) -> str:
-    """The target cell's text in a request built by junobench.prompt."""
+    """The target cell's text in a request built by junobench.detection.prompt."""
     user = body["messages"][-1]["content"]
     return user.rsplit("# Target Cell:\n", 1)[1].strip()
 

@@ -19,6 +19,8 @@ os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 
 import pytest  # noqa: E402
 
+from junobench.data.tables import read_table, write_table  # noqa: E402
+
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO.parent / "shared" / "reference"
 
@@ -52,3 +54,16 @@ def snapshot_copy(reference_snapshot: Path, tmp_path: Path) -> Path:
     for path in [target, *target.rglob("*")]:
         path.chmod(0o755 if path.is_dir() else 0o644)
     return target
+
+
+@pytest.fixture
+def labelled_snapshot(snapshot_copy, reference_dir):
+    """The reference snapshot whose table also has the labelling sheet's source and
+    Dataset_note columns (as the bundled sample's and a rebuilt snapshot's do)."""
+    desc_path = snapshot_copy / "benchmark_desc.xlsx"
+    desc = read_table(desc_path)
+    labels = {r["nb_name"]: r for r in read_table(reference_dir / "benchmark_labels.xlsx").records()}
+    rows = [r | {"source": labels[r["nb_name"]]["source"],
+                 "Dataset_note": labels[r["nb_name"]]["Dataset_note"]} for r in desc.records()]
+    write_table(desc_path, rows, [*desc.columns, "source", "Dataset_note"])
+    return snapshot_copy

@@ -6,9 +6,9 @@ from __future__ import annotations
 import datasets
 import pytest
 
-from junobench.loading import build
-from junobench.records import JunoBench
-from junobench.snapshot import fingerprint
+from junobench.data.build import build
+from junobench.data.records import JunoBench
+from junobench.data.snapshot import fingerprint
 
 
 class StockJunoBench(JunoBench):

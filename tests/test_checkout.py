@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from junobench import layout
-from junobench.checkout import checkout
 from junobench.cli import main
+from junobench.data import layout
+from junobench.data.checkout import checkout
+from junobench.data.snapshot import sample_path
+from junobench.data.tables import read_desc, read_diagnoses, read_table
 from junobench.errors import JunoBenchError
-from junobench.snapshot import sample_path
-from junobench.tables import read_desc, read_diagnoses, read_table
 
 
 def files(root: Path) -> dict[str, bytes]:

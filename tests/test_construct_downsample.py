@@ -14,8 +14,8 @@ import pytest
 
 from junobench.cli import main
 from junobench.construct.downsample import downsample_archive, downsample_images
+from junobench.data.metadata import read_metadata, write_metadata
 from junobench.errors import JunoBenchError
-from junobench.metadata import read_metadata, write_metadata
 
 
 def make_metadata(path: Path, files: list[str]) -> Path:

@@ -8,7 +8,7 @@ import pytest
 
 from junobench.cli import main
 from junobench.construct.filter import ML_BUG, Criteria, filter_candidates, filter_table
-from junobench.tables import read_table, write_table
+from junobench.data.tables import read_table, write_table
 
 DEV = "empirical_labeled_crashes.dev.xlsx"
 

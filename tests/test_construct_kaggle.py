@@ -11,8 +11,8 @@ import pytest
 
 from junobench.cli import main
 from junobench.construct import kaggle
+from junobench.data.tables import read_table
 from junobench.errors import JunoBenchError
-from junobench.tables import read_table
 
 #: A hand-made Meta Kaggle: three users, one organisation, four notebooks.
 META_KAGGLE = {

@@ -20,7 +20,7 @@ from junobench.construct.library_cause import (
     normalise_label,
     score_table,
 )
-from junobench.tables import read_table, write_table
+from junobench.data.tables import read_table, write_table
 
 DEV = "empirical_labeled_crashes.dev.xlsx"
 HEADER = "-" * 75
@@ -152,7 +152,7 @@ def test_same_answers_in_every_process(reference_dir: Path) -> None:
     script = (
         "import json, sys\n"
         "from junobench.construct.library_cause import estimate, explain\n"
-        "from junobench.tables import read_table\n"
+        "from junobench.data.tables import read_table\n"
         f"rows = read_table({str(reference_dir / DEV)!r}).records()\n"
         "code = 'import seaborn as sb\\nsb.countplot(x)\\nplt.plot(y)'\n"
         "print(json.dumps([[estimate(r['traceback']), estimate(r['traceback'], code),\n"

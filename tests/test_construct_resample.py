@@ -8,7 +8,7 @@ import pytest
 
 from junobench.cli import main
 from junobench.construct.resample import MATCHED_COLUMN, draw
-from junobench.tables import read_table, write_table
+from junobench.data.tables import read_table, write_table
 
 POOL_COLUMNS = ["fname", "eid", "ename", "evalue", "traceback"]
 

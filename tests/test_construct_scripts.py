@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from junobench.tables import read_table
+from junobench.data.tables import read_table
 
 SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
 

@@ -10,8 +10,8 @@ import pytest
 
 from junobench.cli import main
 from junobench.construct.synthetic import synthesize, synthetic
+from junobench.data.metadata import read_metadata, write_metadata
 from junobench.errors import JunoBenchError
-from junobench.metadata import read_metadata, write_metadata
 
 
 def housing(n: int = 300) -> pd.DataFrame:

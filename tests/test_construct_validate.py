@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from junobench import layout
 from junobench.cli import main
-from junobench.snapshot import resolve
-from junobench.tables import read_table, write_table
-from junobench.validate import validate
+from junobench.data import layout
+from junobench.data.snapshot import resolve
+from junobench.data.tables import read_table, write_table
+from junobench.data.validate import validate
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ import pytest
 from chat_server import ChatServer, target_of
 
 from junobench.cli import main
-from junobench.detect import ChatClient, RetryableError, ask, detect, finished_instances
-from junobench.predictions import read_predictions
-from junobench.tasks import build_tasks, write_tasks
+from junobench.detection.detect import ChatClient, RetryableError, ask, detect, finished_instances
+from junobench.detection.predictions import read_predictions
+from junobench.detection.tasks import build_tasks, write_tasks
 
 REPO = Path(__file__).resolve().parent.parent
 

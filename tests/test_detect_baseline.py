@@ -6,9 +6,10 @@ import json
 
 import pytest
 
-from junobench.baseline import findings, python_source, static_detect, unseen_runs
 from junobench.cli import main
-from junobench.evaluate import evaluate
+from junobench.detection.baseline import findings, static_detect, unseen_runs
+from junobench.detection.evaluate import evaluate
+from junobench.pysource import python_source
 
 
 def task(target: str, *executed: str, counts: list[int | None] | None = None) -> dict:

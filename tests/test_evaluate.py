@@ -10,8 +10,8 @@ import shutil
 import pytest
 from cli_run import run_cli  # tests/ is on sys.path under pytest
 
+from junobench.detection.evaluate import evaluate, format_report
 from junobench.errors import JunoBenchError
-from junobench.evaluate import evaluate, format_report
 
 # JunoBench_construct README, mistral-small3.1, first valid answer of 5 runs:
 # library → (reproduced correct, total, fixed correct, total).
@@ -138,7 +138,7 @@ def test_unknown_instance_is_an_error_naming_it(qwen, reference_snapshot, tmp_pa
 
 
 def test_canonical_jsonl_gives_the_same_scores(qwen, reference_snapshot, tmp_path):
-    from junobench.predictions import read_predictions, write_predictions
+    from junobench.detection.predictions import read_predictions, write_predictions
 
     runs = read_predictions(qwen).runs
     path = write_predictions(tmp_path / "qwen.jsonl", sorted(runs.items()))

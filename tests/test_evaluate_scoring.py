@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from junobench.detection.evaluate import score
+from junobench.detection.metrics import Confusion, confusion, scores
+from junobench.detection.predictions import parse_run, read_jsonl, read_predictions
+from junobench.detection.votes import vote
 from junobench.errors import JunoBenchError
-from junobench.evaluate import score
-from junobench.metrics import Confusion, confusion, scores
-from junobench.predictions import parse_run, read_jsonl, read_predictions
-from junobench.votes import vote
 
 LABELS = [
     {"instance": f"{case}_{version}", "case_id": case, "version": version,

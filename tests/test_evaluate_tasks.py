@@ -7,9 +7,8 @@ import json
 import pytest
 
 from junobench.cli import main
-from junobench.errors import JunoBenchError
-from junobench.prompt import messages, sections, system_message, user_message
-from junobench.tasks import (
+from junobench.detection.prompt import messages, sections, system_message, user_message
+from junobench.detection.tasks import (
     build_tasks,
     cell_outputs,
     make_task,
@@ -18,6 +17,7 @@ from junobench.tasks import (
     truth_path,
     write_tasks,
 )
+from junobench.errors import JunoBenchError
 
 HIDDEN = {"crash", "diagnosis", "exception", "version"}
 

@@ -17,11 +17,11 @@ from cli_run import run_cli  # tests/ is on sys.path under pytest
 from snapshot_files import tree_digest  # tests/ is on sys.path under pytest
 
 import junobench
-from junobench.export import export
-from junobench.exported import CARD, MANIFEST, PARQUET
-from junobench.loading import build
-from junobench.records import FEATURES
-from junobench.tables import read_table, write_table
+from junobench.data.build import build
+from junobench.data.records import FEATURES
+from junobench.data.tables import read_table, write_table
+from junobench.hub.read_export import CARD, MANIFEST, PARQUET
+from junobench.hub.write_export import export
 
 CASES = PARQUET["cases"]
 
@@ -156,8 +156,8 @@ def test_check_passes_then_names_the_damaged_file(exported, tmp_path, capsys):
 
 
 def test_check_reports_a_card_without_configs_and_a_wrong_schema(exported, tmp_path):
-    from junobench.check import check
-    from junobench.exported import file_digest
+    from junobench.hub.check import check
+    from junobench.hub.read_export import file_digest
 
     copy = tmp_path / "copy"
     for name in tree_digest(exported):
@@ -198,7 +198,7 @@ def test_failed_export_leaves_the_previous_export_byte_identical(snapshot_copy, 
 
 def test_export_interrupted_while_writing_leaves_the_previous_export(exported, reference_snapshot,
                                                                      tmp_path, monkeypatch):
-    import junobench.card
+    import junobench.hub.card
 
     out = tmp_path / "E"
     export(reference_snapshot, out)
@@ -208,7 +208,7 @@ def test_export_interrupted_while_writing_leaves_the_previous_export(exported, r
         assert any(tmp_path.glob(".E.*.partial/cases/*.parquet"))
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(junobench.card, "render_card", broken)
+    monkeypatch.setattr(junobench.hub.card, "render_card", broken)
     with pytest.raises(RuntimeError, match="disk full"):
         export(reference_snapshot, out)
     assert tree_digest(out) == before

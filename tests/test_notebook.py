@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from junobench.notebook import (
+from junobench.data.notebook import (
     NotebookError,
     crash_line,
     exception_of,

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from hub_server import HubServer  # tests/ is on sys.path under pytest
 
-from junobench.export import export
-from junobench.exported import CARD, MANIFEST, PARQUET, file_digest
+from junobench.hub.read_export import CARD, MANIFEST, PARQUET, file_digest
+from junobench.hub.write_export import export
 
 TOKEN = "hf_junobenchTestToken1234567890"
 

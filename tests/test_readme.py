@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from junobench.cli import build_parser
-from junobench.records import CASE_FEATURES, NOTEBOOK_FEATURES
+from junobench.data.records import CASE_FEATURES, NOTEBOOK_FEATURES
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text(encoding="utf-8")

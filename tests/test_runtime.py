@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from snapshot_files import edit_cell, tree_digest  # tests/ is on sys.path under pytest
 
-from junobench import prompt
-from junobench.checkout import checkout
 from junobench.cli import main
-from junobench.notebook import read_notebook
+from junobench.data.checkout import checkout
+from junobench.data.notebook import read_notebook
+from junobench.detection import prompt
+from junobench.detection.tasks import read_tasks
 from junobench.runtime import read_runtime_info, runtime_info, runtime_texts
 from junobench.runtime.extract import Inspection, request_for
-from junobench.tasks import read_tasks
 from junobench.verify.runner import run_sync
 from junobench.verify.session import replay_in_copy
 from junobench.verify.spec import case_specs

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from junobench import layout, vocab
-from junobench.metadata import read_metadata
-from junobench.notebook import execution_order, find_target, read_notebook
-from junobench.snapshot import resolve, sample_path
-from junobench.tables import DESC_COLUMNS, read_desc, read_diagnoses, read_table
+from junobench import vocab
+from junobench.data import layout
+from junobench.data.metadata import read_metadata
+from junobench.data.notebook import execution_order, find_target, read_notebook
+from junobench.data.snapshot import resolve, sample_path
+from junobench.data.tables import DESC_COLUMNS, read_desc, read_diagnoses, read_table
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLE = sample_path()

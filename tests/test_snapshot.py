@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 import junobench
+from junobench.data.snapshot import HUB_DATA_PATTERNS, HUB_PATTERNS, fetch_hub, fingerprint, resolve
 from junobench.errors import JunoBenchError
-from junobench.snapshot import HUB_DATA_PATTERNS, HUB_PATTERNS, fetch_hub, fingerprint, resolve
 
 
 def test_local_directory_is_used_in_place(reference_snapshot):

@@ -15,7 +15,6 @@ from cli_run import run_cli  # tests/ is on sys.path under pytest
 from junobench.browse import ls
 from junobench.errors import JunoBenchError
 from junobench.stats import DIMENSIONS, NOT_RECORDED, compute, stats
-from junobench.tables import read_table, write_table
 from junobench.vocab import LIBRARY_LABELS
 
 # Facts of the JunoBench paper (Figure 2, section 3), from ../shared/reference/README.md.
@@ -60,19 +59,6 @@ def test_json_gives_the_published_counts_of_the_four_dimensions(reference_snapsh
     # licences: distinct input datasets; the table's "nodata" placeholder is no dataset
     assert "nodata" not in result["license"]
     assert result["license"]["CC0: Public Domain"] == 19
-
-
-@pytest.fixture
-def labelled_snapshot(snapshot_copy, reference_dir):
-    """The reference snapshot whose table also has the labelling sheet's source and
-    Dataset_note columns (as the bundled sample's and a rebuilt snapshot's do)."""
-    desc_path = snapshot_copy / "benchmark_desc.xlsx"
-    desc = read_table(desc_path)
-    labels = {r["nb_name"]: r for r in read_table(reference_dir / "benchmark_labels.xlsx").records()}
-    rows = [r | {"source": labels[r["nb_name"]]["source"],
-                 "Dataset_note": labels[r["nb_name"]]["Dataset_note"]} for r in desc.records()]
-    write_table(desc_path, rows, [*desc.columns, "source", "Dataset_note"])
-    return snapshot_copy
 
 
 def test_source_split_and_modifications_appear_when_the_table_has_them(labelled_snapshot):

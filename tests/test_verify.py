@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from snapshot_files import edit_cell, tree_digest  # tests/ is on sys.path under pytest
 
-from junobench.checkout import checkout
 from junobench.cli import main
+from junobench.data.checkout import checkout
 from junobench.verify import verify
 
 pytest.importorskip("nbclient", reason="verify needs the run extra")

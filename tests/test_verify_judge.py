@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from junobench.data.snapshot import sample_path
 from junobench.errors import JunoBenchError
-from junobench.snapshot import sample_path
 from junobench.verify import DATA_ABSENT, case_specs, verify
 from junobench.verify.judge import ERROR, OK, TIMEOUT, RunLog, StepOutcome, judge, same_exception
 from junobench.verify.report import CaseResult, VerifyReport

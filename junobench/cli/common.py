@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from junobench.snapshot import DEFAULT_SOURCE
+from junobench.data.snapshot import DEFAULT_SOURCE
 
 #: CLI filter option → ``load()`` keyword (the record field it filters).
 FILTER_OPTIONS: dict[str, str] = {
@@ -13,7 +13,7 @@ FILTER_OPTIONS: dict[str, str] = {
     "--root-cause": "root_cause",
     "--crash-type": "crash_type",
     "--stage": "pipeline_stage",
-    "--source-label": "source",
+    "--origin": "origin",
 }
 
 
@@ -44,7 +44,7 @@ def add_filters(parser: argparse.ArgumentParser) -> None:
         "--root-cause": "root cause, e.g. 'API misuse'",
         "--crash-type": "crash type, e.g. 'key error'",
         "--stage": "ML pipeline stage, e.g. training",
-        "--source-label": "where the case came from: 'labeled in empirical study' or 'newly sampled'",
+        "--origin": "the source field: where the case came from: 'labeled in empirical study' or 'newly sampled'",
     }
     for option, field in FILTER_OPTIONS.items():
         group.add_argument(option, dest=f"filter_{field}", action="append", metavar="VALUE",

@@ -342,7 +342,7 @@ def _run_synthetic(args: argparse.Namespace) -> int:
 
 
 def _run_validate(args: argparse.Namespace) -> int:
-    from junobench.validate import metadata_files, snapshot_root, validate
+    from junobench.data.validate import metadata_files, snapshot_root, validate
 
     problems = validate(args.snapshot)
     if problems:

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from junobench.cli.common import add_filters, add_format, add_source, filters_from
-from junobench.cli.output import render
+from junobench.render import render
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -106,7 +106,7 @@ def _add_task_options(parser: argparse.ArgumentParser, *, outputs: bool = True) 
 
 
 def _tasks(args: argparse.Namespace) -> int:
-    from junobench.tasks import tasks, write_tasks
+    from junobench.detection.tasks import tasks, write_tasks
 
     tasks_, truths = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
                            keep_outputs=args.keep_outputs, runtime_info=_runtime_texts(args),
@@ -119,9 +119,9 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _detect(args: argparse.Namespace) -> int:
-    from junobench.detect import detect, detect_static
+    from junobench.detection.detect import detect, detect_static
+    from junobench.detection.tasks import read_tasks, tasks
     from junobench.errors import JunoBenchError
-    from junobench.tasks import read_tasks, tasks
 
     if args.endpoint and not args.model:
         raise JunoBenchError("--endpoint needs --model", hint="name the model the server serves")
@@ -192,7 +192,7 @@ def _report_runtime_info(args: argparse.Namespace, items: list[dict[str, Any]]) 
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from junobench.evaluate import BREAKDOWNS, evaluate, format_report, plot, score_row
+    from junobench.detection.evaluate import BREAKDOWNS, evaluate, format_report, plot, score_row
 
     report = evaluate(args.predictions, args.source, vote=args.vote, revision=args.revision,
                       fallback=args.fallback, **filters_from(args))

@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from junobench.export import export
+    from junobench.hub.write_export import export
 
     result = export(args.source, args.out, revision=args.revision, skip_invalid=args.skip_invalid,
                     repo_id=args.repo_id, template=args.template)
@@ -54,7 +54,7 @@ def _export(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from junobench.check import check
+    from junobench.hub.check import check
 
     problems = check(args.dir)
     for problem in problems:
@@ -67,7 +67,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _push(args: argparse.Namespace) -> int:
-    from junobench.push import push
+    from junobench.hub.push import push
 
     result = push(args.dir, args.repo_id, revision=args.revision, private=args.private,
                   dry_run=args.dry_run, commit_message=args.message)

@@ -7,7 +7,7 @@ import json
 import sys
 
 from junobench.cli.common import add_filters, add_skip_invalid, add_source, load_kwargs
-from junobench.cli.output import render
+from junobench.render import render
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

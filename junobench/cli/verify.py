@@ -7,7 +7,7 @@ import json
 import sys
 
 from junobench.cli.common import add_filters, add_source, filters_from
-from junobench.cli.output import render
+from junobench.render import render
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _checkout(args: argparse.Namespace) -> int:
-    from junobench.checkout import checkout
+    from junobench.data.checkout import checkout
 
     dest = checkout(args.cases, args.source, args.dest, revision=args.revision)
     print(f"checked out {len(set(args.cases))} case(s) into {dest}")

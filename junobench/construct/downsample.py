@@ -362,7 +362,7 @@ def read_any_table(path: Path) -> Any:
         if suffix == ".parquet":
             return pd.read_parquet(path)
         if suffix == ".xlsx":
-            from junobench.tables import read_table
+            from junobench.data.tables import read_table
 
             table = read_table(path)
             return pd.DataFrame(table.rows, columns=table.columns)
@@ -380,7 +380,7 @@ def write_any_table(frame: Any, path: Path, like: Path) -> None:
     elif suffix == ".parquet":
         frame.to_parquet(path, index=False)
     else:
-        from junobench.tables import write_table
+        from junobench.data.tables import write_table
 
         write_table(path, frame.to_dict("records"), list(frame.columns))
 

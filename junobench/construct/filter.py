@@ -101,7 +101,7 @@ def filter_candidates(rows: Sequence[Mapping[str, Any]], criteria: Criteria = Cr
 def filter_table(labeled: str | Path, out: str | Path, criteria: Criteria = Criteria()
                  ) -> list[Step]:
     """Read the labeling table, write the candidates (same columns) to ``out``."""
-    from junobench.tables import read_table, write_table
+    from junobench.data.tables import read_table, write_table
 
     labeled, out = Path(labeled), Path(out)
     if out.resolve() == labeled.resolve():

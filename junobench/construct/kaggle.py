@@ -263,7 +263,7 @@ def kaggle_metadata(notebooks: str | Path, meta_kaggle: str | Path, out: str | P
 
 def _read_notebook_column(path: Path, column: str | None) -> list[tuple[int, str]]:
     """``(row number, notebook)`` of the non-empty cells of the notebook column."""
-    from junobench.tables import read_table
+    from junobench.data.tables import read_table
 
     if not path.is_file():
         raise JunoBenchError("notebook list not found", file=path)
@@ -290,7 +290,7 @@ def _read_notebook_column(path: Path, column: str | None) -> list[tuple[int, str
 
 
 def _write_rows(path: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> None:
-    from junobench.tables import write_table
+    from junobench.data.tables import write_table
 
     if path.suffix.lower() == ".csv":
         _atomic_text(path, _csv_text(rows, columns))
@@ -375,7 +375,7 @@ def download(datasets: str | Path, dest: str | Path, *, mirror: str | Path | Non
 
 def _handles(path: Path) -> list[str]:
     """Unique download handles of a datasets table, in order of first appearance."""
-    from junobench.tables import read_table
+    from junobench.data.tables import read_table
 
     if not path.is_file():
         raise JunoBenchError("datasets table not found", file=path,

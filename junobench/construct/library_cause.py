@@ -745,7 +745,7 @@ def score_table(table: str | Path, out: str | Path, *, traceback_column: str = "
                 code_column: str | None = None, result_column: str = "Libs-cause-estimated"
                 ) -> list[dict[str, Any]]:
     """Add an estimated library column to an xlsx table of crashes and write it to ``out``."""
-    from junobench.tables import read_table, write_table
+    from junobench.data.tables import read_table, write_table
 
     data = read_table(table)
     needed = [traceback_column] + ([code_column] if code_column else [])
@@ -795,7 +795,7 @@ def evaluate(table: str | Path, *, traceback_column: str = "traceback",
              label_column: str = "Libs-cause", code_column: str | None = None,
              libraries: Sequence[str] = LIBRARY_CAUSES) -> Evaluation:
     """Score :func:`estimate` on the rows of ``table`` labelled with one of ``libraries``."""
-    from junobench.tables import read_table
+    from junobench.data.tables import read_table
 
     data = read_table(table)
     needed = [traceback_column, label_column] + ([code_column] if code_column else [])

@@ -17,9 +17,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from junobench.data.layout import METADATA_SUFFIX
+from junobench.data.metadata import add_modification, read_metadata
 from junobench.errors import JunoBenchError
-from junobench.layout import METADATA_SUFFIX
-from junobench.metadata import add_modification, read_metadata
 
 
 def metadata_path(out: str | Path) -> Path:

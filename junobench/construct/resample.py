@@ -90,7 +90,7 @@ def resample(pool: str | Path, imports: str | Path, *, exclude: str | Path | Non
              libraries: Sequence[str], n: int, seed: int, out: str | Path,
              notebook_column: str = "fname", imports_column: str = "imports") -> Sample:
     """Read the pool, imports and already-labeled tables; write the drawn crashes to ``out``."""
-    from junobench.tables import read_table, write_table
+    from junobench.data.tables import read_table, write_table
 
     pool_table = read_table(pool)
     pool_table.require([notebook_column], hint="the pool has one row per crash with its notebook")

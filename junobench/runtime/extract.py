@@ -24,17 +24,18 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from junobench import layout, vocab
+from junobench import vocab
+from junobench.data import layout
+from junobench.data.filters import normalise_filters
+from junobench.data.notebook import read_notebook
+from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.errors import JunoBenchError
-from junobench.notebook import read_notebook
-from junobench.runtime import summarise as summarise_module
 from junobench.runtime.names import target_names
-from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS
-from junobench.snapshot import DEFAULT_SOURCE, resolve
+from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS, summarise
 from junobench.verify.judge import OK, TIMEOUT, RunLog
 from junobench.verify.runner import require_run_extra, run_sync
 from junobench.verify.session import DEFAULT_TIMEOUT, default_jobs, replay_in_copy
-from junobench.verify.spec import DATA_ABSENT, FILTERS, CaseSpec, case_specs
+from junobench.verify.spec import DATA_ABSENT, CaseSpec, case_specs
 
 #: MIME type of the inspection's result in the kernel's display output.
 MIME = "application/vnd.junobench.runtime+json"
@@ -89,7 +90,7 @@ def inspection_code(request: Mapping[str, Any]) -> str:
 
 @functools.cache
 def _summarise_source() -> str:
-    return inspect.getsource(summarise_module)
+    return inspect.getsource(inspect.getmodule(summarise))  # the module's whole text
 
 
 class Inspection:
@@ -167,11 +168,7 @@ def runtime_info(
                              hint="use reproduced or fixed")
     options = _check_options(options)
     root = resolve(source, revision=revision, include_data=True)
-    criteria = {name: [v] if isinstance(v, str) else list(v) for name, v in (filters or {}).items() if v}
-    unknown = sorted(set(criteria) - set(FILTERS))
-    if unknown:
-        raise JunoBenchError(f"unknown filter(s) {', '.join(unknown)}", hint=f"filters are {', '.join(FILTERS)}")
-    specs = case_specs(root, case_ids, filters=criteria)
+    specs = case_specs(root, case_ids, filters=normalise_filters(filters or {}))
     if not specs:
         raise JunoBenchError("no cases to extract runtime information from", file=root,
                              hint="check the case ids and filters (`junobench ls`)")
@@ -182,7 +179,7 @@ def runtime_info(
     except asyncio.CancelledError:  # Ctrl-C: the kernels are stopped
         raise KeyboardInterrupt from None
     if out is not None:
-        from junobench.tasks import write_jsonl
+        from junobench.detection.tasks import write_jsonl
 
         write_jsonl(out, records)
     return records

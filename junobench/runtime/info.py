@@ -2,8 +2,8 @@
 
 A file written by ``junobench runtime-info`` holds one JSON record per notebook
 (:data:`~junobench.runtime.extract.RECORD_FIELDS`). :func:`runtime_texts` turns the usable
-ones into the text that :mod:`junobench.tasks` stores as a task's ``runtime_info`` and
-:mod:`junobench.prompt` places between the executed cells and the target cell.
+ones into the text that :mod:`junobench.detection.tasks` stores as a task's ``runtime_info`` and
+:mod:`junobench.detection.prompt` places between the executed cells and the target cell.
 
 >>> record = {"instance": "pandas_1_reproduced", "status": "ok", "undefined": ["X"],
 ...           "objects": {"df": {"S": {"shape": [3, 2]}, "R": {"type": "pandas.DataFrame"}}},

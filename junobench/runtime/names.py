@@ -31,7 +31,7 @@ import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from junobench.baseline import imported_names, python_source
+from junobench.pysource import imported_names, python_source
 
 _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)

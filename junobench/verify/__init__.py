@@ -17,13 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
+from junobench.data.filters import normalise_filters
+from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.errors import JunoBenchError
-from junobench.snapshot import DEFAULT_SOURCE, resolve
 from junobench.verify.judge import RunLog, StepOutcome, Verdict, judge
 from junobench.verify.report import CaseResult, VerifyReport
 from junobench.verify.runner import replay, require_run_extra
 from junobench.verify.session import DEFAULT_TIMEOUT, default_jobs, verify_specs
-from junobench.verify.spec import DATA_ABSENT, FILTERS, CaseSpec, case_specs
+from junobench.verify.spec import DATA_ABSENT, CaseSpec, case_specs
 
 __all__ = [
     "DATA_ABSENT",
@@ -56,8 +57,8 @@ def verify(
 ) -> VerifyReport:
     """Verify ``case_ids`` (default: every case, or those matching ``filters``) of ``source``.
 
-    ``filters`` maps ``library``, ``root_cause``, ``crash_type``, ``pipeline_stage`` or
-    ``source`` (the labelling sheet's source) to a value or a list of values.
+    ``filters`` maps the filter keywords of :func:`junobench.load` (``library``,
+    ``root_cause``, ``crash_type``, ``pipeline_stage``, ``origin``) to a value or a list.
     ``jobs`` kernels run at once (default: the number of cores); ``timeout`` is the limit
     per cell run, in seconds. With ``report``, the JSON verdicts are written there. The
     snapshot is only read. ``report.ok`` is True when every case passed.
@@ -68,13 +69,7 @@ def verify(
     if timeout is not None and timeout <= 0:
         raise JunoBenchError(f"--timeout must be positive, got {timeout:g}")
     root = resolve(source, revision=revision, include_data=True)
-    criteria = {name: [v] if isinstance(v, str) else list(v)
-                for name, v in (filters or {}).items() if v}
-    unknown = sorted(set(criteria) - set(FILTERS))
-    if unknown:
-        raise JunoBenchError(f"unknown filter(s) {', '.join(unknown)}",
-                             hint=f"filters are {', '.join(FILTERS)}")
-    specs = case_specs(root, case_ids, filters=criteria)
+    specs = case_specs(root, case_ids, filters=normalise_filters(filters or {}))
     if not specs:
         raise JunoBenchError("no cases to verify", file=root,
                              hint="check the case ids and filters (`junobench ls`)")

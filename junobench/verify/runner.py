@@ -27,8 +27,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
+from junobench.data.notebook import Step
 from junobench.errors import JunoBenchError
-from junobench.notebook import Step
 from junobench.verify.judge import ERROR, OK, TIMEOUT, RunLog, StepOutcome
 
 T = TypeVar("T")

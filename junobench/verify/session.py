@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from junobench import layout
-from junobench.notebook import Step
+from junobench.data import layout
+from junobench.data.notebook import Step
 from junobench.verify.judge import RunLog, Verdict, judge
 from junobench.verify.report import CaseResult, VerifyReport
 from junobench.verify.runner import replay, run_sync

@@ -1,7 +1,7 @@
 """What to run for each case: read from a snapshot, never written to it.
 
 A :class:`CaseSpec` holds, for one case, the reproduced and fixed execution orders
-(:func:`junobench.notebook.execution_order`), the target cell, the recorded exception
+(:func:`junobench.data.notebook.execution_order`), the target cell, the recorded exception
 class, and whether the case's input data is in the snapshot. Problems that make a case
 impossible to run (an unreadable notebook, no target) are kept on the spec so that the
 other cases still run and this one is reported as failed.
@@ -18,14 +18,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from junobench import layout, vocab
+from junobench import vocab
+from junobench.data import layout
+from junobench.data.filters import matches
+from junobench.data.metadata import read_metadata
+from junobench.data.notebook import CodeCell, Step, execution_order, find_target, read_notebook
+from junobench.data.tables import DescRow, read_desc
 from junobench.errors import JunoBenchError
-from junobench.metadata import read_metadata
-from junobench.notebook import CodeCell, Step, execution_order, find_target, read_notebook
-from junobench.tables import DescRow, read_desc
-
-#: Label filters a spec list can be narrowed by (``source`` is the labelling sheet's).
-FILTERS: tuple[str, ...] = ("library", "root_cause", "crash_type", "pipeline_stage", "source")
 
 #: Reason given for a case whose input data is absent.
 DATA_ABSENT = "skipped: input data not in snapshot"
@@ -57,8 +56,8 @@ def case_specs(
 ) -> list[CaseSpec]:
     """Specs of the snapshot's cases (table order), or of ``case_ids`` (given order).
 
-    ``filters`` maps ``library``, ``root_cause``, ``crash_type``, ``pipeline_stage`` or
-    ``source`` to accepted values. Unknown case ids raise :class:`JunoBenchError`.
+    ``filters`` are criteria as :func:`junobench.data.filters.normalise_filters` returns
+    them (record field → accepted values). Unknown case ids raise :class:`JunoBenchError`.
     """
     root = Path(root)
     rows, _ = read_desc(root)
@@ -73,21 +72,14 @@ def case_specs(
                 hint=f"did you mean {', '.join(close)}?" if close else "list cases with `junobench ls`")
         rows = [by_id[c] for c in dict.fromkeys(case_ids)]
     if filters:
-        rows = [row for row in rows if _matches(row, filters)]
+        rows = [row for row in rows if matches(_labels(row), filters)]
     return [case_spec(root, row) for row in rows]
 
 
-def _matches(row: DescRow, filters: Mapping[str, Iterable[str]]) -> bool:
-    for name, values in filters.items():
-        wanted = set(values)
-        if name == "library":  # a prefix (tensorflow) or its label (tensorflow/keras)
-            wanted |= {p for p, label in vocab.LIBRARY_LABELS.items() if label in wanted}
-            value = vocab.library_of(row.case_id) if vocab.is_case_id(row.case_id) else None
-        else:
-            value = row.fields.get(name)
-        if value not in wanted:
-            return False
-    return True
+def _labels(row: DescRow) -> dict[str, object]:
+    """The row's label fields as records have them (``library`` from the case id)."""
+    library = vocab.library_of(row.case_id) if vocab.is_case_id(row.case_id) else None
+    return {**row.fields, "library": library}
 
 
 def case_spec(root: str | Path, row: DescRow) -> CaseSpec:

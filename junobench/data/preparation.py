@@ -1,7 +1,7 @@
 """How the builder prepares records quickly: folder shards parsed by worker processes
 while the tables are read, joined with the tables' fields, written as Arrow.
 
-Case folders are taken in :func:`~junobench.cases.case_order` and split into shards.
+Case folders are taken in :func:`~junobench.data.cases.case_order` and split into shards.
 Each shard is parsed (in a worker process when there are several) into the folder's
 part of each record; meanwhile a thread reads the tables. The two parts are joined
 shard by shard, so records stream out in case order without holding the snapshot in
@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -24,8 +24,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from junobench import layout, vocab
-from junobench.cases import (
+from junobench import vocab
+from junobench.data import layout
+from junobench.data.cases import (
     LABEL_FIELDS,
     TABLE_FIELDS,
     case_order,
@@ -33,8 +34,8 @@ from junobench.cases import (
     table_datasets,
     table_fields,
 )
+from junobench.data.tables import DescRow, read_desc, read_diagnoses
 from junobench.errors import Problem
-from junobench.tables import DescRow, read_desc, read_diagnoses
 
 T = TypeVar("T")
 
@@ -167,9 +168,13 @@ def read_tables_in_background(root: str | Path) -> Future[Tables]:
 
 
 @dataclass
-class Report:
-    """What preparing the records found; written beside them."""
+class BuildReport:
+    """What preparing the records found: skipped cases with their problems, absences
+    (cases without an original notebook or input data), and case folders no table row
+    names. Written beside the records, so a warm load reports the same."""
 
+    snapshot: Path | None = None
+    fingerprint: str = ""
     skipped: list[str] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     absent: dict[str, list[str]] = field(default_factory=dict)
@@ -179,9 +184,36 @@ class Report:
         return {"skipped": self.skipped, "problems": [p.to_dict() for p in self.problems],
                 "absent": self.absent, "unlisted_folders": self.unlisted_folders}
 
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, snapshot: Path | None = None,
+                  fingerprint: str = "") -> BuildReport:
+        """The report of :meth:`to_dict`'s form (as stored beside records or in a manifest)."""
+        return cls(snapshot, fingerprint, skipped=list(data.get("skipped", [])),
+                   problems=[Problem(**p) for p in data.get("problems", [])],
+                   absent={what: sorted(ids) for what, ids in data.get("absent", {}).items()},
+                   unlisted_folders=list(data.get("unlisted_folders", [])))
+
+    def summary(self) -> list[str]:
+        """One line per kind of finding, for the log."""
+        lines = []
+        if self.skipped:
+            lines.append(f"skipped {len(self.skipped)} invalid case(s): {_ids(self.skipped)}")
+            lines += [f"  - {p}" for p in self.problems]
+        for what, ids in sorted(self.absent.items()):
+            lines.append(f"{what} not in snapshot for {len(ids)} case(s): {_ids(ids)}")
+        if self.unlisted_folders:
+            lines.append(f"case folder(s) without a table row, not loaded: "
+                         f"{_ids(self.unlisted_folders)}")
+        return lines
+
+
+def _ids(ids: list[str], limit: int = 8) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f", … (+{len(ids) - limit})" if len(ids) > limit else "")
+
 
 def joined(root: str, folders: Sequence[str], shards: Iterable[FolderShard],
-           tables: Future[Tables], report: Report, schema: pa.Schema | None = None
+           tables: Future[Tables], report: BuildReport, schema: pa.Schema | None = None
            ) -> Iterator[list[dict[str, Any]] | pa.Table]:
     """Records of each shard (dicts, or an Arrow table with ``schema``), joined with the
     tables' fields; cases the table does not list are left out. Fills ``report``."""
@@ -231,7 +263,7 @@ def _join_table(part: pa.Table, ids: list[str], tables: Tables, schema: pa.Schem
     return pa.Table.from_arrays([columns[n] if n in columns else part[n] for n in schema.names], schema=schema)
 
 
-def _finish_report(root: str, folders: Sequence[str], tables: Tables, report: Report) -> None:
+def _finish_report(root: str, folders: Sequence[str], tables: Tables, report: BuildReport) -> None:
     present = set(folders)
     report.problems[:0] = tables.problems
     report.skipped[:0] = [p.case for p in tables.problems if p.case and p.case not in report.skipped]
@@ -252,7 +284,7 @@ NOTEBOOK_SOURCE_COLUMNS = ["case_id", *LABEL_FIELDS, "exception", "diagnosis", "
 def notebook_table(cases: pa.Table, schema: pa.Schema) -> pa.Table:
     """The notebooks records of a table of cases records, column by column.
 
-    The same rows as :func:`junobench.cases.notebook_rows` applied to each case (a
+    The same rows as :func:`junobench.data.cases.notebook_rows` applied to each case (a
     reproduced then a fixed row per case), without a Python object per row.
     """
     count = cases.num_rows

@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from junobench import vocab
+from junobench.data.layout import PACKAGE_DIR
 from junobench.errors import JunoBenchError
-from junobench.exported import CONFIG_NAMES, DEFAULT_CONFIG, PARQUET, SPLIT
+from junobench.hub.read_export import CONFIG_NAMES, DEFAULT_CONFIG, PARQUET, SPLIT
 
 #: The card template (Jinja): ``data_cards/`` of the source tree, or its installed copy.
 TEMPLATE_NAME = "junobench.md"
 TEMPLATE_PLACES = (
-    Path(__file__).resolve().parent.parent / "data_cards",
+    PACKAGE_DIR.parent / "data_cards",
     Path(sys.prefix) / "share" / "junobench" / "data_cards",
 )
 

@@ -15,7 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from junobench.errors import JunoBenchError, Problem
-from junobench.exported import CARD, CONFIG_NAMES, DEFAULT_CONFIG, MANIFEST, PARQUET, SPLIT, file_digest, read_manifest
+from junobench.hub.read_export import (
+    CARD,
+    CONFIG_NAMES,
+    DEFAULT_CONFIG,
+    MANIFEST,
+    PARQUET,
+    SPLIT,
+    file_digest,
+    read_manifest,
+)
 
 #: Files that may sit in an export directory without being listed: the Hub client's
 #: download bookkeeping.
@@ -72,7 +81,7 @@ def _check_card(root: Path, problems: list[Problem]) -> None:
     from datasets.utils.metadata import MetadataConfigs
     from huggingface_hub import DatasetCard
 
-    from junobench.records import FEATURES
+    from junobench.data.records import FEATURES
 
     path = root / CARD
     if not path.is_file():
@@ -115,7 +124,7 @@ def _check_parquet(root: Path, config: str, rows: int | None, problems: list[Pro
 
     import pyarrow.parquet as pq
 
-    from junobench.records import FEATURES
+    from junobench.data.records import FEATURES
 
     name = PARQUET[config]
     path = root / name

@@ -23,6 +23,8 @@ DIAGNOSIS_TABLE = "ground_truth_crash_prediction.xlsx"
 BENCHMARK_DIR = "benchmark"
 DATA_DIR = "data"
 METADATA_SUFFIX = ".metadata.json"
+#: The installed ``junobench`` package folder (its data: ``sample/``, ``schemas/``).
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
 
 
 def benchmark_dir(root: str | Path) -> Path:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from junobench import layout
+from junobench.data import layout
 from junobench.errors import JunoBenchError
 
 DEFAULT_SOURCE = "PELAB-LiU/JunoBench"
@@ -46,7 +46,7 @@ Downloader = Callable[..., str]
 
 def sample_path() -> Path:
     """The bundled mini benchmark (package data)."""
-    return Path(__file__).resolve().parent / SAMPLE
+    return layout.PACKAGE_DIR / SAMPLE
 
 
 def is_repo_id(source: str) -> bool:

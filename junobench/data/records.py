@@ -6,10 +6,10 @@
   evaluation; derived from the ``cases`` records, so each notebook is parsed once.
 
 Both have the single split ``test``. The builder reads a snapshot directory (see
-:mod:`junobench.layout`); :func:`junobench.load` picks the snapshot, keys the cache on
+:mod:`junobench.data.layout`); :func:`junobench.load` picks the snapshot, keys the cache on
 its content and applies filters.
 
->>> from junobench.snapshot import fingerprint, sample_path
+>>> from junobench.data.snapshot import fingerprint, sample_path
 >>> builder = JunoBench(config_name="cases", snapshot=str(sample_path()),
 ...                     fingerprint=fingerprint(sample_path()))      # doctest: +SKIP
 >>> builder.download_and_prepare(num_proc=2)                        # doctest: +SKIP
@@ -29,12 +29,11 @@ from typing import Any
 import datasets
 import pyarrow as pa
 
-from junobench import layout
-from junobench.cases import LABEL_FIELDS, TABLE_FIELDS, notebook_rows
-from junobench.errors import JunoBenchError
-from junobench.preparation import (
+from junobench.data import layout
+from junobench.data.cases import LABEL_FIELDS, TABLE_FIELDS, notebook_rows
+from junobench.data.preparation import (
     NOTEBOOK_SOURCE_COLUMNS,
-    Report,
+    BuildReport,
     case_folders,
     folder_shards,
     frozen_heap,
@@ -43,6 +42,7 @@ from junobench.preparation import (
     read_tables_in_background,
     split,
 )
+from junobench.errors import JunoBenchError
 
 # The builder reads a local snapshot directory, never remote files: mark this module as
 # already set up for streaming, so that ``datasets`` leaves its ``open``, ``os`` and
@@ -254,7 +254,7 @@ class JunoBench(datasets.GeneratorBasedBuilder):
                     schema: pa.Schema | None = None) -> Iterator[Any]:
         """The cases records shard by shard: lists of dicts, or Arrow tables with ``schema``
         (then parsed by ``workers`` processes); the report is written at the end."""
-        report = Report()
+        report = BuildReport()
         with frozen_heap(), tempfile.TemporaryDirectory(prefix="spool-", dir=self._output_dir) as spool:
             parsed = folder_shards(root, shards, workers=self.workers, spool=spool,
                                    schema=None if schema is None else FOLDER_SCHEMA)

@@ -1,6 +1,6 @@
 """``junobench export``: a snapshot's records as parquet + dataset card + checksums.
 
-The export is the Hub layout of :mod:`junobench.exported`, readable by stock
+The export is the Hub layout of :mod:`junobench.hub.read_export`, readable by stock
 ``datasets.load_dataset(dir, "cases")``. Rows and features are exactly the builder's.
 Exporting the same snapshot twice gives byte-identical files. The export is written into
 a new directory beside ``out`` and moved into place only when complete: a failed export
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from junobench.errors import JunoBenchError
-from junobench.exported import CARD, CONFIG_NAMES, MANIFEST, MANIFEST_FORMAT, PARQUET, file_digest
+from junobench.hub.read_export import CARD, CONFIG_NAMES, MANIFEST, MANIFEST_FORMAT, PARQUET, file_digest
 
 
 @dataclass
@@ -49,9 +49,9 @@ def export(
     ``repo_id`` is the repo the card's loading examples name (default the published one);
     ``template`` replaces ``data_cards/junobench.md``.
     """
-    from junobench.card import DEFAULT_REPO_ID
-    from junobench.loading import build
-    from junobench.snapshot import resolve
+    from junobench.data.build import build
+    from junobench.data.snapshot import resolve
+    from junobench.hub.card import DEFAULT_REPO_ID
 
     root = resolve(source, revision=revision)
     out = Path(out).expanduser().absolute()
@@ -84,7 +84,7 @@ def write_export(directory: Path, records: dict[str, Any], report: dict[str, Any
     """Write the parquet files, the card and the manifest of ``records`` into ``directory``."""
     import datasets
 
-    from junobench.card import render_card
+    from junobench.hub.card import render_card
 
     infos = {}
     for config in CONFIG_NAMES:

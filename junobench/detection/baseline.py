@@ -37,6 +37,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from junobench.pysource import imported_names, python_source
+
 NAME = "static"
 #: Names that exist in every IPython kernel without being defined by a cell.
 IPYTHON_NAMES = frozenset({"get_ipython", "display", "In", "Out", "exit", "quit", "_", "__",
@@ -48,10 +50,6 @@ _ALWAYS_DEFINED = frozenset(dir(builtins)) | IPYTHON_NAMES
 #: Calls that can define any name: after them no name is certainly undefined.
 _OPEN_WORLD_CALLS = frozenset({"exec", "eval", "globals", "locals", "vars", "__import__",
                                "get_ipython", "setattr"})
-_OPEN_WORLD_MAGICS = re.compile(r"^\s*%\s*(run|store|load|macro|recall|rerun|paste|cpaste|autoreload"
-                                r"|aimport|reset)\b")
-_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "memit", "debug"})
-_MAGIC_ASSIGN = re.compile(r"^(\s*)([A-Za-z_][\w.]*(?:\s*,\s*[A-Za-z_][\w.]*)*)\s*=\s*[!%]")
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 #: Methods that leave an object's labels as they are (unless called with inplace=True).
 READONLY_METHODS = frozenset({
@@ -150,44 +148,6 @@ def unseen_runs(task: Mapping[str, Any]) -> bool:
 
 
 # --------------------------------------------------------------------------- parsing
-
-
-def imported_names(node: ast.Import | ast.ImportFrom) -> list[str]:
-    """The names an import statement binds (``import a.b`` binds ``a``; ``*`` binds none
-    that can be known)."""
-    return [a.asname or a.name.split(".")[0] for a in node.names if a.name != "*"]
-
-
-def python_source(cell: str) -> tuple[str | None, set[str], bool]:
-    """IPython cell → Python text (magics and shell lines become ``pass``), names that
-    magics assign, and whether a magic can define arbitrary names. None when the cell is
-    not Python (a cell magic such as ``%%bash``)."""
-    lines = cell.splitlines()
-    assigned: set[str] = set()
-    open_world = False
-    first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is not None and lines[first].lstrip().startswith("%%"):
-        words = lines[first].lstrip()[2:].split()
-        if not words or words[0] not in _PYTHON_CELL_MAGICS:
-            return None, assigned, False
-        if words[0] == "capture":
-            assigned.update(w for w in words[1:] if not w.startswith("-"))
-        lines[first] = ""
-    out = []
-    for line in lines:
-        stripped = line.lstrip()
-        indent = line[: len(line) - len(stripped)]
-        magic = _MAGIC_ASSIGN.match(line)
-        if magic:
-            names = [n.strip() for n in magic.group(2).split(",")]
-            assigned.update(n for n in names if n.isidentifier())
-            out.append(f"{indent}{magic.group(2)} = None")
-        elif stripped.startswith(("%", "!")) or (stripped.endswith("?") and "#" not in stripped):
-            open_world = open_world or bool(_OPEN_WORLD_MAGICS.match(stripped))
-            out.append(f"{indent}pass")
-        else:
-            out.append(line)
-    return "\n".join(out), assigned, open_world
 
 
 def _parse(text: str) -> tuple[list[ast.stmt], bool]:

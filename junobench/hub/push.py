@@ -1,6 +1,6 @@
 """``junobench push DIR --repo-id ID``: upload an export to the Hub as one commit.
 
-The export is checked first (:func:`junobench.check.check`); then huggingface_hub creates
+The export is checked first (:func:`junobench.hub.check.check`); then huggingface_hub creates
 the dataset repo if needed (``HfApi.create_repo``), the branch if ``revision`` names a new
 one, and uploads every file of the export in a single ``HfApi.create_commit`` of
 ``CommitOperationAdd``\\ s. The token comes from huggingface_hub's standard sources
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from junobench.errors import JunoBenchError
-from junobench.exported import MANIFEST, file_digest, read_manifest
+from junobench.hub.read_export import MANIFEST, file_digest, read_manifest
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class PushResult:
 
 def plan(directory: str | Path) -> list[Upload]:
     """The files of a checked export, in upload order (sorted paths)."""
-    from junobench.check import check
+    from junobench.hub.check import check
 
     root = Path(directory)
     problems = check(root)
@@ -75,7 +75,7 @@ def push(
 
     ``endpoint`` is the Hub's URL (default: ``HF_ENDPOINT`` or huggingface.co).
     """
-    from junobench.snapshot import is_repo_id
+    from junobench.data.snapshot import is_repo_id
 
     if not is_repo_id(repo_id):
         raise JunoBenchError(f"not a Hub repo id: {repo_id!r}", hint="use owner/name, e.g. someone/junobench")

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from junobench.errors import JunoBenchError, Problem
+from junobench.errors import JunoBenchError
 
 CARD = "README.md"
 MANIFEST = "checksums.json"
@@ -100,7 +100,7 @@ def read_export(root: str | Path, config: str, criteria: Mapping[str, list[str]]
     """
     import datasets
 
-    from junobench.records import FEATURES
+    from junobench.data.records import FEATURES
 
     if config not in FEATURES:
         raise JunoBenchError(f"unknown config {config!r}", hint=f"use one of {', '.join(FEATURES)}")
@@ -155,8 +155,8 @@ def arrow_copy(path: Path, config: str, cache_dir: str | Path | None = None) -> 
     """
     import pyarrow as pa
 
-    from junobench.loading import cache_root
-    from junobench.records import FEATURES
+    from junobench.data.cache import cache_root
+    from junobench.data.records import FEATURES
 
     try:
         stat = path.stat()
@@ -200,7 +200,7 @@ def _read_parquet(path: Path, config: str, criteria: Mapping[str, list[str]]) ->
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from junobench.records import FEATURES
+    from junobench.data.records import FEATURES
 
     try:
         if criteria:
@@ -222,7 +222,7 @@ def _filter_expression(columns: Any, criteria: Mapping[str, list[str]]) -> Any:
     import datasets
     import pyarrow.compute as pc
 
-    from junobench.loading import apply_filters
+    from junobench.data.filters import apply_filters
 
     if columns is not None:
         apply_filters(datasets.Dataset(columns), criteria)  # raises on unknown values
@@ -241,14 +241,10 @@ def _filtered(table: Any, criteria: Mapping[str, list[str]]) -> Any:
 
 def _log_build_report(root: Path) -> None:
     """Log the problems the export's build reported, as a raw build does."""
-    from junobench.loading import BuildReport
+    from junobench.data.preparation import BuildReport
 
     if not (root / MANIFEST).is_file():
         return
     report = read_manifest(root).get("report") or {}
-    summary = BuildReport(root, "", skipped=report.get("skipped", []),
-                          problems=[Problem(**p) for p in report.get("problems", [])],
-                          absent=report.get("absent", {}),
-                          unlisted_folders=report.get("unlisted_folders", [])).summary()
-    for line in summary:
+    for line in BuildReport.from_dict(report, snapshot=root).summary():
         logger.warning(line)

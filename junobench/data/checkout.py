@@ -17,10 +17,11 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from junobench import layout, vocab
+from junobench import vocab
+from junobench.data import layout
+from junobench.data.snapshot import DEFAULT_SOURCE, resolve
+from junobench.data.tables import read_table, write_table
 from junobench.errors import JunoBenchError
-from junobench.snapshot import DEFAULT_SOURCE, resolve
-from junobench.tables import read_table, write_table
 
 
 def checkout(

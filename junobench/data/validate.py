@@ -3,7 +3,7 @@
 Checks, and reports every problem found at once (none stops the others):
 
 - ``benchmark_desc.xlsx``: present, readable, with the required columns
-  (:data:`junobench.tables.DESC_REQUIRED`), no empty or repeated case id;
+  (:data:`junobench.data.tables.DESC_REQUIRED`), no empty or repeated case id;
 - ``ground_truth_crash_prediction.xlsx`` (when present): readable, with ``instance`` and
   ``diagnosis``;
 - every ``benchmark/<case>/data/<name>.metadata.json``: valid JSON that follows
@@ -19,10 +19,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from junobench import layout
+from junobench.data import layout
+from junobench.data.metadata import validate_metadata
+from junobench.data.tables import DESC_REQUIRED, DIAGNOSIS_REQUIRED, read_desc, read_table
 from junobench.errors import JunoBenchError, Problem
-from junobench.metadata import validate_metadata
-from junobench.tables import DESC_REQUIRED, DIAGNOSIS_REQUIRED, read_desc, read_table
 
 
 def validate(snapshot: str | Path) -> list[Problem]:
@@ -47,7 +47,7 @@ def metadata_files(root: Path) -> list[Path]:
 
 def snapshot_root(snapshot: str | Path) -> Path:
     if str(snapshot) == "sample":
-        from junobench.snapshot import resolve
+        from junobench.data.snapshot import resolve
 
         return Path(resolve("sample"))
     root = Path(snapshot)

@@ -19,7 +19,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
-from junobench import layout
+from junobench.data import layout
 from junobench.errors import JunoBenchError, Problem
 
 #: Published (and labelling-sheet) columns of benchmark_desc.xlsx → record field.

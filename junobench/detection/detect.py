@@ -2,7 +2,7 @@
 
 Two detectors: a model behind an OpenAI-compatible chat-completions endpoint (the API that
 vLLM, Ollama, llama.cpp's server and hosted services share), asked ``runs`` times per task
-with the papers' prompt; and the built-in static baseline (:mod:`junobench.baseline`).
+with the papers' prompt; and the built-in static baseline (:mod:`junobench.detection.baseline`).
 
 The model runner writes one line per finished instance, appended and flushed as soon as
 all its runs are in, so an interrupted run loses at most the instances in flight; run
@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from junobench import prompt
-from junobench.baseline import static_detect
+from junobench.detection import prompt
+from junobench.detection.baseline import static_detect
+from junobench.detection.predictions import jsonl_line, write_predictions
 from junobench.errors import JunoBenchError
-from junobench.predictions import jsonl_line, write_predictions
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_RUNS = 5

@@ -1,7 +1,7 @@
 """One case folder → its ``cases`` record; a ``cases`` record → its ``notebooks`` records.
 
-Pure functions over the snapshot layout (:mod:`junobench.layout`), no ``datasets``:
-the builder in :mod:`junobench.records` calls them. Bad input never raises here; it is
+Pure functions over the snapshot layout (:mod:`junobench.data.layout`), no ``datasets``:
+the builder in :mod:`junobench.data.records` calls them. Bad input never raises here; it is
 returned as :class:`~junobench.errors.Problem` objects naming file and case.
 """
 
@@ -13,17 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from junobench import layout, vocab
-from junobench.errors import JunoBenchError, Problem
-from junobench.metadata import read_metadata
-from junobench.notebook import (
+from junobench import vocab
+from junobench.data import layout
+from junobench.data.metadata import read_metadata
+from junobench.data.notebook import (
     CodeCell,
     NotebookError,
     execution_runs,
     find_target,
     read_notebook,
 )
-from junobench.tables import DescRow
+from junobench.data.tables import DescRow
+from junobench.errors import JunoBenchError, Problem
 
 #: Label fields shared by both configs, in record order.
 LABEL_FIELDS: tuple[str, ...] = (

@@ -8,7 +8,7 @@ The ground truth (``crash``, ``exception``, ``diagnosis``) goes to a separate fi
 detector cannot read it by accident.
 
 Extension point: a task may carry ``runtime_info`` (text about the notebook's state before
-the target cell runs, per instance); :mod:`junobench.prompt` puts it between the executed
+the target cell runs, per instance); :mod:`junobench.detection.prompt` puts it between the executed
 cells and the target cell. :func:`build_tasks` takes it as a mapping instance → text.
 
 >>> strip_comments("import numpy as np  # arrays\\n# load\\nx = np.ones(3)\\n")

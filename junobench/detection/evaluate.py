@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from junobench import vocab
+from junobench.detection.metrics import Confusion, grouped, scores
+from junobench.detection.predictions import Predictions, parse_run, read_predictions
+from junobench.detection.votes import DEFAULT_VOTE, VOTES, vote
 from junobench.errors import JunoBenchError
-from junobench.metrics import Confusion, grouped, scores
-from junobench.predictions import Predictions, parse_run, read_predictions
-from junobench.votes import DEFAULT_VOTE, VOTES, vote
 
 #: Breakdown name → (record field it groups by, column title).
 BREAKDOWNS: dict[str, tuple[str, str]] = {
@@ -218,7 +218,8 @@ def _excerpt(raw: Any) -> str:
 def load_labels(source: str | Path, *, revision: str | None = None,
                 **filters: str | Iterable[str] | None) -> tuple[list[dict[str, Any]], set[str]]:
     """``notebooks`` labels of ``source`` matching ``filters``, and every instance id."""
-    from junobench.loading import apply_filters, load, normalise_filters
+    from junobench.data.filters import apply_filters, normalise_filters
+    from junobench.loader import load
 
     criteria = normalise_filters(filters)
     dataset = load(source, "notebooks", revision=revision)
@@ -323,7 +324,7 @@ def _share(part: int, whole: int) -> float:
 
 def format_report(report: Report, by: str = "library") -> str:
     """The report as text: provenance, exclusions, unparsable runs, scores, a breakdown."""
-    from junobench.cli.output import table
+    from junobench.render import table
 
     overall = report.overall
     s = scores(overall)

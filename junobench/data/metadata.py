@@ -19,9 +19,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from junobench.data.layout import PACKAGE_DIR
 from junobench.errors import JunoBenchError
 
-SCHEMA_FILE = Path(__file__).resolve().parent / "schemas" / "dataset_metadata.schema.json"
+SCHEMA_FILE = PACKAGE_DIR / "schemas" / "dataset_metadata.schema.json"
 
 
 @cache

@@ -1,0 +1,94 @@
+"""Prepare the records of a local snapshot: one builder per config, cached on content.
+
+>>> from junobench.data.build import prepare
+>>> built, report = prepare(sample_path())                       # doctest: +SKIP
+>>> built["cases"].num_rows, report.skipped                       # doctest: +SKIP
+(10, [])
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import datasets
+
+from junobench.data import layout
+from junobench.data.cache import cache_root
+from junobench.data.preparation import BuildReport
+from junobench.data.records import CONFIGS, JunoBench, read_report
+from junobench.data.snapshot import fingerprint
+from junobench.errors import JunoBenchError, SnapshotError
+
+
+def builder_for(root: Path, config: str, *, cache_dir: str | Path | None = None, workers: int = 1,
+                content: str | None = None) -> JunoBench:
+    """The builder of ``config`` for a local snapshot, keyed on its content (its
+    :func:`~junobench.data.snapshot.fingerprint`, computed unless given as ``content``)."""
+    if config not in CONFIGS:
+        raise JunoBenchError(f"unknown config {config!r}", hint=f"use one of {', '.join(CONFIGS)}")
+    return JunoBench(
+        config_name=config,
+        snapshot=str(root),
+        fingerprint=content or fingerprint(root),
+        cache_dir=str(cache_root(cache_dir)),
+        dataset_name="junobench",
+        workers=workers,
+    )
+
+
+def build(
+    root: Path, config: str = "cases", *, skip_invalid: bool = False,
+    cache_dir: str | Path | None = None, num_proc: int | None = None,
+) -> tuple[datasets.Dataset, BuildReport]:
+    """Prepare (or reuse) the records of ``config`` for a local snapshot; returns them and
+    the report. See :func:`prepare`."""
+    built, report = prepare(root, (config,), skip_invalid=skip_invalid, cache_dir=cache_dir,
+                            num_proc=num_proc)
+    return built[config], report
+
+
+def prepare(
+    root: Path, configs: Iterable[str] = CONFIGS, *, skip_invalid: bool = False,
+    cache_dir: str | Path | None = None, num_proc: int | None = None,
+) -> tuple[dict[str, datasets.Dataset], BuildReport]:
+    """Prepare (or reuse) the records of ``configs`` for a local snapshot.
+
+    Invalid cases fail with every problem listed (:class:`SnapshotError`), unless
+    ``skip_invalid``. Large snapshots are parsed by ``num_proc`` processes (default: one
+    per core when there are at least :data:`PARALLEL_FROM` case folders).
+    """
+    if num_proc is None:
+        num_proc = _default_num_proc(root)
+    content = fingerprint(root)
+    wanted = list(dict.fromkeys(configs))
+    builders = {c: builder_for(root, c, cache_dir=cache_dir, workers=num_proc, content=content)
+                for c in dict.fromkeys(["cases", *wanted])}  # notebooks derive from cases
+    for builder in builders.values():
+        try:
+            builder.download_and_prepare()
+        except datasets.exceptions.DatasetGenerationError as error:
+            if isinstance(error.__cause__, JunoBenchError):
+                raise error.__cause__ from None
+            raise
+    data = read_report(builders["cases"].cache_dir)
+    report = BuildReport.from_dict(data, snapshot=root, fingerprint=content)
+    if report.problems and not skip_invalid:
+        raise SnapshotError(report.problems, root=root)
+    return {c: builders[c].as_dataset(split="test") for c in wanted}, report
+
+
+#: Snapshots with at least this many case folders are prepared in parallel.
+PARALLEL_FROM = 1000
+
+
+def _default_num_proc(root: Path) -> int:
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if cores < 2:
+        return 1
+    try:
+        count = sum(1 for _ in os.scandir(root / layout.BENCHMARK_DIR))
+    except OSError:
+        return 1
+    return min(cores, 4) if count >= PARALLEL_FROM else 1
