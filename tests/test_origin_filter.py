@@ -45,7 +45,7 @@ def test_the_old_keyword_is_refused_with_the_new_name(labelled_snapshot):
 
     with pytest.raises(JunoBenchError, match="origin"):
         normalise_filters({"source": NEW})
-    with pytest.raises(JunoBenchError, match="no origin 'newly sampeld'.*'newly sampled'"):
+    with pytest.raises(JunoBenchError, match=r"no origin 'newly sampeld'.*'newly sampled'"):
         junobench.load(labelled_snapshot, origin="newly sampeld")
 
 
