@@ -92,34 +92,60 @@ def _run_filter(args: argparse.Namespace) -> int:
 
 
 def _resample(steps: argparse._SubParsersAction) -> None:
+    from junobench.construct.resample import PUBLISHED_LIBRARIES, PUBLISHED_N, PUBLISHED_SEED
+
     parser = steps.add_parser(
-        "resample", help="draw further crashes from the pool, seeded",
-        description="Drop notebooks already labeled, keep notebooks importing a target "
-                    "library, draw N crashes with the seed (all of them, with a warning, "
-                    "when fewer are eligible).")
+        "resample", help="draw further crashes from the pool, seeded (the published draw)",
+        description="The published draw by default: drop the notebooks of the labeled "
+                    "table's Kaggle rows, keep notebooks whose import list contains one of "
+                    "the libraries exactly, draw N crashes with pandas' DataFrame.sample("
+                    "n=N, random_state=SEED), write them with the labeled table's columns "
+                    "(label cells blank). Every crash is taken, with a warning, when no "
+                    "more than N notebooks are eligible.")
     parser.add_argument("pool", type=Path, help="all crashes (clusters_Kaggle_final.xlsx)")
     parser.add_argument("--imports", type=Path, required=True,
                         help="notebook imports (nb_imports_all_final.xlsx: fname, imports)")
-    parser.add_argument("--exclude", type=Path, help="labeled crashes whose notebooks are dropped")
-    parser.add_argument("--libraries", required=True,
-                        help="comma-separated target libraries, e.g. torch,sklearn,tensorflow")
-    parser.add_argument("--n", type=int, required=True, help="crashes to draw")
-    parser.add_argument("--seed", type=int, required=True, help="random seed")
+    parser.add_argument("--exclude", type=Path, action="append", default=[], metavar="TABLE",
+                        help="crashes whose notebooks are dropped (repeatable); the first is the "
+                             "labeled table whose columns the output takes. Notebooks are named "
+                             "by fname, or by URL (NotebookUrl, nb_url_kaggle: turned into the "
+                             "study's file name)")
+    parser.add_argument("--libraries", default=",".join(PUBLISHED_LIBRARIES),
+                        help="comma-separated libraries (default: the published "
+                             f"{','.join(PUBLISHED_LIBRARIES)})")
+    parser.add_argument("--n", type=int, default=PUBLISHED_N,
+                        help=f"crashes to draw (default {PUBLISHED_N})")
+    parser.add_argument("--seed", type=int, default=PUBLISHED_SEED,
+                        help=f"random seed (default {PUBLISHED_SEED})")
     parser.add_argument("--out", type=Path, required=True, help="sample table to write (xlsx)")
+    parser.add_argument("--match", choices=("exact", "module"), default="exact",
+                        help="exact: a library is an item of the import list (published); "
+                             "module: an import's top-level package, tensorflow/keras as one")
+    parser.add_argument("--sampler", choices=("pandas", "python"), default="pandas",
+                        help="pandas: DataFrame.sample, drawn order (published); python: "
+                             "random.Random, pool order")
+    parser.add_argument("--columns", choices=("labeled", "pool"), default="labeled",
+                        help="labeled: the labeled table's columns, labels blank (published); "
+                             "pool: the pool's columns plus imported_libraries")
+    parser.add_argument("--exclude-any-source", action="store_true",
+                        help="exclude every row of the excluded tables, not only nb_source 1")
     parser.add_argument("--notebook-column", default="fname")
     parser.add_argument("--imports-column", default="imports")
     parser.set_defaults(handler=_run_resample)
 
 
 def _run_resample(args: argparse.Namespace) -> int:
-    from junobench.construct.resample import resample
+    from junobench.construct.resample import KAGGLE_SOURCE, Procedure, resample
 
-    libraries = [lib.strip() for lib in args.libraries.split(",") if lib.strip()]
+    libraries = tuple(lib.strip() for lib in args.libraries.split(",") if lib.strip())
     if not libraries:
         raise JunoBenchError("--libraries names no library")
+    procedure = Procedure(libraries=libraries, match=args.match, sampler=args.sampler,
+                          columns=args.columns,
+                          excluded_source=None if args.exclude_any_source else KAGGLE_SOURCE)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        sample = resample(args.pool, args.imports, exclude=args.exclude, libraries=libraries,
+        sample = resample(args.pool, args.imports, exclude=args.exclude, procedure=procedure,
                           n=args.n, seed=args.seed, out=args.out,
                           notebook_column=args.notebook_column,
                           imports_column=args.imports_column)
