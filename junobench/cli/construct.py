@@ -25,10 +25,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _synthetic(steps)
 
     parser = subparsers.add_parser(
-        "validate", help="check a snapshot's tables and dataset metadata files",
-        description="Check benchmark_desc.xlsx (required columns, case ids), the diagnosis "
-                    "table, and every data/<name>.metadata.json (JSON Schema, listed files); "
-                    "report every problem at once. Exit code 1 when there is one.")
+        "validate", help="check a whole snapshot: tables, notebooks, datasets, licences",
+        description="Check the whole snapshot: benchmark_desc.xlsx (required columns, case "
+                    "ids), the diagnosis table, every case's notebooks (present, parsed, "
+                    "target cell and execution orders resolved), every "
+                    "data/<name>.metadata.json (JSON Schema, listed files), the table's "
+                    "datasets against the metadata files both ways, licences, and no folder "
+                    "over 10,000 files; report every problem at once. Exit code 1 when "
+                    "there is one.")
     parser.add_argument("snapshot", help="snapshot directory, or 'sample'")
     parser.set_defaults(handler=_run_validate)
 
@@ -368,14 +372,20 @@ def _run_synthetic(args: argparse.Namespace) -> int:
 
 
 def _run_validate(args: argparse.Namespace) -> int:
-    from junobench.data.validate import metadata_files, snapshot_root, validate
+    from junobench.data.validate import check
 
-    problems = validate(args.snapshot)
-    if problems:
-        print(f"{len(problems)} problem(s) in {args.snapshot}:")
-        for problem in problems:
+    report = check(args.snapshot)
+    grouped: dict[str, list[str]] = {}
+    for warning in report.warnings:
+        grouped.setdefault(warning.problem, []).append(warning.case or warning.file or "")
+    for text, where in grouped.items():
+        shown = ", ".join(where[:6]) + (f", … ({len(where)} in all)" if len(where) > 6 else "")
+        print(f"warning: {text}: {shown}", file=sys.stderr)
+    if report.problems:
+        print(f"{len(report.problems)} problem(s) in {args.snapshot}:")
+        for problem in report.problems:
             print(f"  - {problem}")
         return 1
-    count = len(metadata_files(snapshot_root(args.snapshot)))
-    print(f"{args.snapshot}: valid (tables and {count} dataset metadata files)")
+    print(f"{args.snapshot}: valid ({report.cases} cases, tables and "
+          f"{report.metadata_files} dataset metadata files)")
     return 0
