@@ -6,8 +6,8 @@ import importlib.util
 from pathlib import Path
 
 import pytest
-
 from docs_text import anchors, markdown_section, relative_links, subcommands, table_rows
+
 from junobench.cli import build_parser
 from junobench.data.filters import FILTER_FIELDS
 from junobench.data.records import CASE_FEATURES, NOTEBOOK_FEATURES
@@ -91,4 +91,5 @@ def test_api_reference_renders_doctests_as_code_and_roles_as_inline_code():
 
 def test_api_reference_indented_doctest_stays_indented():
     markdown = load_griffe_extension().docstring_markdown
-    assert markdown("Returns:\n    >>> x\n    1").splitlines() == ["Returns:", "    ```pycon", "    >>> x", "    1", "    ```"]
+    lines = markdown("Returns:\n    >>> x\n    1").splitlines()
+    assert lines == ["Returns:", "    ```pycon", "    >>> x", "    1", "    ```"]

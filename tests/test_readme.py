@@ -7,9 +7,9 @@ import shlex
 from pathlib import Path
 
 import pytest
-
 from cli_run import run_cli
 from docs_text import markdown_section, subcommands, table_rows
+
 from junobench.cli import build_parser
 
 REPO = Path(__file__).resolve().parent.parent
