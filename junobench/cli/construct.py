@@ -23,6 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _download(steps)
     _downsample(steps)
     _synthetic(steps)
+    _add_case(steps)
+    _renumber(steps)
 
     parser = subparsers.add_parser(
         "validate", help="check a whole snapshot: tables, notebooks, datasets, licences",
@@ -368,13 +370,130 @@ def _run_synthetic(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- add-case
+
+
+def _add_case(steps: argparse._SubParsersAction) -> None:
+    from junobench import vocab
+
+    parser = steps.add_parser(
+        "add-case", help="add a case to a snapshot: folder, metadata files, table rows",
+        description="Create benchmark/<library>_<next free number>/ with the notebooks, "
+                    "data/<name>.metadata.json per dataset and the data files, its row in "
+                    "benchmark_desc.xlsx (DatasetTitle_N/DatasetUrl_N/DatasetLicenseName_N "
+                    "included) and its rows in the diagnosis table, all at once; then "
+                    "validate the snapshot.")
+    parser.add_argument("snapshot", type=Path, help="the snapshot folder to extend")
+    parser.add_argument("notebook", help="the original notebook: its Kaggle URL (or "
+                                         "owner/slug), or a local .ipynb file")
+    parser.add_argument("--url", help="the notebook's Kaggle URL, when NOTEBOOK is a file")
+    parser.add_argument("--reproduced", type=Path, required=True,
+                        help="the reproduced notebook (it crashes: its error output is saved)")
+    parser.add_argument("--fixed", type=Path, required=True, help="the fixed notebook")
+    parser.add_argument("--pull-original", action="store_true",
+                        help="with a URL: fetch the original notebook with the Kaggle API "
+                             "client (pip install kaggle; its credentials)")
+    parser.add_argument("--library", required=True,
+                        help=f"library cause: {', '.join(vocab.LIBRARIES)} (or its label)")
+    parser.add_argument("--root-cause", required=True, help="; ".join(vocab.ROOT_CAUSES))
+    parser.add_argument("--crash-type", required=True, help="e.g. 'key error'")
+    parser.add_argument("--stage", required=True, help="; ".join(vocab.PIPELINE_STAGES))
+    parser.add_argument("--ml-bug", default="ML bug", help="label_if_ML_bug (default 'ML bug')")
+    parser.add_argument("--diagnosis", required=True, help="the crash diagnosis (text)")
+    parser.add_argument("--origin", choices=vocab.ORIGINS, help="where the case was found")
+    parser.add_argument("--eid", help="the crash's id in the empirical study")
+    parser.add_argument("--datasets", type=Path,
+                        help="the kaggle-metadata table: its rows for this notebook")
+    parser.add_argument("--dataset", action="append", default=[], metavar="SPEC",
+                        help="a dataset by hand: 'name=…;title=…;url=…;license=…' (repeatable)")
+    parser.add_argument("--data", action="append", default=[], metavar="NAME=PATH",
+                        help="a file or folder of dataset NAME, copied into data/ (repeatable); "
+                             "a <stem>.metadata.json beside it gives its modifications")
+    parser.add_argument("--dataset-note", help="Dataset_note (default: the modifications)")
+    parser.add_argument("--new-library", action="store_true",
+                        help="allow a library prefix outside the benchmark's")
+    parser.add_argument("--allow-new-labels", action="store_true",
+                        help="allow labels outside the published vocabularies")
+    parser.set_defaults(handler=_run_add_case)
+
+
+def _run_add_case(args: argparse.Namespace) -> int:
+    from junobench.construct import add_case as ac
+    from junobench.construct.kaggle import kaggle_pull
+
+    _finish_pending(args.snapshot)
+    local = Path(args.notebook)
+    is_file = args.notebook.endswith(".ipynb") or local.exists()
+    url = args.url if is_file else args.notebook
+    datasets = ac.datasets_from_table(args.datasets, url) if args.datasets and url else []
+    if args.datasets and not url:
+        raise JunoBenchError("--datasets needs the notebook's URL (give --url)")
+    datasets += [ac.parse_dataset_spec(spec) for spec in args.dataset]
+    ac.attach_data(datasets, args.data)
+    case = ac.NewCase(
+        library=args.library, reproduced=args.reproduced, fixed=args.fixed,
+        root_cause=args.root_cause, crash_type=args.crash_type, pipeline_stage=args.stage,
+        ml_bug=args.ml_bug, diagnosis=args.diagnosis, original=local if is_file else None,
+        notebook_url=url, datasets=datasets, source=args.origin, eid=args.eid,
+        dataset_note=args.dataset_note)
+    added = ac.add_case(args.snapshot, case, allow_new_library=args.new_library,
+                        allow_new_labels=args.allow_new_labels,
+                        pull=kaggle_pull if args.pull_original else None)
+    print(f"added {added.case_id}: {', '.join(added.files)}"
+          + (f"; datasets {', '.join(added.datasets)}" if added.datasets else ""))
+    return _print_validation(args.snapshot)
+
+
+def _finish_pending(snapshot: Path) -> None:
+    from junobench.construct.transaction import editable_root, finish_pending
+
+    finished = finish_pending(editable_root(snapshot))
+    if finished:
+        print(f"finished an interrupted {finished}")
+
+
+def _renumber(steps: argparse._SubParsersAction) -> None:
+    parser = steps.add_parser(
+        "renumber", help="close gaps in case numbering (folders, notebooks, table rows)",
+        description="Number each library's cases 1, 2, … in their order: rename the case "
+                    "folders, the notebooks named after them and the rows of both tables "
+                    "together. --dry-run prints the plan only.")
+    parser.add_argument("snapshot", type=Path)
+    parser.add_argument("--library", action="append", metavar="PREFIX",
+                        help="only these libraries (repeatable; default all)")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    parser.set_defaults(handler=_run_renumber)
+
+
+def _run_renumber(args: argparse.Namespace) -> int:
+    from junobench.construct.renumber import renumber
+
+    if not args.dry_run:
+        _finish_pending(args.snapshot)
+    plan = renumber(args.snapshot, libraries=args.library, dry_run=args.dry_run)
+    if not plan:
+        print("nothing to renumber: every library is numbered 1, 2, … without gaps")
+        return 0 if args.dry_run else _print_validation(args.snapshot)
+    for old, new in plan:
+        print(f"{old} -> {new}")
+    if args.dry_run:
+        print(f"dry run: {len(plan)} case(s) would be renamed; nothing changed")
+        return 0
+    print(f"renamed {len(plan)} case(s)")
+    return _print_validation(args.snapshot)
+
+
 # --------------------------------------------------------------------------- validate
 
 
 def _run_validate(args: argparse.Namespace) -> int:
+    return _print_validation(args.snapshot)
+
+
+def _print_validation(snapshot: str | Path) -> int:
     from junobench.data.validate import check
 
-    report = check(args.snapshot)
+    report = check(snapshot)
     grouped: dict[str, list[str]] = {}
     for warning in report.warnings:
         grouped.setdefault(warning.problem, []).append(warning.case or warning.file or "")
@@ -382,10 +501,10 @@ def _run_validate(args: argparse.Namespace) -> int:
         shown = ", ".join(where[:6]) + (f", … ({len(where)} in all)" if len(where) > 6 else "")
         print(f"warning: {text}: {shown}", file=sys.stderr)
     if report.problems:
-        print(f"{len(report.problems)} problem(s) in {args.snapshot}:")
+        print(f"{len(report.problems)} problem(s) in {snapshot}:")
         for problem in report.problems:
             print(f"  - {problem}")
         return 1
-    print(f"{args.snapshot}: valid ({report.cases} cases, tables and "
+    print(f"{snapshot}: valid ({report.cases} cases, tables and "
           f"{report.metadata_files} dataset metadata files)")
     return 0
