@@ -1,6 +1,7 @@
 # Two entry points that work on a fresh machine with python3 (>= 3.10):
 #   make quickstart   list the bundled sample's cases and verify them (run every notebook)
-#   make test         install everything the tests need and run them
+#   make lint         ruff and mypy (the type check's strictness is in pyproject.toml)
+#   make test         install everything the tests need, lint, and run the tests
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -19,6 +20,9 @@ quickstart: $(BIN)/python
 	$(BIN)/junobench ls --source sample
 	$(BIN)/junobench verify --source sample
 
-test: install
+lint: install
 	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+test: lint
 	$(BIN)/python -m pytest

@@ -14,7 +14,7 @@ other cases still run and this one is reported as failed.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,7 +52,7 @@ def case_specs(
     root: str | Path,
     case_ids: Sequence[str] | None = None,
     *,
-    filters: Mapping[str, Iterable[str]] | None = None,
+    filters: Mapping[str, Collection[str]] | None = None,
 ) -> list[CaseSpec]:
     """Specs of the snapshot's cases (table order), or of ``case_ids`` (given order).
 
@@ -122,8 +122,8 @@ def case_spec(root: str | Path, row: DescRow) -> CaseSpec:
         note = (f"the reproduced notebook has no error output: target taken as the last "
                 f"cell run (code cell {target}), exception from {layout.DESC_TABLE}")
     else:
-        error = reproduced[target].error
-        expected = error.ename if error is not None and error.ename else row.fields.get("ename")
+        crash = reproduced[target].error
+        expected = crash.ename if crash is not None and crash.ename else row.fields.get("ename")
         if not expected:
             return CaseSpec(case_id, folder, target=target, data_absent=absent,
                             problem="the recorded exception class is unknown (empty ename)")
