@@ -31,8 +31,9 @@ def ls(source: str | Path = DEFAULT_SOURCE, *, revision: str | None = None,
     with ``datasets``, also ``datasets``: each input dataset as ``title [licence]``."""
     cases = load(source, "cases", revision=revision, skip_invalid=skip_invalid, **filters)
     if not datasets:
-        return cases.select_columns(list(LS_COLUMNS)).to_list()
-    rows = cases.select_columns([*LS_COLUMNS, "datasets"]).to_list()
+        plain: list[dict[str, Any]] = cases.select_columns(list(LS_COLUMNS)).to_list()
+        return plain
+    rows: list[dict[str, Any]] = cases.select_columns([*LS_COLUMNS, "datasets"]).to_list()
     for row in rows:
         row["datasets"] = [f"{d['title']} [{d['license'] or 'licence unknown'}]"
                            for d in row["datasets"] or ()]
@@ -51,7 +52,8 @@ def show(case_id: str, source: str | Path = DEFAULT_SOURCE, *, revision: str | N
         raise JunoBenchError(f"no case {case_id!r} in this snapshot", case=case_id,
                              hint=f"did you mean {', '.join(close)}?" if close else
                              "list the cases with `junobench ls`")
-    return cases[list(ids).index(case_id)]
+    record: dict[str, Any] = cases[list(ids).index(case_id)]
+    return record
 
 
 @dataclass

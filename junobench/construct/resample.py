@@ -107,7 +107,7 @@ def draw(pool: Sequence[Mapping[str, Any]], imports: Mapping[str, Iterable[str]]
     counts.append(_count("not labeled before", rows, notebook_column))
     kept = []
     for row in rows:
-        matched = matching_libraries(imports.get(row.get(notebook_column), ()), procedure)
+        matched = matching_libraries(imports.get(str(row.get(notebook_column)), ()), procedure)
         if matched:
             row[MATCHED_COLUMN] = ", ".join(matched)
             kept.append(row)
@@ -133,7 +133,8 @@ def pandas_sample(size: int, n: int, seed: int) -> list[int]:
     in the order drawn."""
     import pandas as pd
 
-    return pd.RangeIndex(size).to_series().sample(n=n, random_state=seed).tolist()
+    positions: list[int] = pd.RangeIndex(size).to_series().sample(n=n, random_state=seed).tolist()
+    return positions
 
 
 def matching_libraries(modules: Iterable[str], procedure: Procedure) -> list[str]:
