@@ -26,7 +26,6 @@ from typing import Any
 
 from junobench import vocab
 from junobench.data import layout
-from junobench.data.filters import normalise_filters
 from junobench.data.notebook import read_notebook
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.errors import JunoBenchError
@@ -168,7 +167,7 @@ def runtime_info(
                              hint="use reproduced or fixed")
     options = _check_options(options)
     root = resolve(source, revision=revision, include_data=True)
-    specs = case_specs(root, case_ids, filters=normalise_filters(filters or {}))
+    specs = case_specs(root, case_ids, filters=filters)
     if not specs:
         raise JunoBenchError("no cases to extract runtime information from", file=root,
                              hint="check the case ids and filters (`junobench ls`)")
