@@ -1,25 +1,20 @@
 """Reading predictions in every published layout, recognised from what a path holds.
 
-=======================  ==================================================================
-layout                   what it is
-=======================  ==================================================================
-``jsonl``                canonical JSON Lines, ``{"instance": …, "runs": [...]}`` per line
-                         (what ``junobench detect`` writes)
-``instances``            a folder of ``<instance>.json`` files, each a JSON list of runs,
-                         small libraries possibly in ``other/``: the CRANE-LLM repository's
-                         ``llms/llms_outputs/results_raw/<model>/<setting>``
-``crane-parsed``         the same folders of the CRANE-LLM repository's
-                         ``results_parsed_<k>/<model>/<setting>``: one LLM-judge label per
-                         run (``[Correct]``, ``[Partially correct]``, ``[Reasoning Wrong]``,
-                         ``[Wrong]``), read back into the detection it judged
-``junobench-construct``  the JunoBench_construct repository's
-                         ``llms/detect_if_cell_crash/<model>``: ``results_buggy/`` and
-                         ``results_fixed/`` folders of ``crash_detection_results_<case>.json``
-``buggy/fixed``          ``buggy/`` (or ``reproduced/``) and ``fixed/`` folders of
-                         ``<case>.json`` files
-``inspect``              an Inspect evaluation log (``.eval`` or ``.json``) of the
-                         ``junobench/crash_detection`` task: each epoch is a run
-=======================  ==================================================================
+- ``jsonl``: canonical JSON Lines, ``{"instance": …, "runs": [...]}`` per line (what
+  ``junobench detect`` writes);
+- ``instances``: a folder of ``<instance>.json`` files, each a JSON list of runs, the small
+  libraries possibly in ``other/``: the CRANE-LLM repository's
+  ``llms/llms_outputs/results_raw/<model>/<setting>``;
+- ``crane-parsed``: the same folders of the CRANE-LLM repository's
+  ``results_parsed_<k>/<model>/<setting>``, one LLM-judge label per run (``[Correct]``,
+  ``[Partially correct]``, ``[Reasoning Wrong]``, ``[Wrong]``), read back into the
+  detection it judged;
+- ``junobench-construct``: the JunoBench_construct repository's
+  ``llms/detect_if_cell_crash/<model>``, ``results_buggy/`` and ``results_fixed/`` folders of
+  ``crash_detection_results_<case>.json``;
+- ``buggy/fixed``: ``buggy/`` (or ``reproduced/``) and ``fixed/`` folders of ``<case>.json``;
+- ``inspect``: an Inspect evaluation log (``.eval`` or ``.json``) of the
+  ``junobench/crash_detection`` task, each epoch a run.
 
 A folder that holds several prediction sets (``results_raw/<model>`` with one folder per
 setting, ``detect_if_cell_crash`` with one folder per model, a folder of Inspect logs)
