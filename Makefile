@@ -1,7 +1,8 @@
 # Two entry points that work on a fresh machine with python3 (>= 3.10):
 #   make quickstart   list the bundled sample's cases and verify them (run every notebook)
 #   make test         install everything the tests need, lint, build the docs, run the tests
-# and for development: make lint (ruff), make docs (the documentation site, into site/).
+# and for development: make lint (ruff, and mypy at the strictness pyproject.toml states),
+# make docs (the documentation site, into site/).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -22,6 +23,7 @@ quickstart: $(BIN)/python
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/mypy
 
 # --strict: a broken link or anchor, or a docstring mkdocstrings cannot render, fails the build.
 docs: install

@@ -19,6 +19,7 @@ import asyncio
 import functools
 import inspect
 import json
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -89,7 +90,7 @@ def inspection_code(request: Mapping[str, Any]) -> str:
 
 @functools.cache
 def _summarise_source() -> str:
-    return inspect.getsource(inspect.getmodule(summarise))  # the module's whole text
+    return inspect.getsource(sys.modules[summarise.__module__])  # the module's whole text
 
 
 class Inspection:

@@ -124,8 +124,8 @@ def case_spec(root: str | Path, row: DescRow) -> CaseSpec:
         note = (f"the reproduced notebook has no error output: target taken as the last "
                 f"cell run (code cell {target}), exception from {layout.DESC_TABLE}")
     else:
-        error = reproduced[target].error
-        expected = error.ename if error is not None and error.ename else row.fields.get("ename")
+        crash = reproduced[target].error
+        expected = crash.ename if crash is not None and crash.ename else row.fields.get("ename")
         if not expected:
             return CaseSpec(case_id, folder, target=target, data_absent=absent,
                             problem="the recorded exception class is unknown (empty ename)")
