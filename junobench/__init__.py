@@ -1,7 +1,9 @@
 """junobench: JunoBench, real crashes in Python ML Jupyter notebooks, as typed records.
 
 >>> import junobench
->>> cases = junobench.load("sample")                                   # doctest: +SKIP
+>>> cases = junobench.load("sample")
+>>> cases.num_rows
+10
 >>> torch = junobench.load(library="torch", root_cause="API misuse")   # doctest: +SKIP
 """
 

@@ -8,18 +8,11 @@ from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
-# Caches of a test run stay out of ~/.cache; set before datasets/huggingface_hub import.
-_CACHES = Path(tempfile.mkdtemp(prefix="junobench-test-caches-"))
-os.environ["JUNOBENCH_CACHE"] = str(_CACHES / "junobench")
-os.environ["HF_HOME"] = str(_CACHES / "hf")
-os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+import pytest
 
-import pytest  # noqa: E402
-
-from junobench.data.tables import read_table, write_table  # noqa: E402
+from junobench.data.tables import read_table, write_table
 
 REPO = Path(__file__).resolve().parent.parent
 REFERENCE = REPO.parent / "shared" / "reference"

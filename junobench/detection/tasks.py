@@ -178,7 +178,10 @@ def tasks(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Tasks and ground truth for the notebooks of ``source`` matching ``filters``.
 
-    >>> tasks_, truth = tasks("sample", library="pandas")   # doctest: +SKIP
+    >>> tasks_, truth = tasks("sample", library="pandas")
+    >>> [(t["instance"], answer["crash"]) for t, answer in zip(tasks_, truth)]  # doctest: +NORMALIZE_WHITESPACE
+    [('pandas_1_reproduced', True), ('pandas_1_fixed', False),
+     ('pandas_2_reproduced', True), ('pandas_2_fixed', False)]
     """
     import junobench
 
