@@ -52,8 +52,21 @@ _LAZY: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        return _version()
     if name in _LAZY:
         import importlib
 
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'junobench' has no attribute {name!r}")
+
+
+def _version() -> str:
+    """``junobench.__version__``: the installed distribution's version, whose one source is
+    ``version`` in pyproject.toml ("unknown" in a source tree that was never installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("junobench")
+    except PackageNotFoundError:
+        return "unknown"
