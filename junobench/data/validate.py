@@ -21,8 +21,9 @@ Checks, and reports every problem found at once (none stops the others):
 Warnings (reported, not failing): a case without its original notebook, a case whose
 ``data/`` folder is absent (its data are not in the snapshot).
 
->>> report = check("sample")   # doctest: +SKIP
->>> print("\\n".join(map(str, report.problems)) or "valid")   # doctest: +SKIP
+>>> problems = validate("sample")
+>>> print("\\n".join(map(str, problems)) or "valid")
+valid
 """
 
 from __future__ import annotations
