@@ -137,8 +137,12 @@ def compare(
     """Score each prediction set, restrict all to the notebooks every set decided, and test
     every pair. Labels as in :func:`~junobench.detection.evaluate.evaluate`.
 
-    >>> c = compare(["code.jsonl", "runinfo.jsonl"], "sample")   # doctest: +SKIP
-    >>> c.tests[0].mcnemar.p_value, c.tests[0].f1.interval       # doctest: +SKIP
+    >>> from junobench.detection.detect import detect_static
+    >>> from junobench.detection.tasks import tasks
+    >>> _ = detect_static(tasks("sample")[0], "static.jsonl")
+    >>> c = compare(["static.jsonl", "static.jsonl"], "sample", names=["a", "b"], resamples=200)
+    >>> len(c.common), c.tests[0].mcnemar.p_value, c.tests[0].f1.interval
+    (20, 1.0, (0.0, 0.0))
     """
     if len(predictions) < 2:
         raise JunoBenchError("a comparison needs at least two prediction sets")
