@@ -215,7 +215,7 @@ def summary_rows(comparison: Comparison, *, percent: bool = False) -> list[dict[
     return rows
 
 
-def test_rows(comparison: Comparison) -> list[dict[str, Any]]:
+def pair_rows(comparison: Comparison) -> list[dict[str, Any]]:
     rows = []
     for test in comparison.tests:
         f1 = test.f1
@@ -250,7 +250,7 @@ def format_comparison(comparison: Comparison, fmt: str = "table") -> str:
     notes = [settings] + [f"{name}: {len(items)} notebooks left out (another set did not decide "
                           f"them)" for name, items in excluded.items()]
     if comparison.tests:
-        parts.append(render(test_rows(comparison), kind))
+        parts.append(render(pair_rows(comparison), kind))
     lead = "\n".join(notes) + "\n\n"
     tests_title = ("Paired tests (exact McNemar on notebooks right/wrong; paired case "
                    "bootstrap of the F1 difference)\n\n")
