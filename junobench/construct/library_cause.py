@@ -39,7 +39,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -442,6 +442,13 @@ class _ModuleLibraries(dict[str, "str | None"]):
 
 
 _MODULE_LIBRARIES = _ModuleLibraries()
+#: How frames' modules and modules named in messages map to libraries: any library, or
+#: the benchmark's only.
+_LOOKUPS: tuple[Callable[[str], str | None], Callable[[str], str | None]] = (
+    _MODULE_LIBRARIES.__getitem__, _KNOWN_MODULES.get)
+_BENCHMARK_LOOKUPS: tuple[Callable[[str], str | None], Callable[[str], str | None]] = (
+    MODULES.get, MODULES.get)
+_NUMPY_FRAME: tuple[str, ...] = ("numpy",)  # an array-dispatch frame, as either lookup names it
 
 
 def estimate(traceback: Any, code: str | None = None, *, benchmark: bool = False
@@ -458,6 +465,9 @@ def estimate(traceback: Any, code: str | None = None, *, benchmark: bool = False
     totals, context = _clues(traceback, code, None, benchmark)
     if benchmark:
         totals = {lib: weight for lib, weight in totals.items() if lib in _LABELS}
+    if len(totals) == 1:  # one library with clues (every clue weighs more than nothing)
+        (only,) = totals
+        return only
     best, top, second = None, 0.0, 0.0
     for lib, weight in totals.items():
         if weight > top:
@@ -512,58 +522,70 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
 
     One function on purpose: it runs once per crash of a pool of tens of thousands.
     """
-    if type(traceback) is str and traceback[:2] == "['" and traceback.find("x1b[", 0, _ANSI_HEAD) < 0:
+    if type(traceback) is str and traceback[:2] == "['" and "x1b[" not in traceback[:_ANSI_HEAD]:
         text, newline = traceback, "\\n"  # the tables' usual form, needing no change
     else:
         text, newline = _normalise(traceback)
-    totals: dict[str, float] = {}
-    add = totals.get
     lib: str | None
     vocabulary = _VOCABULARY
     if code and "import" in code:
         imported_aliases, imported_names = _imports(code)
         vocabulary = _Vocabulary.of({**_ALL_ALIASES, **imported_aliases},
                                     {**_ALL_API_NAMES, **imported_names})
-    modules_of = MODULES.get if benchmark else _MODULE_LIBRARIES.__getitem__
-    known_of = MODULES.get if benchmark else _KNOWN_MODULES.get
+    modules_of, known_of = _BENCHMARK_LOOKUPS if benchmark else _LOOKUPS
 
     # Frames inside installed libraries, in call order: the first is the library the
     # user's code called, the last the one that raised. Cython, array-dispatch and
     # torch-hub frames are looked for only when there is no site-packages frame.
-    first_frame = _first_package(text)
-    if first_frame >= 0:
-        modules = _PACKAGE.findall(text, first_frame)
-    else:
-        modules, first_frame = _other_frames(text, 0, len(text))
+    named: Sequence[str]
+    i = text.find("packages", 1)  # as _first_package(text), inlined: it runs on every crash
+    while i > 0 and text[i - 1] != "-":
+        i = text.find("packages", i + 8)
+    if i > 0:
+        first_frame = i - 1
+        named = list(filter(None, map(modules_of, _PACKAGE.findall(text, first_frame))))
+    elif "_libs" in text or "hub" in text:
+        modules, first_frame = _other_frames(text)
+        named = list(filter(None, map(modules_of, modules)))
+    else:  # the usual case: no library frame at all (as _other_frames, inlined)
+        first_frame = text.find(_ARRAY_FUNCTION)
+        if first_frame < 0:
+            first_frame, named = len(text), ()
+        else:
+            named = _NUMPY_FRAME
     libraries: set[str] | frozenset[str]
-    named = list(filter(None, map(modules_of, modules))) if modules else modules
     if named:
         libraries = set(named)
-        entry = named[0]
+        entry, last = named[0], named[-1]
         if entry == "torch" and len(libraries) > 1 and _torch_dispatches(text, first_frame):
             # torch's Module.__call__ only dispatches to the model's forward(): the next
             # library frame is the model's (torchvision, …).
             entry = named[1]
+        totals = dict.fromkeys(libraries, _W_DEEP)
         totals[entry] = _W_ENTRY
-        if record is not None:
-            record((entry, _W_ENTRY, "entry_frame", "first library frame"))
-        for lib in libraries:
-            if lib != entry:
-                totals[lib] = _W_DEEP
-                if record is not None:
-                    record((lib, _W_DEEP, "deep_frame", "library frame"))
-        last = named[-1]
         totals[last] += _W_RAISE
         if record is not None:
+            record((entry, _W_ENTRY, "entry_frame", "first library frame"))
+            for lib in libraries:
+                if lib != entry:
+                    record((lib, _W_DEEP, "deep_frame", "library frame"))
             record((last, _W_RAISE, "raise_frame", "innermost library frame"))
     else:
-        libraries = _NO_LIBRARIES
+        libraries, totals = _NO_LIBRARIES, {}
+    add = totals.get
 
     # The exception, and what its message names.
-    name, message, _ = _exception(text, newline)
-    complete = name is not None
-    if name is None:
-        name = _header_exception(text)
+    name: str | None
+    message: str | None
+    listed = _item_exception(text) if newline != "\n" else None
+    if listed:  # the usual case (as _exception, inlined)
+        name, message = listed.groups("")
+        complete = True
+    else:
+        name, message = _unlisted_exception(text, newline, listed)
+        complete = name is not None
+        if name is None:
+            name = _header_exception(text)
     if name:
         if "." in name:  # module.Class
             module, _, cls = name.rpartition(".")
@@ -587,8 +609,9 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
                         totals[lib] = add(lib, 0.0) + _W_MESSAGE
                         if record is not None:
                             record((lib, _W_MESSAGE, "message", fragment))
-        i = message.find("' object ")
-        if i > 0:  # "'DataFrame' object has no attribute …": whose object it is
+        # "'DataFrame' object has no attribute …": whose object it is ("in" is the
+        # cheaper test; find only when it is there)
+        if "' object " in message and (i := message.find("' object ")) > 0:
             kind = message[max(0, i - 80):i].rsplit(None, 1)[-1].lstrip("'\"(<[")
             lib = (_ALL_TYPES.get(kind) or _ALL_TYPES.get(kind.rpartition(".")[2])
                    or vocabulary.api.get(kind)
@@ -597,8 +620,8 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
                 totals[lib] = add(lib, 0.0) + _W_TYPE
                 if record is not None:
                     record((lib, _W_TYPE, "message_type", f"'{kind}' object"))
-        i = message.find("() ")
-        if i > 0 and message.startswith(_COMPLAINTS, i + 3):  # "foo() got an unexpected …"
+        if "() " in message and (i := message.find("() ")) > 0 \
+                and message.startswith(_COMPLAINTS, i + 3):  # "foo() got an unexpected …"
             called = message[max(0, i - 80):i].rsplit(None, 1)[-1].rpartition(".")[2]
             lib = vocabulary.api.get(called) or METHODS.get(called)
             if lib:
@@ -617,20 +640,21 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
     arrow = _ARROW.search(text, 0, first_frame)
     if arrow is None:
         return totals, (text, 0, min(first_frame, 600))
-    lines = [(arrow, "crash", libraries if complete else None)]
+    crash_start, crash_end = arrow.span()
+    lines = [(crash_end, "crash", libraries if complete else None)]
     # The innermost user line: the last arrow before the first library frame (or in the
     # user's own function frames when no library frame follows); arrows cannot overlap.
-    start, end = arrow.end(), first_frame
-    while (i := text.rfind("->", start, end)) >= 0:
+    end = first_frame
+    while (i := text.rfind("->", crash_end, end)) >= 0:
         if call := _ARROW.match(text, i, first_frame):
-            lines.append((call, "call", None))
+            lines.append((call.end(), "call", None))
             break
         end = i + 1
     aliases, names, known = vocabulary.aliases, vocabulary.names, vocabulary.known
-    for match, where, framed in lines:
-        start = match.end()
-        end = text.find(newline, start, start + 300)
-        line = text[start:end if end >= 0 else start + 300]
+    for start, where, framed in lines:
+        line = text[start:start + 300]  # up to the end of the line
+        if (end := line.find(newline)) >= 0:
+            line = line[:end]
         if newline != "\n" and (i := line.find("', ")) >= 0:
             line = line[:i]
         data = line.encode()
@@ -663,7 +687,7 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
             totals[lib] = add(lib, 0.0) + weight
             if record is not None:
                 record((lib, weight, kind, what.decode()))
-    return totals, (text, max(0, arrow.start() - 240), arrow.start())
+    return totals, (text, max(0, crash_start - 240), crash_start)
 
 
 def _first_package(text: str, start: int = 0, end: int | None = None) -> int:
@@ -684,19 +708,14 @@ def _torch_dispatches(text: str, start: int) -> bool:
     return False
 
 
-def _other_frames(text: str, start: int, end: int) -> tuple[list[str], int]:
-    """Library modules of Cython, array-dispatch and torch-hub frames in
-    ``text[start:end]``, and where the first is (``end`` when there is none)."""
-    window = text if start == 0 and end == len(text) else text[start:end]
-    cython, hub = "_libs" in window, "hub" in window
-    position = text.find(_ARRAY_FUNCTION, start, end)
-    if not (cython or hub):  # the usual case: no library frame at all
-        return ([], end) if position < 0 else (["numpy"], position)
-    frames = []
-    if cython:
-        frames += [(m.start(), m.group(1)) for m in _CYTHON.finditer(text, start, end)]
-    if hub:
-        frames += [(m.start(), m.group(1)) for m in _HUB.finditer(text, start, end)]
+def _other_frames(text: str) -> tuple[list[str], int]:
+    """Library modules of Cython, array-dispatch and torch-hub frames in ``text``, and
+    where the first is (the text's end when there is none)."""
+    end = len(text)
+    position = text.find(_ARRAY_FUNCTION)
+    frames = [(m.start(), m.group(1)) for m in _CYTHON.finditer(text)] if "_libs" in text else []
+    if "hub" in text:
+        frames += [(m.start(), m.group(1)) for m in _HUB.finditer(text)]
     if position >= 0:
         frames.append((position, "numpy"))
     frames.sort()
@@ -736,19 +755,25 @@ def _cell_libraries(where: tuple[str, int, int], code: str | None) -> set[str] |
             if word + b"." in data}
 
 
-def _exception(text: str, newline: str) -> tuple[str | None, str | None, int]:
-    """The exception name (None when the traceback does not end with one), its message,
-    and where the frames end (the exception item's start in a literal list; else the
-    text's end).
+def _exception(text: str, newline: str) -> tuple[str | None, str | None]:
+    """The exception name (None when the traceback does not end with one) and its message.
 
     In a literal list, the last item that starts with ``Name: message`` (TF messages run
     over many lines); in a single text, the last line.
     """
+    found = _item_exception(text) if newline != "\n" else None
+    if found:
+        return found.group(1), found.group(2) or ""
+    return _unlisted_exception(text, newline, found)
+
+
+def _unlisted_exception(text: str, newline: str, listed: Literal[False] | None
+                        ) -> tuple[str | None, str | None]:
+    """:func:`_exception` where no item of a literal list is an exception line (``listed``
+    is what :func:`_item_exception` said: False, or None when the text is no such literal)
+    or the text is not a literal list."""
     if newline != "\n":
-        found = _item_exception(text)
-        if found:
-            return (*_name_message(found), found.start())
-        if found is None:  # not a well-formed literal: item boundaries by their look
+        if listed is None:  # not a well-formed literal: item boundaries by their look
             low = max(0, len(text) - 4000)
             i = len(text)
             while (i := text.rfind(", ", low, i)) > 0:  # ', ' or ", " between items
@@ -756,26 +781,19 @@ def _exception(text: str, newline: str) -> tuple[str | None, str | None, int]:
                         and text[i + 3:i + 4].isalpha():
                     found = _EXCEPTION_LINE.match(text, i + 3)
                     if found:
-                        return (*_name_message(found), found.start())
+                        return found.group(1), found.group(2) or ""
         found = _EXCEPTION_LINE.match(text, 2)  # a single item
         if found:
-            return (*_name_message(found), len(text))
+            return found.group(1), found.group(2) or ""
         text = text[-600:].rstrip("]'\" ")
         while text.endswith(newline):  # a single item ending with its exception line
             text = text[: -len(newline)]
-    end = len(text)
     text = text.rstrip()
     last = text[text.rfind(newline) + len(newline):].strip()
     found = _EXCEPTION_LINE.match(last)
     if found:
-        return (*_name_message(found), end)
-    return None, last or None, end
-
-
-def _name_message(found: re.Match[str]) -> tuple[str, str]:
-    """An exception line's name and message (empty when it has none)."""
-    name, message = found.groups("")
-    return name, message
+        return found.group(1), found.group(2) or ""
+    return None, last or None
 
 
 def _item_exception(text: str) -> re.Match[str] | Literal[False] | None:
