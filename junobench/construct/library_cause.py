@@ -348,6 +348,10 @@ _ANSI = re.compile(r"(?:\x1b|\\x1b|\\u001b)\[[0-9;]*[A-Za-z]")
 #: A coloured traceback is coloured from its first line: looking there is enough.
 _ANSI_HEAD = 400
 _HEADER = "Traceback (most recent call last)"
+#: How a literal list of IPython's traceback lines starts (its first line is 75 dashes),
+#: and where an arrow could start in it at the earliest (on the last dash).
+_DASHED_HEAD = "['" + "-" * 75
+_DASHES_END = len(_DASHED_HEAD) - 1
 _QUOTES = frozenset("'\"")
 _LAST_ITEM_ENDS = ("']", '"]')
 #: ``Name: message`` or a bare ``Name`` (dotted module prefixes allowed).
@@ -442,6 +446,8 @@ class _ModuleLibraries(dict[str, "str | None"]):
 
 
 _MODULE_LIBRARIES = _ModuleLibraries()
+
+
 #: How frames' modules and modules named in messages map to libraries: any library, or
 #: the benchmark's only.
 _LOOKUPS: tuple[Callable[[str], str | None], Callable[[str], str | None]] = (
@@ -474,14 +480,14 @@ def estimate(traceback: Any, code: str | None = None, *, benchmark: bool = False
             best, top, second = lib, weight, top
         elif weight > second:
             second = weight
-    if best is None or (second and top - second <= _CLOSE):
-        # No clue, or a close call: the libraries the cell uses decide.
-        for lib in _cell_libraries(context, code):
-            if not benchmark or lib in _LABELS:
-                totals[lib] = totals.get(lib, 0.0) + _W_CODE
-        best = min(totals, key=lambda lib: (-totals[lib], _PREFERENCE.get(lib, -1), lib)
-                   ) if totals else None
-    return best
+    if best is not None and top - second > _CLOSE:  # (two libraries or more: second > 0)
+        return best
+    # No clue, or a close call: the libraries the cell uses decide.
+    for lib in _cell_libraries(context, code):
+        if not benchmark or lib in _LABELS:
+            totals[lib] = totals.get(lib, 0.0) + _W_CODE
+    return min(totals, key=lambda lib: (-totals[lib], _PREFERENCE.get(lib, -1), lib)
+               ) if totals else None
 
 
 def estimate_many(tracebacks: Iterable[Any], codes: Iterable[str | None] | None = None, *,
@@ -538,7 +544,9 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
     # user's code called, the last the one that raised. Cython, array-dispatch and
     # torch-hub frames are looked for only when there is no site-packages frame.
     named: Sequence[str]
-    i = text.find("packages", 1)  # as _first_package(text), inlined: it runs on every crash
+    # ("packages", not "-packages": a needle with a dash crawls over the dashed line that
+    # heads every traceback)
+    i = text.find("packages", 1)
     while i > 0 and text[i - 1] != "-":
         i = text.find("packages", i + 8)
     if i > 0:
@@ -564,7 +572,7 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
         totals = dict.fromkeys(libraries, _W_DEEP)
         totals[entry] = _W_ENTRY
         totals[last] += _W_RAISE
-        if record is not None:
+        if record:
             record((entry, _W_ENTRY, "entry_frame", "first library frame"))
             for lib in libraries:
                 if lib != entry:
@@ -574,12 +582,37 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
         libraries, totals = _NO_LIBRARIES, {}
     add = totals.get
 
-    # The exception, and what its message names.
-    name: str | None
-    message: str | None
-    listed = _item_exception(text) if newline != "\n" else None
-    if listed:  # the usual case (as _exception, inlined)
-        name, message = listed.groups("")
+    # The exception, and what its message names. In a literal list, the last item that
+    # is an exception line (TF messages run over several items), within the last 4000
+    # characters: items are walked from the end, an item's opening quote being the
+    # previous unescaped occurrence of its closing quote, so commas and quotes inside
+    # messages cost nothing. Without such an item, ``listed`` says why: False when no item
+    # is an exception line, None when the text is not such a literal.
+    name: str | None = None
+    message: str | None = None
+    listed: Literal[False] | None = None
+    if newline != "\n" and text.endswith(_LAST_ITEM_ENDS):
+        close = len(text) - 2  # the last item's closing quote, before "]"
+        low = close - 3998 if close > 3998 else 0
+        while True:
+            quote = text[close]
+            start = text.rfind(quote, low, close)
+            if text[start - 1] == "\\" and start > 0:  # (the usual case fails the first test)
+                start = _unescaped(text, quote, low, start)
+            if start <= 0:  # no opening quote: beyond the window, or not a literal
+                listed = False if low else None
+                break
+            if text[start + 1].isalpha() and (matched := _EXCEPTION_LINE.match(text, start + 1)):
+                name, message = matched.groups("")
+                break
+            if text[start - 1] == "[":
+                listed = False
+                break
+            if text[start - 2:start] != ", " or text[start - 3] not in _QUOTES:
+                listed = None
+                break
+            close = start - 3
+    if name is not None:
         complete = True
     else:
         name, message = _unlisted_exception(text, newline, listed)
@@ -594,12 +627,12 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
             lib = _ALL_EXCEPTIONS.get(name)
         if lib:
             totals[lib] = add(lib, 0.0) + _W_EXCEPTION
-            if record is not None:
+            if record:
                 record((lib, _W_EXCEPTION, "exception", name))
     if message:
         words: Collection[bytes] = _FRAGMENT_WORDS.intersection(message.encode().translate(_WORDS).split())
         if words:
-            if record is not None:  # the same clue texts in every process (set order varies)
+            if record:  # the same clue texts in every process (set order varies)
                 words = sorted(words)
             seen: set[str] = set()
             for word in words:
@@ -607,7 +640,7 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
                     if lib not in seen and fragment in message:
                         seen.add(lib)
                         totals[lib] = add(lib, 0.0) + _W_MESSAGE
-                        if record is not None:
+                        if record:
                             record((lib, _W_MESSAGE, "message", fragment))
         # "'DataFrame' object has no attribute …": whose object it is ("in" is the
         # cheaper test; find only when it is there)
@@ -618,7 +651,7 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
                    or known_of(kind.partition(".")[0]))
             if lib:
                 totals[lib] = add(lib, 0.0) + _W_TYPE
-                if record is not None:
+                if record:
                     record((lib, _W_TYPE, "message_type", f"'{kind}' object"))
         if "() " in message and (i := message.find("() ")) > 0 \
                 and message.startswith(_COMPLAINTS, i + 3):  # "foo() got an unexpected …"
@@ -626,18 +659,19 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
             lib = vocabulary.api.get(called) or METHODS.get(called)
             if lib:
                 totals[lib] = add(lib, 0.0) + _W_CALLED
-                if record is not None:
+                if record:
                     record((lib, _W_CALLED, "message_api", f"{called}()"))
         if "module '" in message or "from '" in message:  # whose module it is
             module_named = _MODULE_MESSAGE.search(message)
             if module_named and (lib := known_of(module_named.group(1).partition(".")[0])):
                 totals[lib] = add(lib, 0.0) + _W_TYPE
-                if record is not None:
+                if record:
                     record((lib, _W_TYPE, "message_module", module_named.group(0)))
 
     # The crash line (the first ``---->`` line: the notebook cell's, which IPython shows
     # first), and the user line that called into the first library frame.
-    arrow = _ARROW.search(text, 0, first_frame)
+    # (The dashed line that heads a traceback holds no arrow: skipping it is worth it.)
+    arrow = _ARROW.search(text, _DASHES_END if text.startswith(_DASHED_HEAD) else 0, first_frame)
     if arrow is None:
         return totals, (text, 0, min(first_frame, 600))
     crash_start, crash_end = arrow.span()
@@ -650,34 +684,41 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
             lines.append((call.end(), "call", None))
             break
         end = i + 1
-    aliases, names, known = vocabulary.aliases, vocabulary.names, vocabulary.known
+    known = vocabulary.known
     for start, where, framed in lines:
         line = text[start:start + 300]  # up to the end of the line
         if (end := line.find(newline)) >= 0:
             line = line[:end]
-        if newline != "\n" and (i := line.find("', ")) >= 0:
-            line = line[:i]
+        if newline != "\n" and "', " in line:  # the item ends on this line
+            line = line[:line.find("', ")]
         data = line.encode()
         words = known.intersection(data.translate(_WORDS).split())
         if not words:
             continue
         # The strongest clue per library: alias.attr, then a known name, then a method.
-        if record is not None:
+        aliases, names = vocabulary.aliases, vocabulary.names
+        if record:
             words = sorted(words)
-        found: dict[str, tuple[int, bytes]] = {}
+            what: dict[str, bytes] = {}
+        found: dict[str, int] = {}
         for word in words:
             lib = aliases.get(word)
             if lib and word + b"." in data:
-                found[lib] = (_ALIAS, word)
+                found[lib] = _ALIAS
             elif lib := names.get(word):
-                if found.get(lib, (0,))[0] < _API:
-                    found[lib] = (_API, word)
+                if found.get(lib, 0) < _API:
+                    found[lib] = _API
+                else:
+                    continue
             elif (lib := _METHODS.get(word)) and lib not in found and b"." + word in data:
-                found[lib] = (_METHOD, word)
-        kinds = _KINDS[where]
-        for lib, (strength, what) in found.items():
-            kind = kinds[strength]
-            weight = WEIGHTS[kind]
+                found[lib] = _METHOD
+            else:
+                continue
+            if record:
+                what[lib] = word
+        weights = _LINE_WEIGHTS[where]
+        for lib, strength in found.items():
+            weight = weights[strength]
             # A library called on the crash line but absent from the frames of a complete
             # traceback weighs half: the error arose elsewhere on the line. Compiled
             # libraries (numpy, torch) often raise without a Python frame of their own,
@@ -685,19 +726,9 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
             if framed is not None and lib not in framed and (framed or lib not in _COMPILED):
                 weight *= 0.5
             totals[lib] = add(lib, 0.0) + weight
-            if record is not None:
-                record((lib, weight, kind, what.decode()))
+            if record:
+                record((lib, weight, _KINDS[where][strength], what[lib].decode()))
     return totals, (text, max(0, crash_start - 240), crash_start)
-
-
-def _first_package(text: str, start: int = 0, end: int | None = None) -> int:
-    """Where the first ``-packages`` in ``text[start:end]`` is, or -1 (as
-    ``text.find("-packages")``, faster: a needle with a dash crawls over the dashed line
-    that heads every traceback)."""
-    i = text.find("packages", start + 1, end)
-    while i > 0 and text[i - 1] != "-":
-        i = text.find("packages", i + 8, end)
-    return i - 1 if i > 0 else -1
 
 
 def _torch_dispatches(text: str, start: int) -> bool:
@@ -724,6 +755,9 @@ def _other_frames(text: str) -> tuple[list[str], int]:
 
 _KINDS = {where: {_ALIAS: f"{where}_alias", _API: f"{where}_api", _METHOD: f"{where}_method"}
           for where in ("crash", "call")}
+#: The weight of a clue on a line of code, by where and strength (index 0 unused).
+_LINE_WEIGHTS = {where: (0.0, *(WEIGHTS[kinds[strength]] for strength in (_METHOD, _API, _ALIAS)))
+                 for where, kinds in _KINDS.items()}
 _W_ENTRY, _W_DEEP, _W_RAISE = WEIGHTS["entry_frame"], WEIGHTS["deep_frame"], WEIGHTS["raise_frame"]
 _W_EXCEPTION, _W_MESSAGE = WEIGHTS["exception"], WEIGHTS["message"]
 _W_TYPE, _W_CALLED = WEIGHTS["message_type"], WEIGHTS["message_api"]
@@ -751,27 +785,15 @@ def _cell_libraries(where: tuple[str, int, int], code: str | None) -> set[str] |
     if "." not in context:  # no alias.attr
         return _NO_LIBRARIES
     data = context.encode()
-    return {aliases[word] for word in words.intersection(data.translate(_WORDS).split())
-            if word + b"." in data}
-
-
-def _exception(text: str, newline: str) -> tuple[str | None, str | None]:
-    """The exception name (None when the traceback does not end with one) and its message.
-
-    In a literal list, the last item that starts with ``Name: message`` (TF messages run
-    over many lines); in a single text, the last line.
-    """
-    found = _item_exception(text) if newline != "\n" else None
-    if found:
-        return found.group(1), found.group(2) or ""
-    return _unlisted_exception(text, newline, found)
+    words = words.intersection(data.translate(_WORDS).split())
+    return {aliases[word] for word in words if word + b"." in data} if words else _NO_LIBRARIES
 
 
 def _unlisted_exception(text: str, newline: str, listed: Literal[False] | None
                         ) -> tuple[str | None, str | None]:
-    """:func:`_exception` where no item of a literal list is an exception line (``listed``
-    is what :func:`_item_exception` said: False, or None when the text is no such literal)
-    or the text is not a literal list."""
+    """The exception name (None when the traceback does not end with one) and its message,
+    where no item of a literal list is an exception line (``listed`` is False, or None when
+    the text is no well-formed literal) or the text is not a literal list (its last line)."""
     if newline != "\n":
         if listed is None:  # not a well-formed literal: item boundaries by their look
             low = max(0, len(text) - 4000)
@@ -796,38 +818,17 @@ def _unlisted_exception(text: str, newline: str, listed: Literal[False] | None
     return None, last or None
 
 
-def _item_exception(text: str) -> re.Match[str] | Literal[False] | None:
-    """The last item of a literal list of strings (within its last 4000 characters) that
-    is an exception line; False when none is, None when the text is not such a literal.
-
-    Items are walked from the end: an item's opening quote is the previous unescaped
-    occurrence of its closing quote, so commas and quotes inside messages cost nothing.
-    """
-    if not text.endswith(_LAST_ITEM_ENDS):
-        return None
-    end = len(text)
-    low = end - 4000 if end > 4000 else 0
-    close = end - 2  # the last item's closing quote, before "]"
-    rfind, match = text.rfind, _EXCEPTION_LINE.match
-    while True:
-        quote = text[close]
-        start = rfind(quote, low, close)
-        while start > 0 and text[start - 1] == "\\":  # escaped by an odd run of backslashes
-            before = start - 1
-            while before > 0 and text[before - 1] == "\\":
-                before -= 1
-            if (start - before) % 2 == 0:
-                break
-            start = rfind(quote, low, start)
-        if start <= 0:  # no opening quote: beyond the window, or not a literal
-            return False if low else None
-        if text[start + 1].isalpha() and (found := match(text, start + 1)):
-            return found
-        if text[start - 1] == "[":
-            return False
-        if text[start - 2:start] != ", " or text[start - 3] not in _QUOTES:
-            return None
-        close = start - 3
+def _unescaped(text: str, quote: str, low: int, start: int) -> int:
+    """The last occurrence of ``quote`` in ``text[low:]`` at or before ``start`` that no odd
+    run of backslashes escapes (-1 when there is none)."""
+    while start > 0 and text[start - 1] == "\\":
+        before = start - 1
+        while before > 0 and text[before - 1] == "\\":
+            before -= 1
+        if (start - before) % 2 == 0:
+            break
+        start = text.rfind(quote, low, start)
+    return start
 
 
 def _header_exception(text: str) -> str | None:
