@@ -448,12 +448,18 @@ class _ModuleLibraries(dict[str, "str | None"]):
 _MODULE_LIBRARIES = _ModuleLibraries()
 
 
-#: How frames' modules and modules named in messages map to libraries: any library, or
-#: the benchmark's only.
-_LOOKUPS: tuple[Callable[[str], str | None], Callable[[str], str | None]] = (
-    _MODULE_LIBRARIES.__getitem__, _KNOWN_MODULES.get)
-_BENCHMARK_LOOKUPS: tuple[Callable[[str], str | None], Callable[[str], str | None]] = (
-    MODULES.get, MODULES.get)
+#: The library of a frame's module (:func:`library_of_module`, remembered), and with
+#: ``benchmark`` the benchmark's library only.
+_LIBRARY_OF_MODULE: Callable[[str], str | None] = _MODULE_LIBRARIES.__getitem__
+_BENCHMARK_MODULE: Callable[[str], str | None] = MODULES.get
+
+
+def _known_module(module: str, benchmark: bool) -> str | None:
+    """The library of a module a message or an exception names: a known library's (with
+    ``benchmark``, a benchmark library's), else None."""
+    return (MODULES if benchmark else _KNOWN_MODULES).get(module)
+
+
 _NUMPY_FRAME: tuple[str, ...] = ("numpy",)  # an array-dispatch frame, as either lookup names it
 
 
@@ -538,7 +544,6 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
         imported_aliases, imported_names = _imports(code)
         vocabulary = _Vocabulary.of({**_ALL_ALIASES, **imported_aliases},
                                     {**_ALL_API_NAMES, **imported_names})
-    modules_of, known_of = _BENCHMARK_LOOKUPS if benchmark else _LOOKUPS
 
     # Frames inside installed libraries, in call order: the first is the library the
     # user's code called, the last the one that raised. Cython, array-dispatch and
@@ -551,10 +556,12 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
         i = text.find("packages", i + 8)
     if i > 0:
         first_frame = i - 1
-        named = list(filter(None, map(modules_of, _PACKAGE.findall(text, first_frame))))
+        named = list(filter(None, map(_BENCHMARK_MODULE if benchmark else _LIBRARY_OF_MODULE,
+                                      _PACKAGE.findall(text, first_frame))))
     elif "_libs" in text or "hub" in text:
         modules, first_frame = _other_frames(text)
-        named = list(filter(None, map(modules_of, modules)))
+        named = list(filter(None, map(_BENCHMARK_MODULE if benchmark else _LIBRARY_OF_MODULE,
+                                      modules)))
     else:  # the usual case: no library frame at all (as _other_frames, inlined)
         first_frame = text.find(_ARRAY_FUNCTION)
         if first_frame < 0:
@@ -622,7 +629,7 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
     if name:
         if "." in name:  # module.Class
             module, _, cls = name.rpartition(".")
-            lib = _ALL_EXCEPTIONS.get(cls) or known_of(module.partition(".")[0])
+            lib = _ALL_EXCEPTIONS.get(cls) or _known_module(module.partition(".")[0], benchmark)
         else:
             lib = _ALL_EXCEPTIONS.get(name)
         if lib:
@@ -648,7 +655,7 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
             kind = message[max(0, i - 80):i].rsplit(None, 1)[-1].lstrip("'\"(<[")
             lib = (_ALL_TYPES.get(kind) or _ALL_TYPES.get(kind.rpartition(".")[2])
                    or vocabulary.api.get(kind)
-                   or known_of(kind.partition(".")[0]))
+                   or _known_module(kind.partition(".")[0], benchmark))
             if lib:
                 totals[lib] = add(lib, 0.0) + _W_TYPE
                 if record:
@@ -663,7 +670,7 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
                     record((lib, _W_CALLED, "message_api", f"{called}()"))
         if "module '" in message or "from '" in message:  # whose module it is
             module_named = _MODULE_MESSAGE.search(message)
-            if module_named and (lib := known_of(module_named.group(1).partition(".")[0])):
+            if module_named and (lib := _known_module(module_named.group(1).partition(".")[0], benchmark)):
                 totals[lib] = add(lib, 0.0) + _W_TYPE
                 if record:
                     record((lib, _W_TYPE, "message_module", module_named.group(0)))
@@ -728,7 +735,7 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
             totals[lib] = add(lib, 0.0) + weight
             if record:
                 record((lib, weight, _KINDS[where][strength], what[lib].decode()))
-    return totals, (text, max(0, crash_start - 240), crash_start)
+    return totals, (text, crash_start - 240 if crash_start > 240 else 0, crash_start)
 
 
 def _torch_dispatches(text: str, start: int) -> bool:
