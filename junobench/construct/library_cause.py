@@ -693,9 +693,8 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
         end = i + 1
     known = vocabulary.known
     for start, where, framed in lines:
-        line = text[start:start + 300]  # up to the end of the line
-        if (end := line.find(newline)) >= 0:
-            line = line[:end]
+        end = text.find(newline, start, start + 300)  # up to the end of the line
+        line = text[start:end if end >= 0 else start + 300]
         if newline != "\n" and "', " in line:  # the item ends on this line
             line = line[:line.find("', ")]
         data = line.encode()
@@ -710,14 +709,15 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
         found: dict[str, int] = {}
         for word in words:
             lib = aliases.get(word)
-            if lib and word + b"." in data:
+            # (bytes.find, not "in": "in" first tries the needle as an int, raising inside)
+            if lib and data.find(word + b".") >= 0:
                 found[lib] = _ALIAS
             elif lib := names.get(word):
                 if found.get(lib, 0) < _API:
                     found[lib] = _API
                 else:
                     continue
-            elif (lib := _METHODS.get(word)) and lib not in found and b"." + word in data:
+            elif (lib := _METHODS.get(word)) and lib not in found and data.find(b"." + word) >= 0:
                 found[lib] = _METHOD
             else:
                 continue
@@ -793,7 +793,7 @@ def _cell_libraries(where: tuple[str, int, int], code: str | None) -> set[str] |
         return _NO_LIBRARIES
     data = context.encode()
     words = words.intersection(data.translate(_WORDS).split())
-    return {aliases[word] for word in words if word + b"." in data} if words else _NO_LIBRARIES
+    return {aliases[word] for word in words if data.find(word + b".") >= 0} if words else _NO_LIBRARIES
 
 
 def _unlisted_exception(text: str, newline: str, listed: Literal[False] | None
