@@ -156,7 +156,7 @@ class MetaKaggle:
                                f"'{source}', header = true, all_varchar = true)")
         return connection
 
-    def resolve(self, refs: Sequence[tuple[str, str]]) -> list[list[dict[str, Any]]]:
+    def resolve(self, refs: Sequence[tuple[str, str]]) -> list[list[dict[str, Any]] | None]:
         """For each ``(owner, slug)``, its input datasets (and competitions) as dicts with
         ``kind, title, url, license, handle, version`` (empty when the notebook has none);
         None in place of the list when the notebook is not in Meta Kaggle."""
@@ -381,8 +381,8 @@ def _handles(path: Path) -> list[str]:
         raise JunoBenchError("datasets table not found", file=path,
                              hint="write it with junobench construct kaggle-metadata")
     if path.suffix.lower() == ".csv":
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            records = list(csv.DictReader(handle))
+        with path.open(newline="", encoding="utf-8-sig") as stream:
+            records = list(csv.DictReader(stream))
     else:
         records = read_table(path).records()
     if records and not ({"handle", "url"} & set(records[0])):

@@ -27,7 +27,8 @@ SCHEMA_FILE = PACKAGE_DIR / "schemas" / "dataset_metadata.schema.json"
 
 @cache
 def schema() -> dict[str, Any]:
-    return json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    loaded: dict[str, Any] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    return loaded
 
 
 @cache
@@ -47,7 +48,7 @@ def read_metadata(path: str | Path, *, case: str | None = None) -> dict[str, Any
     """Read and validate one metadata file; raises naming the file, the case and each problem."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))  # an object: the schema says so
     except OSError as error:
         raise JunoBenchError(f"cannot read dataset metadata ({error.strerror or error})",
                              file=path, case=case) from None

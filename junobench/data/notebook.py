@@ -78,7 +78,7 @@ class ErrorOutput:
 class CodeCell(NamedTuple):
     """A code cell; ``index`` is its position among the notebook's code cells."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # the published field name; shadows tuple.index
     source: str
     execution_count: int | None
     error: ErrorOutput | None = None
@@ -192,13 +192,13 @@ def parse_notebook(
         count = cell.get("execution_count")
         if count is not None and type(count) is not int:
             raise fail(f"cell {position}: execution_count {count!r} is not an integer")
-        error = None
+        crash = None
         outputs = cell.get("outputs")
         if outputs:
             if type(outputs) is not list:
                 raise fail(f"cell {position}: 'outputs' is not a list")
-            error = _error_output(outputs)
-        code_cells.append(new_cell(CodeCell, (len(code_cells), source, count, error)))
+            crash = _error_output(outputs)
+        code_cells.append(new_cell(CodeCell, (len(code_cells), source, count, crash)))
     return Notebook(data, tuple(code_cells), upgraded_from)
 
 
