@@ -142,8 +142,8 @@ def fingerprint(root: str | Path) -> str:
     entries: list[tuple[str, int, int]] = []
     for name in (layout.DESC_TABLE, layout.DIAGNOSIS_TABLE):
         _add(entries, name, os.path.join(root, name))
-    for path in environment_files(root):
-        _add(entries, str(path), str(path))
+    for env_file in environment_files(root):
+        _add(entries, str(env_file), str(env_file))
     stack = [layout.BENCHMARK_DIR]
     while stack:
         relative = stack.pop()
