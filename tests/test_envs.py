@@ -185,3 +185,27 @@ def test_unknown_cases_and_bad_selections_are_one_error(capsys, tmp_path):
     assert not (tmp_path / "e").exists()
     code, _, err = run_cli(capsys, "env", "show", str(tmp_path))
     assert code == 1 and "not a junobench environment" in err
+
+
+def test_the_sample_depends_on_its_environment(sample_env, tmp_path):
+    """Two sample cases use what NumPy 2 and pandas 3 removed: they pass in the pinned
+    environment and fail in junobench's own, the report naming the unmet pins."""
+    import numpy
+    import pandas
+
+    cases = ["numpy_1", "matplotlib_1"]
+    pinned = verify(cases, "sample", jobs=2, progress=False, env=sample_env.path)
+    assert pinned.ok, [c.row() for c in pinned]
+    own = verify(cases, "sample", jobs=2, progress=False)
+    numpy_1, matplotlib_1 = own["numpy_1"], own["matplotlib_1"]
+    assert numpy_1.status == matplotlib_1.status == "failed"
+    assert "`np.NaN` was removed in the NumPy 2.0 release" in numpy_1.reproduced.reason
+    assert "unexpected keyword argument 'method'" in matplotlib_1.fixed.reason
+    assert f"numpy {numpy.__version__} where the benchmark pins 1.26.4" in numpy_1.mismatches
+    assert f"pandas {pandas.__version__} where the benchmark pins 2.1.4" in matplotlib_1.mismatches
+    assert numpy_1.row()["environment"] == numpy_1.mismatches  # shown in the table of a failure
+    # runtime information in junobench's own interpreter fails the same way, and says why
+    from junobench.runtime import runtime_info
+
+    record = runtime_info(["numpy_1"], "sample", versions=["reproduced"], progress=False)[0]
+    assert record["status"] == "failed" and "numpy" in record["problem"] and "1.26.4" in record["problem"]
