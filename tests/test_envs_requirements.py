@@ -247,3 +247,45 @@ def test_a_module_in_the_case_folder_is_local(snapshot_copy):
     assert prepare(Path(snapshot_copy))[1].unpinned["pandas_1"] == ["import helpers"]
     (snapshot_copy / "benchmark" / "pandas_1" / "helpers.py").write_text("X = 1\n")
     assert "pandas_1" not in prepare(Path(snapshot_copy))[1].unpinned
+
+
+# --------------------------------------------------------------------------- Dockerfile
+
+
+def test_the_dockerfile_reproduces_the_selection(tmp_path, capsys):
+    out = tmp_path / "ctx"
+    code, stdout, _ = run_cli(capsys, "env", "dockerfile", "sklearn_1", "statsmodels_1", "--source", "sample",
+                              "--out", str(out))
+    assert code == 0 and "docker build -t junobench-env" in stdout
+    assert sorted(p.name for p in out.iterdir()) == ["Dockerfile", "junobench-env.json", "lock.txt",
+                                                     "requirements.txt"]
+    env = packaged()
+    text = (out / "Dockerfile").read_text()
+    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert lines[0] == "FROM python:3.10-slim"  # the environment's Python
+    assert f"# Alternative: the published image {env.published_image}" in text
+    assert "uv venv --allow-existing --python /usr/local/bin/python3.10 /opt/junobench-env" in text
+    assert "-r requirements.txt -c lock.txt --exclude-newer 2025-07-01" in text
+    assert "-m ipykernel install --prefix /opt/junobench-env" in text
+    assert 'ARG JUNOBENCH=junobench[run]==' in text and 'uv tool install --python 3.12 "${JUNOBENCH}"' in text
+    pins = (out / "requirements.txt").read_text().split()
+    cases = {c["case_id"]: c for c in junobench.load("sample")}
+    needed = set(cases["sklearn_1"]["requirements"]) | set(cases["statsmodels_1"]["requirements"])
+    assert pins == sorted(needed | {f"ipykernel=={env.pin('ipykernel')}"})  # only what the two import
+    assert "statsmodels==0.14.0" in pins and "scikit-learn==1.2.2" in pins
+    assert (out / "lock.txt").read_bytes() == env.lock_file.read_bytes()
+    manifest = json.loads((out / "junobench-env.json").read_text())
+    assert manifest["requirements"] == pins and manifest["cases"] == ["sklearn_1", "statsmodels_1"]
+    # --all: every published pin; rewriting the same folder is allowed
+    code, _, _ = run_cli(capsys, "env", "dockerfile", "--all", "--source", "sample", "--out", str(out))
+    pins = (out / "requirements.txt").read_text().split()
+    assert code == 0 and "torch==2.3.1" in pins and "tensorflow==2.17.0" in pins and len(pins) == 63
+
+
+def test_the_dockerfile_writer_keeps_other_files(tmp_path, capsys):
+    out = tmp_path / "ctx"
+    out.mkdir()
+    (out / "notes.md").write_text("mine")
+    code, _, err = run_cli(capsys, "env", "dockerfile", "--source", "sample", "--out", str(out))
+    assert code == 1 and err.startswith("error: ") and "notes.md" in err
+    assert [p.name for p in out.iterdir()] == ["notes.md"]

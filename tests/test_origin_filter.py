@@ -112,7 +112,7 @@ def test_verify_and_runtime_info_run_only_the_cases_of_that_origin(sample_with_o
     code, _, err = run_cli(capsys, "verify", "--source", str(sample_with_origins), "--origin", NEW,
                            "--report", str(report), "--no-progress")
     assert code == 0, err
-    assert set(json.loads(report.read_text())) == {"numpy_1"}
+    assert set(json.loads(report.read_text())["cases"]) == {"numpy_1"}
     out = tmp_path / "runtime.jsonl"
     code, _, err = run_cli(capsys, "runtime-info", "--source", str(sample_with_origins), "--origin", NEW,
                            "--out", str(out), "--no-progress")

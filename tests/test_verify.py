@@ -35,7 +35,7 @@ def test_verify_sample_cases_pass_and_report(tmp_path, capsys):
                  "--report", str(report_file), "--no-progress"])
     out = capsys.readouterr()
     assert code == 0, out
-    report = json.loads(report_file.read_text())
+    report = json.loads(report_file.read_text())["cases"]
     assert set(report) == {"NBspecific_2", "pandas_2"}
     for case in report.values():
         assert case["status"] == "passed"
@@ -65,7 +65,7 @@ def test_edited_checkout_failures_exit_1_with_the_right_reason(tmp_path, capsys)
                  "--no-progress"])
     capsys.readouterr()
     assert code == 1
-    report = json.loads(report_file.read_text())
+    report = json.loads(report_file.read_text())["cases"]
     fixed_crash = report["pandas_2"]
     assert fixed_crash["status"] == "failed" and fixed_crash["reproduced"]["ok"]
     assert fixed_crash["fixed"]["reason"].startswith(

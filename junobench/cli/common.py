@@ -72,3 +72,10 @@ def load_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         kwargs["skip_invalid"] = True
     kwargs.update(filters_from(args))
     return kwargs
+
+
+def add_env(parser: argparse.ArgumentParser) -> None:
+    """``--env DIR``: run kernels in an environment made by ``junobench env create``."""
+    parser.add_argument("--env", metavar="DIR", default=None,
+                        help="run the kernels in this environment (made by `junobench env create`); "
+                        "default: junobench's own interpreter")

@@ -7,6 +7,7 @@ Every command's output is kept so that a failure can be shown in one line.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -138,3 +139,32 @@ def compile_lock(folder: Path, requirements: str, lock: str, *, python: str, exc
          "--exclude-newer", exclude_newer, "-o", lock], what=f"resolving {folder / requirements}",
         cwd=folder)
     return folder / lock
+
+
+def installed_versions(python: str | Path) -> dict[str, str]:
+    """Canonical distribution name → version installed for an interpreter."""
+    code = ("import importlib.metadata as m, json, re\n"
+            "out = {}\n"
+            "for d in m.distributions():\n"
+            "    name = d.metadata['Name']\n"
+            "    if name: out[re.sub(r'[-_.]+', '-', name).lower()] = d.version\n"
+            "print(json.dumps(out))")
+    try:
+        done = subprocess.run([str(python), "-I", "-c", code], capture_output=True, text=True,
+                              timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise JunoBenchError(f"cannot run the interpreter ({error})", file=python) from None
+    if done.returncode != 0:
+        raise JunoBenchError("cannot list the installed distributions", file=python,
+                             hint=(done.stderr.strip().splitlines() or [""])[-1])
+    versions: dict[str, str] = json.loads(done.stdout)
+    return versions
+
+
+def interpreter_version(python: str | Path) -> str:
+    """``major.minor.micro`` of an interpreter."""
+    done = subprocess.run([str(python), "-I", "-c", "import platform; print(platform.python_version())"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    if done.returncode != 0:
+        raise JunoBenchError("cannot run the interpreter", file=python)
+    return done.stdout.strip()

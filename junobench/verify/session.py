@@ -18,6 +18,7 @@ from typing import Any
 
 from junobench.data import layout
 from junobench.data.notebook import Step
+from junobench.envs.kernel import KernelTarget
 from junobench.verify.judge import RunLog, Verdict, judge
 from junobench.verify.report import CaseResult, VerifyReport
 from junobench.verify.runner import replay, run_sync
@@ -44,14 +45,16 @@ def verify_specs(
     timeout: float | None = DEFAULT_TIMEOUT,
     progress: bool | None = None,
     on_case: Callable[[CaseResult], None] | None = None,
+    target: KernelTarget | None = None,
 ) -> VerifyReport:
-    """Replay and judge every spec; ``progress`` None shows a bar only on a terminal."""
+    """Replay and judge every spec in kernels of ``target`` (default: junobench's own
+    interpreter); ``progress`` None shows a bar only on a terminal."""
     jobs = jobs or default_jobs()
     if jobs < 1:
         raise ValueError("jobs must be at least 1")
     started = time.perf_counter()
     try:
-        results = run_sync(_verify_all(specs, jobs, timeout, progress, on_case))
+        results = run_sync(_verify_all(specs, jobs, timeout, progress, on_case, target))
     except asyncio.CancelledError:  # Ctrl-C cancelled the run; the kernels are stopped
         raise KeyboardInterrupt from None
     return VerifyReport(results, time.perf_counter() - started, jobs)
@@ -59,7 +62,7 @@ def verify_specs(
 
 async def _verify_all(
     specs: Sequence[CaseSpec], jobs: int, timeout: float | None, progress: bool | None,
-    on_case: Callable[[CaseResult], None] | None,
+    on_case: Callable[[CaseResult], None] | None, target: KernelTarget | None,
 ) -> list[CaseResult]:
     from tqdm import tqdm
 
@@ -79,7 +82,7 @@ async def _verify_all(
     async def one_case(spec: CaseSpec) -> CaseResult:
         if not spec.runnable:
             return finished(_not_run(spec))
-        logs = await asyncio.gather(*(_replay_version(spec, v, timeout, slots) for v in VERSIONS))
+        logs = await asyncio.gather(*(_replay_version(spec, v, timeout, slots, target) for v in VERSIONS))
         by_version = dict(zip(VERSIONS, logs, strict=True))
         verdicts = {v: _judge(spec, v, log) for v, log in by_version.items()}
         seconds = sum(log.seconds for log in logs)  # kernel time, not time queued
@@ -93,17 +96,19 @@ async def _verify_all(
 
 
 async def _replay_version(spec: CaseSpec, version: str, timeout: float | None,
-                          slots: asyncio.Semaphore) -> RunLog:
+                          slots: asyncio.Semaphore, target: KernelTarget | None) -> RunLog:
     async with slots:
-        return await replay_in_copy(spec, version, spec.orders[version], timeout=timeout)
+        return await replay_in_copy(spec, version, spec.orders[version], timeout=timeout, target=target)
 
 
 async def replay_in_copy(
     spec: CaseSpec, version: str, steps: Sequence[Step], *, timeout: float | None,
     after: Callable[[Any], Awaitable[None]] | None = None,
+    target: KernelTarget | None = None,
 ) -> RunLog:
-    """Replay ``steps`` of the case's ``version`` notebook in a fresh kernel working in a
-    temporary copy of the case folder (removed afterwards); ``after`` as in :func:`replay`."""
+    """Replay ``steps`` of the case's ``version`` notebook in a fresh kernel of ``target``
+    working in a temporary copy of the case folder (removed afterwards); ``after`` as in
+    :func:`replay`."""
     import nbformat
 
     scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=f"junobench-{spec.case_id}-"))
@@ -113,7 +118,7 @@ async def replay_in_copy(
         path = work / layout.notebook_name(spec.case_id, version)
         notebook = await asyncio.to_thread(nbformat.read, path, as_version=4)
         return await replay(notebook, steps, cwd=work, timeout=timeout,
-                            kernel_log=scratch / "kernel.log", after=after)
+                            kernel_log=scratch / "kernel.log", after=after, target=target)
     finally:
         await asyncio.to_thread(shutil.rmtree, scratch, True)
 
