@@ -5,7 +5,7 @@ dataset metadata), the matching rows of both tables, with the source's columns, 
 source's own environment declaration (``environment/``) when it has one. The
 loader and ``verify`` take it like any other snapshot, and it can be edited freely.
 
->>> checkout(["pandas_1", "NBspecific_2"], "sample", "my-cases")  # doctest: +SKIP
+>>> checkout(["pandas_1", "NBspecific_2"], "sample", "my-cases")
 PosixPath('my-cases')
 """
 

@@ -292,8 +292,12 @@ def evaluate(
     (the runtime-augmented paper scored notebooks without runtime information with the
     code-only answers); the report lists them as ``filled``.
 
-    >>> report = evaluate("preds.jsonl", "sample")      # doctest: +SKIP
-    >>> report.to_dict()["f1"]                          # doctest: +SKIP
+    >>> from junobench.detection.detect import detect_static
+    >>> from junobench.detection.tasks import tasks
+    >>> _ = detect_static(tasks("sample")[0], "preds.jsonl")   # the static baseline's answers
+    >>> report = evaluate("preds.jsonl", "sample")
+    >>> report.to_dict()["f1"]
+    0.333
     """
     from junobench.data.snapshot import DEFAULT_SOURCE
     from junobench.detection.tasks import read_truth

@@ -207,7 +207,13 @@ def tasks(
     """Tasks and ground truth for the notebooks of ``source`` matching ``filters``
     (blind ids under ``key`` when given, see :func:`build_tasks`).
 
-    >>> tasks_, truth = tasks("sample", library="pandas", key=new_key())   # doctest: +SKIP
+    >>> from junobench.detection.ids import new_key
+    >>> tasks_, truth = tasks("sample", library="pandas", key=new_key())
+    >>> [t["id"][:5] for t in tasks_]
+    ['task-', 'task-', 'task-', 'task-']
+    >>> sorted((answer["instance"], answer["crash"]) for answer in truth)  # doctest: +NORMALIZE_WHITESPACE
+    [('pandas_1_fixed', False), ('pandas_1_reproduced', True),
+     ('pandas_2_fixed', False), ('pandas_2_reproduced', True)]
     """
     import junobench
 
