@@ -88,20 +88,22 @@ class StartedKernel:
     _sinks: ExitStack = field(default_factory=ExitStack)
 
     async def shutdown(self) -> None:
-        """Kill the kernel and release its resources (safe to call twice)."""
+        """Kill the kernel and release its channels and connection files, with
+        jupyter_client's public calls (safe to call twice)."""
+        km, kc = self.km, self.kc
+        self.km = self.kc = None
         try:
-            if self.km is not None and await self.km.is_alive():
-                await self.km.shutdown_kernel(now=True)
-        except RuntimeError as error:
-            if "No kernel is running" not in str(error):
-                raise
+            if kc is not None:
+                kc.stop_channels()
         finally:
-            if self.km is not None:
-                await _maybe_await(self.km.cleanup_resources())
-            if self.kc is not None:
-                self.kc.stop_channels()
-            self.km = self.kc = None
-            self._sinks.close()
+            try:
+                if km is not None:
+                    if await km.is_alive():
+                        await km.shutdown_kernel(now=True)  # also cleans up its resources
+                    else:
+                        await _maybe_await(km.cleanup_resources())
+            finally:
+                self._sinks.close()
 
 
 def kernel_manager_class(target: KernelTarget) -> type:
