@@ -185,7 +185,7 @@ def normalise(notebook: Any, scratch: Path) -> None:
 
     def clean(text: str) -> str:
         text = text.replace(str(scratch), "")
-        text = _KERNEL_PID.sub("ipykernel_PID", text)
+        text = _KERNEL_PID.sub("ipykernel_0", text)  # a fixed process id: still IPython's form
         text = _INSTALL_PATH.sub(lambda m: f".../{m.group(1)}/", text)
         return _STDLIB_PATH.sub(lambda m: f".../lib/{m.group(1)}/", text)
 
