@@ -1,7 +1,12 @@
 """Look at the benchmark: list cases (``ls``), show one case (``show``), build records.
 
->>> rows = ls("sample", library="pandas")          # doctest: +SKIP
->>> print(format_case(show("pandas_1", "sample")))  # doctest: +SKIP
+>>> [row["case_id"] for row in ls("sample", library="pandas")]
+['pandas_1', 'pandas_2']
+>>> print(format_case(show("pandas_1", "sample")))  # doctest: +ELLIPSIS
+pandas_1  (pandas)
+...
+Crash: KeyError: 'Column not found: survived', line 1 of the target cell
+...
 """
 
 from __future__ import annotations

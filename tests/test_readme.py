@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import shlex
 from pathlib import Path
@@ -79,6 +80,27 @@ def test_readme_sample_example_runs(argv, capsys):
     assert code == 0, err
     assert out.strip(), f"`junobench {' '.join(argv)}` printed nothing"
     assert "error:" not in err
+
+
+def sample_statements() -> list[str]:
+    """The statements of the README's Python examples, except those that need the Hub or
+    a snapshot of the reader's own (``load()`` with no source, ``path/to/...``)."""
+    statements = []
+    for block in re.findall(r"^```python\n(.*?)^```", README, re.M | re.S):
+        for node in ast.parse(block).body:
+            code = ast.get_source_segment(block, node)
+            if "path/to/" not in code and "load()" not in code:
+                statements.append(code)
+    return statements
+
+
+def test_readme_python_examples_run_on_the_sample():
+    statements = sample_statements()
+    assert any("junobench.load(\"sample\"" in s for s in statements)
+    namespace: dict = {}
+    for code in statements:
+        exec(compile(code, "README.md", "exec"), namespace)  # a failing example fails here
+    assert len(namespace["cases"]) == 10 and namespace["case"]["library"] == "pandas"
 
 
 def test_make_figures_script_draws_the_readme_figure(reference_snapshot, tmp_path):

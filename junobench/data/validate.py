@@ -10,8 +10,9 @@ Checks, and reports every problem found at once (none stops the others):
   ``junobench/schemas/dataset_metadata.schema.json``, and every file it lists present
   under the case's ``data/`` folder.
 
->>> problems = validate("sample")   # doctest: +SKIP
->>> print("\\n".join(map(str, problems)) or "valid")   # doctest: +SKIP
+>>> problems = validate("sample")
+>>> print("\\n".join(map(str, problems)) or "valid")
+valid
 """
 
 from __future__ import annotations
