@@ -37,7 +37,8 @@ from junobench.construct.triage import (
 )
 from junobench.data.notebook import read_notebook
 from junobench.errors import JunoBenchError
-from junobench.verify.executor import Executor, Place, ReplayOutcome, ReplayTask, make_executor
+from junobench.verify import make_executor
+from junobench.verify.executor import Executor, Place, ReplayOutcome, ReplayTask
 from junobench.verify.runner import require_run_extra, run_sync
 
 #: Columns added to the table, in order.

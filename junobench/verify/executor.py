@@ -7,6 +7,8 @@ order, the working directory, the time limit, and optional hooks that must be pi
 replay, ``after`` inspects the kernel once every step succeeded and is returned with
 what it found. An executor runs tasks and returns a :class:`ReplayOutcome` for each:
 
+:func:`junobench.verify.make_executor` makes one by name:
+
 - :class:`LocalExecutor` (the default): ``jobs`` kernels at a time on this machine;
 - :class:`~junobench.verify.ray_executor.RayExecutor` (``--executor ray``): one Ray task
   per replay, the files shipped with it (no shared filesystem), bounded retries of
@@ -26,7 +28,6 @@ completion order. Cancelling a ``run`` (Ctrl-C) stops its kernel wherever it run
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -39,9 +40,6 @@ from junobench.data.notebook import Step
 from junobench.errors import JunoBenchError
 from junobench.verify.judge import RunLog
 from junobench.verify.runner import replay
-
-#: Executor names accepted by :func:`make_executor` and ``--executor``.
-EXECUTORS: tuple[str, ...] = ("local", "ray")
 
 #: Name of the workspace folder inside a task's scratch folder (the kernel's log lies beside it).
 WORKSPACE = "work"
@@ -144,30 +142,6 @@ class LocalExecutor(Executor):
                 return ReplayOutcome(task, log, after)
             finally:
                 await asyncio.to_thread(shutil.rmtree, scratch, True)
-
-
-def make_executor(name: str = "local", *, jobs: int | None = None, **options: Any) -> Executor:
-    """The executor called ``name`` (:data:`EXECUTORS`). ``jobs`` defaults to the number
-    of cores (local) or to what the Ray cluster's CPUs hold; ``options`` are the
-    :class:`~junobench.verify.ray_executor.RayExecutor`'s (``address``, ``cpus``,
-    ``memory``, ``retries``, ``build_envs``)."""
-    if name == "local":
-        if options:
-            raise JunoBenchError(f"option(s) {', '.join(sorted(options))} apply to --executor ray only")
-        return LocalExecutor(jobs or default_jobs())
-    if name == "ray":
-        from junobench.verify.ray_executor import RayExecutor
-
-        return RayExecutor(jobs=jobs or 0, **options)
-    raise JunoBenchError(f"unknown executor {name!r}", hint=f"use one of {', '.join(EXECUTORS)}")
-
-
-def default_jobs() -> int:
-    """Number of cores this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 async def run_tasks(executor: Executor, tasks: Sequence[ReplayTask]) -> list[ReplayOutcome]:
