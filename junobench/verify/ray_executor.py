@@ -288,7 +288,10 @@ def unpack(archive: bytes, workspace: Path) -> None:
     workspace.mkdir(parents=True, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as bundle:
         if hasattr(tarfile, "data_filter"):
-            bundle.extractall(workspace, filter="data")
+            try:
+                bundle.extractall(workspace, filter="data")
+            except tarfile.FilterError as error:
+                raise JunoBenchError(f"archive member refused: {error}") from None
             return
         for member in bundle.getmembers():  # Pythons without extraction filters
             if not (member.isfile() or member.isdir()):
