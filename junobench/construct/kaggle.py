@@ -89,6 +89,16 @@ def notebook_ref(text: str) -> tuple[str, str]:
     return match["owner"], match["slug"]
 
 
+def notebook_url(text: str) -> str:
+    """The canonical URL of a notebook given as a URL or ``owner/slug``.
+
+    >>> notebook_url("www.kaggle.com/kernels/yugaanmh/cnn-approach?scriptVersionId=3")
+    'https://www.kaggle.com/code/yugaanmh/cnn-approach'
+    """
+    owner, slug = notebook_ref(text)
+    return f"{KAGGLE}/code/{owner}/{slug}"
+
+
 def dataset_url(owner: str, slug: str) -> str:
     return f"{KAGGLE}/datasets/{owner}/{slug}"
 
@@ -345,6 +355,35 @@ def kagglehub_fetch(handle: str) -> Path:
                              ) from None
 
 
+def kaggle_pull(owner: str, slug: str, dest: Path) -> Path:
+    """Fetch a notebook's source (``kernels pull``) with the Kaggle API client into a new
+    folder under ``dest``; returns the ``.ipynb`` file. Credentials come from the client's
+    standard sources and are never read or printed here."""
+    try:
+        from kaggle.api.kaggle_api_extended import KaggleApi
+    except ImportError:
+        raise JunoBenchError("the Kaggle API client is not installed",
+                             hint="pip install kaggle, or give the original notebook as a "
+                                  "local .ipynb") from None
+    folder = Path(tempfile.mkdtemp(prefix=".pull-", dir=dest))
+    try:
+        api = KaggleApi()
+        api.authenticate()
+        api.kernels_pull(f"{owner}/{slug}", path=str(folder))
+    except Exception as error:  # the client raises many types (auth, HTTP, not found)
+        shutil.rmtree(folder, ignore_errors=True)
+        raise JunoBenchError(f"could not pull {owner}/{slug}: {type(error).__name__}: "
+                             f"{_redact(str(error))}",
+                             hint="check the notebook and your Kaggle credentials") from None
+    notebooks = sorted(folder.glob("*.ipynb"))
+    if len(notebooks) != 1:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise JunoBenchError(f"{owner}/{slug} is not one Jupyter notebook "
+                             f"({len(notebooks)} .ipynb files pulled)",
+                             hint="give the original notebook as a local .ipynb")
+    return notebooks[0]
+
+
 def mirror_fetch(mirror: str | Path) -> Fetch:
     """A fetch that reads ``MIRROR/<owner>/<slug>/`` (``MIRROR/competitions/<slug>/``)."""
     root = Path(mirror)
@@ -373,8 +412,8 @@ def download(datasets: str | Path, dest: str | Path, *, mirror: str | Path | Non
     return [_download_one(handle, dest, fetch) for handle in handles]
 
 
-def _handles(path: Path) -> list[str]:
-    """Unique download handles of a datasets table, in order of first appearance."""
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a datasets table (CSV or xlsx) as dicts."""
     from junobench.data.tables import read_table
 
     if not path.is_file():
@@ -382,9 +421,13 @@ def _handles(path: Path) -> list[str]:
                              hint="write it with junobench construct kaggle-metadata")
     if path.suffix.lower() == ".csv":
         with path.open(newline="", encoding="utf-8-sig") as stream:
-            records = list(csv.DictReader(stream))
-    else:
-        records = read_table(path).records()
+            return list(csv.DictReader(stream))
+    return read_table(path).records()
+
+
+def _handles(path: Path) -> list[str]:
+    """Unique download handles of a datasets table, in order of first appearance."""
+    records = read_rows(path)
     if records and not ({"handle", "url"} & set(records[0])):
         raise JunoBenchError("the datasets table has neither a 'handle' nor a 'url' column",
                              file=path, hint="write it with junobench construct kaggle-metadata")
