@@ -158,7 +158,8 @@ def test_cancelling_stops_the_kernels(executor, tmp_path, request):
 def test_pinned_requirements_become_a_uv_runtime_environment(tmp_path):
     task = replace(one_cell_task(tmp_path / "case", "1 + 1"), requirements=("pandas==2.1.4", "numpy==1.26.4"))
     assert RayExecutor(build_envs=False).task_runtime_env(task) is None
-    assert RayExecutor(build_envs=True).task_runtime_env(task) == {"uv": {"packages": ["pandas==2.1.4", "numpy==1.26.4"]}}
+    pinned = {"uv": {"packages": ["pandas==2.1.4", "numpy==1.26.4"]}}
+    assert RayExecutor(build_envs=True).task_runtime_env(task) == pinned
     given = RayExecutor(build_envs=True, runtime_env={"uv": ["ipykernel"], "env_vars": {"A": "1"}})
     assert given.task_runtime_env(task) == {"uv": {"packages": ["ipykernel", "pandas==2.1.4", "numpy==1.26.4"]},
                                             "env_vars": {"A": "1"}}
