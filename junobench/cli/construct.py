@@ -315,10 +315,12 @@ def _downsample(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         if kind in ("table", "paired"):
             sub.add_argument("--label-column", help="stratify by this column")
         if kind == "paired":
-            sub.add_argument("--files-column", required=True,
-                             help="column with each row's file, relative to --files-root")
+            sub.add_argument("--files-column", required=True, action="append",
+                             help="column with each row's file, relative to --files-root "
+                                  "(repeatable: every file of a kept row is copied)")
             sub.add_argument("--files-root", type=Path,
-                             help="folder the file paths are relative to (default: the table's)")
+                             help="folder the file paths are relative to (default: the "
+                                  "table's); the files keep its place relative to the table")
         if kind == "archive":
             sub.add_argument("--max-size", type=int, default=MAX_ARCHIVE_BYTES,
                              help="refuse archives whose uncompressed size passes this many "
