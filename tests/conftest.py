@@ -111,3 +111,15 @@ def shared_environment(name: str, source: str | Path = "sample", **kwargs):
 def sample_env():
     """The bundled sample's pinned environment (numpy 1.26.4, pandas 2.1.4, …), made once."""
     return shared_environment("sample")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray instance for the whole test session (2 CPUs, a small object store);
+    executors in tests join it."""
+    ray = pytest.importorskip("ray", reason="the Ray executor needs the ray extra")
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, object_store_memory=100 * 1024 * 1024, include_dashboard=False,
+                 log_to_driver=False, logging_level="warning")
+    yield ray
+    ray.shutdown()
