@@ -39,7 +39,7 @@ HUB_PATTERNS: tuple[str, ...] = (
 )
 HUB_DATA_PATTERNS: tuple[str, ...] = (f"{layout.BENCHMARK_DIR}/*/{layout.DATA_DIR}/**",)
 
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}\Z", re.ASCII)
 
 Downloader = Callable[..., str]
 
@@ -50,7 +50,9 @@ def sample_path() -> Path:
 
 
 def is_repo_id(source: str) -> bool:
-    return bool(_REPO_ID.match(source))
+    """Whether ``source`` is shaped like a Hub repo id (``owner/name``, ASCII word
+    characters, ``.`` and ``-``; no ``..``)."""
+    return bool(_REPO_ID.match(source)) and ".." not in source
 
 
 def resolve(
