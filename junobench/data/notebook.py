@@ -27,7 +27,6 @@ from __future__ import annotations
 import ast
 import json
 import operator
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass

@@ -162,9 +162,8 @@ def render_card(infos: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
                 notebooks: Sequence[Mapping[str, Any]], report: Mapping[str, Any], *,
                 repo_id: str = DEFAULT_REPO_ID, template: str | Path | None = None) -> str:
     """The card's full text (YAML header and body)."""
-    from huggingface_hub import DatasetCard
-
     import jinja2
+    from huggingface_hub import DatasetCard
 
     from junobench.data.snapshot import is_repo_id
 
