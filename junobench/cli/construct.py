@@ -215,10 +215,11 @@ def _run_kaggle_metadata(args: argparse.Namespace) -> int:
 def _download(steps: argparse._SubParsersAction) -> None:
     parser = steps.add_parser(
         "download", help="fetch the datasets with kagglehub (resumable, hashed)",
-        description="Fetch each dataset of a datasets table into DEST/<owner>/<slug>/ with "
-                    "kagglehub (credentials from KAGGLE_USERNAME/KAGGLE_KEY or "
-                    "~/.kaggle/kaggle.json), record size and sha256 per file in "
-                    "DEST/<owner>/<slug>.download.json, and skip complete downloads.")
+        description="Fetch each dataset of a datasets table with kagglehub (credentials from "
+                    "KAGGLE_USERNAME/KAGGLE_KEY or ~/.kaggle/kaggle.json): version N into "
+                    "DEST/<owner>/<slug>/versions/<N>/ (latest/ when the table gives no "
+                    "version), with size and sha256 per file in <folder>.download.json; "
+                    "versions already there and verified are skipped.")
     parser.add_argument("datasets", type=Path, help="datasets table from kaggle-metadata")
     parser.add_argument("--dest", type=Path, required=True, help="download folder")
     parser.add_argument("--mirror", type=Path,

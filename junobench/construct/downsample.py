@@ -37,6 +37,7 @@ from typing import Any, BinaryIO
 
 from junobench.construct import provenance
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import atomic_path
 
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff",
                               ".webp", ".ppm", ".pgm"})
@@ -441,15 +442,8 @@ def downsample_table(source: str | Path, out: str | Path, *, fraction: float | N
 
 def _write_beside(out: Path, write: Callable[[Path], None]) -> None:
     """Write through a temporary file beside ``out``, then move it into place."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=out.suffix, dir=out.parent)
-    os.close(handle)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(out, suffix=out.suffix) as temporary:
+        write(temporary)
 
 
 # --------------------------------------------------------------------------- paired

@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import io
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -35,6 +33,7 @@ from typing import Any
 
 from junobench.construct import provenance
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import write_bytes
 
 #: Text date formats recognised in CSV columns (a column is a date column when every
 #: value parses with one of them).
@@ -260,15 +259,7 @@ def synthetic(source: str | Path, out: str | Path, *, seed: int,
 
 def _write_atomic(path: Path, data: bytes) -> None:
     """Write through a temporary file beside ``path``, then move it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as writer:
-            writer.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_bytes(path, data)
 
 
 def _keep_text_types(original: Any, fake: Any, columns: list[str]) -> Any:

@@ -27,9 +27,7 @@ True
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +35,7 @@ from typing import Any
 
 from junobench import vocab
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import atomic_open
 
 #: Layout names, as reported to the user.
 CANONICAL = "jsonl"
@@ -301,14 +300,7 @@ def jsonl_line(instance: str, runs: Sequence[Any]) -> str:
 def write_predictions(path: str | Path, items: Iterable[tuple[str, Sequence[Any]]]) -> Path:
     """Write canonical JSONL atomically (beside, then moved over ``path``)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for instance, runs in items:
-                handle.write(jsonl_line(instance, runs))
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    with atomic_open(path) as handle:
+        for instance, runs in items:
+            handle.write(jsonl_line(instance, runs))
     return path

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import tempfile
 import tokenize
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -28,6 +26,7 @@ from typing import Any
 
 from junobench.errors import JunoBenchError
 from junobench.jsonl import read_instance_records
+from junobench.safety.atomic import atomic_open
 
 #: Labels copied into every task (none of them tells reproduced from fixed).
 TASK_LABELS: tuple[str, ...] = ("case_id", "library", "library_label", "root_cause", "crash_type",
@@ -225,16 +224,9 @@ def truth_path(tasks_path: str | Path) -> Path:
 def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
     """Write rows as JSON Lines atomically (beside, then moved over ``path``)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    with atomic_open(path) as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     return path
 
 

@@ -22,12 +22,12 @@ import json
 import logging
 import os
 import re
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import atomic_open
 from junobench.safety.paths import open_regular, read_regular, relative_name
 
 CARD = "README.md"
@@ -258,23 +258,19 @@ def arrow_copy(path: Path, config: str, cache_dir: str | Path | None = None) -> 
         return target
     try:  # a writable cache first, so that without one the parquet is read only once
         folder.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{config}-", suffix=".tmp")
-    except OSError as error:
-        logger.debug("no Arrow copy of %s in the cache (%s): reading the parquet", path, error)
+        writable = os.access(folder, os.W_OK)
+    except OSError:
+        writable = False
+    if not writable:
+        logger.debug("no Arrow copy of %s: the cache %s cannot be written", path, folder)
         return None
+    table = _read_parquet(path, config, {})  # checked before anything is cached
     try:
-        with os.fdopen(handle, "wb") as sink:
-            table = _read_parquet(path, config, {})  # checked before anything is cached
-            with pa.ipc.new_stream(sink, table.schema) as writer:
-                writer.write_table(table, max_chunksize=1000)
-        os.replace(temporary, target)
-    except OSError as error:  # disk full: read the parquet directly
-        Path(temporary).unlink(missing_ok=True)
+        with atomic_open(target, "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table, max_chunksize=1000)
+    except JunoBenchError as error:  # disk full: read the parquet directly
         logger.debug("no Arrow copy of %s in the cache (%s): reading the parquet", path, error)
         return None
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
     for old in folder.glob(f"{config}-*.arrow"):  # copies of earlier versions of the file
         if old != target:
             with contextlib.suppress(OSError):  # still mapped elsewhere (Windows): next time

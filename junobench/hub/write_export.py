@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from junobench.errors import JunoBenchError
@@ -40,6 +39,7 @@ from junobench.safety.atomic import (
     swap_in,
     write_text,
 )
+from junobench.safety.paths import unlisted_files
 
 logger = logging.getLogger("junobench")
 
@@ -162,30 +162,11 @@ def _check_target(root: Path, out: Path) -> None:
     except JunoBenchError as error:
         raise JunoBenchError(f"the directory holds no readable earlier export ({error.problem_.problem})",
                              file=out, hint=hint) from None
-    foreign = _foreign_files(out, listed | {MANIFEST})
+    foreign = unlisted_files(out, listed | {MANIFEST})
     if foreign:
         shown = ", ".join(foreign[:5]) + (f", … (+{len(foreign) - 5})" if len(foreign) > 5 else "")
         raise JunoBenchError(f"the earlier export holds files it did not write: {shown}", file=out,
                              hint=hint)
-
-
-def _foreign_files(folder: Path, names: set[str]) -> list[str]:
-    """Entries of ``folder`` (relative POSIX paths) that are neither one of ``names`` (as a
-    regular file) nor a folder on the way to one."""
-    parents = {str(PurePosixPath(n).parents[i]) for n in names
-               for i in range(len(PurePosixPath(n).parents) - 1)}
-    foreign = []
-    for current, folders, files in os.walk(folder):
-        for name in sorted(folders + files):
-            path = Path(current, name)
-            relative = path.relative_to(folder).as_posix()
-            if path.is_symlink() or not (
-                (relative in names and path.is_file()) or (relative in parents and path.is_dir())
-            ):
-                foreign.append(relative)
-                if name in folders:
-                    folders.remove(name)
-    return sorted(foreign)
 
 
 #: What an export folder holds: its files, and the temporary files written on the way.
@@ -196,7 +177,7 @@ _TEMPORARY = re.compile(r"^(?:[^/]+/)?\.[^/]+\.tmp$")
 def _is_own_folder(folder: Path) -> bool:
     """Whether a folder left beside an export by a killed run holds only what an export
     writes (so that removing or restoring it loses nothing else)."""
-    return not [name for name in _foreign_files(folder, set(_EXPORT_FILES))
+    return not [name for name in unlisted_files(folder, set(_EXPORT_FILES))
                 if not _TEMPORARY.match(name)]
 
 

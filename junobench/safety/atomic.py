@@ -191,6 +191,20 @@ def staging_folder(out: str | Path) -> Path:
     return staging
 
 
+def place(staging: Path, out: Path) -> None:
+    """Put the complete folder ``staging`` at ``out``, which must be missing or an empty
+    folder (one atomic rename); a folder that meanwhile got content is never replaced."""
+    _fsync(staging)
+    try:
+        os.rename(staging, out)
+    except OSError as error:
+        if error.errno in _NOT_EMPTY or out.exists():
+            raise JunoBenchError("the destination exists and is not empty; refusing to overwrite it",
+                                 file=out, hint="choose a new or empty directory") from None
+        raise JunoBenchError(f"cannot write ({error.strerror or error})", file=out) from None
+    _fsync(out.parent)
+
+
 def swap_in(staging: Path, out: Path) -> Path | None:
     """Put the complete folder ``staging`` at ``out``; returns where the folder that was
     at ``out`` went (None when there was none), for the caller to remove what it wrote.

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from junobench.errors import JunoBenchError
 
@@ -103,6 +103,27 @@ def check_not_linked_out(path: str | Path, root: str | Path, *, case: str | None
         raise JunoBenchError("a link out of the snapshot", file=path, case=case,
                              hint="a snapshot's files are read only inside it: copy the file "
                                   "in instead of linking it")
+
+
+def unlisted_files(folder: str | Path, names: set[str]) -> list[str]:
+    """What ``folder`` holds besides the files ``names`` (relative POSIX paths) and the
+    folders on the way to them, as sorted relative paths: what a writer that wrote
+    ``names`` did not write. A link counts as unlisted, whatever it points to."""
+    folder = Path(folder)
+    parents = {str(PurePosixPath(n).parents[i]) for n in names
+               for i in range(len(PurePosixPath(n).parents) - 1)}
+    found = []
+    for current, folders, files in os.walk(folder):
+        for name in sorted(folders + files):
+            path = Path(current, name)
+            relative = path.relative_to(folder).as_posix()
+            if path.is_symlink() or not (
+                (relative in names and path.is_file()) or (relative in parents and path.is_dir())
+            ):
+                found.append(relative)
+                if name in folders:
+                    folders.remove(name)
+    return sorted(found)
 
 
 # --------------------------------------------------------------------------- reading

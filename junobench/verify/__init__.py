@@ -20,6 +20,7 @@ from pathlib import Path
 from junobench.data.filters import normalise_filters
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import check_file_target
 from junobench.verify.judge import RunLog, StepOutcome, Verdict, judge
 from junobench.verify.report import CaseResult, VerifyReport
 from junobench.verify.runner import replay, require_run_extra
@@ -54,6 +55,7 @@ def verify(
     progress: bool | None = None,
     on_case: Callable[[CaseResult], None] | None = None,
     filters: Mapping[str, str | Iterable[str]] | None = None,
+    pass_env: Sequence[str] = (),
 ) -> VerifyReport:
     """Verify ``case_ids`` (default: every case, or those matching ``filters``) of ``source``.
 
@@ -61,7 +63,9 @@ def verify(
     ``root_cause``, ``crash_type``, ``pipeline_stage``, ``origin``) to a value or a list.
     ``jobs`` kernels run at once (default: the number of cores); ``timeout`` is the limit
     per cell run, in seconds. With ``report``, the JSON verdicts are written there. The
-    snapshot is only read. ``report.ok`` is True when every case passed.
+    snapshot is only read. ``report.ok`` is True when every case passed. The kernels get
+    our environment without credential-like variables (:mod:`junobench.safety.env`),
+    except those named in ``pass_env``.
     """
     require_run_extra()
     if jobs is not None and jobs < 1:
@@ -73,7 +77,10 @@ def verify(
     if not specs:
         raise JunoBenchError("no cases to verify", file=root,
                              hint="check the case ids and filters (`junobench ls`)")
-    result = verify_specs(specs, jobs=jobs, timeout=timeout, progress=progress, on_case=on_case)
+    if report is not None:
+        check_file_target(report)  # before the notebooks run, not after
+    result = verify_specs(specs, jobs=jobs, timeout=timeout, progress=progress, on_case=on_case,
+                          pass_env=pass_env)
     if report is not None:
         result.write(report)
     return result

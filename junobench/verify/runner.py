@@ -23,12 +23,13 @@ import concurrent.futures
 import math
 import os
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from junobench.data.notebook import Step
 from junobench.errors import JunoBenchError
+from junobench.safety.env import scrub
 from junobench.verify.judge import ERROR, OK, TIMEOUT, RunLog, StepOutcome
 
 T = TypeVar("T")
@@ -60,10 +61,12 @@ def require_run_extra() -> None:
                              hint="pip install 'junobench[run]'")
 
 
-def kernel_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The kernel's environment: ``base`` (default: ours) plus :data:`KERNEL_ENV_DEFAULTS`
-    where unset; ``MPLBACKEND`` is dropped so figures render inline as in Jupyter."""
-    env = dict(os.environ if base is None else base)
+def kernel_env(base: Mapping[str, str] | None = None, *, keep: Iterable[str] = ()) -> dict[str, str]:
+    """The kernel's environment: ``base`` (default: ours) without its credential-like
+    variables (:mod:`junobench.safety.env`; those named in ``keep`` stay), plus
+    :data:`KERNEL_ENV_DEFAULTS` where unset; ``MPLBACKEND`` is dropped so figures render
+    inline as in Jupyter."""
+    env = scrub(os.environ if base is None else base, keep=keep)
     env.pop("MPLBACKEND", None)
     for key, value in KERNEL_ENV_DEFAULTS.items():
         env.setdefault(key, value)
@@ -95,6 +98,7 @@ async def replay(
     env: Mapping[str, str] | None = None,
     kernel_log: str | Path | None = None,
     after: Callable[[Any], Awaitable[None]] | None = None,
+    pass_env: Iterable[str] = (),
 ) -> RunLog:
     """Run ``steps`` (code-cell indices, in order) of ``notebook`` (an nbformat
     ``NotebookNode``, updated in place) in a new kernel started in ``cwd``.
@@ -104,7 +108,9 @@ async def replay(
     notebook's outputs) go to ``kernel_log`` (default: discarded); its last line is
     quoted when the kernel fails. ``after``, when given, is awaited with the nbclient
     ``NotebookClient`` once every step has run without error, before the kernel stops
-    (to inspect the kernel's state, e.g. :mod:`junobench.runtime`).
+    (to inspect the kernel's state, e.g. :mod:`junobench.runtime`). The kernel's
+    environment is ``env`` (default: ours) without credentials (:func:`kernel_env`), but
+    for the variables named in ``pass_env``.
     """
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -138,7 +144,8 @@ async def replay(
             # takes over SIGINT: Ctrl-C must cancel the whole run (and kill every kernel).
             client.km = client.create_kernel_manager()
             try:
-                await client.async_start_new_kernel(env=kernel_env(env), stdout=sink, stderr=sink)
+                await client.async_start_new_kernel(env=kernel_env(env, keep=pass_env), stdout=sink,
+                                                    stderr=sink)
                 await client.async_start_new_kernel_client()
                 kernel_seconds = time.perf_counter() - started
                 kernel_pid = _pid(client)

@@ -18,6 +18,8 @@ from typing import Any
 
 from junobench.data import layout
 from junobench.data.notebook import Step
+from junobench.errors import JunoBenchError
+from junobench.safety.paths import copy_tree, link_root
 from junobench.verify.judge import RunLog, Verdict, judge
 from junobench.verify.report import CaseResult, VerifyReport
 from junobench.verify.runner import replay, run_sync
@@ -44,14 +46,16 @@ def verify_specs(
     timeout: float | None = DEFAULT_TIMEOUT,
     progress: bool | None = None,
     on_case: Callable[[CaseResult], None] | None = None,
+    pass_env: Sequence[str] = (),
 ) -> VerifyReport:
-    """Replay and judge every spec; ``progress`` None shows a bar only on a terminal."""
+    """Replay and judge every spec; ``progress`` None shows a bar only on a terminal;
+    the kernels see the credential-like variables named in ``pass_env``, no others."""
     jobs = jobs or default_jobs()
     if jobs < 1:
         raise ValueError("jobs must be at least 1")
     started = time.perf_counter()
     try:
-        results = run_sync(_verify_all(specs, jobs, timeout, progress, on_case))
+        results = run_sync(_verify_all(specs, jobs, timeout, progress, on_case, tuple(pass_env)))
     except asyncio.CancelledError:  # Ctrl-C cancelled the run; the kernels are stopped
         raise KeyboardInterrupt from None
     return VerifyReport(results, time.perf_counter() - started, jobs)
@@ -59,7 +63,7 @@ def verify_specs(
 
 async def _verify_all(
     specs: Sequence[CaseSpec], jobs: int, timeout: float | None, progress: bool | None,
-    on_case: Callable[[CaseResult], None] | None,
+    on_case: Callable[[CaseResult], None] | None, pass_env: Sequence[str] = (),
 ) -> list[CaseResult]:
     from tqdm import tqdm
 
@@ -79,7 +83,8 @@ async def _verify_all(
     async def one_case(spec: CaseSpec) -> CaseResult:
         if not spec.runnable:
             return finished(_not_run(spec))
-        logs = await asyncio.gather(*(_replay_version(spec, v, timeout, slots) for v in VERSIONS))
+        logs = await asyncio.gather(*(_replay_version(spec, v, timeout, slots, pass_env)
+                                      for v in VERSIONS))
         by_version = dict(zip(VERSIONS, logs, strict=True))
         verdicts = {v: _judge(spec, v, log) for v, log in by_version.items()}
         seconds = sum(log.seconds for log in logs)  # kernel time, not time queued
@@ -93,27 +98,36 @@ async def _verify_all(
 
 
 async def _replay_version(spec: CaseSpec, version: str, timeout: float | None,
-                          slots: asyncio.Semaphore) -> RunLog:
+                          slots: asyncio.Semaphore, pass_env: Sequence[str] = ()) -> RunLog:
     async with slots:
-        return await replay_in_copy(spec, version, spec.orders[version], timeout=timeout)
+        return await replay_in_copy(spec, version, spec.orders[version], timeout=timeout,
+                                    pass_env=pass_env)
 
 
 async def replay_in_copy(
     spec: CaseSpec, version: str, steps: Sequence[Step], *, timeout: float | None,
     after: Callable[[Any], Awaitable[None]] | None = None,
+    pass_env: Sequence[str] = (),
 ) -> RunLog:
     """Replay ``steps`` of the case's ``version`` notebook in a fresh kernel working in a
-    temporary copy of the case folder (removed afterwards); ``after`` as in :func:`replay`."""
+    temporary copy of the case folder (removed afterwards); ``after`` and ``pass_env`` as
+    in :func:`replay`. A case folder that cannot be copied safely (a link out of the
+    snapshot, a FIFO) is a failed run, naming the file."""
     import nbformat
 
     scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=f"junobench-{spec.case_id}-"))
     try:
         work = scratch / spec.case_id
-        await asyncio.to_thread(shutil.copytree, spec.folder, work)
+        try:
+            await asyncio.to_thread(copy_tree, spec.folder, work, case=spec.case_id,
+                                    trusted=link_root(spec.folder.parent.parent))
+        except JunoBenchError as error:
+            return RunLog(steps=(), planned=len(steps), failure=f"cannot copy the case folder: {error}",
+                          timeout=timeout)
         path = work / layout.notebook_name(spec.case_id, version)
         notebook = await asyncio.to_thread(nbformat.read, path, as_version=4)
         return await replay(notebook, steps, cwd=work, timeout=timeout,
-                            kernel_log=scratch / "kernel.log", after=after)
+                            kernel_log=scratch / "kernel.log", after=after, pass_env=pass_env)
     finally:
         await asyncio.to_thread(shutil.rmtree, scratch, True)
 
