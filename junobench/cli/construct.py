@@ -241,7 +241,7 @@ def _run_download(args: argparse.Namespace) -> int:
 
 
 def _downsample(steps: argparse._SubParsersAction) -> None:
-    from junobench.construct.downsample import MAX_ARCHIVE_BYTES
+    from junobench.construct.downsample import MAX_ARCHIVE_BYTES, MAX_ARCHIVE_MEMBERS, MAX_COMPRESSION_RATIO
 
     parser = steps.add_parser(
         "downsample", help="keep a seeded share of each class of a dataset",
@@ -275,6 +275,12 @@ def _downsample(steps: argparse._SubParsersAction) -> None:
             sub.add_argument("--max-size", type=int, default=MAX_ARCHIVE_BYTES,
                              help="refuse archives whose uncompressed size passes this many "
                                   f"bytes (default {MAX_ARCHIVE_BYTES})")
+            sub.add_argument("--max-members", type=int, default=MAX_ARCHIVE_MEMBERS,
+                             help="refuse archives with more members than this "
+                                  f"(default {MAX_ARCHIVE_MEMBERS})")
+            sub.add_argument("--max-ratio", type=float, default=MAX_COMPRESSION_RATIO,
+                             help="refuse archives compressed more than this many to one "
+                                  f"(default {MAX_COMPRESSION_RATIO})")
         _metadata_options(sub)
         sub.set_defaults(handler=_run_downsample)
 
@@ -297,7 +303,8 @@ def _run_downsample(args: argparse.Namespace) -> int:
         result = downsample.downsample_images(args.source, args.out, **common)
     elif args.kind == "archive":
         result = downsample.downsample_archive(args.source, args.out, max_bytes=args.max_size,
-                                               **common)
+                                               max_members=args.max_members,
+                                               max_ratio=args.max_ratio, **common)
     elif args.kind == "table":
         result = downsample.downsample_table(args.source, args.out,
                                              label_column=args.label_column, **common)
