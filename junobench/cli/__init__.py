@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from junobench.errors import JunoBenchError
+from junobench.safety.text import EscapedStream
 
 #: Modules under ``junobench.cli`` that add verbs, in the order ``--help`` lists them.
 VERB_MODULES: tuple[str, ...] = ("records", "stats", "verify", "evaluate", "runtime", "publish",
@@ -34,6 +35,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _quiet_libraries()
+    # Everything printed shows control characters as escapes (a notebook's exception
+    # message can hold ANSI sequences); stderr keeps carriage returns for progress bars.
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = EscapedStream(stdout), EscapedStream(stderr, keep="\n\t\r")
     try:
         return int(args.handler(args) or 0)
     except JunoBenchError as error:
@@ -42,6 +47,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
 
 
 def _quiet_libraries() -> None:

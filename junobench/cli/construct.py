@@ -28,8 +28,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "validate", help="check a snapshot's tables and dataset metadata files",
         description="Check benchmark_desc.xlsx (required columns, case ids), the diagnosis "
                     "table, and every data/<name>.metadata.json (JSON Schema, listed files); "
-                    "report every problem at once. Exit code 1 when there is one.")
+                    "report every problem at once. Exit code 1 when there is one. Conflicting "
+                    "diagnosis rows and a reproduced notebook whose exception is not the "
+                    "table's ename are warnings (problems with --strict).")
     parser.add_argument("snapshot", help="snapshot directory, or 'sample'")
+    parser.add_argument("--strict", action="store_true",
+                        help="count the warnings (conflicting diagnosis rows, a reproduced "
+                             "notebook's exception other than the table's ename) as problems")
     parser.set_defaults(handler=_run_validate)
 
 
@@ -350,14 +355,18 @@ def _run_synthetic(args: argparse.Namespace) -> int:
 
 
 def _run_validate(args: argparse.Namespace) -> int:
-    from junobench.data.validate import metadata_files, snapshot_root, validate
+    from junobench.data.validate import metadata_files, snapshot_root, validate, validation_warnings
 
-    problems = validate(args.snapshot)
+    problems = validate(args.snapshot, strict=args.strict)
+    warnings = [] if args.strict else validation_warnings(args.snapshot)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if problems:
         print(f"{len(problems)} problem(s) in {args.snapshot}:")
         for problem in problems:
             print(f"  - {problem}")
         return 1
     count = len(metadata_files(snapshot_root(args.snapshot)))
-    print(f"{args.snapshot}: valid (tables and {count} dataset metadata files)")
+    print(f"{args.snapshot}: valid (tables and {count} dataset metadata files)"
+          + (f", {len(warnings)} warning(s)" if warnings else ""))
     return 0

@@ -66,11 +66,15 @@ def load_metadata_json(path: str | Path, *, case: str | None = None) -> Any:
         raise JunoBenchError(f"cannot read dataset metadata ({error.strerror or error})",
                              file=path, case=case) from None
     try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as error:
-        reason = "nested too deeply" if isinstance(error, RecursionError) else _short(str(error))
+        data = json.loads(raw.decode("utf-8"))
+        json.dumps(data, ensure_ascii=False).encode("utf-8")  # lone surrogates fail here
+    except (UnicodeDecodeError, UnicodeEncodeError, ValueError, RecursionError) as error:
+        reason = ("nested too deeply" if isinstance(error, RecursionError) else
+                  "a \\u escape is a lone surrogate, not a character"
+                  if isinstance(error, UnicodeEncodeError) else _short(str(error)))
         raise JunoBenchError(f"dataset metadata is not valid JSON ({reason})", file=path,
                              case=case, hint="fix the file; see junobench/schemas/") from None
+    return data
 
 
 def read_metadata(path: str | Path, *, case: str | None = None) -> dict[str, Any]:

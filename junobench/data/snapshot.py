@@ -130,13 +130,17 @@ def _first_line(error: BaseException) -> str:
 
 
 def fingerprint(root: str | Path) -> str:
-    """A digest of the snapshot's content: every file's path, size and modification time.
+    """A digest of the snapshot's content: every file's path, size, inode, modification
+    and change times.
 
     Any edit to a table, notebook, metadata or data file changes it, so records cached
-    under it are never served stale. Costs one ``stat`` per file, no reads.
+    under it are never served stale, also after an edit that keeps a file's size and
+    modification time (``touch -r``, ``cp -p``, ``rsync -a``, ``tar x``): writing a file
+    moves its change time, which no user command can set back. Costs one ``stat`` per
+    file, no reads.
     """
     root = str(root)
-    entries: list[tuple[str, int, int]] = []
+    entries: list[tuple[str, int, int, int, int]] = []
     for name in (layout.DESC_TABLE, layout.DIAGNOSIS_TABLE):
         _add(entries, name, os.path.join(root, name))
     stack = [layout.BENCHMARK_DIR]
@@ -146,7 +150,7 @@ def fingerprint(root: str | Path) -> str:
             with os.scandir(os.path.join(root, relative)) as found:
                 listing = sorted(found, key=lambda e: e.name)
         except (FileNotFoundError, NotADirectoryError):
-            entries.append((relative, -1, -1))
+            entries.append((relative, -1, -1, -1, -1))
             continue
         subdirs = []
         for entry in listing:
@@ -159,10 +163,11 @@ def fingerprint(root: str | Path) -> str:
     return hashlib.sha256(repr(entries).encode()).hexdigest()
 
 
-def _add(entries: list[tuple[str, int, int]], name: str, entry: os.DirEntry[str] | str) -> None:
+def _add(entries: list[tuple[str, int, int, int, int]], name: str,
+         entry: os.DirEntry[str] | str) -> None:
     try:
         info = entry.stat() if isinstance(entry, os.DirEntry) else os.stat(entry)
     except OSError:
-        entries.append((name, -1, -1))
+        entries.append((name, -1, -1, -1, -1))
         return
-    entries.append((name, info.st_size, info.st_mtime_ns))
+    entries.append((name, info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns))

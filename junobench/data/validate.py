@@ -10,30 +10,109 @@ Checks, and reports every problem found at once (none stops the others):
   ``junobench/schemas/dataset_metadata.schema.json``, and every file it lists present
   under the case's ``data/`` folder.
 
+Warnings (:func:`validation_warnings`; errors with ``strict``): conflicting duplicate
+rows of the diagnosis table, and reproduced notebooks whose exception is not the table's
+``ename``.
+
 >>> problems = validate("sample")   # doctest: +SKIP
 >>> print("\\n".join(map(str, problems)) or "valid")   # doctest: +SKIP
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from junobench.data import layout
-from junobench.data.metadata import validate_metadata
+from junobench.data.metadata import load_metadata_json, validate_metadata
+from junobench.data.notebook import read_notebook
 from junobench.data.tables import DESC_REQUIRED, DIAGNOSIS_REQUIRED, read_desc, read_table
 from junobench.errors import JunoBenchError, Problem
+from junobench.vocab import is_case_id, split_instance
 
 
-def validate(snapshot: str | Path) -> list[Problem]:
-    """Every problem of the snapshot's tables and metadata files (empty when valid)."""
+def validate(snapshot: str | Path, *, strict: bool = False) -> list[Problem]:
+    """Every problem of the snapshot's tables and metadata files (empty when valid); with
+    ``strict``, the :func:`validation_warnings` count as problems too."""
     root = snapshot_root(snapshot)
     problems: list[Problem] = []
     _check_desc(root, problems)
     _check_diagnoses(root, problems)
     for path in metadata_files(root):
         _check_metadata(root, path, problems)
+    if strict:
+        problems += validation_warnings(root)
     return problems
+
+
+def validation_warnings(snapshot: str | Path) -> list[Problem]:
+    """What is suspicious but does not stop a build: instances the diagnosis table gives
+    different diagnoses (the loader keeps the last), and reproduced notebooks whose
+    crash is not the exception class the case table records (``ename``, compared without
+    case, as the published table writes it in lower case)."""
+    root = snapshot_root(snapshot)
+    found: list[Problem] = []
+    for instance, rows in conflicting_diagnoses(root).items():
+        found.append(Problem(f"instance {instance!r} has different diagnoses in rows "
+                             f"{', '.join(map(str, rows))} (the last one is used)",
+                             layout.DIAGNOSIS_TABLE, _case_of(instance),
+                             "keep one row per notebook"))
+    found += _exception_mismatches(root)
+    return found
+
+
+def conflicting_diagnoses(root: str | Path) -> dict[str, list[int]]:
+    """Instances with two or more rows of different diagnosis text → their row numbers."""
+    path = Path(root) / layout.DIAGNOSIS_TABLE
+    if not path.is_file():
+        return {}
+    try:
+        table = read_table(path, columns=DIAGNOSIS_REQUIRED)
+    except JunoBenchError:
+        return {}  # reported as a problem
+    if table.columns != list(DIAGNOSIS_REQUIRED):
+        return {}
+    rows: dict[str, list[tuple[int, str]]] = {}
+    for number, (instance, diagnosis) in enumerate(table.rows, start=2):
+        if instance is not None:
+            text = " ".join(str(diagnosis).split()) if diagnosis is not None else ""
+            rows.setdefault(str(instance).strip(), []).append((number, text))
+    return {instance: [n for n, _ in found] for instance, found in rows.items()
+            if len({text for _, text in found}) > 1}
+
+
+def _exception_mismatches(root: Path) -> list[Problem]:
+    try:
+        rows, _ = read_desc(root)
+    except JunoBenchError:
+        return []  # reported as a problem
+    found = []
+    for row in rows:
+        expected = row.fields.get("ename")
+        if not expected or not is_case_id(row.case_id):
+            continue
+        path = layout.notebook_path(root, row.case_id, "reproduced")
+        try:
+            notebook, _ = read_notebook(path, case=row.case_id)
+        except JunoBenchError:
+            continue  # the build reports it
+        target = notebook.target_index
+        error = notebook.code_cells[target].error if target is not None else None
+        if error is None or not error.ename:
+            continue
+        if error.ename.rsplit(".", 1)[-1].lower() != expected.rsplit(".", 1)[-1].lower():
+            found.append(Problem(f"the reproduced notebook crashes with {error.ename}, but "
+                                 f"{layout.DESC_TABLE} records {expected!r} (ename)",
+                                 layout.relative(root, path), row.case_id,
+                                 "check which exception the case is about, and fix the table "
+                                 "or the notebook"))
+    return found
+
+
+def _case_of(instance: str) -> str | None:
+    try:
+        return split_instance(instance)[0]
+    except ValueError:
+        return None
 
 
 def metadata_files(root: Path) -> list[Path]:
@@ -100,9 +179,9 @@ def _check_metadata(root: Path, path: Path, problems: list[Problem]) -> None:
     case = path.parent.parent.name
     hint = "see junobench/schemas/dataset_metadata.schema.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        problems.append(Problem(f"not valid JSON ({error})", name, case, hint))
+        data = load_metadata_json(path, case=case)
+    except JunoBenchError as error:
+        problems.append(Problem(error.problem_.problem, name, case, hint))
         return
     schema_problems = validate_metadata(data)
     problems.extend(Problem(p, name, case, hint) for p in schema_problems)

@@ -4,8 +4,8 @@
   with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'``, unless
   it is a plain number). In xlsx files cells are typed, so text is written as a text
   cell instead (:mod:`junobench.data.tables`), and reads back unchanged.
-- :func:`printable`: text for the terminal, its control characters (ANSI escape
-  sequences among them) shown as ``\\x1b``-style escapes.
+- :func:`printable` and :class:`EscapedStream`: text for the terminal, its control
+  characters (ANSI escape sequences among them) shown as ``\\x1b``-style escapes.
 - :func:`markdown_text` / :func:`markdown_link`: text for a Markdown or HTML page (the
   dataset card) with Markdown and HTML characters escaped, and links only to checked
   ``http(s)`` URLs (:func:`safe_url`).
@@ -27,8 +27,7 @@ from urllib.parse import urlsplit
 #: First characters that make a spreadsheet read a cell as a formula.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
-# C0 controls except tab and newline, DEL, C1 controls; lone surrogates (not printable).
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# C0 controls, DEL, C1 controls and lone surrogates: not printable.
 _CONTROL_ALL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 # Characters that make Markdown markup inside a line: code, emphasis, links and images,
 # table cells (HTML's are written as entities first).
@@ -48,24 +47,34 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-def _escape(match: re.Match[str]) -> str:
-    code = ord(match.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x7f else f"\\u{code:04x}"
 
 
-def printable(text: str, *, keep_newlines: bool = True) -> str:
-    """``text`` with its control characters (and lone surrogates) written as escapes, so a
-    terminal shows them instead of acting on them; tabs and, with ``keep_newlines``,
-    newlines stay."""
-    pattern = _CONTROL if keep_newlines else _CONTROL_ALL
-    return pattern.sub(_escape, text)
+def printable(text: str, *, keep: str = "\n\t") -> str:
+    """``text`` with its control characters (and lone surrogates) written as escapes
+    (``\\x1b``; ``\\u009b`` from DEL on, which is also how JSON writes them), so a
+    terminal shows them instead of acting on them; the characters in ``keep`` stay."""
+    if not _CONTROL_ALL.search(text):
+        return text
+    return _CONTROL_ALL.sub(lambda m: m.group() if m.group() in keep else _escaped(m.group()), text)
 
 
-def json_printable(text: str) -> str:
-    """JSON text (``ensure_ascii=False``) with the characters JSON leaves raw but a
-    terminal acts on (DEL, C1 controls, lone surrogates) written as ``\\uXXXX``; the
-    JSON value is unchanged."""
-    return re.sub(r"[\x7f-\x9f\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text)
+class EscapedStream:
+    """A text stream that writes through :func:`printable`: everything printed to it
+    shows control characters as escapes. Other attributes are the wrapped stream's."""
+
+    def __init__(self, stream: Any, *, keep: str = "\n\t") -> None:
+        self._stream = stream
+        self._keep = keep
+
+    def write(self, text: str) -> int:
+        self._stream.write(printable(text, keep=self._keep))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def markdown_text(text: Any) -> str:
