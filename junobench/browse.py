@@ -29,7 +29,8 @@ def ls(source: str | Path = DEFAULT_SOURCE, *, revision: str | None = None,
        skip_invalid: bool = False, **filters: Any) -> list[dict[str, Any]]:
     """One dict per case (the :data:`LS_COLUMNS`), in case order (library, number), filtered."""
     cases = load(source, "cases", revision=revision, skip_invalid=skip_invalid, **filters)
-    return cases.select_columns(list(LS_COLUMNS)).to_list()
+    rows: list[dict[str, Any]] = cases.select_columns(list(LS_COLUMNS)).to_list()
+    return rows
 
 
 def show(case_id: str, source: str | Path = DEFAULT_SOURCE, *, revision: str | None = None,
@@ -44,7 +45,8 @@ def show(case_id: str, source: str | Path = DEFAULT_SOURCE, *, revision: str | N
         raise JunoBenchError(f"no case {case_id!r} in this snapshot", case=case_id,
                              hint=f"did you mean {', '.join(close)}?" if close else
                              "list the cases with `junobench ls`")
-    return cases[list(ids).index(case_id)]
+    record: dict[str, Any] = cases[list(ids).index(case_id)]
+    return record
 
 
 @dataclass

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,7 @@ class JunoBenchError(Exception):
         self.problem_ = Problem(problem, None if file is None else str(file), case, hint)
         super().__init__(str(self.problem_))
 
-    def __reduce__(self) -> tuple:  # keep the fields across processes
+    def __reduce__(self) -> tuple[Any, ...]:  # keep the fields across processes
         p = self.problem_
         return _rebuild_error, (type(self), p.problem, p.file, p.case, p.hint)
 
@@ -73,7 +74,7 @@ class SnapshotError(JunoBenchError):
     def problems(self) -> list[Problem]:
         return list(self._problems)
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return _rebuild_snapshot_error, (type(self), self._problems, self.root)
 
 

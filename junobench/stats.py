@@ -125,8 +125,8 @@ def compute(cases: Iterable[Mapping[str, Any]]) -> Stats:
         for name, counter in counters.items():
             counter[_value(case.get(name))] += 1
         library = _value(case.get("library"))
-        for dim, counter in crosses.items():
-            counter[_value(case.get(dim)), library] += 1
+        for dim, cross in crosses.items():
+            cross[_value(case.get(dim)), library] += 1
         note = case.get("dataset_note") or ""
         parts = [p.strip() for p in note.split(";") if p.strip()]
         notes.update(dict.fromkeys(parts, 1))

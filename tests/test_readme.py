@@ -1,42 +1,28 @@
-"""The README stays in step with the code: its verb table, record schema and figure."""
+"""The README stays in step with the code: its verb table, examples, figure and size."""
 
 from __future__ import annotations
 
-import argparse
+import ast
 import re
+import shlex
 from pathlib import Path
 
+import pytest
+from cli_run import run_cli
+from docs_text import markdown_section, subcommands, table_rows
+
 from junobench.cli import build_parser
-from junobench.data.records import CASE_FEATURES, NOTEBOOK_FEATURES
 
 REPO = Path(__file__).resolve().parent.parent
-README = (REPO / "README.md").read_text(encoding="utf-8")
-
-
-def section(title: str) -> str:
-    match = re.search(rf"^## {re.escape(title)}.*?$(.*?)(?=^## |\Z)", README, re.M | re.S)
-    assert match, f"README has no section '## {title}'"
-    return match.group(1)
-
-
-def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    actions = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    return dict(actions[0].choices) if actions else {}
-
-
-def table_rows(text: str) -> dict[str, str]:
-    """First backticked word of each table row → the row."""
-    rows = {}
-    for line in text.splitlines():
-        match = re.match(r"^\| `([\w-]+)", line)
-        if match:
-            rows[match.group(1)] = line
-    return rows
+README_PATH = REPO / "README.md"
+README = README_PATH.read_text(encoding="utf-8")
+#: Verbs whose examples start Jupyter kernels (run only with the kernel tests).
+KERNEL_VERBS = {"verify", "runtime-info"}
 
 
 def test_verb_table_lists_every_cli_verb():
     verbs = subcommands(build_parser())
-    rows = table_rows(section("Command-line verbs"))
+    rows = table_rows(markdown_section(README, "Command-line verbs"))
     assert set(rows) == set(verbs), (
         "README's verb table and `junobench --help` differ: add or remove rows in "
         "'## Command-line verbs'")
@@ -44,16 +30,23 @@ def test_verb_table_lists_every_cli_verb():
         assert f"`{step}`" in rows["construct"], step
 
 
-def test_record_schema_names_every_feature():
-    text = section("Records")
-    for config, features in (("cases", CASE_FEATURES), ("notebooks", NOTEBOOK_FEATURES)):
-        part = text.split(f"**`{config}`**", 1)[1]
-        part = part.split("**`notebooks`**", 1)[0] if config == "cases" else part
-        for name, feature in features.items():
-            assert f"`{name}`" in part, f"{config}.{name} missing from the README schema"
-            if isinstance(feature, dict):  # struct: its fields too
-                for sub in feature:
-                    assert f"`{sub}`" in part, f"{config}.{name}.{sub}"
+def test_readme_is_at_most_15_kb():
+    size = README_PATH.stat().st_size
+    assert size <= 15 * 1024, f"README.md is {size} bytes: move detail into docs/ (limit 15 KB)"
+
+
+def test_readme_names_no_development_only_paths():
+    assert "shared/reference" not in README  # users have no such folder: see docs/development.md
+
+
+def test_readme_has_install_citation_and_licence():
+    for title in ("Install", "Quick start", "Python API", "Citation", "Licence"):
+        markdown_section(README, title)
+    citation = markdown_section(README, "Citation")
+    assert "2510.18013" in citation and "2602.18537" in citation  # both papers
+    assert "MIT" in markdown_section(README, "Licence")
+    quick = markdown_section(README, "Quick start")
+    assert "make quickstart" in quick and "make test" in quick
 
 
 def test_images_exist():
@@ -61,6 +54,53 @@ def test_images_exist():
     assert images
     for image in images:
         assert (REPO / image).is_file(), image
+
+
+def sample_examples() -> list[list[str]]:
+    """The README's ``junobench`` shell commands that read the bundled sample."""
+    commands = []
+    for block in re.findall(r"^```bash\n(.*?)^```", README, re.M | re.S):
+        for line in block.splitlines():
+            argv = shlex.split(line, comments=True)
+            if argv[:1] == ["junobench"] and "sample" in argv and argv[argv.index("sample") - 1] == "--source":
+                commands.append(argv[1:])
+    return commands
+
+
+def test_readme_has_sample_examples():
+    assert len(sample_examples()) >= 3
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(argv, marks=[pytest.mark.kernel] if argv[0] in KERNEL_VERBS else [], id=" ".join(argv))
+    for argv in sample_examples()
+])
+def test_readme_sample_example_runs(argv, capsys):
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0, err
+    assert out.strip(), f"`junobench {' '.join(argv)}` printed nothing"
+    assert "error:" not in err
+
+
+def sample_statements() -> list[str]:
+    """The statements of the README's Python examples, except those that need the Hub or
+    a snapshot of the reader's own (``load()`` with no source, ``path/to/...``)."""
+    statements = []
+    for block in re.findall(r"^```python\n(.*?)^```", README, re.M | re.S):
+        for node in ast.parse(block).body:
+            code = ast.get_source_segment(block, node)
+            if "path/to/" not in code and "load()" not in code:
+                statements.append(code)
+    return statements
+
+
+def test_readme_python_examples_run_on_the_sample():
+    statements = sample_statements()
+    assert any("junobench.load(\"sample\"" in s for s in statements)
+    namespace: dict = {}
+    for code in statements:
+        exec(compile(code, "README.md", "exec"), namespace)  # a failing example fails here
+    assert len(namespace["cases"]) == 10 and namespace["case"]["library"] == "pandas"
 
 
 def test_make_figures_script_draws_the_readme_figure(reference_snapshot, tmp_path):

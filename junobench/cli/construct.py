@@ -10,7 +10,7 @@ from pathlib import Path
 from junobench.errors import JunoBenchError
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "construct", help="rebuild or extend the benchmark from Kaggle sources (maintainers)",
         description="The construction pipeline: filter → resample → library-cause → "
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 # --------------------------------------------------------------------------- filter
 
 
-def _filter(steps: argparse._SubParsersAction) -> None:
+def _filter(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from junobench.construct.filter import ENVIRONMENT_ROOT_CAUSES, ML_BUG
 
     parser = steps.add_parser(
@@ -96,7 +96,7 @@ def _run_filter(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- resample
 
 
-def _resample(steps: argparse._SubParsersAction) -> None:
+def _resample(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = steps.add_parser(
         "resample", help="draw further crashes from the pool, seeded",
         description="Drop notebooks already labeled, keep notebooks importing a target "
@@ -139,7 +139,7 @@ def _run_resample(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- library cause
 
 
-def _library_cause(steps: argparse._SubParsersAction) -> None:
+def _library_cause(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = steps.add_parser(
         "library-cause", help="estimate which ML library each crash belongs to",
         description="Estimate the library cause from each traceback (crash line, library "
@@ -187,7 +187,7 @@ def _run_library_cause(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- Kaggle
 
 
-def _kaggle_metadata(steps: argparse._SubParsersAction) -> None:
+def _kaggle_metadata(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = steps.add_parser(
         "kaggle-metadata", help="resolve notebooks to their input datasets with Meta Kaggle",
         description="Query the Meta Kaggle CSV tables in place (DuckDB) for each notebook's "
@@ -217,7 +217,7 @@ def _run_kaggle_metadata(args: argparse.Namespace) -> int:
     return 0
 
 
-def _download(steps: argparse._SubParsersAction) -> None:
+def _download(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = steps.add_parser(
         "download", help="fetch the datasets with kagglehub (resumable, hashed)",
         description="Fetch each dataset of a datasets table with kagglehub (credentials from "
@@ -245,7 +245,7 @@ def _run_download(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- downsample
 
 
-def _downsample(steps: argparse._SubParsersAction) -> None:
+def _downsample(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from junobench.construct.downsample import MAX_ARCHIVE_BYTES, MAX_ARCHIVE_MEMBERS, MAX_COMPRESSION_RATIO
 
     parser = steps.add_parser(
@@ -324,7 +324,7 @@ def _run_downsample(args: argparse.Namespace) -> int:
     return 0
 
 
-def _synthetic(steps: argparse._SubParsersAction) -> None:
+def _synthetic(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = steps.add_parser(
         "synthetic", help="replace a restricted-licence table by a synthetic one",
         description="Same columns, dtypes and missing cells; numbers and dates within the "

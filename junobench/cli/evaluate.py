@@ -11,7 +11,7 @@ from junobench.cli.common import add_filters, add_format, add_source, filters_fr
 from junobench.render import render
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "tasks", help="write crash-detection tasks (the answers go to a separate file)",
         description="Write one crash-detection task per notebook: the executed cells in "
@@ -137,8 +137,9 @@ def _detect(args: argparse.Namespace) -> int:
                 if item["instance"] in texts:
                     item["runtime_info"] = texts[item["instance"]]
     else:
+        filters: dict[str, Any] = filters_from(args)  # label fields only: no keyword of tasks()
         items, _ = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
-                         runtime_info=_runtime_texts(args), **filters_from(args))
+                         runtime_info=_runtime_texts(args), **filters)
     _report_runtime_info(args, items)
     if args.baseline:
         summary = detect_static(items, args.out)

@@ -7,7 +7,7 @@ import argparse
 from junobench.cli.common import add_skip_invalid, add_source
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "export", help="write the records as parquet + dataset card (Hub layout)",
         description="Write the cases and notebooks records of a snapshot in the Hub layout: "

@@ -9,7 +9,7 @@ from junobench.cli.common import add_filters, add_format, add_skip_invalid, add_
 from junobench.render import render
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("ls", help="list cases, filtered by label",
                                    description="List the cases of a snapshot.")
     add_source(parser)

@@ -9,7 +9,7 @@ from collections import Counter
 from junobench.cli.common import add_filters, add_source, filters_from
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "runtime-info", help="summarise the objects each target cell reads, from a kernel",
         description="For each notebook, in a fresh kernel working in a temporary copy of its "

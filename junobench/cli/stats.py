@@ -10,7 +10,7 @@ from junobench.cli.common import add_filters, add_skip_invalid, add_source, load
 from junobench.render import render
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "stats", help="label distributions, by-library cross-tabs, licences; plots",
         description="Count the cases by library cause, root cause, crash type and ML pipeline "

@@ -10,7 +10,7 @@ from junobench.cli.common import add_filters, add_source, filters_from
 from junobench.render import render
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "checkout", help="copy cases into a new snapshot directory",
         description="Copy cases (notebooks, input data, dataset metadata and their rows of "

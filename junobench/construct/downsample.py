@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any
 
 from junobench.construct import provenance
 from junobench.errors import JunoBenchError
@@ -261,19 +261,19 @@ def _raw_listing(source: Path) -> Iterator[tuple[str, int, str, str, Any]]:
                     yield info.filename, info.file_size, "file", "", info
         return
     try:
-        archive = tarfile.open(source)  # noqa: SIM115 (closed by the with below)
+        tar = tarfile.open(source)  # noqa: SIM115 (closed by the with below)
     except (tarfile.TarError, OSError) as error:
         raise JunoBenchError(f"not a zip or tar archive ({error})", file=source) from None
-    with archive:
-        for info in archive:  # lazily: a bomb is refused before it is all decompressed
-            if info.issym() or info.islnk():
-                yield info.name, 0, "link", info.linkname, info
-            elif info.isdir():
-                yield info.name, 0, "dir", "", info
-            elif info.isfile():
-                yield info.name, info.size, "file", "", info
+    with tar:
+        for entry in tar:  # lazily: a bomb is refused before it is all decompressed
+            if entry.issym() or entry.islnk():
+                yield entry.name, 0, "link", entry.linkname, entry
+            elif entry.isdir():
+                yield entry.name, 0, "dir", "", entry
+            elif entry.isfile():
+                yield entry.name, entry.size, "file", "", entry
             else:
-                yield info.name, 0, "special", "", info
+                yield entry.name, 0, "special", "", entry
 
 
 def _safe_name(name: str) -> str | None:
@@ -365,9 +365,9 @@ def _opener(source: Path) -> Iterator[Callable[[Member], Any]]:
         with zipfile.ZipFile(source) as archive:
             yield lambda member: archive.open(member.key)
         return
-    with tarfile.open(source) as archive:
-        def open_member(member: Member) -> BinaryIO:
-            handle = archive.extractfile(member.key)
+    with tarfile.open(source) as tar:
+        def open_member(member: Member) -> IO[bytes]:
+            handle = tar.extractfile(member.key)
             if handle is None:
                 raise _unsafe(source, member.name, "it cannot be read as a file")
             return handle
@@ -375,7 +375,7 @@ def _opener(source: Path) -> Iterator[Callable[[Member], Any]]:
         yield open_member
 
 
-def _human(size: int) -> str:
+def _human(size: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB"):
         if size < 1024 or unit == "GiB":
             return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
@@ -507,20 +507,23 @@ def downsample_paired(source: str | Path, out: str | Path, *, files_column: str,
                              hint=f"columns: {', '.join(map(str, frame.columns))}")
     references = [str(v) for v in frame[files_column].tolist()]
     problems = []
+    names: list[str] = []  # the rows' files, relative to root
     for number, reference in enumerate(references, start=2):
         safe = _safe_name(reference)
         if safe is None:
             problems.append(f"row {number}: {reference!r} is absolute or leaves the folder")
         elif not (root / safe).is_file():
             problems.append(f"row {number}: {reference!r} not found under {root}")
+        else:
+            names.append(safe)
     if problems:
         raise JunoBenchError(f"{len(problems)} file reference(s) cannot be used: "
                              + "; ".join(problems[:5]) + (" …" if len(problems) > 5 else ""),
                              file=source, hint="fix the table or pass --files-root DIR")
     kept, classes = stratified_rows(frame, label_column=label_column, seed=seed,
                                     fraction=fraction, per_class=per_class, source=source)
-    files = sorted({_safe_name(references[i]) for i in kept})
-    every = sorted({_safe_name(r) for r in references})
+    files = sorted({names[i] for i in kept})
+    every = sorted(set(names))
     with fresh_output(out) as staging:
         write_any_table(frame.iloc[kept], staging / source.name, source)
         for name in files:

@@ -162,7 +162,7 @@ class MetaKaggle:
                                f"'{source}', header = true, all_varchar = true)")
         return connection
 
-    def resolve(self, refs: Sequence[tuple[str, str]]) -> list[list[dict[str, Any]]]:
+    def resolve(self, refs: Sequence[tuple[str, str]]) -> list[list[dict[str, Any]] | None]:
         """For each ``(owner, slug)``, its input datasets (and competitions) as dicts with
         ``kind, title, url, license, handle, version`` (empty when the notebook has none);
         None in place of the list when the notebook is not in Meta Kaggle."""

@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from junobench.errors import JunoBenchError
 from junobench.vocab import LIBRARY_LABELS, NOTEBOOK_SPECIFIC
@@ -407,15 +407,18 @@ def _clues(traceback: Any, code: str | None, record: Any = None
         modules = _PACKAGE.findall(text, first_frame)
     else:
         modules, first_frame = _other_frames(text)
+    libraries: set[str] | frozenset[str]
     if modules:
-        libraries = set(map(modules_of, modules))
-        libraries.discard(None)
+        named = set(map(modules_of, modules))
+        named.discard(None)
+        libraries = cast("set[str]", named)
     else:
         libraries = _NO_LIBRARIES
     if libraries:
         for module in modules:
             if entry := modules_of(module):
                 break
+        assert entry is not None  # libraries is not empty: some module names one
         if entry == "torch" and len(libraries) > 1 and _torch_dispatches(text, first_frame):
             # torch's Module.__call__ only dispatches to the model's forward(): the next
             # library frame is the model's (torchvision, …).
@@ -431,6 +434,7 @@ def _clues(traceback: Any, code: str | None, record: Any = None
         for module in reversed(modules):
             if last := modules_of(module):
                 break
+        assert last is not None
         totals[last] = add(last, 0.0) + _W_RAISE
         if record is not None:
             record((last, _W_RAISE, "raise_frame", "innermost library frame"))
@@ -451,7 +455,7 @@ def _clues(traceback: Any, code: str | None, record: Any = None
             if record is not None:
                 record((lib, _W_EXCEPTION, "exception", name))
     if message:
-        words = _FRAGMENT_WORDS.intersection(message.encode().translate(_WORDS).split())
+        words: Collection[bytes] = _FRAGMENT_WORDS.intersection(message.encode().translate(_WORDS).split())
         if words:
             if record is not None:  # the same clue texts in every process (set order varies)
                 words = sorted(words)
@@ -621,10 +625,10 @@ def _exception(text: str, newline: str) -> tuple[str | None, str | None]:
             else:
                 found = False
         if found:
-            return found.groups("")
+            return _name_message(found)
         found = _EXCEPTION_LINE.match(text, 2)  # a single item
         if found:
-            return found.groups("")
+            return _name_message(found)
         text = text[-600:].rstrip("]'\" ")
         while text.endswith(newline):  # a single item ending with its exception line
             text = text[: -len(newline)]
@@ -632,11 +636,17 @@ def _exception(text: str, newline: str) -> tuple[str | None, str | None]:
     last = text[text.rfind(newline) + len(newline):].strip()
     found = _EXCEPTION_LINE.match(last)
     if found:
-        return found.groups("")
+        return _name_message(found)
     return None, last or None
 
 
-def _item_exception(text: str) -> re.Match[str] | bool | None:
+def _name_message(found: re.Match[str]) -> tuple[str, str]:
+    """An exception line's name and message (empty when it has none)."""
+    name, message = found.groups("")
+    return name, message
+
+
+def _item_exception(text: str) -> re.Match[str] | Literal[False] | None:
     """The last item of a literal list of strings (within its last 4000 characters) that
     is an exception line; False when none is, None when the text is not such a literal.
 
@@ -809,7 +819,7 @@ def evaluate(table: str | Path, *, traceback_column: str = "traceback",
         raise JunoBenchError(f"no row is labelled with one of {', '.join(libraries)}",
                              file=table, hint=f"check the {label_column!r} column")
     for row in rows:
-        truth = normalise_label(row[label_column])
+        truth = normalise_label(row[label_column]) or "None"  # never None: rows are in wanted
         guess = estimate(row[traceback_column], row.get(code_column) if code_column else None)
         confusion[(truth, guess or "None")] += 1
         if guess == truth:

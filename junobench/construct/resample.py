@@ -68,7 +68,7 @@ def draw(pool: Sequence[Mapping[str, Any]], imports: Mapping[str, Iterable[str]]
     counts.append(_count("not labeled before", rows, notebook_column))
     kept = []
     for row in rows:
-        top = {m.split(".", 1)[0] for m in imports.get(row.get(notebook_column), ())}
+        top = {m.split(".", 1)[0] for m in imports.get(str(row.get(notebook_column)), ())}
         matched = [lib for lib, modules in wanted.items() if top & modules]
         if matched:
             row[MATCHED_COLUMN] = ", ".join(matched)

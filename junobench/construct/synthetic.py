@@ -80,6 +80,7 @@ def _column(column: Any, rng: Any) -> tuple[Any, str]:
     dtype = column.dtype
     if present.empty:
         return column.copy(), "all missing: kept"
+    values: Any
     if pd.api.types.is_bool_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype):
         values, how = _categorical(present, n, rng), "drawn from the original values"
     elif pd.api.types.is_integer_dtype(dtype):
@@ -87,10 +88,10 @@ def _column(column: Any, rng: Any) -> tuple[Any, str]:
         values = rng.integers(low, high, size=n, endpoint=True)
         how = f"integers uniform in [{low}, {high}]"
     elif pd.api.types.is_float_dtype(dtype):
-        low, high = float(present.min()), float(present.max())
+        least, most = float(present.min()), float(present.max())
         decimals = _decimals(present.to_numpy())
-        values = np.clip(np.round(rng.uniform(low, high, size=n), decimals), low, high)
-        how = f"floats uniform in [{low:g}, {high:g}], {decimals} decimals"
+        values = np.clip(np.round(rng.uniform(least, most, size=n), decimals), least, most)
+        how = f"floats uniform in [{least:g}, {most:g}], {decimals} decimals"
     elif pd.api.types.is_datetime64_any_dtype(dtype):
         values, how = _dates(present, n, rng), "dates uniform in the original range"
     elif (fmt := _date_format(present)) is not None:

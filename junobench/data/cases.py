@@ -134,17 +134,17 @@ def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
     else:
         absent.append("input data")
 
-    error = cells["reproduced"][target_index].error
-    assert error is not None
+    crash = cells["reproduced"][target_index].error
+    assert crash is not None
     library = vocab.library_of(case_id)
     record = {
         "case_id": case_id,
         "library": library,
         "library_label": vocab.library_label(library),
-        "exception": error.ename,
-        "evalue": error.evalue,
-        "traceback": list(error.traceback),
-        "crash_line": error.crash_line,
+        "exception": crash.ename,
+        "evalue": crash.evalue,
+        "traceback": list(crash.traceback),
+        "crash_line": crash.crash_line,
         "original": texts["original"],
         "reproduced": texts["reproduced"],
         "fixed": texts["fixed"],

@@ -12,7 +12,7 @@ already the name of the argument that says where the benchmark comes from.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from junobench import vocab
@@ -80,7 +80,7 @@ def apply_filters(dataset: datasets.Dataset, criteria: Mapping[str, list[str]]) 
     return dataset.select(keep or [])
 
 
-def matches(record: Mapping[str, object], criteria: Mapping[str, list[str]]) -> bool:
+def matches(record: Mapping[str, object], criteria: Mapping[str, Collection[str]]) -> bool:
     """Whether a record (a mapping of field → value) matches every criterion.
 
     >>> matches({"library": "torch", "source": "newly sampled"}, {"source": ["newly sampled"]})

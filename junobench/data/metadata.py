@@ -27,7 +27,8 @@ SCHEMA_FILE = PACKAGE_DIR / "schemas" / "dataset_metadata.schema.json"
 
 @cache
 def schema() -> dict[str, Any]:
-    return json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    loaded: dict[str, Any] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    return loaded
 
 
 @cache
@@ -80,7 +81,7 @@ def load_metadata_json(path: str | Path, *, case: str | None = None) -> Any:
 def read_metadata(path: str | Path, *, case: str | None = None) -> dict[str, Any]:
     """Read and validate one metadata file; raises naming the file, the case and each problem."""
     path = Path(path)
-    data = load_metadata_json(path, case=case)
+    data: dict[str, Any] = load_metadata_json(path, case=case)  # an object: the schema says so
     problems = validate_metadata(data)
     if problems:
         raise JunoBenchError("invalid dataset metadata: " + "; ".join(problems), file=path,

@@ -78,7 +78,7 @@ class ErrorOutput:
 class CodeCell(NamedTuple):
     """A code cell; ``index`` is its position among the notebook's code cells."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # the published field name; shadows tuple.index
     source: str
     execution_count: int | None
     error: ErrorOutput | None = None
@@ -154,10 +154,12 @@ def parse_notebook(
         data = _loads(text)
     except UnicodeDecodeError as error:
         raise fail(f"not UTF-8 text ({error.reason} at byte {error.start})") from None
-    except (json.JSONDecodeError, RecursionError) as error:
+    except (ValueError, RecursionError) as error:  # JSONDecodeError, or a number too long
         where = f" (line {error.lineno}, column {error.colno})" if isinstance(
             error, json.JSONDecodeError) else ""
-        raise fail(f"not valid JSON: {getattr(error, 'msg', 'nested too deeply')}{where}") from None
+        message = (error.msg if isinstance(error, json.JSONDecodeError) else
+                   "nested too deeply" if isinstance(error, RecursionError) else str(error)[:120])
+        raise fail(f"not valid JSON: {message}{where}") from None
     if not isinstance(data, dict):
         raise fail("not a notebook: the JSON is not an object")
     upgraded_from = None
@@ -187,13 +189,13 @@ def parse_notebook(
             shown = repr(count) if len(repr(count)) < 40 else repr(count)[:40] + "…"
             raise fail(f"cell {position}: execution_count {shown} is not an integer "
                        f"from 0 to {MAX_INT32}")
-        error = None
+        crash = None
         outputs = cell.get("outputs")
         if outputs:
             if type(outputs) is not list:
                 raise fail(f"cell {position}: 'outputs' is not a list")
-            error = _error_output(outputs)
-        code_cells.append(new_cell(CodeCell, (len(code_cells), source, count, error)))
+            crash = _error_output(outputs)
+        code_cells.append(new_cell(CodeCell, (len(code_cells), source, count, crash)))
     if _MAY_HOLD_SURROGATE(text):
         _refuse_surrogates(code_cells, fail)
     return Notebook(data, tuple(code_cells), upgraded_from)

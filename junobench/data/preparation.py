@@ -61,13 +61,14 @@ class FolderShard:
     """The folder part of the records of a shard of case folders."""
 
     ids: list[str]                          # cases with a record, in order
-    records: list[dict[str, Any]] | pa.Table
+    records: list[dict[str, Any]] | pa.Table | str  # parsed; as an Arrow table; its spool file
     problems: list[Problem] = field(default_factory=list)
     absent: dict[str, list[str]] = field(default_factory=dict)
 
 
 def parse_folders(root: str, ids: Sequence[str]) -> FolderShard:
-    shard = FolderShard([], [])
+    records: list[dict[str, Any]] = []
+    shard = FolderShard([], records)
     for case_id in ids:
         result = parse_case_folder(root, case_id)
         for what in result.absent:
@@ -75,7 +76,7 @@ def parse_folders(root: str, ids: Sequence[str]) -> FolderShard:
         shard.problems += result.problems
         if result.record is not None:
             shard.ids.append(case_id)
-            shard.records.append(result.record)  # type: ignore[union-attr]
+            records.append(result.record)
     return shard
 
 
@@ -84,13 +85,13 @@ def _parse_folders_to_arrow(job: tuple[str, Sequence[str], pa.Schema, str | None
     file (a worker hands back the path, and the parent maps the file without copying)."""
     root, ids, schema, spool = job
     shard = parse_folders(root, ids)
-    table = pa.Table.from_pylist(shard.records, schema=schema)  # type: ignore[arg-type]
+    table = pa.Table.from_pylist(shard.records, schema=schema)
     if spool is None:
         shard.records = table
         return shard
     with pa.OSFile(spool, "wb") as sink, pa.ipc.new_file(sink, schema) as writer:
         writer.write_table(table)
-    shard.records = spool  # type: ignore[assignment]
+    shard.records = spool
     return shard
 
 
@@ -236,7 +237,9 @@ def joined(root: str, folders: Sequence[str], shards: Iterable[FolderShard],
             part = shard.records if len(keep) == len(shard.ids) else shard.records.take(pa.array(keep, pa.int64()))
             yield _join_table(part, ids, known, schema)
         else:
-            yield [_join_record(shard.records[i], known) for i in keep]
+            rows = shard.records
+            assert isinstance(rows, list)  # parsed here, never spooled
+            yield [_join_record(rows[i], known) for i in keep]
     known = known or tables.result()
     _finish_report(root, folders, known, report)
 

@@ -236,9 +236,9 @@ class JunoBench(datasets.GeneratorBasedBuilder):
         if batch:
             yield first, pa.Table.from_pylist(batch, schema=schema)
 
-    def _prepare_split_single(self, gen_kwargs: dict, fpath: str, file_format: str,
+    def _prepare_split_single(self, gen_kwargs: dict[str, Any], fpath: str, file_format: str,
                               max_shard_size: int, job_id: int, **_: Any) -> Iterator[Any]:
-        return datasets.ArrowBasedBuilder._prepare_split_single(
+        return datasets.ArrowBasedBuilder._prepare_split_single(  # type: ignore[no-any-return]
             self, gen_kwargs=gen_kwargs, fpath=fpath, file_format=file_format,
             max_shard_size=max_shard_size, job_id=job_id,
         )

@@ -99,7 +99,9 @@ def fetch_hub(
     from huggingface_hub import errors as hf_errors
 
     if download is None:
-        from huggingface_hub import snapshot_download as download
+        from huggingface_hub import snapshot_download
+
+        download = snapshot_download
     patterns = list(HUB_PATTERNS) + (list(HUB_DATA_PATTERNS) if include_data else [])
     where = f"{repo_id}" + (f"@{revision}" if revision else "")
     try:

@@ -144,7 +144,7 @@ def unseen_runs(task: Mapping[str, Any]) -> bool:
     unrecorded = sum(1 for r in runs[:-1] if r.get("execution_count") is None)
     if not counts:
         return False
-    return max(counts) - len(counts) > unrecorded
+    return bool(max(counts) - len(counts) > unrecorded)
 
 
 # --------------------------------------------------------------------------- parsing
@@ -542,8 +542,9 @@ def _track_labels(node: ast.stmt, state: _State) -> None:
         targets = [node.target]
     _untrack_escapes(node, state)
     removal = _removal(value) if value is not None else None
-    in_place = removal is not None and (
-        value.func.attr == "pop" or _is_true(_keyword(value, "inplace")))  # type: ignore[union-attr]
+    in_place = (removal is not None and isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and (value.func.attr == "pop" or _is_true(_keyword(value, "inplace"))))
     if removal is not None and in_place and removal.target not in state.volatile:
         state.removed.setdefault(removal.target, set()).update(removal.labels)
     for target in targets:

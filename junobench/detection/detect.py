@@ -292,12 +292,17 @@ def detect(
 
     def one(task: dict[str, Any]) -> list[str]:
         messages = prompt.messages(task)
+        instance = task["instance"]
+
+        def retrying(message: str) -> None:
+            say(f"{instance}: {message}")
+
         answers = []
         for _ in range(runs):
             if stop.is_set():
                 raise _Stopped
             answers.append(ask(client, messages, retries=retries, backoff=backoff, stop=stop,
-                               on_retry=lambda m, i=task["instance"]: say(f"{i}: {m}")))
+                               on_retry=retrying))
         return answers
 
     jobs: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()

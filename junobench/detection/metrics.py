@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
 
 #: Digits kept in reported scores.
 DIGITS = 3
@@ -82,10 +83,10 @@ def confusion(pairs: Iterable[tuple[bool, bool]]) -> Confusion:
     return Confusion(tp, fp, tn, fn)
 
 
-def grouped(items: Iterable[T], key: Callable[[T], Hashable],
-            pair: Callable[[T], tuple[bool, bool]]) -> dict[Hashable, Confusion]:
+def grouped(items: Iterable[T], key: Callable[[T], K],
+            pair: Callable[[T], tuple[bool, bool]]) -> dict[K, Confusion]:
     """One confusion matrix per ``key(item)``, in first-seen order."""
-    groups: dict[Hashable, list[tuple[bool, bool]]] = {}
+    groups: dict[K, list[tuple[bool, bool]]] = {}
     for item in items:
         groups.setdefault(key(item), []).append(pair(item))
     return {name: confusion(pairs) for name, pairs in groups.items()}

@@ -126,7 +126,8 @@ def make_task(
         source = run.get("source") or ""
         out["source"] = source if keep_comments else strip_comments(source)
         index = run.get("code_cell_index")
-        if with_output and outputs and index != target["code_cell_index"] and outputs.get(index):
+        if with_output and outputs and index is not None and index != target["code_cell_index"] \
+                and outputs.get(index):
             out["outputs"] = outputs[index]
         return out
 

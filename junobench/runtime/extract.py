@@ -19,6 +19,7 @@ import asyncio
 import functools
 import inspect
 import json
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -26,7 +27,6 @@ from typing import Any
 
 from junobench import vocab
 from junobench.data import layout
-from junobench.data.filters import normalise_filters
 from junobench.data.notebook import read_notebook
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.errors import JunoBenchError
@@ -91,7 +91,7 @@ def inspection_code(request: Mapping[str, Any]) -> str:
 
 @functools.cache
 def _summarise_source() -> str:
-    return inspect.getsource(inspect.getmodule(summarise))  # the module's whole text
+    return inspect.getsource(sys.modules[summarise.__module__])  # the module's whole text
 
 
 class Inspection:
@@ -173,7 +173,7 @@ def runtime_info(
     if out is not None:
         check_file_target(out)  # before the notebooks run, not after
     root = resolve(source, revision=revision, include_data=True)
-    specs = case_specs(root, case_ids, filters=normalise_filters(filters or {}))
+    specs = case_specs(root, case_ids, filters=filters)
     if not specs:
         raise JunoBenchError("no cases to extract runtime information from", file=root,
                              hint="check the case ids and filters (`junobench ls`)")

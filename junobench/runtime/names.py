@@ -176,7 +176,7 @@ class _Reader:
     def function(self, args: ast.arguments, body: list[ast.stmt] | ast.expr, bound: set[str]) -> None:
         """A function or lambda body: its parameters and locals hide outer names; its
         other names are read (from the kernel, when the function is called)."""
-        statements = body if isinstance(body, list) else [ast.Expr(body)]
+        statements: list[ast.stmt] = body if isinstance(body, list) else [ast.Expr(body)]
         local = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
         local |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
         declared = {n for s in statements for node in ast.walk(s)

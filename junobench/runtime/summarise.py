@@ -351,7 +351,7 @@ def fit_notebook(objects: dict[str, Any], limit: int,
         if smaller is not summary:
             shrunk.append(name)
         out[name] = smaller
-    omitted = []
+    omitted: list[str] = []
     while out and _size(out) > limit:
         name = list(out)[-1]
         omitted.insert(0, name)
@@ -435,6 +435,7 @@ def _module(obj: Any, f: _Fields, ctx: _Context) -> bool:
 
 
 def _generator(obj: Any, f: _Fields, ctx: _Context) -> bool:
+    state: str
     if inspect.isgenerator(obj):
         state = inspect.getgeneratorstate(obj)
     elif inspect.iscoroutine(obj):
@@ -518,7 +519,7 @@ def _container(obj: Any, f: _Fields, ctx: _Context) -> bool:
 
 def _first(values: Iterable[Any], n: int) -> list[Any]:
     """The first ``n`` of a container's values (containers only: never an iterator)."""
-    out = []
+    out: list[Any] = []
     for value in values:
         if len(out) >= n:
             break
@@ -716,7 +717,7 @@ def _sklearn(obj: Any, f: _Fields, ctx: _Context) -> bool:
     f.lazy("V", "fitted", lambda: _sklearn_fitted(obj))
     for attribute, category in (("n_features_in_", "S"), ("feature_names_in_", "S"),
                                 ("n_outputs_", "S"), ("classes_", "V"), ("categories_", "V")):
-        f.lazy(category, attribute.rstrip("_"), lambda a=attribute: _fitted_attribute(obj, a, ctx))
+        f.lazy(category, attribute.rstrip("_"), functools.partial(_fitted_attribute, obj, attribute, ctx))
     if ctx.wants("V") and "classes_" in vars(obj):
         f.lazy("V", "n_classes", lambda: len(obj.classes_))
     if "coef_" in vars(obj):

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
-from junobench.data.filters import normalise_filters
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import check_file_target
@@ -73,7 +72,7 @@ def verify(
     if timeout is not None and timeout <= 0:
         raise JunoBenchError(f"--timeout must be positive, got {timeout:g}")
     root = resolve(source, revision=revision, include_data=True)
-    specs = case_specs(root, case_ids, filters=normalise_filters(filters or {}))
+    specs = case_specs(root, case_ids, filters=filters)
     if not specs:
         raise JunoBenchError("no cases to verify", file=root,
                              hint="check the case ids and filters (`junobench ls`)")

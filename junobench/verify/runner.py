@@ -78,7 +78,7 @@ def _kernel_manager_class() -> type:
     from jupyter_client.manager import AsyncKernelManager
     from traitlets import default
 
-    class InterpreterKernelManager(AsyncKernelManager):  # type: ignore[misc]
+    class InterpreterKernelManager(AsyncKernelManager):
         """Always the ipykernel of this interpreter: no kernelspec directories are searched,
         so ``python3`` resolves to ipykernel's built-in spec (``sys.executable``)."""
 

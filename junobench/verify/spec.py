@@ -20,7 +20,7 @@ from pathlib import Path
 
 from junobench import vocab
 from junobench.data import layout
-from junobench.data.filters import matches
+from junobench.data.filters import matches, normalise_filters
 from junobench.data.metadata import read_metadata
 from junobench.data.notebook import CodeCell, Step, execution_order, find_target, read_notebook
 from junobench.data.tables import DescRow, read_desc
@@ -52,12 +52,13 @@ def case_specs(
     root: str | Path,
     case_ids: Sequence[str] | None = None,
     *,
-    filters: Mapping[str, Iterable[str]] | None = None,
+    filters: Mapping[str, str | Iterable[str] | None] | None = None,
 ) -> list[CaseSpec]:
     """Specs of the snapshot's cases (table order), or of ``case_ids`` (given order).
 
-    ``filters`` are criteria as :func:`junobench.data.filters.normalise_filters` returns
-    them (record field → accepted values). Unknown case ids raise :class:`JunoBenchError`.
+    ``filters`` are the filter keywords of :func:`junobench.load` (``library``,
+    ``root_cause``, ``crash_type``, ``pipeline_stage``, ``origin``) → a value or a list.
+    Unknown case ids raise :class:`JunoBenchError`.
     """
     root = Path(root)
     rows, _ = read_desc(root)
@@ -72,7 +73,8 @@ def case_specs(
                 hint=f"did you mean {', '.join(close)}?" if close else "list cases with `junobench ls`")
         rows = [by_id[c] for c in dict.fromkeys(case_ids)]
     if filters:
-        rows = [row for row in rows if matches(_labels(row), filters)]
+        criteria = normalise_filters(filters)
+        rows = [row for row in rows if matches(_labels(row), criteria)]
     return [case_spec(root, row) for row in rows]
 
 
@@ -125,8 +127,8 @@ def case_spec(root: str | Path, row: DescRow) -> CaseSpec:
         note = (f"the reproduced notebook has no error output: target taken as the last "
                 f"cell run (code cell {target}), exception from {layout.DESC_TABLE}")
     else:
-        error = reproduced[target].error
-        expected = error.ename if error is not None and error.ename else row.fields.get("ename")
+        crash = reproduced[target].error
+        expected = crash.ename if crash is not None and crash.ename else row.fields.get("ename")
         if not expected:
             return CaseSpec(case_id, folder, target=target, data_absent=absent,
                             problem="the recorded exception class is unknown (empty ename)")
