@@ -552,7 +552,7 @@ def _matches(folder: Path, files: list[dict[str, Any]]) -> bool:
         return False
     for entry in files:
         name = entry.get("path")
-        if relative_name(name) != name:
+        if not isinstance(name, str) or relative_name(name) != name:
             return False
         try:
             fd = open_regular(folder / name)

@@ -184,7 +184,8 @@ def render_card(infos: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
                                          template_path=str(path), repo_id=repo_id,
                                          **context)
     except jinja2.TemplateError as error:
-        where = f" (line {error.lineno})" if getattr(error, "lineno", None) else ""
+        line = getattr(error, "lineno", None)  # syntax errors know their line
+        where = f" (line {line})" if line else ""
         raise JunoBenchError(f"the card template is not a valid Jinja template: {error}{where}",
                              file=path, hint="fix the template, or leave out --template") from None
     except (UnicodeDecodeError, ValueError) as error:

@@ -255,23 +255,24 @@ def exchange(a: Path, b: Path) -> bool:
 
 def _exchange_function() -> Callable[[bytes, bytes], int] | None:
     """``rename-exchange(a, b)`` of this platform, or None."""
-    if sys.platform.startswith("linux"):
-        libc = _libc()
-        function = getattr(libc, "renameat2", None) if libc is not None else None
-        if function is None:
+    platform: str = sys.platform  # a variable: every branch is checked, whatever the platform
+    libc = _libc() if platform.startswith("linux") or platform == "darwin" else None
+    if libc is None:
+        return None
+    if platform == "darwin":
+        swap: Callable[..., int] | None = getattr(libc, "renamex_np", None)
+        if swap is None:
             return None
-        function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-        at_fdcwd, rename_exchange = -100, 2
-        return lambda a, b: function(at_fdcwd, a, at_fdcwd, b, rename_exchange)
-    if sys.platform == "darwin":
-        libc = _libc()
-        function = getattr(libc, "renamex_np", None) if libc is not None else None
-        if function is None:
-            return None
-        function.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint]
+        swap.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint]  # type: ignore[attr-defined]
         rename_swap = 2
-        return lambda a, b: function(a, b, rename_swap)
-    return None
+        return lambda a, b: swap(a, b, rename_swap)
+    exchange2: Callable[..., int] | None = getattr(libc, "renameat2", None)
+    if exchange2 is None:
+        return None
+    exchange2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,  # type: ignore[attr-defined]
+                          ctypes.c_uint]
+    at_fdcwd, rename_exchange = -100, 2
+    return lambda a, b: exchange2(at_fdcwd, a, at_fdcwd, b, rename_exchange)
 
 
 def _libc() -> Any:
