@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from junobench.cli.common import add_filters, add_source, filters_from
+from junobench.cli.common import add_filters, add_pass_env, add_source, filters_from
 from junobench.render import render
 
 
@@ -39,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--format", choices=("table", "json", "csv"), default="table",
                         help="verdicts on stdout (default: table)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_pass_env(parser)
     parser.set_defaults(handler=_verify)
 
 
@@ -58,7 +59,7 @@ def _verify(args: argparse.Namespace) -> int:
         args.cases or None, args.source, revision=args.revision, jobs=args.jobs,
         timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
         report=args.report, progress=False if args.no_progress else None,
-        filters=filters_from(args),
+        filters=filters_from(args), pass_env=args.pass_env,
     )
     if args.format == "json":
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))

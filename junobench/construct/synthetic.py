@@ -88,10 +88,7 @@ def _column(column: Any, rng: Any) -> tuple[Any, str]:
         values = rng.integers(low, high, size=n, endpoint=True)
         how = f"integers uniform in [{low}, {high}]"
     elif pd.api.types.is_float_dtype(dtype):
-        least, most = float(present.min()), float(present.max())
-        decimals = _decimals(present.to_numpy())
-        values = np.clip(np.round(rng.uniform(least, most, size=n), decimals), least, most)
-        how = f"floats uniform in [{least:g}, {most:g}], {decimals} decimals"
+        values, how = _floats(present.to_numpy(dtype=float), n, rng)
     elif pd.api.types.is_datetime64_any_dtype(dtype):
         values, how = _dates(present, n, rng), "dates uniform in the original range"
     elif (fmt := _date_format(present)) is not None:
@@ -106,6 +103,32 @@ def _column(column: Any, rng: Any) -> tuple[Any, str]:
     return out, how
 
 
+def _floats(present: Any, n: int, rng: Any) -> tuple[Any, str]:
+    """``n`` floats uniform in the range of the finite ``present`` values (rounded to their
+    decimals); infinities come back with their share, drawn from the original ones."""
+    import numpy as np
+
+    finite = present[np.isfinite(present)]
+    if not finite.size:
+        values = present[rng.integers(0, present.size, size=n)]
+        return values, "drawn from the original (infinite) values"
+    least, most = float(finite.min()), float(finite.max())
+    decimals = _decimals(finite)
+    if math.isfinite(most - least):
+        drawn = rng.uniform(least, most, size=n)
+    else:  # a range wider than the largest float: interpolate without overflow
+        share = rng.random(n)
+        drawn = least * (1 - share) + most * share
+    values = np.clip(np.round(drawn, decimals), least, most)
+    how = f"floats uniform in [{least:g}, {most:g}], {decimals} decimals"
+    infinite = present[~np.isfinite(present)]
+    if infinite.size:
+        chosen = rng.random(n) < infinite.size / present.size
+        values[chosen] = infinite[rng.integers(0, infinite.size, size=int(chosen.sum()))]
+        how += ", infinities with their share"
+    return values, how
+
+
 def _categorical(present: Any, n: int, rng: Any) -> Any:
     """``n`` values drawn from ``present``'s distinct values with their frequencies."""
     counts = present.value_counts(sort=False)
@@ -118,11 +141,17 @@ def _categorical(present: Any, n: int, rng: Any) -> Any:
 def _dates(present: Any, n: int, rng: Any) -> Any:
     import pandas as pd
 
+    import numpy as np
+
     stamps = pd.to_datetime(present)
-    low, high = stamps.min().value, stamps.max().value
-    unit = 86_400 * 10**9 if (stamps.dt.normalize() == stamps).all() else 10**9
+    # in seconds, so dates far from 1970 (years 1 to 9999) do not overflow nanoseconds
+    seconds = (stamps.dt.tz_convert("UTC").dt.tz_localize(None)
+               if getattr(stamps.dtype, "tz", None) is not None else stamps)
+    seconds = seconds.to_numpy().astype("datetime64[s]").astype(np.int64)
+    low, high = int(seconds.min()), int(seconds.max())
+    unit = 86_400 if (stamps.dt.normalize() == stamps).all() else 1
     ticks = rng.integers(low // unit, high // unit, size=n, endpoint=True) * unit
-    values = pd.to_datetime(ticks)
+    values = pd.to_datetime(ticks.astype("datetime64[s]"))
     if getattr(present.dtype, "tz", None) is not None:
         values = values.tz_localize("UTC").tz_convert(present.dtype.tz)
     return values.to_numpy() if getattr(present.dtype, "tz", None) is None else values
