@@ -119,7 +119,8 @@ def _floats(present: Any, n: int, rng: Any) -> tuple[Any, str]:
     else:  # a range wider than the largest float: interpolate without overflow
         share = rng.random(n)
         drawn = least * (1 - share) + most * share
-    values = np.clip(np.round(drawn, decimals), least, most)
+    small = np.abs(drawn) < 1e15  # larger floats have no decimals to round (and would overflow)
+    values = np.clip(np.where(small, np.round(np.where(small, drawn, 0.0), decimals), drawn), least, most)
     how = f"floats uniform in [{least:g}, {most:g}], {decimals} decimals"
     infinite = present[~np.isfinite(present)]
     if infinite.size:
@@ -139,9 +140,8 @@ def _categorical(present: Any, n: int, rng: Any) -> Any:
 
 
 def _dates(present: Any, n: int, rng: Any) -> Any:
-    import pandas as pd
-
     import numpy as np
+    import pandas as pd
 
     stamps = pd.to_datetime(present)
     # in seconds, so dates far from 1970 (years 1 to 9999) do not overflow nanoseconds

@@ -25,7 +25,7 @@ from junobench.data.notebook import (
 )
 from junobench.data.tables import DescRow
 from junobench.errors import JunoBenchError, Problem
-from junobench.safety.paths import is_within, link_root
+from junobench.safety.paths import is_dir_entry, is_within, link_root
 
 #: Label fields shared by both configs, in record order.
 LABEL_FIELDS: tuple[str, ...] = (
@@ -125,7 +125,7 @@ def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
 
     datasets_ = None
     data_dir = entries.get(layout.DATA_DIR)
-    if data_dir is not None and data_dir.is_dir():
+    if data_dir is not None and is_dir_entry(data_dir):
         metadata = layout.metadata_files(root, case_id)
         if metadata:
             datasets_ = _datasets_from_metadata(Path(root), case_id, metadata, absent, problems)

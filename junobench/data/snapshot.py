@@ -19,6 +19,7 @@ from typing import Any
 
 from junobench.data import layout
 from junobench.errors import JunoBenchError
+from junobench.safety.paths import is_dir_entry
 
 DEFAULT_SOURCE = "PELAB-LiU/JunoBench"
 SAMPLE = "sample"
@@ -157,7 +158,7 @@ def fingerprint(root: str | Path) -> str:
         subdirs = []
         for entry in listing:
             path = f"{relative}/{entry.name}"
-            if entry.is_dir():
+            if is_dir_entry(entry):  # a link loop is not: recorded as unreadable
                 subdirs.append(path)
             else:
                 _add(entries, path, entry)

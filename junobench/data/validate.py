@@ -20,6 +20,7 @@ rows of the diagnosis table, and reproduced notebooks whose exception is not the
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from junobench.data import layout
@@ -138,7 +139,7 @@ def snapshot_root(snapshot: str | Path) -> Path:
 
 def _check_desc(root: Path, problems: list[Problem]) -> None:
     path = root / layout.DESC_TABLE
-    if not path.is_file():
+    if not os.path.lexists(path):
         problems.append(Problem("the case table is missing", layout.DESC_TABLE,
                                 hint=f"a snapshot holds {layout.DESC_TABLE} beside benchmark/"))
         return
@@ -159,7 +160,7 @@ def _check_desc(root: Path, problems: list[Problem]) -> None:
 
 def _check_diagnoses(root: Path, problems: list[Problem]) -> None:
     path = root / layout.DIAGNOSIS_TABLE
-    if not path.is_file():
+    if not os.path.lexists(path):
         return
     try:
         table = read_table(path)

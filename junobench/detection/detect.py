@@ -36,6 +36,7 @@ from junobench.detection import prompt
 from junobench.detection.baseline import static_detect
 from junobench.detection.predictions import jsonl_line, write_predictions
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import check_file_target
 
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_RUNS = 5
@@ -278,7 +279,7 @@ def detect(
         raise JunoBenchError(f"--runs must be at least 1, not {runs}")
     if concurrency < 1:
         raise JunoBenchError(f"--concurrency must be at least 1, not {concurrency}")
-    out = Path(out)
+    out = check_file_target(out)  # appended to: a directory or a FIFO is refused
     out.parent.mkdir(parents=True, exist_ok=True)
     client = ChatClient(endpoint, model, api_key=os.environ.get(api_key_env) or None,
                         temperature=temperature, max_tokens=max_tokens, json_mode=json_mode,

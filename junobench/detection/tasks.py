@@ -26,7 +26,7 @@ from typing import Any
 
 from junobench.errors import JunoBenchError
 from junobench.jsonl import read_instance_records
-from junobench.safety.atomic import atomic_open
+from junobench.safety.atomic import atomic_open, check_file_target
 
 #: Labels copied into every task (none of them tells reproduced from fixed).
 TASK_LABELS: tuple[str, ...] = ("case_id", "library", "library_label", "root_cause", "crash_type",
@@ -234,8 +234,8 @@ def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
 def write_tasks(tasks_: Sequence[Mapping[str, Any]], truths: Sequence[Mapping[str, Any]],
                 out: str | Path, truth_out: str | Path | None = None) -> tuple[Path, Path]:
     """Write the tasks file and the ground-truth file (default beside it)."""
-    out = Path(out)
-    truth_file = Path(truth_out) if truth_out is not None else truth_path(out)
+    out = check_file_target(out)
+    truth_file = check_file_target(truth_out if truth_out is not None else truth_path(out))
     if truth_file.resolve() == out.resolve():
         raise JunoBenchError("the ground truth must go to a different file than the tasks",
                              file=out, hint="pass another --truth-out")

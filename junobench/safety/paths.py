@@ -90,6 +90,14 @@ def inside(root: str | Path, *parts: str) -> Path:
     return joined
 
 
+def is_dir_entry(entry: os.DirEntry[str]) -> bool:
+    """``entry.is_dir()``, False (not an error) for a link loop or an unreadable entry."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
 def is_within(path: str | Path, root: str | Path) -> bool:
     """Whether the real path of ``path`` is ``root``'s real path or below it."""
     real, base = os.path.realpath(path), os.path.realpath(root)
