@@ -143,7 +143,7 @@ def write_table(path: str | Path, rows: Sequence[Mapping[str, Any]], columns: Se
 
 
 _XLSX_ESCAPE = re.compile(r"_(x[0-9A-Fa-f]{4}_)")
-_XLSX_ILLEGAL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
+_XLSX_ILLEGAL = re.compile(r"[\x00-\x08\x0b-\x1f]")  # CR too: XML would make it LF
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 

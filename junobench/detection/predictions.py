@@ -36,6 +36,7 @@ from typing import Any
 from junobench import vocab
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_open
+from junobench.safety.paths import read_regular
 
 #: Layout names, as reported to the user.
 CANONICAL = "jsonl"
@@ -216,7 +217,7 @@ def _canonical_item(item: Any, path: Path, number: int) -> tuple[str, list[Any]]
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
     except UnicodeDecodeError as error:
         raise JunoBenchError(f"not UTF-8 text ({error.reason} at byte {error.start})", file=path,
                              hint="predictions are JSON Lines in UTF-8") from None
@@ -264,7 +265,7 @@ def _read_case_folders(folder: Path, folders: Sequence[str]) -> Predictions:
 
 def _runs_file(file: Path, instance: str) -> list[Any]:
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(file).decode("utf-8"))
     except (ValueError, RecursionError) as error:
         raise JunoBenchError(f"not valid JSON ({error})", file=file, case=instance,
                              hint="each file holds a JSON list of the detector's runs") from None
