@@ -1,7 +1,9 @@
 """junobench: JunoBench, real crashes in Python ML Jupyter notebooks, as typed records.
 
 >>> import junobench
->>> cases = junobench.load("sample")                                   # doctest: +SKIP
+>>> cases = junobench.load("sample")
+>>> cases.num_rows
+10
 >>> torch = junobench.load(library="torch", root_cause="API misuse")   # doctest: +SKIP
 """
 
@@ -50,8 +52,21 @@ _LAZY: dict[str, str] = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        return _version()
     if name in _LAZY:
         import importlib
 
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'junobench' has no attribute {name!r}")
+
+
+def _version() -> str:
+    """``junobench.__version__``: the installed distribution's version, whose one source is
+    ``version`` in pyproject.toml ("unknown" in a source tree that was never installed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("junobench")
+    except PackageNotFoundError:
+        return "unknown"

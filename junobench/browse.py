@@ -1,7 +1,12 @@
 """Look at the benchmark: list cases (``ls``), show one case (``show``), build records.
 
->>> rows = ls("sample", library="pandas")          # doctest: +SKIP
->>> print(format_case(show("pandas_1", "sample")))  # doctest: +SKIP
+>>> [row["case_id"] for row in ls("sample", library="pandas")]
+['pandas_1', 'pandas_2']
+>>> print(format_case(show("pandas_1", "sample")))  # doctest: +ELLIPSIS
+pandas_1  (pandas)
+...
+Crash: KeyError: 'Column not found: survived', line 1 of the target cell
+...
 """
 
 from __future__ import annotations
@@ -26,10 +31,17 @@ _NOTEBOOK_TEXT = ("original", "reproduced", "fixed")
 
 
 def ls(source: str | Path = DEFAULT_SOURCE, *, revision: str | None = None,
-       skip_invalid: bool = False, **filters: Any) -> list[dict[str, Any]]:
-    """One dict per case (the :data:`LS_COLUMNS`), in case order (library, number), filtered."""
+       skip_invalid: bool = False, datasets: bool = False, **filters: Any) -> list[dict[str, Any]]:
+    """One dict per case (the :data:`LS_COLUMNS`), in case order (library, number), filtered;
+    with ``datasets``, also ``datasets``: each input dataset as ``title [licence]``."""
     cases = load(source, "cases", revision=revision, skip_invalid=skip_invalid, **filters)
-    rows: list[dict[str, Any]] = cases.select_columns(list(LS_COLUMNS)).to_list()
+    if not datasets:
+        plain: list[dict[str, Any]] = cases.select_columns(list(LS_COLUMNS)).to_list()
+        return plain
+    rows: list[dict[str, Any]] = cases.select_columns([*LS_COLUMNS, "datasets"]).to_list()
+    for row in rows:
+        row["datasets"] = [f"{d['title']} [{d['license'] or 'licence unknown'}]"
+                           for d in row["datasets"] or ()]
     return rows
 
 

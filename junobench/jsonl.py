@@ -18,9 +18,14 @@ from junobench.safety.paths import read_regular
 
 
 def read_instance_records(path: str | Path, *, what: str, hint: str,
-                          problem_of: Callable[[dict[str, Any]], str | None]) -> list[dict[str, Any]]:
+                          problem_of: Callable[[dict[str, Any]], str | None],
+                          id_of: Callable[[dict[str, Any]], str | None] | None = None
+                          ) -> list[dict[str, Any]]:
     """The records of ``path`` in file order; ``problem_of`` checks a record's own fields
-    (after the instance id is checked) and returns what is wrong, or None."""
+    (after the instance id is checked) and returns what is wrong, or None.
+
+    ``id_of`` replaces the instance check: it returns the record's id, or None when the
+    record has none (for files keyed by another id, such as blind task ids)."""
     path = Path(path)
     try:
         text = read_regular(path).decode("utf-8")
@@ -35,14 +40,20 @@ def read_instance_records(path: str | Path, *, what: str, hint: str,
             record = json.loads(line)
         except (ValueError, RecursionError) as error:
             raise JunoBenchError(f"line {number} is not valid JSON ({error})", file=path, hint=hint) from None
-        problem = _instance_problem(record) or problem_of(record)
-        if problem:
+        if id_of is None:
+            problem = _instance_problem(record)
+            key = record.get("instance") if isinstance(record, dict) else None
+        else:
+            key = id_of(record) if isinstance(record, dict) else None
+            problem = None if key is not None else "no id"
+        problem = problem or problem_of(record)
+        if problem or not isinstance(key, str):
             raise JunoBenchError(f"line {number}: {problem}", file=path, hint=hint,
-                                 case=record.get("instance") if isinstance(record, dict) else None)
-        if record["instance"] in seen:
-            raise JunoBenchError(f"line {number}: instance {record['instance']!r} appears twice",
+                                 case=key if isinstance(key, str) else None)
+        if key in seen:
+            raise JunoBenchError(f"line {number}: instance {key!r} appears twice",
                                  file=path, hint=hint)
-        seen.add(record["instance"])
+        seen.add(key)
         out.append(record)
     return out
 

@@ -5,8 +5,12 @@ sample (records prepared by :mod:`junobench.data`), an export (read by
 :mod:`junobench.hub.read_export`), or a Hub dataset repo holding either.
 
 >>> import junobench
->>> cases = junobench.load("sample", "cases", library=["pandas", "numpy"])  # doctest: +SKIP
->>> notebooks = junobench.load("sample", "notebooks", root_cause="API misuse")  # doctest: +SKIP
+>>> cases = junobench.load("sample", "cases", library=["pandas", "numpy"])
+>>> list(cases["case_id"])
+['numpy_1', 'pandas_1', 'pandas_2']
+>>> notebooks = junobench.load("sample", "notebooks", root_cause="API misuse")
+>>> list(notebooks["instance"])
+['matplotlib_1_reproduced', 'matplotlib_1_fixed', 'statsmodels_1_reproduced', 'statsmodels_1_fixed']
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ built with matplotlib's object API on the Agg canvas (no pyplot state, no displa
 needed); pass ``ax=`` to draw into an axes of your own figure instead.
 
 >>> from junobench.stats import stats
->>> s = stats("sample")                                   # doctest: +SKIP
->>> fig = plot_dimension(s, "root_cause")                  # doctest: +SKIP
->>> save_plots(s, "figures")                               # doctest: +SKIP
+>>> s = stats("sample")
+>>> fig = plot_dimension(s, "root_cause")
+>>> save_plots(s, "figures")                               # doctest: +ELLIPSIS
 [PosixPath('figures/library.png'), PosixPath('figures/library.svg'), ...]
 """
 

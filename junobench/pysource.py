@@ -1,8 +1,8 @@
 """Notebook cells as Python: IPython magics and shell lines turned into Python text, and
 the names an import binds. Shared by the static detector and the runtime name analysis.
 
->>> python_source("!pip install x\nfiles = !ls\nx = 1")[0]
-'pass\nfiles = None\nx = 1'
+>>> python_source("!pip install x\\nfiles = !ls\\nx = 1")[0]
+'pass\\nfiles = None\\nx = 1'
 """
 
 from __future__ import annotations

@@ -1,42 +1,62 @@
-"""Shared fixtures: the reference data beside the checkout (../shared/reference).
+"""Shared fixtures: the reference data (real published tables, labels and LLM outputs).
 
-Tests that need it skip with a clear reason when it is absent, unless
-``JUNOBENCH_REQUIRE_REFERENCE=1`` (set by CI), where its absence is a failure.
+It is found at ``$JUNOBENCH_REFERENCE`` when that is set, else at ``../shared/reference``
+beside the checkout. When it is absent, the tests that need it are skipped, all with one
+reason, which pytest's summary shows once, on one line, with their count; with
+``JUNOBENCH_REQUIRE_REFERENCE=1`` (set by CI) its absence is a failure instead.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
-# Caches of a test run stay out of ~/.cache; set before datasets/huggingface_hub import.
-_CACHES = Path(tempfile.mkdtemp(prefix="junobench-test-caches-"))
-os.environ["JUNOBENCH_CACHE"] = str(_CACHES / "junobench")
-os.environ["HF_HOME"] = str(_CACHES / "hf")
-os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+import pytest
 
-import pytest  # noqa: E402
-
-from junobench.data.tables import read_table, write_table  # noqa: E402
+from junobench.data.tables import read_table, write_table
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = REPO.parent / "shared" / "reference"
+
+
+def reference_location() -> Path:
+    """Where the reference data is looked for: ``$JUNOBENCH_REFERENCE``, else
+    ``../shared/reference`` beside the checkout."""
+    configured = os.environ.get("JUNOBENCH_REFERENCE")
+    return Path(configured).expanduser() if configured else REPO.parent / "shared" / "reference"
+
+
+REFERENCE = reference_location()
+HOW_TO_GET_IT = ("set JUNOBENCH_REFERENCE to the reference folder, or put it at ../shared/reference "
+                 "beside the checkout (see docs/development.md)")
+
+
+class ReferenceMissing(pytest.skip.Exception):
+    """The skip of a test that needs the reference data, which is absent."""
 
 
 def _require(path: Path) -> Path:
     if path.exists():
         return path
-    message = f"reference data not found at {path} (expected ../shared/reference beside the repo)"
+    message = f"reference data not found at {path}: {HOW_TO_GET_IT}"
     if os.environ.get("JUNOBENCH_REQUIRE_REFERENCE") == "1":
         pytest.fail(message)
-    pytest.skip(message)
+    raise ReferenceMissing(message)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """Every skip for want of the reference data is reported at one place with one reason,
+    so that pytest's summary folds them into a single line with their count."""
+    report = yield
+    if report.skipped and call.excinfo is not None and call.excinfo.errisinstance(ReferenceMissing):
+        report.longrepr = (__file__, _require.__code__.co_firstlineno, str(call.excinfo.value))
+    return report
 
 
 @pytest.fixture(scope="session")
 def reference_dir() -> Path:
-    """``../shared/reference`` (read-only test data)."""
+    """The reference data folder (read-only test data)."""
     return _require(REFERENCE)
 
 

@@ -15,7 +15,7 @@ from chat_server import ChatServer, target_of
 
 from junobench.cli import main
 from junobench.detection.detect import ChatClient, RetryableError, ask, detect, finished_instances
-from junobench.detection.predictions import read_predictions
+from junobench.detection.layouts import read_predictions
 from junobench.detection.tasks import build_tasks, write_tasks
 
 REPO = Path(__file__).resolve().parent.parent
@@ -55,7 +55,7 @@ def answer(body: dict) -> str:
 
 
 def by_target(tasks: list[dict]) -> dict[str, str]:
-    return {t["target_cell"]["source"].strip(): t["instance"] for t in tasks}
+    return {t["target_cell"]["source"].strip(): t["id"] for t in tasks}
 
 
 def test_detect_writes_runs_per_task_that_evaluate_reads(tmp_path):
@@ -64,10 +64,10 @@ def test_detect_writes_runs_per_task_that_evaluate_reads(tmp_path):
     with ChatServer(answer) as server:
         summary = detect(tasks, out, endpoint=server.url, model="tiny", runs=5, temperature=0.01,
                          concurrency=2, progress=False)
-    assert sorted(summary.written) == sorted(t["instance"] for t in tasks)
+    assert sorted(summary.written) == sorted(t["id"] for t in tasks)
     predictions = read_predictions(out)
     assert predictions.layout == "jsonl"
-    assert set(predictions.runs) == {t["instance"] for t in tasks}
+    assert set(predictions.runs) == {t["id"] for t in tasks}
     assert all(len(runs) == 5 for runs in predictions.runs.values())
     assert len(server.requests) == 5 * len(tasks)
     body = server.requests[0]
@@ -107,7 +107,7 @@ def test_resume_after_interruption_does_not_repeat_finished_instances(tmp_path):
         asked_again = {by_target(tasks)[t] for t in server.targets()[asked_first:]}
     assert not asked_again & done_first
     predictions = read_predictions(out)  # also checks that no instance appears twice
-    assert set(predictions.runs) == {t["instance"] for t in tasks}
+    assert set(predictions.runs) == {t["id"] for t in tasks}
     assert all(len(runs) == 5 for runs in predictions.runs.values())
 
 
@@ -135,9 +135,9 @@ def test_gives_up_on_an_instance_after_the_retries_and_reports_it(tmp_path, caps
     with ChatServer(answer, fail=fail) as server:
         summary = detect(tasks, tmp_path / "pred.jsonl", endpoint=server.url, model="tiny",
                          runs=2, retries=2, backoff=0.01, progress=False)
-    assert list(summary.failed) == [tasks[1]["instance"]]
-    assert "HTTP 500" in summary.failed[tasks[1]["instance"]]
-    assert tasks[1]["instance"] not in finished_instances(tmp_path / "pred.jsonl")
+    assert list(summary.failed) == [tasks[1]["id"]]
+    assert "HTTP 500" in summary.failed[tasks[1]["id"]]
+    assert tasks[1]["id"] not in finished_instances(tmp_path / "pred.jsonl")
     assert len(summary.written) == len(tasks) - 1
 
 
@@ -151,7 +151,7 @@ def test_a_rejected_request_skips_the_instance(tmp_path):
     with ChatServer(answer, fail=fail) as server:
         summary = detect(tasks, tmp_path / "pred.jsonl", endpoint=server.url, model="tiny",
                          runs=3, progress=False)
-    assert list(summary.rejected) == [tasks[0]["instance"]]
+    assert list(summary.rejected) == [tasks[0]["id"]]
     assert summary.complete
     assert len(read_predictions(tmp_path / "pred.jsonl").runs) == len(tasks) - 1
 

@@ -138,7 +138,8 @@ def test_unknown_instance_is_an_error_naming_it(qwen, reference_snapshot, tmp_pa
 
 
 def test_canonical_jsonl_gives_the_same_scores(qwen, reference_snapshot, tmp_path):
-    from junobench.detection.predictions import read_predictions, write_predictions
+    from junobench.detection.layouts import read_predictions
+    from junobench.detection.predictions import write_predictions
 
     runs = read_predictions(qwen).runs
     path = write_predictions(tmp_path / "qwen.jsonl", sorted(runs.items()))

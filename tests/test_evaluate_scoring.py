@@ -10,8 +10,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from junobench.detection.evaluate import score
+from junobench.detection.layouts import read_predictions
 from junobench.detection.metrics import Confusion, confusion, scores
-from junobench.detection.predictions import parse_run, read_jsonl, read_predictions
+from junobench.detection.predictions import parse_run, read_jsonl
 from junobench.detection.votes import vote
 from junobench.errors import JunoBenchError
 

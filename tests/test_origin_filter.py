@@ -13,7 +13,7 @@ import junobench
 from junobench.cli import build_parser
 from junobench.data.checkout import checkout
 from junobench.data.tables import read_table, write_table
-from junobench.detection.tasks import read_tasks
+from junobench.detection.tasks import read_tasks, read_truth, truth_path
 from junobench.errors import JunoBenchError
 
 NEW = "newly sampled"
@@ -72,7 +72,8 @@ def test_tasks_detect_and_evaluate_take_origin(labelled_snapshot, origins, tmp_p
                            "--library", "pandas", "--out", str(tasks))
     assert code == 0, err
     wanted = {c for c, o in origins.items() if o == NEW and c.startswith("pandas_")}
-    assert {t["case_id"] for t in read_tasks(tasks)} == wanted
+    assert len(read_tasks(tasks)) == 2 * len(wanted)
+    assert {t["case_id"] for t in read_truth(truth_path(tasks))} == wanted
     predictions = tmp_path / "pred.jsonl"
     code, _, err = run_cli(capsys, "detect", "--baseline", "static", "--source", str(labelled_snapshot),
                            "--origin", NEW, "--library", "pandas", "--out", str(predictions))

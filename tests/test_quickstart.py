@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import nbformat
@@ -70,3 +74,22 @@ def test_runs_top_to_bottom_on_the_sample(tmp_path):
     images = [o for outs in outputs.values() for o in outs if "image/png" in o.get("data", {})]
     assert len(images) == 3  # the three distribution plots, shown inline
     assert not list(tmp_path.iterdir())  # the notebook writes nothing
+
+
+def test_jupyter_nbconvert_executes_it(tmp_path):
+    """The ``run`` extra is enough for ``jupyter nbconvert --to notebook --execute``."""
+    jupyter = Path(sys.executable).parent / "jupyter"
+    copy = tmp_path / NOTEBOOK.name
+    shutil.copy(NOTEBOOK, copy)
+    env = {**os.environ, "JUPYTER_DATA_DIR": str(tmp_path / "jupyter-data")}  # no user kernelspecs
+    done = subprocess.run([str(jupyter), "nbconvert", "--to", "notebook", "--execute", copy.name,
+                           "--output", "executed.ipynb"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    executed = nbformat.read(tmp_path / "executed.ipynb", as_version=4)
+    code = [c for c in executed.cells if c.cell_type == "code"]
+    assert all(c.execution_count is not None for c in code)
+    outputs = [o for c in code for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    assert any("image/png" in o.get("data", {}) for o in outputs)  # the plots were drawn
+    assert "pandas_1_reproduced crash" in "".join(o.get("text", "") for o in outputs)

@@ -14,7 +14,7 @@ from junobench.cli import main
 from junobench.data.checkout import checkout
 from junobench.data.notebook import read_notebook
 from junobench.detection import prompt
-from junobench.detection.tasks import read_tasks
+from junobench.detection.tasks import read_tasks, read_truth, truth_path
 from junobench.runtime import read_runtime_info, runtime_info, runtime_texts
 from junobench.runtime.extract import Inspection, request_for
 from junobench.verify.runner import run_sync
@@ -202,10 +202,11 @@ def test_tasks_and_detect_put_runtime_information_between_executed_and_target_ce
     assert main(["tasks", "--source", "sample", "--library", "numpy", "--out", str(tasks_file),
                  "--runtime-info", str(path)]) == 0
     tasks = read_tasks(tasks_file)
-    assert [t["instance"] for t in tasks] == ["numpy_1_reproduced", "numpy_1_fixed"]
+    instance_of = {row["id"]: row["instance"] for row in read_truth(truth_path(tasks_file))}
+    assert sorted(instance_of[t["id"]] for t in tasks) == ["numpy_1_fixed", "numpy_1_reproduced"]
     texts = runtime_texts(path)
     for task in tasks:
-        assert task["runtime_info"] == texts[task["instance"]]
+        assert task["runtime_info"] == texts[instance_of[task["id"]]]
         user = prompt.user_message(task)
         assert (user.index("# Executed Cells:") < user.index("# Runtime Information:")
                 < user.index("# Target Cell:"))

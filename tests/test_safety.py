@@ -72,16 +72,20 @@ def test_the_umask_is_read_without_changing_it():
 
 
 def test_no_writer_writes_its_own_temp_files_any_more():
-    """One atomic-write helper: the temp-file-then-rename idiom is written once."""
+    """One atomic-write helper: the temp-file-then-rename idiom is written once. (The
+    journal of a snapshot edit replays renames of files the helper wrote.)"""
     repo = Path(__file__).resolve().parent.parent
+    renames = {"junobench/construct/transaction.py"}
     offenders = []
     for path in [*(repo / "junobench").rglob("*.py"), *(repo / "scripts").rglob("*.py")]:
-        if path.parent.name == "safety" and path.name == "atomic.py":
+        name = path.relative_to(repo).as_posix()
+        if name == "junobench/safety/atomic.py":
             continue
         text = path.read_text(encoding="utf-8")
-        for idiom in ("os.replace(", "os.rename(", "mkstemp(", ".replace(path)"):
-            if idiom in text:
-                offenders.append(f"{path.relative_to(repo)}: {idiom}")
+        idioms = ["mkstemp(", ".replace(path)", "chmod(tmp"]
+        if name not in renames:
+            idioms += ["os.replace(", "os.rename("]
+        offenders += [f"{name}: {idiom}" for idiom in idioms if idiom in text]
     assert offenders == []
 
 

@@ -2,6 +2,9 @@
 
 Each module in :data:`VERB_MODULES` defines ``register(subparsers)`` and binds a
 handler with ``parser.set_defaults(handler=...)``; a handler returns the exit code.
+
+One exit rule: 0 on success, 1 on any error (bad input, and usage errors too, which
+argparse would end with status 2), always reported as one ``error: …`` line on stderr.
 """
 
 from __future__ import annotations
@@ -10,7 +13,9 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any, NoReturn
 
+import junobench
 from junobench.errors import JunoBenchError
 from junobench.safety.text import EscapedStream
 
@@ -19,12 +24,35 @@ VERB_MODULES: tuple[str, ...] = ("records", "stats", "verify", "evaluate", "runt
                                  "construct")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are :class:`JunoBenchError`\\ s (exit status 1,
+    one ``error:`` line), not argparse's exit with status 2. Sub-commands' parsers are of
+    this class too (argparse makes them of their parent's class)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.set_defaults(command_prog=self.prog)  # the innermost command parsed wins
+
+    def error(self, message: str) -> NoReturn:
+        raise JunoBenchError(f"{self.prog}: {message}", hint=f"see `{self.prog} --help`")
+
+    def parse(self, args: Sequence[str] | None = None) -> argparse.Namespace:
+        """``parse_args``, with unrecognised arguments blamed on the command that was given
+        (``junobench ls --bogus`` → see ``junobench ls --help``)."""
+        parsed, extra = self.parse_known_args(args)
+        if extra:
+            prog = getattr(parsed, "command_prog", self.prog)
+            raise JunoBenchError(f"{prog}: unrecognized arguments: {' '.join(extra)}",
+                                 hint=f"see `{prog} --help`")
+        return parsed
+
+
+def build_parser() -> Parser:
+    parser = Parser(
         prog="junobench",
         description="JunoBench: real crashes in Python ML Jupyter notebooks.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {junobench.__version__}")
     subparsers = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
     for name in VERB_MODULES:
         importlib.import_module(f"junobench.cli.{name}").register(subparsers)
@@ -33,13 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    _quiet_libraries()
     # Everything printed shows control characters as escapes (a notebook's exception
     # message can hold ANSI sequences); stderr keeps carriage returns for progress bars.
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = EscapedStream(stdout), EscapedStream(stderr, keep="\n\t\r")
     try:
+        args = parser.parse(argv)
+        _quiet_libraries()
         return int(args.handler(args) or 0)
     except JunoBenchError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -68,15 +96,6 @@ def _quiet_libraries() -> None:
 
     datasets.disable_progress_bars()
     datasets.logging.set_verbosity_error()
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("junobench")
-    except PackageNotFoundError:
-        return "unknown"
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -23,18 +23,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _download(steps)
     _downsample(steps)
     _synthetic(steps)
+    _add_case(steps)
+    _renumber(steps)
 
     parser = subparsers.add_parser(
-        "validate", help="check a snapshot's tables and dataset metadata files",
-        description="Check benchmark_desc.xlsx (required columns, case ids), the diagnosis "
-                    "table, and every data/<name>.metadata.json (JSON Schema, listed files); "
-                    "report every problem at once. Exit code 1 when there is one. Conflicting "
-                    "diagnosis rows and a reproduced notebook whose exception is not the "
-                    "table's ename are warnings (problems with --strict).")
+        "validate", help="check a whole snapshot: tables, notebooks, datasets, licences",
+        description="Check the whole snapshot: benchmark_desc.xlsx (required columns, case "
+                    "ids), the diagnosis table, every case's notebooks (present, parsed, "
+                    "target cell and execution orders resolved), every "
+                    "data/<name>.metadata.json (JSON Schema, listed files), the table's "
+                    "datasets against the metadata files both ways, licences, and no folder "
+                    "over 10,000 files; report every problem at once. Exit code 1 when "
+                    "there is one. Warnings (absent originals and data, conflicting "
+                    "diagnosis rows, a reproduced notebook whose exception is not the "
+                    "table's ename) are problems with --strict.")
     parser.add_argument("snapshot", help="snapshot directory, or 'sample'")
     parser.add_argument("--strict", action="store_true",
-                        help="count the warnings (conflicting diagnosis rows, a reproduced "
-                             "notebook's exception other than the table's ename) as problems")
+                        help="count every warning as a problem (exit code 1)")
     parser.set_defaults(handler=_run_validate)
 
 
@@ -97,34 +102,60 @@ def _run_filter(args: argparse.Namespace) -> int:
 
 
 def _resample(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from junobench.construct.resample import PUBLISHED_LIBRARIES, PUBLISHED_N, PUBLISHED_SEED
+
     parser = steps.add_parser(
-        "resample", help="draw further crashes from the pool, seeded",
-        description="Drop notebooks already labeled, keep notebooks importing a target "
-                    "library, draw N crashes with the seed (all of them, with a warning, "
-                    "when fewer are eligible).")
+        "resample", help="draw further crashes from the pool, seeded (the published draw)",
+        description="The published draw by default: drop the notebooks of the labeled "
+                    "table's Kaggle rows, keep notebooks whose import list contains one of "
+                    "the libraries exactly, draw N crashes with pandas' DataFrame.sample("
+                    "n=N, random_state=SEED), write them with the labeled table's columns "
+                    "(label cells blank). Every crash is taken, with a warning, when no "
+                    "more than N notebooks are eligible.")
     parser.add_argument("pool", type=Path, help="all crashes (clusters_Kaggle_final.xlsx)")
     parser.add_argument("--imports", type=Path, required=True,
                         help="notebook imports (nb_imports_all_final.xlsx: fname, imports)")
-    parser.add_argument("--exclude", type=Path, help="labeled crashes whose notebooks are dropped")
-    parser.add_argument("--libraries", required=True,
-                        help="comma-separated target libraries, e.g. torch,sklearn,tensorflow")
-    parser.add_argument("--n", type=int, required=True, help="crashes to draw")
-    parser.add_argument("--seed", type=int, required=True, help="random seed")
+    parser.add_argument("--exclude", type=Path, action="append", default=[], metavar="TABLE",
+                        help="crashes whose notebooks are dropped (repeatable); the first is the "
+                             "labeled table whose columns the output takes. Notebooks are named "
+                             "by fname, or by URL (NotebookUrl, nb_url_kaggle: turned into the "
+                             "study's file name)")
+    parser.add_argument("--libraries", default=",".join(PUBLISHED_LIBRARIES),
+                        help="comma-separated libraries (default: the published "
+                             f"{','.join(PUBLISHED_LIBRARIES)})")
+    parser.add_argument("--n", type=int, default=PUBLISHED_N,
+                        help=f"crashes to draw (default {PUBLISHED_N})")
+    parser.add_argument("--seed", type=int, default=PUBLISHED_SEED,
+                        help=f"random seed (default {PUBLISHED_SEED})")
     parser.add_argument("--out", type=Path, required=True, help="sample table to write (xlsx)")
+    parser.add_argument("--match", choices=("exact", "module"), default="exact",
+                        help="exact: a library is an item of the import list (published); "
+                             "module: an import's top-level package, tensorflow/keras as one")
+    parser.add_argument("--sampler", choices=("pandas", "python"), default="pandas",
+                        help="pandas: DataFrame.sample, drawn order (published); python: "
+                             "random.Random, pool order")
+    parser.add_argument("--columns", choices=("labeled", "pool"), default="labeled",
+                        help="labeled: the labeled table's columns, labels blank (published); "
+                             "pool: the pool's columns plus imported_libraries")
+    parser.add_argument("--exclude-any-source", action="store_true",
+                        help="exclude every row of the excluded tables, not only nb_source 1")
     parser.add_argument("--notebook-column", default="fname")
     parser.add_argument("--imports-column", default="imports")
     parser.set_defaults(handler=_run_resample)
 
 
 def _run_resample(args: argparse.Namespace) -> int:
-    from junobench.construct.resample import resample
+    from junobench.construct.resample import KAGGLE_SOURCE, Procedure, resample
 
-    libraries = [lib.strip() for lib in args.libraries.split(",") if lib.strip()]
+    libraries = tuple(lib.strip() for lib in args.libraries.split(",") if lib.strip())
     if not libraries:
         raise JunoBenchError("--libraries names no library")
+    procedure = Procedure(libraries=libraries, match=args.match, sampler=args.sampler,
+                          columns=args.columns,
+                          excluded_source=None if args.exclude_any_source else KAGGLE_SOURCE)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        sample = resample(args.pool, args.imports, exclude=args.exclude, libraries=libraries,
+        sample = resample(args.pool, args.imports, exclude=args.exclude, procedure=procedure,
                           n=args.n, seed=args.seed, out=args.out,
                           notebook_column=args.notebook_column,
                           imports_column=args.imports_column)
@@ -351,22 +382,141 @@ def _run_synthetic(args: argparse.Namespace) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- add-case
+
+
+def _add_case(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from junobench import vocab
+
+    parser = steps.add_parser(
+        "add-case", help="add a case to a snapshot: folder, metadata files, table rows",
+        description="Create benchmark/<library>_<next free number>/ with the notebooks, "
+                    "data/<name>.metadata.json per dataset and the data files, its row in "
+                    "benchmark_desc.xlsx (DatasetTitle_N/DatasetUrl_N/DatasetLicenseName_N "
+                    "included) and its rows in the diagnosis table, all at once; then "
+                    "validate the snapshot.")
+    parser.add_argument("snapshot", type=Path, help="the snapshot folder to extend")
+    parser.add_argument("notebook", help="the original notebook: its Kaggle URL (or "
+                                         "owner/slug), or a local .ipynb file")
+    parser.add_argument("--url", help="the notebook's Kaggle URL, when NOTEBOOK is a file")
+    parser.add_argument("--reproduced", type=Path, required=True,
+                        help="the reproduced notebook (it crashes: its error output is saved)")
+    parser.add_argument("--fixed", type=Path, required=True, help="the fixed notebook")
+    parser.add_argument("--pull-original", action="store_true",
+                        help="with a URL: fetch the original notebook with the Kaggle API "
+                             "client (pip install kaggle; its credentials)")
+    parser.add_argument("--library", required=True,
+                        help=f"library cause: {', '.join(vocab.LIBRARIES)} (or its label)")
+    parser.add_argument("--root-cause", required=True, help="; ".join(vocab.ROOT_CAUSES))
+    parser.add_argument("--crash-type", required=True, help="e.g. 'key error'")
+    parser.add_argument("--stage", required=True, help="; ".join(vocab.PIPELINE_STAGES))
+    parser.add_argument("--ml-bug", default="ML bug", help="label_if_ML_bug (default 'ML bug')")
+    parser.add_argument("--diagnosis", required=True, help="the crash diagnosis (text)")
+    parser.add_argument("--origin", choices=vocab.ORIGINS, help="where the case was found")
+    parser.add_argument("--eid", help="the crash's id in the empirical study")
+    parser.add_argument("--datasets", type=Path,
+                        help="the kaggle-metadata table: its rows for this notebook")
+    parser.add_argument("--dataset", action="append", default=[], metavar="SPEC",
+                        help="a dataset by hand: 'name=…;title=…;url=…;license=…' (repeatable)")
+    parser.add_argument("--data", action="append", default=[], metavar="NAME=PATH",
+                        help="a file or folder of dataset NAME, copied into data/ (repeatable); "
+                             "a <stem>.metadata.json beside it gives its modifications")
+    parser.add_argument("--dataset-note", help="Dataset_note (default: the modifications)")
+    parser.add_argument("--new-library", action="store_true",
+                        help="allow a library prefix outside the benchmark's")
+    parser.add_argument("--allow-new-labels", action="store_true",
+                        help="allow labels outside the published vocabularies")
+    parser.set_defaults(handler=_run_add_case)
+
+
+def _run_add_case(args: argparse.Namespace) -> int:
+    from junobench.construct import add_case as ac
+    from junobench.construct.kaggle import kaggle_pull
+
+    _finish_pending(args.snapshot)
+    local = Path(args.notebook)
+    is_file = args.notebook.endswith(".ipynb") or local.exists()
+    url = args.url if is_file else args.notebook
+    datasets = ac.datasets_from_table(args.datasets, url) if args.datasets and url else []
+    if args.datasets and not url:
+        raise JunoBenchError("--datasets needs the notebook's URL (give --url)")
+    datasets += [ac.parse_dataset_spec(spec) for spec in args.dataset]
+    ac.attach_data(datasets, args.data)
+    case = ac.NewCase(
+        library=args.library, reproduced=args.reproduced, fixed=args.fixed,
+        root_cause=args.root_cause, crash_type=args.crash_type, pipeline_stage=args.stage,
+        ml_bug=args.ml_bug, diagnosis=args.diagnosis, original=local if is_file else None,
+        notebook_url=url, datasets=datasets, source=args.origin, eid=args.eid,
+        dataset_note=args.dataset_note)
+    added = ac.add_case(args.snapshot, case, allow_new_library=args.new_library,
+                        allow_new_labels=args.allow_new_labels,
+                        pull=kaggle_pull if args.pull_original else None)
+    print(f"added {added.case_id}: {', '.join(added.files)}"
+          + (f"; datasets {', '.join(added.datasets)}" if added.datasets else ""))
+    return _print_validation(args.snapshot)
+
+
+def _finish_pending(snapshot: Path) -> None:
+    from junobench.construct.transaction import editable_root, finish_pending
+
+    finished = finish_pending(editable_root(snapshot))
+    if finished:
+        print(f"finished an interrupted {finished}")
+
+
+def _renumber(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = steps.add_parser(
+        "renumber", help="close gaps in case numbering (folders, notebooks, table rows)",
+        description="Number each library's cases 1, 2, … in their order: rename the case "
+                    "folders, the notebooks named after them and the rows of both tables "
+                    "together. --dry-run prints the plan only.")
+    parser.add_argument("snapshot", type=Path)
+    parser.add_argument("--library", action="append", metavar="PREFIX",
+                        help="only these libraries (repeatable; default all)")
+    parser.add_argument("--dry-run", action="store_true", help="print the plan, change nothing")
+    parser.set_defaults(handler=_run_renumber)
+
+
+def _run_renumber(args: argparse.Namespace) -> int:
+    from junobench.construct.renumber import renumber
+
+    if not args.dry_run:
+        _finish_pending(args.snapshot)
+    plan = renumber(args.snapshot, libraries=args.library, dry_run=args.dry_run)
+    if not plan:
+        print("nothing to renumber: every library is numbered 1, 2, … without gaps")
+        return 0 if args.dry_run else _print_validation(args.snapshot)
+    for old, new in plan:
+        print(f"{old} -> {new}")
+    if args.dry_run:
+        print(f"dry run: {len(plan)} case(s) would be renamed; nothing changed")
+        return 0
+    print(f"renamed {len(plan)} case(s)")
+    return _print_validation(args.snapshot)
+
+
 # --------------------------------------------------------------------------- validate
 
 
 def _run_validate(args: argparse.Namespace) -> int:
-    from junobench.data.validate import metadata_files, snapshot_root, validate, validation_warnings
+    return _print_validation(args.snapshot, strict=args.strict)
 
-    problems = validate(args.snapshot, strict=args.strict)
-    warnings = [] if args.strict else validation_warnings(args.snapshot)
-    for warning in warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    if problems:
-        print(f"{len(problems)} problem(s) in {args.snapshot}:")
-        for problem in problems:
+
+def _print_validation(snapshot: str | Path, *, strict: bool = False) -> int:
+    from junobench.data.validate import check
+
+    report = check(snapshot, strict=strict)
+    grouped: dict[str, list[str]] = {}
+    for warning in report.warnings:
+        grouped.setdefault(warning.problem, []).append(warning.case or warning.file or "")
+    for text, where in grouped.items():
+        shown = ", ".join(where[:6]) + (f", … ({len(where)} in all)" if len(where) > 6 else "")
+        print(f"warning: {text}: {shown}", file=sys.stderr)
+    if report.problems:
+        print(f"{len(report.problems)} problem(s) in {snapshot}:")
+        for problem in report.problems:
             print(f"  - {problem}")
         return 1
-    count = len(metadata_files(snapshot_root(args.snapshot)))
-    print(f"{args.snapshot}: valid (tables and {count} dataset metadata files)"
-          + (f", {len(warnings)} warning(s)" if warnings else ""))
+    print(f"{snapshot}: valid ({report.cases} cases, tables and "
+          f"{report.metadata_files} dataset metadata files)")
     return 0

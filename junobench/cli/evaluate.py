@@ -15,13 +15,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "tasks", help="write crash-detection tasks (the answers go to a separate file)",
         description="Write one crash-detection task per notebook: the executed cells in "
-        "execution order and the target cell, comments stripped as in the papers. The "
-        "ground truth goes to a separate file.")
+        "execution order and the target cell, comments stripped as in the papers. Tasks are "
+        "blind: ids are keyed hashes, lines in id order, no labels; the ground truth (which "
+        "maps ids back to notebooks, with the labels) goes to a separate file.")
     add_source(parser)
     add_filters(parser)
     parser.add_argument("--out", required=True, metavar="TASKS.jsonl", help="tasks file to write")
     parser.add_argument("--truth-out", metavar="FILE",
                         help="ground-truth file (default: TASKS.truth.jsonl beside --out)")
+    parser.add_argument("--id-key", metavar="TEXT",
+                        help="passphrase the blind ids are derived from, for task files whose "
+                        "ids must match across runs (default: a fresh random key each time; "
+                        "keep it secret from the detector)")
     _add_task_options(parser)
     parser.set_defaults(handler=_tasks)
 
@@ -66,13 +71,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(handler=_detect)
 
+    from junobench.detection.layouts import LAYOUTS, describe
+
     parser = subparsers.add_parser(
         "evaluate", help="score crash-detection predictions (precision, recall, F1, accuracy)",
-        description="Score predictions against the labels, crash = positive class. PRED is "
-        "a canonical .jsonl file, a folder of <instance>.json files, or a folder with "
-        "buggy/ and fixed/ folders of <case>.json files (detected automatically).")
+        description="Score predictions against the labels, crash = positive class. PRED is a "
+        "file or folder in any published layout, recognised automatically: "
+        + "; ".join(f"{name}: {describe(name)}" for name in LAYOUTS) + ".")
     parser.add_argument("predictions", metavar="PRED", help="predictions file or folder")
-    add_source(parser)
+    add_source(parser, default=None)
+    parser.add_argument("--truth", action="append", metavar="TASKS.truth.jsonl",
+                        help="ground-truth file written by `junobench tasks`: maps blind task "
+                        "ids to notebooks and gives the labels when --source is not given "
+                        "(repeatable)")
+    parser.add_argument("--layout", choices=LAYOUTS,
+                        help="read PRED in this layout instead of recognising it")
     add_filters(parser)
     parser.add_argument("--vote", choices=("majority", "first-valid", "all-runs"),
                         default="majority",
@@ -106,11 +119,13 @@ def _add_task_options(parser: argparse.ArgumentParser, *, outputs: bool = True) 
 
 
 def _tasks(args: argparse.Namespace) -> int:
+    from junobench.detection.ids import key_from_text, new_key
     from junobench.detection.tasks import tasks, write_tasks
 
+    key = key_from_text(args.id_key) if args.id_key else new_key()
     tasks_, truths = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
                            keep_outputs=args.keep_outputs, runtime_info=_runtime_texts(args),
-                           **filters_from(args))
+                           key=key, **filters_from(args))
     _report_runtime_info(args, tasks_)
     out, truth = write_tasks(tasks_, truths, args.out, args.truth_out)
     print(f"wrote {len(tasks_)} tasks to {out}")
@@ -120,7 +135,8 @@ def _tasks(args: argparse.Namespace) -> int:
 
 def _detect(args: argparse.Namespace) -> int:
     from junobench.detection.detect import detect, detect_static
-    from junobench.detection.tasks import read_tasks, tasks
+    from junobench.detection.ids import is_blind_id
+    from junobench.detection.tasks import read_tasks, task_key, tasks
     from junobench.errors import JunoBenchError
 
     if args.endpoint and not args.model:
@@ -132,10 +148,14 @@ def _detect(args: argparse.Namespace) -> int:
         items = read_tasks(args.tasks)
         texts = _runtime_texts(args)
         if texts is not None:
+            if any(is_blind_id(task_key(item)) for item in items):
+                raise JunoBenchError("blind tasks are not named by notebook, so --runtime-info "
+                                     "cannot be matched to them", file=args.tasks,
+                                     hint="build the tasks with `junobench tasks --runtime-info`")
             for item in items:
                 item.pop("runtime_info", None)
-                if item["instance"] in texts:
-                    item["runtime_info"] = texts[item["instance"]]
+                if task_key(item) in texts:
+                    item["runtime_info"] = texts[task_key(item)]
     else:
         filters: dict[str, Any] = filters_from(args)  # label fields only: no keyword of tasks()
         items, _ = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
@@ -185,7 +205,9 @@ def _runtime_texts(args: argparse.Namespace) -> dict[str, str] | None:
 def _report_runtime_info(args: argparse.Namespace, items: list[dict[str, Any]]) -> None:
     if not args.runtime_info:
         return
-    missing = [t["instance"] for t in items if not t.get("runtime_info")]
+    from junobench.detection.tasks import task_key
+
+    missing = [task_key(t) for t in items if not t.get("runtime_info")]
     if missing:
         shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
         print(f"warning: {len(missing)} of {len(items)} tasks have no runtime information "
@@ -196,7 +218,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     from junobench.detection.evaluate import BREAKDOWNS, evaluate, format_report, plot, score_row
 
     report = evaluate(args.predictions, args.source, vote=args.vote, revision=args.revision,
-                      fallback=args.fallback, **filters_from(args))
+                      fallback=args.fallback, layout=args.layout, truth=args.truth,
+                      **filters_from(args))
     if args.format == "json":
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     elif args.format == "csv":

@@ -16,6 +16,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_filters(parser)
     add_format(parser)
     add_skip_invalid(parser)
+    parser.add_argument("--datasets", action="store_true",
+                        help="add a column with each case's input datasets and licences")
     parser.set_defaults(handler=_ls)
 
     parser = subparsers.add_parser("show", help="show one case: labels, crash, order, datasets",
@@ -40,8 +42,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def _ls(args: argparse.Namespace) -> int:
     from junobench.browse import LS_COLUMNS, ls
 
-    rows = ls(**load_kwargs(args))
-    print(render(rows, args.format, LS_COLUMNS), end="")
+    rows = ls(**load_kwargs(args), datasets=args.datasets)
+    columns = [*LS_COLUMNS, "datasets"] if args.datasets else LS_COLUMNS
+    print(render(rows, args.format, columns), end="")
     return 0
 
 

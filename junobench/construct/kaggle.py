@@ -33,6 +33,8 @@ import logging
 import math
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +95,16 @@ def notebook_ref(text: str) -> tuple[str, str]:
     if not match or match["owner"].lower() in ("code", "datasets", "competitions", "c"):
         raise ValueError(f"{text!r} is not a Kaggle notebook URL or owner/slug")
     return match["owner"], match["slug"]
+
+
+def notebook_url(text: str) -> str:
+    """The canonical URL of a notebook given as a URL or ``owner/slug``.
+
+    >>> notebook_url("www.kaggle.com/kernels/yugaanmh/cnn-approach?scriptVersionId=3")
+    'https://www.kaggle.com/code/yugaanmh/cnn-approach'
+    """
+    owner, slug = notebook_ref(text)
+    return f"{KAGGLE}/code/{owner}/{slug}"
 
 
 def dataset_url(owner: str, slug: str) -> str:
@@ -351,6 +363,35 @@ def kagglehub_fetch(handle: str) -> Path:
                              ) from None
 
 
+def kaggle_pull(owner: str, slug: str, dest: Path) -> Path:
+    """Fetch a notebook's source (``kernels pull``) with the Kaggle API client into a new
+    folder under ``dest``; returns the ``.ipynb`` file. Credentials come from the client's
+    standard sources and are never read or printed here."""
+    try:
+        from kaggle.api.kaggle_api_extended import KaggleApi
+    except ImportError:
+        raise JunoBenchError("the Kaggle API client is not installed",
+                             hint="pip install kaggle, or give the original notebook as a "
+                                  "local .ipynb") from None
+    folder = Path(tempfile.mkdtemp(prefix=".pull-", dir=dest))
+    try:
+        api = KaggleApi()
+        api.authenticate()
+        api.kernels_pull(f"{owner}/{slug}", path=str(folder))
+    except Exception as error:  # the client raises many types (auth, HTTP, not found)
+        shutil.rmtree(folder, ignore_errors=True)
+        raise JunoBenchError(f"could not pull {owner}/{slug}: {type(error).__name__}: "
+                             f"{_redact(str(error))}",
+                             hint="check the notebook and your Kaggle credentials") from None
+    notebooks = sorted(folder.glob("*.ipynb"))
+    if len(notebooks) != 1:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise JunoBenchError(f"{owner}/{slug} is not one Jupyter notebook "
+                             f"({len(notebooks)} .ipynb files pulled)",
+                             hint="give the original notebook as a local .ipynb")
+    return notebooks[0]
+
+
 def mirror_fetch(mirror: str | Path) -> Fetch:
     """A fetch that reads ``MIRROR/<owner>/<slug>/`` (``MIRROR/competitions/<slug>/``); for
     a handle of version N, ``MIRROR/<owner>/<slug>/versions/<N>/`` when the mirror has it."""
@@ -392,8 +433,8 @@ def download(datasets: str | Path, dest: str | Path, *, mirror: str | Path | Non
     return [_download_one(handle, dest, fetch) for handle in handles]
 
 
-def _handles(path: Path) -> list[str]:
-    """Unique download handles of a datasets table, in order of first appearance."""
+def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a datasets table (CSV or xlsx) as dicts."""
     from junobench.data.tables import read_table
 
     if not path.is_file():
@@ -402,7 +443,7 @@ def _handles(path: Path) -> list[str]:
     if path.suffix.lower() == ".csv":
         try:
             text = read_regular(path).decode("utf-8-sig")
-            records = list(csv.DictReader(io.StringIO(text, newline="")))
+            return list(csv.DictReader(io.StringIO(text, newline="")))
         except OSError as error:
             raise JunoBenchError(f"cannot read the datasets table ({error.strerror or error})",
                                  file=path) from None
@@ -411,8 +452,12 @@ def _handles(path: Path) -> list[str]:
                                  f"{error.start})", file=path, hint="save it as UTF-8 CSV") from None
         except csv.Error as error:
             raise JunoBenchError(f"the datasets table is not valid CSV ({error})", file=path) from None
-    else:
-        records = read_table(path).records()
+    return read_table(path).records()
+
+
+def _handles(path: Path) -> list[str]:
+    """Unique download handles of a datasets table, in order of first appearance."""
+    records = read_rows(path)
     if records and not ({"handle", "url"} & set(records[0])):
         raise JunoBenchError("the datasets table has neither a 'handle' nor a 'url' column",
                              file=path, hint="write it with junobench construct kaggle-metadata")

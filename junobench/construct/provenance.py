@@ -52,14 +52,10 @@ def record(path: Path | None, entry: dict[str, Any]) -> None:
 
 
 def tool(step: str) -> str:
-    """``junobench 0.1.0 construct <step>``, for the ``tool`` field of an entry."""
-    from importlib.metadata import PackageNotFoundError, version
+    """``junobench <version> construct <step>``, for the ``tool`` field of an entry."""
+    import junobench
 
-    try:
-        release = version("junobench")
-    except PackageNotFoundError:
-        release = "(development)"
-    return f"junobench {release} construct {step}"
+    return f"junobench {junobench.__version__} construct {step}"
 
 
 def tree_size(path: Path) -> tuple[int, int]:

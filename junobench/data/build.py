@@ -1,8 +1,9 @@
 """Prepare the records of a local snapshot: one builder per config, cached on content.
 
 >>> from junobench.data.build import prepare
->>> built, report = prepare(sample_path())                       # doctest: +SKIP
->>> built["cases"].num_rows, report.skipped                       # doctest: +SKIP
+>>> from junobench.data.snapshot import sample_path
+>>> built, report = prepare(sample_path())
+>>> built["cases"].num_rows, report.skipped
 (10, [])
 """
 

@@ -4,7 +4,7 @@ The new snapshot has the published layout: the cases' folders (notebooks, input 
 dataset metadata) and the matching rows of both tables, with the source's columns. The
 loader and ``verify`` take it like any other snapshot, and it can be edited freely.
 
->>> checkout(["pandas_1", "NBspecific_2"], "sample", "my-cases")  # doctest: +SKIP
+>>> checkout(["pandas_1", "NBspecific_2"], "sample", "my-cases")
 PosixPath('my-cases')
 """
 

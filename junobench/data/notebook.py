@@ -86,7 +86,17 @@ class CodeCell(NamedTuple):
     @property
     def reexecute(self) -> bool:
         """True when the first line carries the ``[reexecute]`` marker."""
-        return bool(_REEXECUTE.match(self.source))
+        return has_reexecute_marker(self.source)
+
+
+def has_reexecute_marker(source: str) -> bool:
+    """True when a cell's first line is a comment carrying ``[reexecute]``."""
+    return bool(_REEXECUTE.match(source))
+
+
+def without_reexecute_marker(source: str) -> str:
+    """A cell's code without its ``[reexecute]`` marker line (unchanged when it has none)."""
+    return source.partition("\n")[2] if has_reexecute_marker(source) else source
 
 
 class Step(NamedTuple):

@@ -1,4 +1,4 @@
-"""``junobench validate SNAPSHOT``: are a snapshot's tables and dataset metadata files sound?
+"""``junobench validate SNAPSHOT``: is a snapshot whole and consistent?
 
 Checks, and reports every problem found at once (none stops the others):
 
@@ -6,123 +6,94 @@ Checks, and reports every problem found at once (none stops the others):
   (:data:`junobench.data.tables.DESC_REQUIRED`), no empty or repeated case id;
 - ``ground_truth_crash_prediction.xlsx`` (when present): readable, with ``instance`` and
   ``diagnosis``;
-- every ``benchmark/<case>/data/<name>.metadata.json``: valid JSON that follows
-  ``junobench/schemas/dataset_metadata.schema.json``, and every file it lists present
-  under the case's ``data/`` folder.
+- every case of the table: its folder, its reproduced and fixed notebooks (and the
+  original when present) exist and parse, the reproduced notebook's target cell (its
+  error output) and both execution orders resolve; every folder under ``benchmark/``
+  has a table row;
+- input datasets: every ``data/<name>.metadata.json`` follows
+  ``junobench/schemas/dataset_metadata.schema.json`` and its listed files are under
+  ``data/``; the table's datasets (``DatasetTitle_N``/``DatasetUrl_N``/
+  ``DatasetLicenseName_N``) and the case's metadata files agree both ways (matched by
+  URL, else by title); every dataset has a licence;
+- no folder holds more than :data:`MAX_FILES_PER_FOLDER` files (the Hugging Face Hub's
+  limit per folder).
 
-Warnings (:func:`validation_warnings`; errors with ``strict``): conflicting duplicate
-rows of the diagnosis table, and reproduced notebooks whose exception is not the table's
-``ename``.
+Warnings (reported, not failing; problems with ``strict``): a case without its original
+notebook, a case whose ``data/`` folder is absent (its data are not in the snapshot), an
+instance the diagnosis table gives different diagnoses (the loader keeps the last), a
+reproduced notebook whose crash is not the exception class the case table records
+(``ename``, compared without case: the published table writes it in lower case).
 
->>> problems = validate("sample")   # doctest: +SKIP
->>> print("\\n".join(map(str, problems)) or "valid")   # doctest: +SKIP
+>>> problems = validate("sample")
+>>> print("\\n".join(map(str, problems)) or "valid")
+valid
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from junobench import vocab
 from junobench.data import layout
+from junobench.data.cases import parse_case_folder
 from junobench.data.metadata import load_metadata_json, validate_metadata
-from junobench.data.notebook import read_notebook
-from junobench.data.tables import DESC_REQUIRED, DIAGNOSIS_REQUIRED, read_desc, read_table
+from junobench.data.tables import DESC_REQUIRED, DIAGNOSIS_REQUIRED, DescRow, read_desc, read_table
 from junobench.errors import JunoBenchError, Problem
-from junobench.vocab import is_case_id, split_instance
+
+#: Files one folder may hold: a Hugging Face Hub repository refuses more.
+MAX_FILES_PER_FOLDER = 10_000
+
+
+@dataclass
+class Validation:
+    """What :func:`check` found: problems (the snapshot is invalid) and warnings."""
+
+    root: Path
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)
+    cases: int = 0
+    metadata_files: int = 0
+
+    @property
+    def valid(self) -> bool:
+        return not self.problems
 
 
 def validate(snapshot: str | Path, *, strict: bool = False) -> list[Problem]:
-    """Every problem of the snapshot's tables and metadata files (empty when valid); with
-    ``strict``, the :func:`validation_warnings` count as problems too."""
+    """Every problem of the snapshot (empty when valid); with ``strict``, the warnings too."""
+    return check(snapshot, strict=strict).problems
+
+
+def check(snapshot: str | Path, *, max_files: int = MAX_FILES_PER_FOLDER,
+          strict: bool = False) -> Validation:
+    """Every problem and warning of the snapshot (see the module docstring); with
+    ``strict``, every warning is a problem."""
     root = snapshot_root(snapshot)
-    problems: list[Problem] = []
-    _check_desc(root, problems)
-    _check_diagnoses(root, problems)
-    for path in metadata_files(root):
-        _check_metadata(root, path, problems)
+    report = Validation(root)
+    rows = _check_desc(root, report.problems)
+    _check_diagnoses(root, report.problems)
+    _check_duplicate_diagnoses(root, report.warnings)
+    metadata = {case: layout.metadata_files(root, case) for case in _case_folders(root)}
+    report.metadata_files = sum(map(len, metadata.values()))
+    for files in metadata.values():
+        for path in files:
+            _check_metadata(root, path, report.problems)
+    if rows is not None:
+        report.cases = len(rows)
+        _check_cases(root, rows, metadata, report)
+    _check_folder_sizes(root, max_files, report.problems)
     if strict:
-        problems += validation_warnings(root)
-    return problems
-
-
-def validation_warnings(snapshot: str | Path) -> list[Problem]:
-    """What is suspicious but does not stop a build: instances the diagnosis table gives
-    different diagnoses (the loader keeps the last), and reproduced notebooks whose
-    crash is not the exception class the case table records (``ename``, compared without
-    case, as the published table writes it in lower case)."""
-    root = snapshot_root(snapshot)
-    found: list[Problem] = []
-    for instance, rows in conflicting_diagnoses(root).items():
-        found.append(Problem(f"instance {instance!r} has different diagnoses in rows "
-                             f"{', '.join(map(str, rows))} (the last one is used)",
-                             layout.DIAGNOSIS_TABLE, _case_of(instance),
-                             "keep one row per notebook"))
-    found += _exception_mismatches(root)
-    return found
-
-
-def conflicting_diagnoses(root: str | Path) -> dict[str, list[int]]:
-    """Instances with two or more rows of different diagnosis text → their row numbers."""
-    path = Path(root) / layout.DIAGNOSIS_TABLE
-    if not path.is_file():
-        return {}
-    try:
-        table = read_table(path, columns=DIAGNOSIS_REQUIRED)
-    except JunoBenchError:
-        return {}  # reported as a problem
-    if table.columns != list(DIAGNOSIS_REQUIRED):
-        return {}
-    rows: dict[str, list[tuple[int, str]]] = {}
-    for number, (instance, diagnosis) in enumerate(table.rows, start=2):
-        if instance is not None:
-            text = " ".join(str(diagnosis).split()) if diagnosis is not None else ""
-            rows.setdefault(str(instance).strip(), []).append((number, text))
-    return {instance: [n for n, _ in found] for instance, found in rows.items()
-            if len({text for _, text in found}) > 1}
-
-
-def _exception_mismatches(root: Path) -> list[Problem]:
-    try:
-        rows, _ = read_desc(root)
-    except JunoBenchError:
-        return []  # reported as a problem
-    found = []
-    for row in rows:
-        expected = row.fields.get("ename")
-        if not expected or not is_case_id(row.case_id):
-            continue
-        path = layout.notebook_path(root, row.case_id, "reproduced")
-        try:
-            notebook, _ = read_notebook(path, case=row.case_id)
-        except JunoBenchError:
-            continue  # the build reports it
-        target = notebook.target_index
-        error = notebook.code_cells[target].error if target is not None else None
-        if error is None or not error.ename:
-            continue
-        if error.ename.rsplit(".", 1)[-1].lower() != expected.rsplit(".", 1)[-1].lower():
-            found.append(Problem(f"the reproduced notebook crashes with {error.ename}, but "
-                                 f"{layout.DESC_TABLE} records {expected!r} (ename)",
-                                 layout.relative(root, path), row.case_id,
-                                 "check which exception the case is about, and fix the table "
-                                 "or the notebook"))
-    return found
-
-
-def _case_of(instance: str) -> str | None:
-    try:
-        return split_instance(instance)[0]
-    except ValueError:
-        return None
+        report.problems += report.warnings
+        report.warnings = []
+    return report
 
 
 def metadata_files(root: Path) -> list[Path]:
     """Every dataset metadata file of every case folder, sorted."""
-    folder = layout.benchmark_dir(root)
-    if not folder.is_dir():
-        return []
-    return [p for case in sorted(folder.iterdir()) if case.is_dir()
-            for p in layout.metadata_files(root, case.name)]
+    return [p for case in _case_folders(root) for p in layout.metadata_files(root, case)]
 
 
 def snapshot_root(snapshot: str | Path) -> Path:
@@ -137,25 +108,37 @@ def snapshot_root(snapshot: str | Path) -> Path:
     return root
 
 
-def _check_desc(root: Path, problems: list[Problem]) -> None:
+def _case_folders(root: Path) -> list[str]:
+    folder = layout.benchmark_dir(root)
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    with os.scandir(folder) as entries:
+        return sorted(e.name for e in entries if e.is_dir(follow_symlinks=False))
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def _check_desc(root: Path, problems: list[Problem]) -> list[DescRow] | None:
     path = root / layout.DESC_TABLE
-    if not os.path.lexists(path):
+    if not os.path.lexists(path):  # a FIFO or such: the reader names it
         problems.append(Problem("the case table is missing", layout.DESC_TABLE,
                                 hint=f"a snapshot holds {layout.DESC_TABLE} beside benchmark/"))
-        return
+        return None
     try:
         table = read_table(path)
     except JunoBenchError as error:
         problems.append(Problem(error.problem_.problem, layout.DESC_TABLE, hint=error.problem_.hint))
-        return
+        return None
     missing = [c for c in DESC_REQUIRED if c not in table.columns]
     if missing:
         problems.append(Problem(f"missing required column(s) {', '.join(map(repr, missing))}",
                                 layout.DESC_TABLE,
                                 hint="use the published columns of benchmark_desc.xlsx"))
-        return
-    _, row_problems = read_desc(root)
+        return None
+    rows, row_problems = read_desc(root)
     problems.extend(row_problems)
+    return rows
 
 
 def _check_diagnoses(root: Path, problems: list[Problem]) -> None:
@@ -173,6 +156,144 @@ def _check_diagnoses(root: Path, problems: list[Problem]) -> None:
         problems.append(Problem(f"missing required column(s) {', '.join(map(repr, missing))}",
                                 layout.DIAGNOSIS_TABLE,
                                 hint="the diagnosis table has columns instance and diagnosis"))
+
+
+def _check_duplicate_diagnoses(root: Path, warnings: list[Problem]) -> None:
+    for instance, rows in conflicting_diagnoses(root).items():
+        warnings.append(Problem(f"instance {instance!r} has different diagnoses in rows "
+                                f"{', '.join(map(str, rows))} (the last one is used)",
+                                layout.DIAGNOSIS_TABLE, _case_of_instance(instance),
+                                "keep one row per notebook"))
+
+
+def conflicting_diagnoses(root: str | Path) -> dict[str, list[int]]:
+    """Instances with two or more rows of different diagnosis text → their row numbers."""
+    path = Path(root) / layout.DIAGNOSIS_TABLE
+    if not os.path.lexists(path):
+        return {}
+    try:
+        table = read_table(path, columns=DIAGNOSIS_REQUIRED)
+    except JunoBenchError:
+        return {}  # reported as a problem
+    if table.columns != list(DIAGNOSIS_REQUIRED):
+        return {}
+    rows: dict[str, list[tuple[int, str]]] = {}
+    for number, (instance, diagnosis) in enumerate(table.rows, start=2):
+        if instance is not None:
+            text = " ".join(str(diagnosis).split()) if diagnosis is not None else ""
+            rows.setdefault(str(instance).strip(), []).append((number, text))
+    return {instance: [n for n, _ in found] for instance, found in rows.items()
+            if len({text for _, text in found}) > 1}
+
+
+def _case_of_instance(instance: str) -> str | None:
+    try:
+        return vocab.split_instance(instance)[0]
+    except ValueError:
+        return None
+
+
+# --------------------------------------------------------------------------- cases
+
+
+def _check_cases(root: Path, rows: list[DescRow], metadata: dict[str, list[Path]],
+                 report: Validation) -> None:
+    listed = {row.case_id for row in rows}
+    for case in metadata:
+        if case not in listed:
+            report.problems.append(Problem(
+                f"the case folder has no row in {layout.DESC_TABLE}",
+                f"{layout.BENCHMARK_DIR}/{case}", case,
+                "add its row (junobench construct add-case) or remove the folder"))
+    for row in rows:
+        result = parse_case_folder(root, row.case_id)
+        # Metadata files are checked on their own (every file, not the case's first problem).
+        report.problems.extend(p for p in result.problems
+                               if not (p.file or "").endswith(layout.METADATA_SUFFIX))
+        if result.record is not None:
+            _check_exception(root, row, result.record, report.warnings)
+        if "original notebook" in result.absent:
+            report.warnings.append(Problem(
+                "the original notebook is not in the snapshot",
+                f"{layout.BENCHMARK_DIR}/{row.case_id}/{layout.notebook_name(row.case_id, 'original')}",
+                row.case_id))
+        if row.case_id in metadata or result.record is not None:
+            _check_datasets(root, row, metadata.get(row.case_id, []), report)
+
+
+def _check_exception(root: Path, row: DescRow, record: dict[str, Any], warnings: list[Problem]) -> None:
+    """The reproduced notebook crashes with the exception class the table records."""
+    expected, found = row.fields.get("ename"), record.get("exception")
+    if not expected or not found:
+        return
+    if found.rsplit(".", 1)[-1].lower() != expected.rsplit(".", 1)[-1].lower():
+        warnings.append(Problem(
+            f"the reproduced notebook crashes with {found}, but {layout.DESC_TABLE} records "
+            f"{expected!r} (ename)",
+            f"{layout.BENCHMARK_DIR}/{row.case_id}/{layout.notebook_name(row.case_id, 'reproduced')}",
+            row.case_id, "check which exception the case is about, and fix the table or the notebook"))
+
+
+def _check_datasets(root: Path, row: DescRow, files: list[Path], report: Validation) -> None:
+    """The table's datasets and the metadata files agree both ways; licences present."""
+    case = row.case_id
+    table_file = layout.DESC_TABLE
+    named = [(slot, d) for slot, d in enumerate(row.datasets, start=1)
+             if not vocab.is_no_data(d.get("title"))]
+    for slot, dataset in named:
+        if not dataset.get("license"):
+            report.problems.append(Problem(
+                f"dataset {slot} ({dataset.get('title') or dataset.get('url')}) has no licence",
+                table_file, case, f"fill DatasetLicenseName_{slot}"))
+    if not layout.data_dir(root, case).is_dir():
+        if named:
+            report.warnings.append(Problem(
+                f"the table names {len(named)} input dataset(s) but the case has no data/ "
+                "folder: its data are not in the snapshot",
+                f"{layout.BENCHMARK_DIR}/{case}", case))
+        return
+    described = [(path, _json(path)) for path in files]
+    if not all(isinstance(data, dict) for _, data in described):
+        return  # an unreadable metadata file is reported already; it may be the missing one
+    unmatched = list(described)
+    for slot, dataset in named:
+        match = next((item for item in unmatched if _same_dataset(dataset, item[1])), None)
+        if match is None:
+            report.problems.append(Problem(
+                f"dataset {slot} of the table ({dataset.get('title') or dataset.get('url')}) "
+                "has no metadata file in data/", table_file, case,
+                "write data/<name>.metadata.json for it (same URL or title)"))
+        else:
+            unmatched.remove(match)
+    for path, data in unmatched:
+        report.problems.append(Problem(
+            f"describes {data.get('title')!r}, which is not among the case's datasets in "
+            f"{layout.DESC_TABLE}", layout.relative(root, path), case,
+            "add it to the DatasetTitle_N/DatasetUrl_N/DatasetLicenseName_N columns or "
+            "remove the file"))
+
+
+def _same_dataset(row: dict[str, Any], metadata: dict[str, Any]) -> bool:
+    url, meta_url = _url_key(row.get("url")), _url_key(metadata.get("url"))
+    if url and meta_url:
+        return url == meta_url
+    title = (row.get("title") or "").strip().casefold()
+    return bool(title) and title == str(metadata.get("title") or "").strip().casefold()
+
+
+def _url_key(url: Any) -> str:
+    text = str(url or "").strip().rstrip("/")
+    for suffix in ("/data",):
+        if text.endswith(suffix):
+            text = text[: -len(suffix)]
+    return text.split("://", 1)[-1].removeprefix("www.").casefold()
+
+
+def _json(path: Path) -> Any:
+    try:
+        return load_metadata_json(path)
+    except JunoBenchError:
+        return None
 
 
 def _check_metadata(root: Path, path: Path, problems: list[Problem]) -> None:
@@ -194,3 +315,37 @@ def _check_metadata(root: Path, path: Path, problems: list[Problem]) -> None:
         if not (data_dir / listed).exists():
             problems.append(Problem(f"lists {listed!r}, which is not in data/", name, case,
                                     "add the file or remove it from 'files'"))
+
+
+# --------------------------------------------------------------------------- folders
+
+
+def _check_folder_sizes(root: Path, limit: int, problems: list[Problem]) -> None:
+    """Folders (links not followed) holding more than ``limit`` files."""
+    pending = [str(root)]
+    while pending:
+        folder = pending.pop()
+        files = 0
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        pending.append(entry.path)
+                    else:
+                        files += 1
+        except OSError:
+            continue
+        if files > limit:
+            relative = layout.relative(root, folder)
+            case = _case_of(relative)
+            problems.append(Problem(
+                f"the folder holds {files:,} files, more than the {limit:,} a Hugging Face "
+                "Hub folder may hold", relative if relative != "." else str(root), case,
+                "split it into subfolders or downsample the data"))
+
+
+def _case_of(relative: str) -> str | None:
+    parts = relative.split("/")
+    if len(parts) >= 2 and parts[0] == layout.BENCHMARK_DIR:
+        return parts[1]
+    return None

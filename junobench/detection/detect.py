@@ -35,6 +35,7 @@ from typing import Any, TextIO
 from junobench.detection import prompt
 from junobench.detection.baseline import static_detect
 from junobench.detection.predictions import jsonl_line, write_predictions
+from junobench.detection.tasks import task_key
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import check_file_target
 
@@ -286,14 +287,14 @@ def detect(
                         timeout=timeout)
     summary = DetectSummary(out)
     done = finished_instances(out)
-    summary.resumed = [t["instance"] for t in tasks if t["instance"] in done]
-    pending = [t for t in tasks if t["instance"] not in done]
+    summary.resumed = [task_key(t) for t in tasks if task_key(t) in done]
+    pending = [t for t in tasks if task_key(t) not in done]
     say = log or (lambda message: None)
     stop = threading.Event()
 
     def one(task: dict[str, Any]) -> list[str]:
         messages = prompt.messages(task)
-        instance = task["instance"]
+        instance = task_key(task)
 
         def retrying(message: str) -> None:
             say(f"{instance}: {message}")
@@ -319,9 +320,9 @@ def detect(
             except queue.Empty:
                 return
             try:
-                results.put((task["instance"], one(task), None))
+                results.put((task_key(task), one(task), None))
             except BaseException as error:  # handed to the main thread
-                results.put((task["instance"], None, error))
+                results.put((task_key(task), None, error))
 
     # Daemon threads: an interrupted run exits at once, leaving requests in flight behind.
     for number in range(min(concurrency, len(pending))):
@@ -378,6 +379,6 @@ def _progress(total: int, *, enabled: bool) -> Any:
 
 def detect_static(tasks: Iterable[dict[str, Any]], out: str | Path) -> DetectSummary:
     """Run the static baseline (one deterministic run per task) and write ``out`` whole."""
-    items = [(t["instance"], [static_detect(t)]) for t in tasks]
+    items = [(task_key(t), [static_detect(t)]) for t in tasks]
     path = write_predictions(out, items)
     return DetectSummary(path, written=[i for i, _ in items])

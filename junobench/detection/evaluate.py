@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 from junobench import vocab
+from junobench.detection.layouts import read_predictions
 from junobench.detection.metrics import Confusion, grouped, scores
-from junobench.detection.predictions import Predictions, parse_run, read_predictions
+from junobench.detection.predictions import Predictions, parse_run
 from junobench.detection.votes import DEFAULT_VOTE, VOTES, vote
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_path
@@ -231,47 +232,111 @@ def load_labels(source: str | Path, *, revision: str | None = None,
     return selected.select_columns(columns).to_list(), known
 
 
+def truth_labels(rows: Sequence[Mapping[str, Any]], **filters: str | Iterable[str] | None
+                 ) -> tuple[list[dict[str, Any]], set[str]]:
+    """Labels from ground-truth rows (:func:`~junobench.detection.tasks.read_truth`) matching
+    ``filters``, and every instance id in them."""
+    from junobench.data.filters import matches, normalise_filters
+
+    criteria = normalise_filters(filters)
+    known = {str(row["instance"]) for row in rows}
+    return [dict(row) for row in rows if matches(row, criteria)], known
+
+
+def resolve_ids(preds: Predictions, truth: Sequence[Mapping[str, Any]] | None
+                ) -> tuple[dict[str, list[Any]], dict[str, str]]:
+    """Runs and origins keyed by instance: blind task ids mapped through the ground truth."""
+    blind = preds.blind
+    if not blind:
+        return dict(preds.runs), dict(preds.origin)
+    if not truth:
+        raise JunoBenchError(
+            f"predictions name blind task ids ({blind[0]}, …): they need the ground-truth file",
+            file=preds.origin.get(blind[0], str(preds.path)),
+            hint="pass --truth TASKS.truth.jsonl, written beside the tasks file")
+    to_instance = {str(row["id"]): str(row["instance"]) for row in truth}
+    runs: dict[str, list[Any]] = {}
+    origin: dict[str, str] = {}
+    for key, key_runs in preds.runs.items():
+        instance = to_instance.get(key, key)
+        if key in blind and key not in to_instance:
+            raise JunoBenchError(f"task id {key!r} is not in the ground-truth file",
+                                 file=preds.origin.get(key), case=key,
+                                 hint="pass the truth file written with these tasks")
+        if instance in runs:
+            raise JunoBenchError(f"{key!r} and another line both answer {instance}",
+                                 file=preds.origin.get(key), case=instance,
+                                 hint="keep one line per notebook")
+        runs[instance] = key_runs
+        origin[instance] = preds.origin.get(key, str(preds.path))
+    return runs, origin
+
+
 def evaluate(
     predictions: str | Path | Predictions,
-    source: str | Path = "PELAB-LiU/JunoBench",
+    source: str | Path | None = None,
     *,
     vote: str = DEFAULT_VOTE,
     revision: str | None = None,
     fallback: str | Path | Predictions | None = None,
+    layout: str | None = None,
+    truth: str | Path | Sequence[str | Path] | None = None,
     **filters: str | Iterable[str] | None,
 ) -> Report:
-    """Score predictions (a path in any layout, or read :class:`Predictions`) on ``source``.
+    """Score predictions (a path in any layout, or read :class:`Predictions`).
+
+    Labels come from ``source`` (a snapshot, ``sample`` or a Hub dataset), else from the
+    ground-truth file(s) ``truth``, else from the Hub dataset. ``truth`` also maps blind
+    task ids back to notebooks. ``layout`` overrides the recognised layout.
 
     ``fallback``: predictions whose runs stand in for notebooks that ``predictions`` lacks
     (the runtime-augmented paper scored notebooks without runtime information with the
     code-only answers); the report lists them as ``filled``.
 
-    >>> report = evaluate("preds.jsonl", "sample")      # doctest: +SKIP
-    >>> report.to_dict()["f1"]                          # doctest: +SKIP
+    >>> from junobench.detection.detect import detect_static
+    >>> from junobench.detection.tasks import tasks
+    >>> _ = detect_static(tasks("sample")[0], "preds.jsonl")   # the static baseline's answers
+    >>> report = evaluate("preds.jsonl", "sample")
+    >>> report.to_dict()["f1"]
+    0.333
     """
-    preds = _read(predictions)
-    runs, origin = dict(preds.runs), dict(preds.origin)
+    from junobench.data.snapshot import DEFAULT_SOURCE
+    from junobench.detection.tasks import read_truth
+
+    truth_rows = read_truth(truth) if truth else None
+    preds = _read(predictions, layout)
+    runs, origin = resolve_ids(preds, truth_rows)
     filled: list[str] = []
     back = _read(fallback) if fallback is not None else None
     if back is not None:
-        for instance, instance_runs in back.runs.items():
+        back_runs, back_origin = resolve_ids(back, truth_rows)
+        for instance, instance_runs in back_runs.items():
             if instance not in runs:
                 runs[instance] = instance_runs
-                origin[instance] = back.origin.get(instance, str(back.path))
+                origin[instance] = back_origin.get(instance, str(back.path))
                 filled.append(instance)
-    labels, known = load_labels(source, revision=revision, **filters)
+    if source is None and truth_rows is not None:
+        labels, known = truth_labels(truth_rows, **filters)
+        label_source = ", ".join(str(t) for t in ([truth] if isinstance(truth, (str, Path))
+                                                  else truth or []))
+    else:
+        label_source = str(source if source is not None else DEFAULT_SOURCE)
+        labels, known = load_labels(source if source is not None else DEFAULT_SOURCE,
+                                    revision=revision, **filters)
     report = score(labels, runs, vote, known=known, origin=origin)
     labelled = {str(row["instance"]) for row in labels}
     report.filled = [i for i in report.evaluated if i in set(filled) & labelled]
     report.predictions = str(preds.path)
     report.layout = preds.layout
-    report.source = str(source)
+    report.source = label_source
     report.fallback = str(back.path) if back is not None else None
     return report
 
 
-def _read(predictions: str | Path | Predictions) -> Predictions:
-    return predictions if isinstance(predictions, Predictions) else read_predictions(predictions)
+def _read(predictions: str | Path | Predictions, layout: str | None = None) -> Predictions:
+    if isinstance(predictions, Predictions):
+        return predictions
+    return read_predictions(predictions, layout)
 
 
 def plot(report: Report, path: str | Path, by: str = "library") -> Path:

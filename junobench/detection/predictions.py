@@ -1,15 +1,10 @@
-"""Crash-detection predictions: the canonical JSONL format, the published layouts, run parsing.
+"""Crash-detection predictions: raw runs per notebook, the canonical JSONL format, run parsing.
 
 Canonical format: one JSON object per line, ``{"instance": "torch_7_reproduced", "runs":
 [raw output, ...]}``; a raw output is whatever the detector answered (usually a string, or
-an object ``{"reasoning": str, "detection": bool}``).
-
-Two published layouts are read too, and recognised automatically:
-
-- ``instances``: a directory of ``<instance>.json`` files (``torch_7_reproduced.json``), each
-  a JSON list of runs, possibly in subfolders (the runtime-augmented crash-detection paper);
-- ``buggy/fixed``: a directory with ``buggy/`` and ``fixed/`` folders of ``<case>.json``
-  files (the JunoBench paper); ``buggy`` holds the reproduced notebooks' runs.
+an object ``{"reasoning": str, "detection": bool}``). ``instance`` may also be a blind task
+id (``task-…``, see :mod:`junobench.detection.ids`), mapped back through the ground-truth
+file. The published folder layouts are read by :mod:`junobench.detection.layouts`.
 
 A run is parsed tolerantly by :func:`parse_run`; what cannot be read is reported as
 unparsable, never guessed.
@@ -34,19 +29,13 @@ from pathlib import Path
 from typing import Any
 
 from junobench import vocab
+from junobench.detection.ids import is_blind_id
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_open
 from junobench.safety.paths import read_regular
 
-#: Layout names, as reported to the user.
+#: Layout name of the canonical format, as reported to the user.
 CANONICAL = "jsonl"
-INSTANCE_FILES = "instances"
-CASE_FOLDERS = "buggy/fixed"
-LAYOUTS: tuple[str, ...] = (CANONICAL, INSTANCE_FILES, CASE_FOLDERS)
-
-#: Folder of the ``buggy/fixed`` layout → notebook version.
-VERSION_FOLDERS: dict[str, str] = {"buggy": "reproduced", "reproduced": "reproduced",
-                                   "fixed": "fixed"}
 
 _BARE = re.compile(r"^[\s\"'`*_\[(]*(true|false)[\s\"'`*_\])]*\.?\s*$", re.IGNORECASE)
 _THINK_END = re.compile(r"</think(?:ing)?>", re.IGNORECASE)
@@ -81,7 +70,7 @@ def parse_run(raw: Any) -> Verdict:
     if isinstance(raw, Mapping):
         return _from_object(raw)
     if not isinstance(raw, str):
-        return Verdict(None, problem=f"a run must be text or an object, not {_kind(raw)}")
+        return Verdict(None, problem=f"a run must be text or an object, not {value_kind(raw)}")
     text = _strip_thinking(raw).strip()
     if not text:
         return Verdict(None, problem="empty output")
@@ -109,7 +98,7 @@ def _from_object(obj: Mapping[str, Any]) -> Verdict:
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         value = value.strip().lower() == "true"
     if not isinstance(value, bool):
-        return Verdict(None, problem=f"'detection' is {_kind(value)}, not a boolean")
+        return Verdict(None, problem=f"'detection' is {value_kind(value)}, not a boolean")
     reasoning = obj.get("reasoning")
     return Verdict(value, reasoning if isinstance(reasoning, str) else None)
 
@@ -136,7 +125,8 @@ def _strip_thinking(text: str) -> str:
     return _THINK_BLOCK.sub("", text)
 
 
-def _kind(value: Any) -> str:
+def value_kind(value: Any) -> str:
+    """How a JSON value is named in messages: ``null``, ``str``, ``list``…"""
     return "null" if value is None else type(value).__name__
 
 
@@ -156,33 +146,15 @@ class Predictions:
     def __len__(self) -> int:
         return len(self.runs)
 
-
-def read_predictions(path: str | Path) -> Predictions:
-    """Read predictions in any supported layout, detected from what ``path`` holds.
-
-    A file is canonical JSONL; a directory with ``buggy/`` (or ``reproduced/``) and
-    ``fixed/`` folders is the ``buggy/fixed`` layout; a directory of ``*.json`` files is
-    the ``instances`` layout.
-    """
-    path = Path(path)
-    if path.is_file():
-        return read_jsonl(path)
-    if not path.is_dir():
-        raise JunoBenchError("no such predictions file or directory", file=path,
-                             hint="pass a predictions .jsonl file or a folder of .json outputs")
-    folders = [name for name in VERSION_FOLDERS if (path / name).is_dir()]
-    if folders:
-        return _read_case_folders(path, folders)
-    if any(path.rglob("*.json")):
-        return _read_instance_files(path)
-    raise JunoBenchError(
-        "not a predictions folder: no buggy/ and fixed/ folders and no .json files", file=path,
-        hint="pass a folder of <instance>.json files, a folder with buggy/ and fixed/ "
-        "folders of <case>.json files, or a .jsonl file")
+    @property
+    def blind(self) -> list[str]:
+        """The blind task ids among the keys (they need the ground-truth file)."""
+        return [key for key in self.runs if is_blind_id(key)]
 
 
 def read_jsonl(path: str | Path) -> Predictions:
-    """Canonical predictions: ``{"instance": str, "runs": [...]}`` per line."""
+    """Canonical predictions: ``{"instance": str, "runs": [...]}`` per line (``instance``
+an instance id or a blind task id)."""
     path = Path(path)
     out = Predictions(path, CANONICAL)
     for number, line in _lines(path):
@@ -209,9 +181,9 @@ def _canonical_item(item: Any, path: Path, number: int) -> tuple[str, list[Any]]
     instance = item["instance"]
     runs = item.get("runs")
     if not isinstance(runs, list):
-        raise JunoBenchError(f"line {number}: 'runs' is {_kind(runs)}, not a list", file=path,
+        raise JunoBenchError(f"line {number}: 'runs' is {value_kind(runs)}, not a list", file=path,
                              case=instance, hint=hint)
-    _check_instance(instance, path, f"line {number}: ")
+    check_instance(instance, path, f"line {number}: ", blind=True)
     return instance, runs
 
 
@@ -228,60 +200,12 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
             yield number, line
 
 
-def _read_instance_files(folder: Path) -> Predictions:
-    """``<instance>.json`` files, also in subfolders (the papers put small libraries in
-    ``other/``)."""
-    out = Predictions(folder, INSTANCE_FILES)
-    for file in sorted(folder.rglob("*.json")):
-        instance = file.stem
-        _check_instance(instance, file, "file name: ", hint="name files <case>_reproduced.json "
-                        "or <case>_fixed.json")
-        if instance in out.runs:
-            raise JunoBenchError(f"two files for instance {instance!r} (the other is "
-                                 f"{out.origin[instance]})", file=file, case=instance,
-                                 hint="keep one file per instance")
-        out.runs[instance] = _runs_file(file, instance)
-        out.origin[instance] = str(file)
-    return out
-
-
-def _read_case_folders(folder: Path, folders: Sequence[str]) -> Predictions:
-    out = Predictions(folder, CASE_FOLDERS)
-    if "buggy" in folders and "reproduced" in folders:
-        raise JunoBenchError("both buggy/ and reproduced/ folders: which holds the reproduced "
-                             "notebooks' runs?", file=folder, hint="keep one of them")
-    for name in folders:
-        version = VERSION_FOLDERS[name]
-        for file in sorted((folder / name).glob("*.json")):
-            case_id = file.stem
-            if not vocab.is_case_id(case_id):
-                raise JunoBenchError(f"file name {file.name!r} is not a case id", file=file,
-                                     hint="name files <case>.json, e.g. torch_7.json")
-            instance = vocab.instance_id(case_id, version)
-            out.runs[instance] = _runs_file(file, instance)
-            out.origin[instance] = str(file)
-    return out
-
-
-def _runs_file(file: Path, instance: str) -> list[Any]:
-    try:
-        data = json.loads(read_regular(file).decode("utf-8"))
-    except (ValueError, RecursionError) as error:
-        raise JunoBenchError(f"not valid JSON ({error})", file=file, case=instance,
-                             hint="each file holds a JSON list of the detector's runs") from None
-    except OSError as error:
-        raise JunoBenchError(f"cannot read ({error.strerror or error})", file=file,
-                             case=instance) from None
-    if isinstance(data, list):
-        return data
-    if isinstance(data, (dict, str, bool)):
-        return [data]  # a single run
-    raise JunoBenchError(f"expected a JSON list of runs, found {_kind(data)}", file=file,
-                         case=instance, hint="each file holds a JSON list of the detector's runs")
-
-
-def _check_instance(instance: str, file: Path, prefix: str = "", *, hint: str | None = None
-                    ) -> None:
+def check_instance(instance: str, file: Path, prefix: str = "", *, hint: str | None = None,
+                   blind: bool = False) -> None:
+    """Raise a :class:`JunoBenchError` naming ``file`` unless ``instance`` is an instance id
+    (or, with ``blind``, a blind task id)."""
+    if blind and is_blind_id(instance):
+        return
     try:
         vocab.split_instance(instance)
     except ValueError:

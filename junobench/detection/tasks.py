@@ -1,11 +1,16 @@
 """Crash-detection tasks: what a detector sees for one notebook, and the answer kept apart.
 
-A task is one ``notebooks`` record without its answer: ``instance``, the case's labels,
+A task is one ``notebooks`` record reduced to what a detector may see: an ``id``,
 ``executed_cells`` (the runs before the target, in execution order) and ``target_cell``.
 As in both papers, comments are stripped from the code and cell outputs are left out
-(``keep_comments`` / ``keep_outputs`` keep them; the target cell's outputs never appear).
-The ground truth (``crash``, ``exception``, ``diagnosis``) goes to a separate file so a
-detector cannot read it by accident.
+(``keep_comments`` / ``keep_outputs`` keep them; the target cell's outputs never appear,
+nor does JunoBench's ``[reexecute]`` marker).
+
+A task file is *blind*: ids are keyed hashes of the instance (:mod:`.ids`), the lines are
+in id order, and no label is in it, so nothing but the code tells a reproduced notebook
+from a fixed one or pairs the two notebooks of a case. The ground truth (``id``,
+``instance``, ``crash``, ``exception``, ``diagnosis`` and the case's labels) goes to a
+separate file, which is what maps answers back to notebooks.
 
 Extension point: a task may carry ``runtime_info`` (text about the notebook's state before
 the target cell runs, per instance); :mod:`junobench.detection.prompt` puts it between the executed
@@ -24,15 +29,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from junobench import vocab
+from junobench.data.notebook import without_reexecute_marker
+from junobench.detection.ids import blind_id, is_blind_id
 from junobench.errors import JunoBenchError
 from junobench.jsonl import read_instance_records
 from junobench.safety.atomic import atomic_open, check_file_target
 
-#: Labels copied into every task (none of them tells reproduced from fixed).
-TASK_LABELS: tuple[str, ...] = ("case_id", "library", "library_label", "root_cause", "crash_type",
-                                "pipeline_stage", "ml_bug", "source")
+#: The case's labels, kept in the ground-truth file (for breakdowns and filters).
+CASE_LABELS: tuple[str, ...] = ("case_id", "version", "library", "library_label", "root_cause",
+                                "crash_type", "pipeline_stage", "ml_bug", "source")
 #: Fields of the ground-truth file.
-TRUTH_FIELDS: tuple[str, ...] = ("instance", "crash", "exception", "diagnosis")
+TRUTH_FIELDS: tuple[str, ...] = ("id", "instance", "crash", "exception", "diagnosis",
+                                 *CASE_LABELS)
+#: The fields a task may have; anything else in a task file is refused.
+TASK_FIELDS: frozenset[str] = frozenset({"id", "executed_cells", "target_cell", "runtime_info"})
 TRUTH_SUFFIX = ".truth.jsonl"
 _CELL_KEYS = ("code_cell_index", "execution_count", "source")
 _OUTPUT_LIMIT = 2000
@@ -117,13 +128,15 @@ def make_task(
     keep_comments: bool = False,
     outputs: Mapping[int, str] | None = None,
     runtime_info: str | None = None,
+    task_id: str | None = None,
 ) -> dict[str, Any]:
-    """The task of one ``notebooks`` record (see the module docstring)."""
+    """The task of one ``notebooks`` record (see the module docstring); its ``id`` is
+    ``task_id`` (default: the instance, a readable id)."""
     target = record["target_cell"]
 
     def cell(run: Mapping[str, Any], *, with_output: bool) -> dict[str, Any]:
         out = {k: run.get(k) for k in _CELL_KEYS}
-        source = run.get("source") or ""
+        source = without_reexecute_marker(run.get("source") or "")
         out["source"] = source if keep_comments else strip_comments(source)
         index = run.get("code_cell_index")
         if with_output and outputs and index is not None and index != target["code_cell_index"] \
@@ -131,8 +144,7 @@ def make_task(
             out["outputs"] = outputs[index]
         return out
 
-    task: dict[str, Any] = {"instance": record["instance"]}
-    task.update({k: record.get(k) for k in TASK_LABELS})
+    task: dict[str, Any] = {"id": task_id or record["instance"]}
     task["executed_cells"] = [cell(run, with_output=True) for run in record["executed_cells"]]
     task["target_cell"] = cell(target, with_output=False)
     if runtime_info is not None:
@@ -140,9 +152,16 @@ def make_task(
     return task
 
 
-def truth_of(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The answer of one ``notebooks`` record."""
-    return {k: record.get(k) for k in TRUTH_FIELDS}
+def task_key(task: Mapping[str, Any]) -> str:
+    """A task's id (``instance`` in task files written before ids were blind)."""
+    return str(task.get("id") or task["instance"])
+
+
+def truth_of(record: Mapping[str, Any], task_id: str | None = None) -> dict[str, Any]:
+    """The answer of one ``notebooks`` record, with the case's labels."""
+    row = {k: record.get(k) for k in TRUTH_FIELDS}
+    row["id"] = task_id or record["instance"]
+    return row
 
 
 def build_tasks(
@@ -151,18 +170,26 @@ def build_tasks(
     keep_comments: bool = False,
     outputs: Mapping[str, Mapping[int, str]] | None = None,
     runtime_info: Mapping[str, str] | None = None,
+    key: bytes | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Tasks and ground truth of ``notebooks`` records. ``outputs``: instance → code-cell
-    index → output text; ``runtime_info``: instance → text for the prompt."""
+    index → output text; ``runtime_info``: instance → text for the prompt; ``key``: blind
+    ids under this key (:func:`junobench.detection.ids.blind_id`), in id order; without
+    it ids are the instances, in record order."""
     tasks_, truths = [], []
     for record in records:
         instance = record["instance"]
+        task_id = blind_id(instance, key) if key is not None else instance
         tasks_.append(make_task(
             record, keep_comments=keep_comments,
             outputs=(outputs or {}).get(instance),
             runtime_info=(runtime_info or {}).get(instance),
+            task_id=task_id,
         ))
-        truths.append(truth_of(record))
+        truths.append(truth_of(record, task_id))
+    if key is not None:
+        order = sorted(range(len(tasks_)), key=lambda i: tasks_[i]["id"])
+        tasks_, truths = [tasks_[i] for i in order], [truths[i] for i in order]
     return tasks_, truths
 
 
@@ -173,18 +200,26 @@ def tasks(
     keep_outputs: bool = False,
     runtime_info: Mapping[str, str] | None = None,
     revision: str | None = None,
+    key: bytes | None = None,
     **filters: str | Iterable[str] | None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Tasks and ground truth for the notebooks of ``source`` matching ``filters``.
+    """Tasks and ground truth for the notebooks of ``source`` matching ``filters``
+    (blind ids under ``key`` when given, see :func:`build_tasks`).
 
-    >>> tasks_, truth = tasks("sample", library="pandas")   # doctest: +SKIP
+    >>> from junobench.detection.ids import new_key
+    >>> tasks_, truth = tasks("sample", library="pandas", key=new_key())
+    >>> [t["id"][:5] for t in tasks_]
+    ['task-', 'task-', 'task-', 'task-']
+    >>> sorted((answer["instance"], answer["crash"]) for answer in truth)  # doctest: +NORMALIZE_WHITESPACE
+    [('pandas_1_fixed', False), ('pandas_1_reproduced', True),
+     ('pandas_2_fixed', False), ('pandas_2_reproduced', True)]
     """
     import junobench
 
     records = junobench.load(source, "notebooks", revision=revision, **filters).to_list()
     outputs = notebook_outputs(source, records, revision=revision) if keep_outputs else None
     return build_tasks(records, keep_comments=keep_comments, outputs=outputs,
-                       runtime_info=runtime_info)
+                       runtime_info=runtime_info, key=key)
 
 
 def notebook_outputs(source: str | Path, records: Sequence[Mapping[str, Any]], *,
@@ -247,7 +282,14 @@ def write_tasks(tasks_: Sequence[Mapping[str, Any]], truths: Sequence[Mapping[st
 def read_tasks(path: str | Path) -> list[dict[str, Any]]:
     """Tasks from a JSONL file written by :func:`write_tasks` (or by hand, same fields)."""
     return read_instance_records(path, what="tasks file", problem_of=_task_problem,
-                                 hint="write tasks with `junobench tasks --out FILE`")
+                                 id_of=_task_id, hint="write tasks with `junobench tasks --out FILE`")
+
+
+def _task_id(task: dict[str, Any]) -> str | None:
+    value = task.get("id", task.get("instance"))
+    if not isinstance(value, str) or not value.strip() or len(value) > 200:
+        return None
+    return value
 
 
 def _task_problem(task: dict[str, Any]) -> str | None:
@@ -263,3 +305,45 @@ def _task_problem(task: dict[str, Any]) -> str | None:
 
 def _is_cell(cell: Any) -> bool:
     return isinstance(cell, dict) and isinstance(cell.get("source"), str)
+
+
+def read_truth(paths: str | Path | Sequence[str | Path]) -> list[dict[str, Any]]:
+    """Ground-truth rows of one or more files written by :func:`write_tasks` (files written
+    before ids were blind have no ``id`` and no labels: the instance stands in for both)."""
+    rows: list[dict[str, Any]] = []
+    by_id: dict[str, tuple[str, Path]] = {}
+    for path in [paths] if isinstance(paths, (str, Path)) else paths:
+        path = Path(path)
+        for row in read_instance_records(path, what="ground-truth file", problem_of=_truth_problem,
+                                         hint="pass the TASKS.truth.jsonl written by "
+                                         "`junobench tasks`"):
+            row = _complete_truth(row)
+            seen = by_id.get(row["id"])
+            if seen is not None and seen[0] != row["instance"]:
+                raise JunoBenchError(f"id {row['id']!r} is {row['instance']} here but "
+                                     f"{seen[0]} in {seen[1]}", file=path, case=row["instance"],
+                                     hint="pass ground-truth files of different task files "
+                                     "only if their ids differ")
+            if seen is None:
+                by_id[row["id"]] = (row["instance"], path)
+                rows.append(row)
+    return rows
+
+
+def _truth_problem(row: dict[str, Any]) -> str | None:
+    if not isinstance(row.get("crash"), bool):
+        return "'crash' must be true or false"
+    task_id = row.get("id", row["instance"])
+    if not isinstance(task_id, str) or not (is_blind_id(task_id) or task_id == row["instance"]):
+        return "'id' must be a blind task id (task-…) or the instance"
+    return None
+
+
+def _complete_truth(row: dict[str, Any]) -> dict[str, Any]:
+    """Labels an older truth file lacks, from the instance id."""
+    case_id, version = vocab.split_instance(row["instance"])
+    library = vocab.library_of(case_id)
+    defaults = {"id": row["instance"], "case_id": case_id, "version": version,
+                "library": library, "library_label": vocab.library_label(library)}
+    return {**{k: None for k in TRUTH_FIELDS}, **defaults,
+            **{k: v for k, v in row.items() if v is not None}}

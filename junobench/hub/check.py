@@ -5,8 +5,11 @@ unlisted), the card (its YAML parses, names both configs with their parquet file
 ``cases`` default, and carries the records' features) and each parquet file (readable,
 the records' schema, the manifest's row count). Every problem is reported, with its file.
 
->>> problems = check("/tmp/junobench-export")   # doctest: +SKIP
->>> print("\\n".join(map(str, problems)) or "ok")  # doctest: +SKIP
+>>> from junobench.hub.write_export import export
+>>> _ = export("sample", "export")
+>>> problems = check("export")
+>>> print("\\n".join(map(str, problems)) or "ok")
+ok
 """
 
 from __future__ import annotations

@@ -7,8 +7,10 @@ one, and uploads every file of the export in a single ``HfApi.create_commit`` of
 (``HF_TOKEN``, the token file of ``hf auth login``) and is never printed. ``dry_run``
 returns the operations without creating a client or touching the network.
 
->>> plan = push("/tmp/junobench-export", "someone/junobench", dry_run=True)  # doctest: +SKIP
->>> [op.path for op in plan.operations]                                    # doctest: +SKIP
+>>> from junobench.hub.write_export import export
+>>> _ = export("sample", "export")
+>>> plan = push("export", "someone/junobench", dry_run=True)
+>>> [op.path for op in plan.operations]                                    # doctest: +ELLIPSIS
 ['README.md', 'cases/test-00000-of-00001.parquet', 'checksums.json', ...]
 """
 

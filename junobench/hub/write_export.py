@@ -6,8 +6,9 @@ Exporting the same snapshot twice gives byte-identical files. The export is writ
 a new directory beside ``out`` and moved into place only when complete: a failed export
 leaves a previous ``out`` as it was.
 
->>> result = export("sample", "/tmp/junobench-export")      # doctest: +SKIP
->>> result.files["cases/test-00000-of-00001.parquet"]["size"]  # doctest: +SKIP
+>>> result = export("sample", "export")
+>>> sorted(result.files)
+['README.md', 'cases/test-00000-of-00001.parquet', 'notebooks/test-00000-of-00001.parquet']
 """
 
 from __future__ import annotations

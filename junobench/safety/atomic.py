@@ -155,6 +155,24 @@ def write_bytes(path: str | Path, data: bytes) -> None:
         handle.write(data)
 
 
+def temporary_beside(path: str | Path, write: Callable[[Path], None], *, suffix: str = ".edit") -> Path:
+    """A complete temporary file beside ``path``, filled by ``write``, synced, with
+    :func:`file_mode` permissions, for a caller that renames it over ``path`` later (an
+    edit committed through a journal); removed if ``write`` fails."""
+    path = Path(path)
+    handle, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=suffix, dir=path.parent)
+    os.close(handle)
+    temporary = Path(name)
+    try:
+        write(temporary)
+        _fsync(temporary)
+        os.chmod(temporary, file_mode())
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    return temporary
+
+
 def _fsync(path: Path) -> None:
     """Flush a file's (or a folder's entries') data to disk; a no-op where not possible."""
     try:

@@ -6,8 +6,9 @@ class, and whether the case's input data is in the snapshot. Problems that make 
 impossible to run (an unreadable notebook, no target) are kept on the spec so that the
 other cases still run and this one is reported as failed.
 
->>> specs = case_specs(sample_path(), ["pandas_1"])  # doctest: +SKIP
->>> specs[0].expected_exception                      # doctest: +SKIP
+>>> from junobench.data.snapshot import sample_path
+>>> specs = case_specs(sample_path(), ["pandas_1"])
+>>> specs[0].expected_exception
 'KeyError'
 """
 

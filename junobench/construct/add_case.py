@@ -1,0 +1,457 @@
+"""Add a case to a snapshot: its folder, dataset metadata files and table rows, at once.
+
+From a Kaggle notebook (its URL, or a local ``.ipynb`` of the original) with its
+reproduced and fixed versions, the four labels, the diagnosis and the input datasets
+(rows of a ``kaggle-metadata`` table for the notebook, or given by hand), :func:`add_case`
+
+1. picks the next free id of the library (one past the highest ``<library>_<n>`` among
+   the case folders and table rows);
+2. stages ``benchmark/<case>/`` inside the snapshot: the three notebooks (the original
+   when known), ``data/<name>.metadata.json`` per dataset (title, URL, licence, the files
+   copied into ``data/``, the modifications recorded beside a downsampled or synthetic
+   source) and the data files;
+3. checks the staged case as the builder reads it (notebooks parse, the reproduced
+   notebook has its error output, the fixed one its target cell);
+4. writes the new ``benchmark_desc.xlsx`` (the case's row, with ``DatasetTitle_N`` /
+   ``DatasetUrl_N`` / ``DatasetLicenseName_N`` columns added when it has more datasets
+   than the table has slots) and the diagnosis table (a reproduced and a fixed row) as
+   temporary files;
+5. commits the three through one journal (:mod:`~junobench.construct.transaction`):
+   the snapshot has the whole case or none of it.
+
+The caller then validates the snapshot (:func:`junobench.data.validate.check`).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import stat
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from junobench import vocab
+from junobench.construct import transaction
+from junobench.data import layout
+from junobench.data.metadata import read_metadata, validate_metadata
+from junobench.data.tables import DATASET_COLUMNS, Table, read_table, write_table
+from junobench.errors import JunoBenchError
+
+#: Label options → (table column, vocabulary).
+LABELS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "root_cause": ("label_root_cause", vocab.ROOT_CAUSES),
+    "crash_type": ("label_refined_exp_type", vocab.CRASH_TYPES),
+    "pipeline_stage": ("label_ML_pipeline", vocab.PIPELINE_STAGES),
+    "ml_bug": ("label_if_ML_bug", ("ML bug", "python bug")),
+}
+DIAGNOSIS_COLUMNS: tuple[str, ...] = ("library", "instance", "detection", "diagnosis")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
+
+#: Fetches a Kaggle notebook's source (``owner``, ``slug``, destination folder) → the file.
+PullNotebook = Callable[[str, str, Path], Path]
+
+
+@dataclass
+class Dataset:
+    """One input dataset of a new case."""
+
+    name: str  # data/<name>.metadata.json
+    title: str
+    url: str | None
+    license: str | None
+    sources: list[Path] = field(default_factory=list)  # files or folders copied into data/
+    modifications: list[dict[str, Any]] = field(default_factory=list)
+    note: str | None = None
+
+
+@dataclass
+class NewCase:
+    """Everything a new case needs."""
+
+    library: str  # a case-id prefix (torch, tensorflow, NBspecific …) or its label
+    reproduced: Path
+    fixed: Path
+    root_cause: str
+    crash_type: str
+    pipeline_stage: str
+    ml_bug: str
+    diagnosis: str
+    original: Path | None = None
+    notebook_url: str | None = None
+    datasets: list[Dataset] = field(default_factory=list)
+    source: str | None = None  # labeled in empirical study / newly sampled
+    eid: str | None = None
+    dataset_note: str | None = None
+
+
+@dataclass
+class Added:
+    """What :func:`add_case` wrote."""
+
+    case_id: str
+    folder: Path
+    files: list[str]  # relative to the case folder
+    datasets: list[str]
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def library_prefix(library: str, *, allow_new: bool = False) -> str:
+    """The case-id prefix of a library given as a prefix or a label (``tensorflow/keras``
+    → ``tensorflow``, ``notebook-specific`` → ``NBspecific``)."""
+    text = library.strip()
+    for prefix, label in vocab.LIBRARY_LABELS.items():
+        if text.lower() in (prefix.lower(), label.lower()):
+            return prefix
+    if text.lower() == "keras":
+        return "tensorflow"
+    if allow_new and re.fullmatch(r"[A-Za-z][A-Za-z0-9]*", text):
+        return text
+    raise JunoBenchError(f"unknown library {library!r}",
+                         hint=f"one of {', '.join(vocab.LIBRARIES)} (or --new-library)")
+
+
+def check_labels(case: NewCase, *, allow_new: bool = False) -> None:
+    """The four labels are in the benchmark's vocabularies (every wrong one named)."""
+    wrong = []
+    for name, (column, values) in LABELS.items():
+        value = getattr(case, name)
+        if not value or not str(value).strip():
+            wrong.append(f"{column} is empty")
+        elif not allow_new and value not in values:
+            wrong.append(f"{column} {value!r} is not one of: {', '.join(values)}")
+    if not case.diagnosis or not case.diagnosis.strip():
+        wrong.append("the diagnosis is empty")
+    if case.source is not None and case.source not in vocab.ORIGINS:
+        wrong.append(f"source {case.source!r} is not one of: {', '.join(vocab.ORIGINS)}")
+    if wrong:
+        raise JunoBenchError("; ".join(wrong), hint="labels use the published vocabulary "
+                                                     "(--allow-new-labels to extend it)")
+
+
+def dataset_name(text: str) -> str:
+    """A dataset name for ``data/<name>.metadata.json`` from a slug or title."""
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", text.strip()).strip("-_")[:100]
+    if not name:
+        raise JunoBenchError(f"cannot make a dataset name of {text!r}", hint="give name=…")
+    return name
+
+
+def datasets_from_table(path: str | Path, notebook: str) -> list[Dataset]:
+    """The datasets a ``kaggle-metadata`` table resolved for ``notebook`` (its URL or
+    ``owner/slug``)."""
+    from junobench.construct.kaggle import handle_of, notebook_ref, read_rows
+
+    owner, slug = notebook_ref(notebook)
+    wanted = (owner.lower(), slug.lower())
+    out = []
+    for number, row in enumerate(read_rows(Path(path)), start=2):
+        ref = row.get("notebook_url") or row.get("notebook")
+        try:
+            found = notebook_ref(str(ref or ""))
+        except ValueError:
+            continue
+        if (found[0].lower(), found[1].lower()) != wanted or not row.get("url"):
+            continue
+        try:
+            handle = handle_of(str(row["url"]))
+        except ValueError as error:
+            raise JunoBenchError(f"row {number}: {error}", file=path) from None
+        out.append(Dataset(name=dataset_name(handle.split("/")[-1]),
+                           title=str(row.get("title") or handle), url=str(row["url"]),
+                           license=_text(row.get("license")), note=_text(row.get("note"))))
+    return out
+
+
+def parse_dataset_spec(spec: str) -> Dataset:
+    """``name=scores;title=Exam scores;license=CC0: Public Domain;url=…`` → a Dataset."""
+    fields: dict[str, str] = {}
+    for item in spec.split(";"):
+        if not item.strip():
+            continue
+        key, sep, value = item.partition("=")
+        key = key.strip().lower()
+        if not sep or key not in ("name", "title", "url", "license", "note"):
+            raise JunoBenchError(f"--dataset {spec!r}: {item!r} is not KEY=VALUE with KEY one "
+                                 "of name, title, url, license, note")
+        fields[key] = value.strip()
+    if not fields.get("title"):
+        raise JunoBenchError(f"--dataset {spec!r}: a dataset needs a title")
+    return Dataset(name=dataset_name(fields.get("name") or fields["title"]),
+                   title=fields["title"], url=fields.get("url") or None,
+                   license=fields.get("license") or None, note=fields.get("note") or None)
+
+
+def attach_data(datasets: Sequence[Dataset], items: Iterable[str]) -> None:
+    """``NAME=PATH`` items: the files or folders of each dataset, copied into ``data/``."""
+    by_name = {d.name: d for d in datasets}
+    for item in items:
+        name, sep, path = item.partition("=")
+        if not sep or name not in by_name:
+            raise JunoBenchError(f"--data {item!r}: expected NAME=PATH with NAME one of "
+                                 f"{', '.join(by_name) or '(no dataset)'}")
+        by_name[name].sources.append(Path(path))
+
+
+# --------------------------------------------------------------------------- ids
+
+
+def case_ids(root: Path) -> set[str]:
+    """Case ids of the snapshot: its case folders and its table rows."""
+    ids = set()
+    folder = layout.benchmark_dir(root)
+    if folder.is_dir():
+        ids |= {p.name for p in folder.iterdir() if p.is_dir() and vocab.is_case_id(p.name)}
+    desc = root / layout.DESC_TABLE
+    if desc.is_file():
+        table = read_table(desc, columns=["nb_name"])
+        ids |= {str(r[0]) for r in table.rows if r and r[0] and vocab.is_case_id(str(r[0]))}
+    return ids
+
+
+def next_case_id(root: Path, prefix: str) -> str:
+    """One past the highest ``<prefix>_<n>`` of the snapshot."""
+    numbers = [int(i.rpartition("_")[2]) for i in case_ids(root) if vocab.library_of(i) == prefix]
+    return f"{prefix}_{max(numbers, default=0) + 1}"
+
+
+# --------------------------------------------------------------------------- add
+
+
+def add_case(snapshot: str | Path, case: NewCase, *, allow_new_library: bool = False,
+             allow_new_labels: bool = False, pull: PullNotebook | None = None) -> Added:
+    """Add ``case`` to the snapshot (see the module docstring); returns what was written."""
+    from junobench.data.cases import parse_case_folder
+
+    root = transaction.editable_root(snapshot)
+    transaction.finish_pending(root)
+    prefix = library_prefix(case.library, allow_new=allow_new_library)
+    check_labels(case, allow_new=allow_new_labels)
+    for path in (case.reproduced, case.fixed, *([case.original] if case.original else [])):
+        _require_file(path)
+    names = [d.name for d in case.datasets]
+    for name in names:
+        if not _NAME.match(name):
+            raise JunoBenchError(f"dataset name {name!r} cannot be a file name",
+                                 hint="letters, digits, '_' and '-'")
+    if len(set(names)) != len(names):
+        raise JunoBenchError(f"two datasets are named alike: {', '.join(names)}",
+                             hint="give each a distinct name=")
+    desc_path = root / layout.DESC_TABLE
+    desc = read_table(desc_path)
+    desc.require(["nb_name"], hint="the case table of a snapshot")
+    case_id = next_case_id(root, prefix)
+    layout.benchmark_dir(root).mkdir(exist_ok=True)
+
+    staging = transaction.staging_dir(root)
+    try:
+        folder = layout.case_dir(staging, case_id)
+        folder.mkdir(parents=True)
+        files = _stage_notebooks(case, case_id, folder, pull)
+        metadata = [_stage_dataset(d, layout.data_dir(staging, case_id)) for d in case.datasets]
+        result = parse_case_folder(staging, case_id)
+        if result.record is None:
+            raise JunoBenchError("the new case would not build: "
+                                 + "; ".join(p.problem for p in result.problems),
+                                 case=case_id, hint="nothing was added to the snapshot")
+        error = _crash(result.record)
+        row = _desc_row(desc, case, case_id, metadata, error)
+        desc_rows = _insert(desc.records(), row, "nb_name", prefix)
+        desc_columns = _desc_columns(desc.columns, len(metadata))
+        desc_tmp = transaction.temporary_beside(
+            desc_path, lambda p: write_table(p, desc_rows, desc_columns))
+        diag_path = root / layout.DIAGNOSIS_TABLE
+        diag_columns, diag_rows = _diagnosis_rows(diag_path, case, case_id, prefix)
+        diag_tmp = transaction.temporary_beside(
+            diag_path, lambda p: write_table(p, diag_rows, diag_columns))
+        rel = staging.name
+        transaction.commit(root, transaction.Edit(
+            moves=[(f"{rel}/{layout.BENCHMARK_DIR}/{case_id}",
+                    f"{layout.BENCHMARK_DIR}/{case_id}")],
+            replaces=[(desc_tmp.name, layout.DESC_TABLE), (diag_tmp.name, layout.DIAGNOSIS_TABLE)],
+            cleanup=[rel], what=f"add-case {case_id}"))
+    except BaseException:
+        if (root / transaction.JOURNAL).exists():
+            raise  # committed in part: the next editing command finishes it
+        shutil.rmtree(staging, ignore_errors=True)
+        for leftover in root.glob(".*.edit"):
+            leftover.unlink(missing_ok=True)
+        raise
+    return Added(case_id, layout.case_dir(root, case_id), files, names)
+
+
+def _require_file(path: Path) -> None:
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        raise JunoBenchError("file not found", file=path) from None
+    if not stat.S_ISREG(mode):
+        raise JunoBenchError("not a regular file", file=path)
+
+
+def _stage_notebooks(case: NewCase, case_id: str, folder: Path,
+                     pull: PullNotebook | None) -> list[str]:
+    files = []
+    original = case.original
+    if original is None and case.notebook_url and pull is not None:
+        from junobench.construct.kaggle import notebook_ref
+
+        owner, slug = notebook_ref(case.notebook_url)
+        original = pull(owner, slug, folder.parent)
+        _require_file(original)
+    for version, source in (("original", original), ("reproduced", case.reproduced),
+                            ("fixed", case.fixed)):
+        if source is None:
+            continue
+        name = layout.notebook_name(case_id, version)
+        shutil.copyfile(source, folder / name)
+        files.append(name)
+    if original is not None and original.parent == folder.parent:
+        original.unlink(missing_ok=True)  # a pulled file, now copied in
+    return files
+
+
+def _stage_dataset(dataset: Dataset, data: Path) -> dict[str, Any]:
+    """Copy a dataset's files into ``data`` and write its metadata file; the metadata."""
+    data.mkdir(exist_ok=True)
+    files: list[str] = []
+    modifications = list(dataset.modifications)
+    title, url, license_ = dataset.title, dataset.url, dataset.license
+    for source in dataset.sources:
+        files += _copy_into(source, data)
+        beside = source.parent / (source.name.split(".", 1)[0] + layout.METADATA_SUFFIX)
+        if beside.is_file() and beside.resolve() != source.resolve():
+            recorded = read_metadata(beside)
+            modifications += recorded.get("modifications", [])
+            title = title or recorded["title"]
+            url = url or recorded["url"]
+            license_ = license_ or recorded["license"]
+    if not license_:
+        raise JunoBenchError(f"dataset {dataset.name!r} ({title}) has no licence",
+                             hint="give license=… (the licence its source states)")
+    meta: dict[str, Any] = {"title": title, "url": url, "license": license_,
+                            "files": sorted(set(files)), "modifications": modifications}
+    if dataset.note:
+        meta["note"] = dataset.note
+    problems = validate_metadata(meta)
+    if problems:
+        raise JunoBenchError(f"dataset {dataset.name!r}: " + "; ".join(problems),
+                             hint="check its title, URL and licence")
+    path = data / f"{dataset.name}{layout.METADATA_SUFFIX}"
+    if path.exists():
+        raise JunoBenchError(f"two datasets would write {path.name}")
+    import json
+
+    path.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return meta
+
+
+def _copy_into(source: Path, data: Path) -> list[str]:
+    """Copy a regular file, or a folder's regular files, into ``data`` under the source's
+    name; links and special files are refused."""
+    if source.is_symlink():
+        raise JunoBenchError("a link is not copied into a snapshot", file=source)
+    if source.is_file():
+        if source.name.endswith(layout.METADATA_SUFFIX):
+            return []
+        target = data / source.name
+        if target.exists():
+            raise JunoBenchError(f"two data sources are named {source.name}", file=source)
+        shutil.copyfile(source, target)
+        return [source.name]
+    if not source.is_dir():
+        raise JunoBenchError("data not found (or not a regular file or folder)", file=source)
+    copied = []
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source)
+        if path.is_symlink():
+            raise JunoBenchError("a link is not copied into a snapshot", file=path)
+        if path.is_dir():
+            continue
+        if not path.is_file():
+            raise JunoBenchError("not a regular file", file=path)
+        target = data / source.name / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+        copied.append((Path(source.name) / relative).as_posix())
+    return copied
+
+
+def _crash(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {"ename": record["exception"], "evalue": record["evalue"],
+            "traceback": record["traceback"]}
+
+
+def _desc_row(desc: Table, case: NewCase, case_id: str, datasets: list[dict[str, Any]],
+              error: Mapping[str, Any]) -> dict[str, Any]:
+    from junobench.construct.kaggle import notebook_url
+    from junobench.construct.naming import file_name_of_url
+
+    url = notebook_url(case.notebook_url) if case.notebook_url else None
+    kinds = sorted({m["kind"] for d in datasets for m in d["modifications"]})
+    row: dict[str, Any] = {
+        "nb_name": case_id, "eid": case.eid, "ename": str(error["ename"]).lower(),
+        "evalue": error["evalue"], "traceback": repr(list(error["traceback"])),
+        "label_root_cause": case.root_cause, "label_refined_exp_type": case.crash_type,
+        "label_ML_pipeline": case.pipeline_stage, "label_if_ML_bug": case.ml_bug,
+        "NotebookUrl": url, "source": case.source,
+        "Libs-cause": None if vocab.library_of(case_id) == vocab.NOTEBOOK_SPECIFIC
+        else vocab.library_label(vocab.library_of(case_id)),
+        "fname": file_name_of_url(url) if url else None,
+        "Dataset_note": case.dataset_note or ("; ".join(kinds) if kinds else None),
+    }
+    for slot, dataset in enumerate(datasets, start=1):
+        row[f"DatasetTitle_{slot}"] = dataset["title"]
+        row[f"DatasetUrl_{slot}"] = dataset["url"]
+        row[f"DatasetLicenseName_{slot}"] = dataset["license"]
+    return row
+
+
+def _desc_columns(columns: Sequence[str], datasets: int) -> list[str]:
+    """The table's columns plus dataset slots up to ``datasets``, each new one placed after
+    the last column of its kind (``DatasetTitle_3`` after ``DatasetTitle_2``)."""
+    out = list(columns)
+    for kind in DATASET_COLUMNS:
+        for slot in range(1, datasets + 1):
+            name = f"{kind}_{slot}"
+            if name in out:
+                continue
+            same = [i for i, c in enumerate(out) if c.startswith(f"{kind}_")]
+            out.insert(same[-1] + 1 if same else len(out), name)
+    return out
+
+
+def _insert(rows: list[dict[str, Any]], row: dict[str, Any], id_column: str,
+            prefix: str) -> list[dict[str, Any]]:
+    """``rows`` with ``row`` after the last row of the same library (else at the end)."""
+    last = max((i for i, r in enumerate(rows) if vocab.is_case_id(str(r.get(id_column) or ""))
+                and vocab.library_of(str(r[id_column])) == prefix), default=len(rows) - 1)
+    return [*rows[:last + 1], row, *rows[last + 1:]]
+
+
+def _diagnosis_rows(path: Path, case: NewCase, case_id: str, prefix: str
+                    ) -> tuple[list[str], list[dict[str, Any]]]:
+    if path.is_file():
+        table = read_table(path)
+        table.require(["instance", "diagnosis"], hint="the diagnosis table of a snapshot")
+        columns, rows = list(table.columns), table.records()
+    else:
+        columns, rows = list(DIAGNOSIS_COLUMNS), []
+    for column in DIAGNOSIS_COLUMNS:
+        if column not in columns:
+            columns.append(column)
+    new = [{"library": prefix, "instance": vocab.instance_id(case_id, "reproduced"),
+            "detection": True, "diagnosis": case.diagnosis.strip()},
+           {"library": prefix, "instance": vocab.instance_id(case_id, "fixed"),
+            "detection": False, "diagnosis": None}]
+    return columns, [*rows, *new]
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None

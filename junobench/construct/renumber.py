@@ -1,0 +1,100 @@
+"""Close the gaps in a library's case numbering: ``torch_1, torch_3, torch_7`` become
+``torch_1, torch_2, torch_3``, in the same order.
+
+Folders, the notebooks named after the case, the ``nb_name`` of ``benchmark_desc.xlsx``
+and the ``instance`` of the diagnosis table are renamed together, committed through one
+journal (:mod:`~junobench.construct.transaction`): a run killed half-way is finished by
+the next editing command.
+
+>>> plan_renumbering(["torch_1", "torch_3", "torch_7", "NBspecific_2"])
+[('NBspecific_2', 'NBspecific_1'), ('torch_3', 'torch_2'), ('torch_7', 'torch_3')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from junobench import vocab
+from junobench.construct import transaction
+from junobench.construct.add_case import case_ids
+from junobench.data import layout
+from junobench.data.tables import read_table, write_table
+
+
+def plan_renumbering(ids: Iterable[str], libraries: Sequence[str] | None = None
+                     ) -> list[tuple[str, str]]:
+    """``(old, new)`` pairs that number each library's cases 1, 2, … in their order; in an
+    order where every new id is free when its turn comes."""
+    by_library: dict[str, list[int]] = {}
+    for case_id in ids:
+        if vocab.is_case_id(case_id):
+            by_library.setdefault(vocab.library_of(case_id), []).append(
+                int(case_id.rpartition("_")[2]))
+    plan = []
+    for library in sorted(by_library):
+        if libraries is not None and library not in libraries:
+            continue
+        for new, old in enumerate(sorted(set(by_library[library])), start=1):
+            if old != new:
+                plan.append((f"{library}_{old}", f"{library}_{new}"))
+    return plan
+
+
+def renumber(snapshot: str | Path, *, libraries: Sequence[str] | None = None,
+             dry_run: bool = False) -> list[tuple[str, str]]:
+    """Renumber the snapshot's cases (those of ``libraries``, or all); returns the plan.
+    With ``dry_run`` nothing is changed."""
+    root = transaction.editable_root(snapshot)
+    if not dry_run:
+        transaction.finish_pending(root)
+    plan = plan_renumbering(case_ids(root), libraries)
+    if dry_run or not plan:
+        return plan
+    mapping = dict(plan)
+    replaces = []
+    desc_path = root / layout.DESC_TABLE
+    if desc_path.is_file():
+        desc = read_table(desc_path)
+        rows = [_renamed(r, "nb_name", mapping.get) for r in desc.records()]
+        tmp = transaction.temporary_beside(desc_path, lambda p: write_table(p, rows, desc.columns))
+        replaces.append((tmp.name, layout.DESC_TABLE))
+    diag_path = root / layout.DIAGNOSIS_TABLE
+    if diag_path.is_file():
+        diag = read_table(diag_path)
+        diag_rows = [_renamed(r, "instance", lambda i: _instance(i, mapping))
+                     for r in diag.records()]
+        tmp = transaction.temporary_beside(
+            diag_path, lambda p: write_table(p, diag_rows, diag.columns))
+        replaces.append((tmp.name, layout.DIAGNOSIS_TABLE))
+    moves = []
+    bench = layout.BENCHMARK_DIR
+    for old, new in plan:
+        moves.append((f"{bench}/{old}", f"{bench}/{new}"))
+        for version in vocab.VERSIONS:
+            moves.append((f"{bench}/{new}/{layout.notebook_name(old, version)}",
+                          f"{bench}/{new}/{layout.notebook_name(new, version)}"))
+    try:
+        transaction.commit(root, transaction.Edit(moves=moves, replaces=replaces,
+                                                  what="renumber"))
+    except BaseException:
+        if not (root / transaction.JOURNAL).exists():
+            for tmp_name, _ in replaces:
+                (root / tmp_name).unlink(missing_ok=True)
+        raise
+    return plan
+
+
+def _renamed(row: dict[str, Any], column: str, rename: Any) -> dict[str, Any]:
+    value = row.get(column)
+    new = rename(str(value)) if value is not None else None
+    return {**row, column: new} if new else row
+
+
+def _instance(instance: str, mapping: dict[str, str]) -> str | None:
+    try:
+        case_id, version = vocab.split_instance(instance)
+    except ValueError:
+        return None
+    return vocab.instance_id(mapping[case_id], version) if case_id in mapping else None

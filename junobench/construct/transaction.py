@@ -1,0 +1,128 @@
+"""Edits of a snapshot that land whole: ``add-case`` and ``renumber``.
+
+An edit is prepared beside its place first (a staged case folder, the new tables as
+temporary files, all checked); then a journal (``.junobench-edit.json`` in the snapshot)
+lists what is left to do, and the edit is committed by renames:
+
+- ``moves``: ``source → destination`` (folders and files), each done when its source
+  exists and its destination does not, in order;
+- ``replaces``: ``temporary file → table``, each done when its temporary file exists.
+
+Every step can be done again without harm, so an edit killed half-way is finished by the
+next editing command (:func:`finish_pending`), and a snapshot never keeps half an edit.
+Paths in the journal are relative to the snapshot and checked to stay inside it.
+
+>>> import tempfile, pathlib
+>>> root = pathlib.Path(tempfile.mkdtemp())
+>>> (root / "a").mkdir()
+>>> commit(root, Edit(moves=[("a", "b")]))
+>>> sorted(p.name for p in root.iterdir())
+['b']
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from junobench.errors import JunoBenchError
+from junobench.safety import atomic
+from junobench.safety.paths import relative_name
+
+JOURNAL = ".junobench-edit.json"
+STAGING_PREFIX = ".junobench-edit-"
+
+
+@dataclass
+class Edit:
+    """What is left to do to commit an edit (paths relative to the snapshot)."""
+
+    moves: list[tuple[str, str]] = field(default_factory=list)
+    replaces: list[tuple[str, str]] = field(default_factory=list)
+    cleanup: list[str] = field(default_factory=list)  # staging folders removed at the end
+    what: str = "edit"
+
+
+def editable_root(snapshot: str | Path) -> Path:
+    """The snapshot directory to edit: a local folder in the published layout, not the
+    bundled sample (it belongs to the installed package: copy it first)."""
+    from junobench.data.snapshot import SAMPLE, sample_path
+
+    if str(snapshot) == SAMPLE:
+        raise JunoBenchError("the bundled sample is part of the installed package and is "
+                             "not edited", hint="copy it first: junobench checkout or cp -r")
+    root = Path(snapshot)
+    if not root.is_dir() or root.is_symlink():
+        raise JunoBenchError("no such snapshot directory", file=root,
+                             hint="pass a folder in the published layout")
+    if root.resolve() == sample_path().resolve():
+        raise JunoBenchError("the bundled sample is not edited", file=root,
+                             hint="copy it to a folder of your own first")
+    return root
+
+
+def staging_dir(root: Path) -> Path:
+    """A new folder inside the snapshot to prepare an edit in."""
+    return Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, suffix=".partial", dir=root))
+
+
+def temporary_beside(path: Path, write: Callable[[Path], None]) -> Path:
+    """A new temporary file beside ``path`` filled by ``write`` (for a later replace)."""
+    return atomic.temporary_beside(path, write)
+
+
+def commit(root: Path, edit: Edit) -> None:
+    """Record ``edit`` in the journal, then carry it out."""
+    journal = root / JOURNAL
+    if journal.exists():
+        raise JunoBenchError("another edit of this snapshot is unfinished", file=journal,
+                             hint="run the command again: it finishes the pending edit first")
+    for source, target in [*edit.moves, *edit.replaces]:
+        _inside(root, source), _inside(root, target)
+    atomic.write_bytes(journal, json.dumps({"what": edit.what, "moves": edit.moves,
+                                     "replaces": edit.replaces, "cleanup": edit.cleanup},
+                                    indent=1).encode())
+    _carry_out(root, edit)
+
+
+def finish_pending(root: Path) -> str | None:
+    """Finish an edit a killed run left in the journal; what it was, or None."""
+    journal = root / JOURNAL
+    if not journal.exists():
+        return None
+    try:
+        data = json.loads(journal.read_text(encoding="utf-8"))
+        edit = Edit([tuple(m) for m in data["moves"]], [tuple(r) for r in data["replaces"]],
+                    list(data.get("cleanup", [])), str(data.get("what", "edit")))
+        for source, target in [*edit.moves, *edit.replaces]:
+            _inside(root, source), _inside(root, target)
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise JunoBenchError(f"the journal of an unfinished edit cannot be read ({error})",
+                             file=journal, hint="inspect the snapshot, then remove the "
+                                                "journal by hand") from None
+    _carry_out(root, edit)
+    return edit.what
+
+
+def _carry_out(root: Path, edit: Edit) -> None:
+    for source, target in edit.moves:
+        src, dst = root / source, root / target
+        if (src.exists() or src.is_symlink()) and not (dst.exists() or dst.is_symlink()):
+            os.rename(src, dst)
+    for source, target in edit.replaces:
+        if (root / source).exists():
+            os.replace(root / source, root / target)
+    for folder in edit.cleanup:
+        shutil.rmtree(_inside(root, folder), ignore_errors=True)
+    (root / JOURNAL).unlink(missing_ok=True)
+
+
+def _inside(root: Path, relative: str) -> Path:
+    if relative_name(relative) is None:
+        raise JunoBenchError(f"path {relative!r} leaves the snapshot", file=root / JOURNAL)
+    return root / relative

@@ -1,0 +1,73 @@
+"""The command line's conventions: one version, one exit rule (0 success, 1 any error,
+usage errors included) with one ``error:`` line naming the command."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+import junobench
+from junobench.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_the_version_has_one_source():
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    declared = re.search(r'(?m)^version = "([^"]+)"$', pyproject)[1]
+    assert version("junobench") == declared
+    assert junobench.__version__ == declared
+    done = subprocess.run([sys.executable, "-m", "junobench", "--version"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0
+    assert done.stdout == f"junobench {declared}\n"
+
+
+@pytest.mark.parametrize(("argv", "command", "problem"), [
+    ([], "junobench", "the following arguments are required: VERB"),
+    (["frobnicate"], "junobench", "invalid choice: 'frobnicate'"),
+    (["ls", "--bogus"], "junobench ls", "unrecognized arguments: --bogus"),
+    (["ls", "--format", "xml"], "junobench ls", "argument --format: invalid choice: 'xml'"),
+    (["show"], "junobench show", "the following arguments are required"),
+    (["evaluate"], "junobench evaluate", "the following arguments are required"),
+    (["construct"], "junobench construct", "the following arguments are required: STEP"),
+    (["construct", "filter", "labels.xlsx"], "junobench construct filter",
+     "the following arguments are required: --out"),
+    (["construct", "filter", "labels.xlsx", "--out", "o.xlsx", "--bogus"], "junobench construct filter",
+     "unrecognized arguments: --bogus"),
+])
+def test_usage_errors_exit_1_with_one_error_line(argv, command, problem, capsys):
+    assert main(argv) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"error: {command}: ")
+    assert problem in lines[0]
+    assert lines[0].endswith(f"(see `{command} --help`)")
+
+
+def test_bad_input_exits_1_with_one_error_line(tmp_path, capsys):
+    assert main(["ls", "--source", str(tmp_path / "nowhere")]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and err.startswith("error: ")
+
+
+def test_the_process_exit_status_is_1_for_a_usage_error():
+    done = subprocess.run([sys.executable, "-m", "junobench", "ls", "--bogus"], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: junobench ls: unrecognized arguments: --bogus")
+    assert "Traceback" not in done.stderr
+
+
+def test_help_still_exits_0(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["ls", "--help"])
+    assert stop.value.code == 0
+    assert "usage: junobench ls" in capsys.readouterr().out
