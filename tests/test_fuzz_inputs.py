@@ -25,7 +25,7 @@ from junobench.data.notebook import NotebookError, parse_notebook
 from junobench.data.records import FOLDER_SCHEMA
 from junobench.data.snapshot import sample_path
 from junobench.data.tables import read_desc, read_table, write_table
-from junobench.detection.predictions import read_predictions
+from junobench.detection.layouts import read_predictions
 from junobench.errors import JunoBenchError
 from junobench.hub.check import check
 from junobench.hub.read_export import CARD, MANIFEST, PARQUET, read_manifest
