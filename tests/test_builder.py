@@ -1,20 +1,39 @@
 """The builder: the Arrow-batch writing path and parallel preparation give exactly the
-records of datasets' stock per-example path."""
+records of datasets' stock per-example path; the one datasets internal it relies on."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from typing import Any
 
 import datasets
 import pytest
 
 from junobench.data.build import build
+from junobench.data.cases import notebook_rows
 from junobench.data.records import JunoBench
-from junobench.data.snapshot import fingerprint
+from junobench.data.snapshot import fingerprint, sample_path
 
 
-class StockJunoBench(JunoBench):
-    """The same builder, written example by example by datasets' GeneratorBasedBuilder."""
+class StockJunoBench(datasets.GeneratorBasedBuilder, JunoBench):
+    """The same configs and splits, but the records made one by one as dicts (folders
+    parsed in this process, notebooks rows derived row-wise) and written example by
+    example by datasets' GeneratorBasedBuilder."""
 
-    _prepare_split_single = datasets.GeneratorBasedBuilder._prepare_split_single
+    def _generate_examples(self, **kwargs: Any) -> Iterator[tuple[int, dict[str, Any]]]:
+        if self.config.name == "cases":
+            records = (record for part in self._case_parts(**kwargs) for record in part)
+            yield from enumerate(records)
+            return
+        key = 0
+        for _, cases in self._case_batches(**kwargs):
+            for case in cases.to_pylist():
+                for row in notebook_rows(case):
+                    yield key, row
+                    key += 1
 
 
 def prepare(cls: type[JunoBench], root, config: str, cache_dir, num_proc: int | None = None):
@@ -41,3 +60,36 @@ def test_parallel_preparation_gives_the_same_records(reference_snapshot, tmp_pat
     assert parallel.data.table.equals(single.data.table)
     assert parallel_cases.data.table.equals(single_cases.data.table)
     assert parallel_cases["case_id"] == single_cases["case_id"]  # table order kept
+
+
+def test_datasets_leaves_the_builder_module_alone(tmp_path):
+    """datasets rewrites a builder's module for streaming unless the module says it is done
+    (``_patched_for_streaming``, records.py): our builder's ``Path`` and ``open`` stay the
+    standard ones and SciPy is not imported, while a module without the flag is rewritten.
+    Fails if datasets renames or drops the flag."""
+    (tmp_path / "plain_builder.py").write_text(textwrap.dedent("""
+        from pathlib import Path
+        import datasets
+
+        class Plain(datasets.ArrowBasedBuilder):
+            def _info(self):
+                return datasets.DatasetInfo()
+    """))
+    script = textwrap.dedent("""
+        import pathlib, sys
+        from junobench.data import records
+
+        sample, cache = sys.argv[1:]
+        records.JunoBench(config_name="cases", snapshot=sample, fingerprint="x", cache_dir=cache)
+        assert records.Path is pathlib.Path, "datasets rewrote Path in the records module"
+        assert "open" not in vars(records), "datasets rewrote open in the records module"
+        assert "scipy" not in sys.modules, "building imported SciPy"
+
+        import plain_builder
+        plain_builder.Plain(cache_dir=cache)
+        assert plain_builder.Path is not pathlib.Path, "datasets no longer rewrites builder modules"
+        print("ok")
+    """)
+    done = subprocess.run([sys.executable, "-c", script, str(sample_path()), str(tmp_path / "cache")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -99,3 +102,48 @@ def test_endless_cell_times_out_and_leaves_no_kernel(tmp_path):
     for version_log in case.logs.values():
         assert version_log.kernel_pid is not None
         assert not alive(version_log.kernel_pid), "a kernel process was left behind"
+
+
+def _kernels_of(pid: int) -> list[int]:
+    """The ipykernel processes whose parent is ``pid``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        parent = int(stat.rsplit(")", 1)[1].split()[1])
+        if parent == pid and b"ipykernel_launcher" in cmdline:
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the kernels through /proc")
+def test_ctrl_c_stops_the_run_and_kills_every_kernel(tmp_path):
+    """Ctrl-C cancels the whole run (exit 130) and no kernel outlives it, with several
+    replays running at once."""
+    snap = checkout(["pandas_1", "pandas_2"], "sample", tmp_path / "snap")
+    for case in ("pandas_1", "pandas_2"):
+        edit_cell(snap, case, "reproduced", 0, "import time\ntime.sleep(300)")
+    run = subprocess.Popen([sys.executable, "-m", "junobench", "verify", "--source", str(snap),
+                            "--jobs", "2", "--no-progress"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        kernels: list[int] = []
+        while time.monotonic() < deadline and len(kernels) < 2:
+            time.sleep(0.2)
+            kernels = _kernels_of(run.pid)
+        assert len(kernels) == 2, "the two kernels did not start"
+        time.sleep(2)  # both are in their sleeping first cell
+        run.send_signal(signal.SIGINT)
+        _, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 130, err
+    assert "interrupted" in err
+    assert not [pid for pid in kernels if alive(pid)]

@@ -1,4 +1,4 @@
-"""JunoBench as typed records: a ``datasets.GeneratorBasedBuilder`` with two configs.
+"""JunoBench as typed records: a ``datasets.ArrowBasedBuilder`` with two configs.
 
 - ``cases``: one row per case (labels, crash, diagnosis, the three notebooks, execution
   orders, input datasets).
@@ -32,7 +32,7 @@ import datasets
 import pyarrow as pa
 
 from junobench.data import layout
-from junobench.data.cases import LABEL_FIELDS, TABLE_FIELDS, notebook_rows
+from junobench.data.cases import LABEL_FIELDS, TABLE_FIELDS
 from junobench.data.preparation import (
     NOTEBOOK_SOURCE_COLUMNS,
     BuildReport,
@@ -46,9 +46,12 @@ from junobench.data.preparation import (
 )
 from junobench.errors import JunoBenchError
 
-# The builder reads a local snapshot directory, never remote files: mark this module as
-# already set up for streaming, so that ``datasets`` leaves its ``open``, ``os`` and
-# ``Path`` alone (it would swap them for remote-aware versions, and import SciPy to do it).
+# The one use of a datasets internal, kept because datasets offers no public switch:
+# every builder's __init__ (and its unpickling in each worker process) rewrites the
+# module that defines the builder for streaming: ``open``, ``os.path.*`` and ``Path``
+# become remote-aware wrappers, and SciPy, pandas and XML readers are imported to wrap
+# theirs. This builder reads a local snapshot only, so the module declares itself already
+# done. tests/test_builder.py fails if datasets stops honouring the flag.
 _patched_for_streaming = True
 
 #: Report files written beside the prepared records: what was skipped, what is absent.
@@ -150,8 +153,11 @@ class JunoBenchConfig(datasets.BuilderConfig):
     fingerprint: str | None = None
 
 
-class JunoBench(datasets.GeneratorBasedBuilder):
+class JunoBench(datasets.ArrowBasedBuilder):
     """Builds JunoBench records from a snapshot directory in the published layout.
+
+    The records are plain values, lists and structs, so they are made and written as
+    Arrow tables of a batch each (:meth:`_generate_tables`), not example by example.
 
     Invalid cases are left out of the records and listed, with what is absent from the
     snapshot, in report files beside them (:func:`read_report`); :func:`junobench.load`
@@ -206,51 +212,15 @@ class JunoBench(datasets.GeneratorBasedBuilder):
             "shards": split(folders, shard_count(len(folders), self.workers)),
         })]
 
-    def _generate_examples(self, **kwargs: Any) -> Iterator[tuple[int, dict[str, Any]]]:
-        if self.config.name == "notebooks":
-            return self._notebook_examples(**kwargs)
-        return self._case_examples(**kwargs)
-
-    # The features are plain values, lists and structs: encoding an example changes
-    # nothing, so the examples are written in Arrow batches rather than one by one
-    # (same records, several times faster; tests/test_builder.py checks both agree).
-
     def _generate_tables(self, **kwargs: Any) -> Iterator[tuple[int, pa.Table]]:
-        """The examples of :meth:`_generate_examples`, in Arrow tables of a batch each
-        (the notebooks records computed column-wise from the cases records)."""
+        """The records in Arrow tables of a batch each: the cases records parsed shard by
+        shard, the notebooks records computed column-wise from the cases records.
+        (tests/test_builder.py checks them against datasets' per-example writing.)"""
         if self.config.name == "notebooks":
             for key, cases in self._case_batches(**kwargs):
                 yield key, notebook_table(cases, NOTEBOOK_SCHEMA)
-            return
-        if self.config.name == "cases":
+        else:
             yield from enumerate(self._case_parts(**kwargs, schema=CASE_SCHEMA))
-            return
-        schema = self.info.features.arrow_schema
-        batch: list[dict[str, Any]] = []
-        first = 0
-        for key, example in self._generate_examples(**kwargs):
-            if not batch:
-                first = key
-            batch.append(example)
-            if len(batch) == self._writer_batch_size:
-                yield first, pa.Table.from_pylist(batch, schema=schema)
-                batch = []
-        if batch:
-            yield first, pa.Table.from_pylist(batch, schema=schema)
-
-    def _prepare_split_single(self, gen_kwargs: dict[str, Any], fpath: str, file_format: str,
-                              max_shard_size: int, job_id: int, **_: Any) -> Iterator[Any]:
-        return datasets.ArrowBasedBuilder._prepare_split_single(  # type: ignore[no-any-return]
-            self, gen_kwargs=gen_kwargs, fpath=fpath, file_format=file_format,
-            max_shard_size=max_shard_size, job_id=job_id,
-        )
-
-    def _case_examples(self, **kwargs: Any) -> Iterator[tuple[int, dict[str, Any]]]:
-        key = 0
-        for records in self._case_parts(**kwargs):
-            for record in records:
-                yield key, record
-                key += 1
 
     def _case_parts(self, root: str, folders: list[str], shards: list[list[str]],
                     schema: pa.Schema | None = None) -> Iterator[Any]:
@@ -263,13 +233,6 @@ class JunoBench(datasets.GeneratorBasedBuilder):
             tables = read_tables_in_background(root)  # after the workers started
             yield from joined(root, folders, parsed, tables, report, schema)
         _write_report(self._output_dir, "cases", report.to_dict())
-
-    def _notebook_examples(self, files: tuple[str, ...],
-                           ranges: list[range]) -> Iterator[tuple[int, dict[str, Any]]]:
-        for key, cases in self._case_batches(files, ranges):
-            for i, case in enumerate(cases.to_pylist()):
-                for j, row in enumerate(notebook_rows(case)):
-                    yield 2 * (key + i) + j, row
 
     def _case_batches(self, files: tuple[str, ...], ranges: list[range]) -> Iterator[tuple[int, pa.Table]]:
         """The columns of the cases records that the notebooks records use, in batches."""

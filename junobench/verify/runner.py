@@ -140,8 +140,10 @@ async def replay(
     log_path = Path(kernel_log) if kernel_log is not None else Path(os.devnull)
     try:
         with log_path.open("ab") as sink:
-            # Started and stopped here rather than with client.async_setup_kernel(), which
-            # takes over SIGINT: Ctrl-C must cancel the whole run (and kill every kernel).
+            # Started and stopped here rather than in nbclient's async_setup_kernel()
+            # context, which installs its own SIGINT/SIGTERM handlers on the event loop (one
+            # per replay, each replacing the last, and swallowing Ctrl-C): Ctrl-C must
+            # cancel the whole run and kill every kernel.
             client.km = client.create_kernel_manager()
             try:
                 await client.async_start_new_kernel(env=kernel_env(env, keep=pass_env), stdout=sink,
@@ -167,8 +169,7 @@ async def replay(
                     if after is not None:
                         await after(client)
             finally:
-                if client.km is not None:  # None: already cleaned up after a failed start
-                    await client._async_cleanup_kernel()
+                await _stop_kernel(client)
     except DeadKernelError:
         where = f" while running code cell {current}" if current is not None else ""
         failure = f"the kernel died{where}" + _last_line(kernel_log)
@@ -185,6 +186,23 @@ async def replay(
         kernel_seconds=kernel_seconds,
         kernel_pid=kernel_pid,
     )
+
+
+async def _stop_kernel(client: Any) -> None:
+    """Kill the replay's kernel and release its channels and connection files, with
+    jupyter_client's public calls. ``client.km`` is None when nbclient already cleaned up
+    after a kernel that failed to start."""
+    km, kc = client.km, client.kc
+    client.km = client.kc = None
+    try:
+        if kc is not None:
+            kc.stop_channels()
+    finally:
+        if km is not None:
+            if await km.is_alive():
+                await km.shutdown_kernel(now=True)  # also cleans up its resources
+            else:
+                await km.cleanup_resources()
 
 
 def _outcome(index: int, cell: Any, replies: list[dict[str, Any]]) -> StepOutcome:
