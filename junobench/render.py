@@ -1,4 +1,4 @@
-"""Render rows as an aligned text table, JSON or CSV."""
+"""Render rows as an aligned text table, JSON, CSV, a Markdown table or a LaTeX tabular."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from junobench.safety.text import csv_cell
 
 
 def render(rows: Sequence[Mapping[str, Any]], fmt: str, columns: Sequence[str] | None = None) -> str:
-    """``rows`` in ``fmt`` (``table``, ``json`` or ``csv``); ``columns`` picks and orders them.
-    CSV text that a spreadsheet would take for a formula gets a leading ``'``
-    (:func:`junobench.safety.text.csv_cell`).
+    """``rows`` in ``fmt`` (``table``, ``json``, ``csv``, ``markdown`` or ``latex``);
+    ``columns`` picks and orders them. CSV text that a spreadsheet would take for a
+    formula gets a leading ``'`` (:func:`junobench.safety.text.csv_cell`).
 
     >>> print(render([{"a": 1, "b": "x"}], "csv"), end="")
     a,b
@@ -32,7 +32,44 @@ def render(rows: Sequence[Mapping[str, Any]], fmt: str, columns: Sequence[str] |
         return buffer.getvalue()
     if fmt == "table":
         return table(rows, columns)
+    if fmt == "markdown":
+        return markdown(rows, columns)
+    if fmt == "latex":
+        return latex(rows, columns)
     raise ValueError(f"unknown format {fmt!r}")
+
+
+def markdown(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    """A GitHub-flavoured Markdown table (``|`` in cells escaped, numbers right-aligned).
+
+    >>> print(markdown([{"a": "x|y", "n": 2}], ["a", "n"]), end="")
+    | a | n |
+    |---|--:|
+    | x\\|y | 2 |
+    """
+    def escape(text: str) -> str:
+        return text.replace("\\", "\\\\").replace("|", "\\|")
+
+    numeric = [all(isinstance(row.get(c), (int, float)) for row in rows) and bool(rows)
+               for c in columns]
+    lines = ["| " + " | ".join(escape(c) for c in columns) + " |",
+             "|" + "|".join("--:" if n else "---" for n in numeric) + "|"]
+    lines += ["| " + " | ".join(escape(_cell(row.get(c))) for c in columns) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def latex(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    """A ``tabular`` fragment (booktabs rules) to ``\\input`` inside a paper's ``table``;
+    LaTeX's special characters in cells and headers are escaped (pandas' ``to_latex``)."""
+    import pandas as pd
+
+    frame = pd.DataFrame([[_cell(row.get(c)) for c in columns] for row in rows],
+                         columns=list(columns))
+    numeric = [all(isinstance(row.get(c), (int, float)) for row in rows) and bool(rows)
+               for c in columns]
+    text = frame.to_latex(index=False, escape=True,
+                          column_format="".join("r" if n else "l" for n in numeric))
+    return str(text)
 
 
 def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:

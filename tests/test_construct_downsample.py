@@ -304,7 +304,8 @@ def test_paired_references_must_stay_inside(pairs: Path, tmp_path: Path, capsys)
     assert main(["construct", "downsample", "paired", str(pairs), "--out", str(tmp_path / "o"),
                  "--fraction", "0.5", "--files-column", "image", "--no-metadata"]) == 1
     error = capsys.readouterr().err
-    assert "row 5: '../outside.jpg'" in error and "row 6: 'images/gone.jpg' not found" in error
+    assert "row 5, image: '../outside.jpg'" in error
+    assert "row 6, image: 'images/gone.jpg' not found" in error
     assert not (tmp_path / "o").exists()
 
 

@@ -77,13 +77,15 @@ def test_resolves_titles_urls_and_licences(tmp_path: Path, capsys) -> None:
         ("bob/cnn-approach", "Fashion, MNIST", "https://www.kaggle.com/datasets/carol/fashionmnist",
          "MIT", "carol/fashionmnist"),  # from the latest version, 1011
         ("https://www.kaggle.com/code/alice/titanic-eda", "Titanic - Machine Learning from Disaster",
-         "https://www.kaggle.com/competitions/titanic", None, "competitions/titanic"),
+         "https://www.kaggle.com/competitions/titanic/data", None, "competitions/titanic"),
     ]
     versions = {r["handle"]: r["version"] for r in rows if r["url"]}
     assert versions["bob/red-wine-quality"] == 2  # the version the notebook used
     notes = {r["notebook"]: r["note"] for r in rows if r["note"]}
     assert notes == {"carol/no-inputs": "no input datasets recorded",
-                     "dave/not-there": "notebook not found in Meta Kaggle"}
+                     "dave/not-there": "notebook not found in Meta Kaggle",
+                     "https://www.kaggle.com/code/alice/titanic-eda":
+                         "Meta Kaggle records no licence for this competition: see its rules"}
 
 
 def test_missing_tables_and_columns_are_named(tmp_path: Path, capsys) -> None:

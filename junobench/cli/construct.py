@@ -172,21 +172,28 @@ def _run_resample(args: argparse.Namespace) -> int:
 
 def _library_cause(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = steps.add_parser(
-        "library-cause", help="estimate which ML library each crash belongs to",
+        "library-cause", help="estimate which library each crash belongs to",
         description="Estimate the library cause from each traceback (crash line, library "
-                    "frames, exception, message). With --out, write the table with a "
-                    "Libs-cause-estimated column; with --evaluate, score the estimate against "
-                    "the rows labeled with one of the 10 benchmark libraries and print a "
-                    "confusion table.")
+                    "frames, exception, message): any library, or with --benchmark-labels "
+                    "one of the benchmark's ten. With --out, write the table with a "
+                    "Libs-cause-estimated column ('None' where no library is involved); "
+                    "with --evaluate, score the estimate against the labelled rows, those "
+                    "of the benchmark's libraries and those of other libraries apart, and "
+                    "print confusion tables.")
     parser.add_argument("table", type=Path, help="crashes table (xlsx)")
     parser.add_argument("--traceback-column", default="traceback")
     parser.add_argument("--code-column", help="column with the crashing cell's code (optional)")
+    parser.add_argument("--benchmark-labels", action="store_true",
+                        help="answer only the benchmark's ten library labels")
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--out", type=Path, help="scored table to write (xlsx)")
     action.add_argument("--evaluate", action="store_true",
-                        help="compare with --label-column and print a confusion table")
+                        help="compare with --label-column and print confusion tables")
     parser.add_argument("--label-column", default="Libs-cause",
                         help="labels for --evaluate (keras and tensorflow count as one)")
+    parser.add_argument("--split", choices=("all", "tune", "held-out"), default="all",
+                        help="with --evaluate: the rows the estimator was tuned on, the "
+                             "held-out third (never tuned on), or all (default)")
     parser.add_argument("--misses", action="store_true", help="with --evaluate: list the misses")
     parser.set_defaults(handler=_run_library_cause)
 
@@ -195,20 +202,29 @@ def _run_library_cause(args: argparse.Namespace) -> int:
     from junobench.construct import library_cause
 
     if args.evaluate:
-        evaluation = library_cause.evaluate(args.table, traceback_column=args.traceback_column,
-                                             label_column=args.label_column,
-                                             code_column=args.code_column)
-        print(evaluation.table(), end="")
-        if args.misses:
-            for miss in evaluation.misses:
-                print(f"  {library_cause.normalise_label(miss[args.label_column])} → "
-                      f"{miss['estimated']}: {str(miss.get('evalue') or '')[:100]}")
+        for group in ("target", "other"):
+            try:
+                evaluation = library_cause.evaluate(
+                    args.table, traceback_column=args.traceback_column,
+                    label_column=args.label_column, code_column=args.code_column, rows=group,
+                    split=args.split, benchmark=args.benchmark_labels)
+            except JunoBenchError:
+                if group == "target":
+                    raise
+                print("(no row is labelled with another library)")
+                continue
+            print(evaluation.table())
+            if args.misses:
+                for miss in evaluation.misses:
+                    print(f"  {miss[args.label_column]} → {miss['estimated']}: "
+                          f"{str(miss.get('evalue') or '')[:100]}")
         return 0
     rows = library_cause.score_table(args.table, args.out, traceback_column=args.traceback_column,
-                                     code_column=args.code_column)
+                                     code_column=args.code_column,
+                                     benchmark=args.benchmark_labels)
     counts: dict[str, int] = {}
     for row in rows:
-        label = row["Libs-cause-estimated"] or "None"
+        label = row["Libs-cause-estimated"]
         counts[label] = counts.get(label, 0) + 1
     print(", ".join(f"{label}: {n}" for label, n in sorted(counts.items(), key=lambda x: -x[1])))
     print(f"wrote {len(rows)} rows to {args.out}")
@@ -303,10 +319,12 @@ def _downsample(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
         if kind in ("table", "paired"):
             sub.add_argument("--label-column", help="stratify by this column")
         if kind == "paired":
-            sub.add_argument("--files-column", required=True,
-                             help="column with each row's file, relative to --files-root")
+            sub.add_argument("--files-column", required=True, action="append",
+                             help="column with each row's file, relative to --files-root "
+                                  "(repeatable: every file of a kept row is copied)")
             sub.add_argument("--files-root", type=Path,
-                             help="folder the file paths are relative to (default: the table's)")
+                             help="folder the file paths are relative to (default: the "
+                                  "table's); the files keep its place relative to the table")
         if kind == "archive":
             sub.add_argument("--max-size", type=int, default=MAX_ARCHIVE_BYTES,
                              help="refuse archives whose uncompressed size passes this many "

@@ -71,14 +71,22 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(handler=_detect)
 
+    from junobench.detection.compare import FORMATS
     from junobench.detection.layouts import LAYOUTS, describe
+    from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED
 
     parser = subparsers.add_parser(
         "evaluate", help="score crash-detection predictions (precision, recall, F1, accuracy)",
-        description="Score predictions against the labels, crash = positive class. PRED is a "
-        "file or folder in any published layout, recognised automatically: "
-        + "; ".join(f"{name}: {describe(name)}" for name in LAYOUTS) + ".")
-    parser.add_argument("predictions", metavar="PRED", help="predictions file or folder")
+        description="Score predictions against the labels, crash = positive class, each score "
+        "with a 95%% case-bootstrap interval. With several PRED, score them side by side on "
+        "the notebooks they all decided and test each pair (exact McNemar, paired bootstrap "
+        "of the F1 difference). PRED is a file or folder in any published layout, recognised "
+        "automatically: " + "; ".join(f"{name}: {describe(name)}" for name in LAYOUTS) + ".")
+    parser.add_argument("predictions", metavar="PRED", nargs="+",
+                        help="predictions file or folder (several to compare them)")
+    parser.add_argument("--name", action="append", metavar="NAME",
+                        help="name of each PRED in a comparison, in order (default: from the "
+                        "paths)")
     add_source(parser, default=None)
     parser.add_argument("--truth", action="append", metavar="TASKS.truth.jsonl",
                         help="ground-truth file written by `junobench tasks`: maps blind task "
@@ -94,12 +102,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         "majority)")
     parser.add_argument("--fallback", metavar="PRED2",
                         help="predictions to score notebooks that PRED lacks (as the "
-                        "runtime-augmented paper did with its code-only answers)")
+                        "runtime-augmented paper did with its code-only answers; one PRED only)")
     parser.add_argument("--by", choices=("library", "root-cause"), default="library",
-                        help="breakdown shown in table and csv output (json has both)")
-    add_format(parser)
+                        help="breakdown shown in table, csv, markdown and latex output (json "
+                        "has both)")
+    parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
+                        help=f"case bootstraps behind each interval (default: {DEFAULT_RESAMPLES})")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                        help=f"seed of the bootstrap (default: {DEFAULT_SEED}; the same seed "
+                        "gives the same intervals)")
+    add_format(parser, choices=FORMATS)
     parser.add_argument("--plot", metavar="FILE.png",
-                        help="also draw per-group accuracy bars (needs matplotlib)")
+                        help="also draw per-group bars with group sizes and accuracy intervals "
+                        "(needs matplotlib; one PRED only)")
     parser.set_defaults(handler=_evaluate)
 
 
@@ -215,20 +230,56 @@ def _report_runtime_info(args: argparse.Namespace, items: list[dict[str, Any]]) 
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from junobench.detection.evaluate import BREAKDOWNS, evaluate, format_report, plot, score_row
+    from junobench.detection.evaluate import BREAKDOWNS, evaluate, format_report, plot, summary_rows
+    from junobench.errors import JunoBenchError
 
-    report = evaluate(args.predictions, args.source, vote=args.vote, revision=args.revision,
+    if len(args.predictions) > 1:
+        for option in ("fallback", "plot"):
+            if getattr(args, option):
+                raise JunoBenchError(f"--{option} takes one PRED, not a comparison")
+        return _compare(args)
+    if args.name:
+        raise JunoBenchError("--name names the sets of a comparison: pass several PRED")
+    report = evaluate(args.predictions[0], args.source, vote=args.vote, revision=args.revision,
                       fallback=args.fallback, layout=args.layout, truth=args.truth,
-                      **filters_from(args))
+                      resamples=args.resamples, seed=args.seed, **filters_from(args))
     if args.format == "json":
         print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
     elif args.format == "csv":
-        rows: list[dict[str, Any]] = report.breakdown_rows(args.by)
-        rows.append({BREAKDOWNS[args.by][1]: "all", **score_row(report.overall)})
+        rows = [_flat(row) for row in report.breakdown_rows(args.by, intervals=True)]
+        overall = {"intervals": {k: list(v) if v else None for k, v in report.intervals().items()}}
+        rows.append(_flat({BREAKDOWNS[args.by][1]: "all", **score_row_of(report), **overall}))
         print(render(rows, "csv"), end="")
+    elif args.format in ("markdown", "latex"):
+        print(render(summary_rows(report, args.by, percent=args.format == "latex"), args.format),
+              end="")
     else:
         print(format_report(report, args.by), end="")
     if args.plot:
         path = plot(report, args.plot, args.by)
         print(f"plot written to {path}", file=sys.stderr)
+    return 0
+
+
+def score_row_of(report: Any) -> dict[str, Any]:
+    from junobench.detection.evaluate import score_row
+
+    return score_row(report.overall)
+
+
+def _flat(row: dict[str, Any]) -> dict[str, Any]:
+    """A breakdown row with its intervals as ``<metric>_low`` / ``<metric>_high`` columns."""
+    out = {k: v for k, v in row.items() if k != "intervals"}
+    for metric, bounds in (row.get("intervals") or {}).items():
+        out[f"{metric}_low"], out[f"{metric}_high"] = bounds if bounds else (None, None)
+    return out
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from junobench.detection.compare import compare, format_comparison
+
+    comparison = compare(args.predictions, args.source, names=args.name, vote=args.vote,
+                         revision=args.revision, truth=args.truth, layout=args.layout,
+                         resamples=args.resamples, seed=args.seed, **filters_from(args))
+    print(format_comparison(comparison, args.format), end="")
     return 0

@@ -20,6 +20,7 @@ after) to the dataset's metadata file (:mod:`junobench.construct.provenance`).
 
 from __future__ import annotations
 
+import logging
 import math
 import posixpath
 import random
@@ -37,6 +38,8 @@ from typing import IO, Any
 from junobench.construct import provenance
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_path, place, remove_tree, staging_folder
+
+logger = logging.getLogger("junobench")
 
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff",
                               ".webp", ".ppm", ".pgm"})
@@ -135,7 +138,11 @@ def downsample_images(source: str | Path, out: str | Path, *, fraction: float | 
                       per_class: int | None = None, seed: int = 0,
                       metadata: str | Path | None = None, record: bool = True) -> Downsampled:
     """Keep ``per_class`` images or a ``fraction`` of each class folder (every folder that
-    directly holds images); other files are copied as they are."""
+    directly holds images). Other files follow the images: a file named after an image
+    (``Annotations/2007_000027.xml`` for ``JPEGImages/2007_000027.jpg``, a ``.npy`` of its
+    features) is kept only with its image; a text file that lists image ids (a split list
+    such as VOC's ``ImageSets/Main/train.txt``) keeps only the lines of kept images; any
+    other file is copied as it is."""
     check_amount(fraction, per_class)
     source, out = Path(source), Path(out)
     if not source.is_dir():
@@ -153,21 +160,63 @@ def downsample_images(source: str | Path, out: str | Path, *, fraction: float | 
         raise JunoBenchError("no images found", file=source,
                              hint=f"images end with {', '.join(sorted(IMAGE_EXTENSIONS))}")
     result = Downsampled(out, "files", 0, 0)
+    ids = {f.stem for files in classes.values() for f in files}
+    kept_ids: set[str] = set()
     with fresh_output(out) as staging:
         for name, files in classes.items():
             kept = choose(files, name, seed=seed, fraction=fraction, per_class=per_class)
             for i in kept:
                 _copy(source / files[i], staging / files[i])
+                kept_ids.add(files[i].stem)
             result.classes[name] = (len(files), len(kept))
         for relative in others:
-            _copy(source / relative, staging / relative)
+            if relative.stem in ids:  # an image's annotation or features: with its image
+                if relative.stem in kept_ids:
+                    _copy(source / relative, staging / relative)
+            elif not _filter_id_list(source / relative, staging / relative, ids, kept_ids):
+                _copy(source / relative, staging / relative)
     result.before = sum(b for b, _ in result.classes.values())
     result.after = sum(a for _, a in result.classes.values())
     _, result.bytes_before = provenance.tree_size(source)
     _, result.bytes_after = provenance.tree_size(out)
-    provenance.record(meta, _entry("images", source, result, fraction, per_class, seed,
-                                   "class folder"))
+    _record(meta, result, _entry("images", source, result, fraction, per_class, seed,
+                                 "class folder"))
     return result
+
+
+def _filter_id_list(source: Path, target: Path, ids: set[str], kept: set[str]) -> bool:
+    """Copy a text file whose lines start with image ids keeping the lines of kept images;
+    False (nothing written) when the file is not such a list."""
+    if source.suffix.lower() not in (".txt", ".lst", ".csv", ".tsv") or \
+            source.stat().st_size > 256 * 1024**2:
+        return False
+    try:
+        lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    except (UnicodeDecodeError, OSError):
+        return False
+    keys = [_first_token(line) for line in lines]
+    listed = [k for k in keys if k in ids]
+    if not listed or len(listed) < 0.5 * sum(1 for k in keys if k):
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("".join(line for line, key in zip(lines, keys, strict=True)
+                              if key not in ids or key in kept), encoding="utf-8")
+    return True
+
+
+def _first_token(line: str) -> str:
+    token = line.strip().replace(",", " ").replace("\t", " ").split(" ", 1)[0]
+    return Path(token).stem if "/" in token or "." in token else token
+
+
+def _record(meta: Path | None, result: Downsampled, entry: dict[str, Any]) -> None:
+    """Record the modification, and the files written; a run that removed nothing is not
+    recorded as downsampled (its files are listed all the same)."""
+    reduced = result.after < result.before
+    provenance.record(meta, entry if reduced else None, outputs=[result.out])
+    if not reduced:
+        logger.warning("nothing was removed from %s: every class keeps all its items, so "
+                       "no downsampling is recorded", result.out)
 
 
 # --------------------------------------------------------------------------- archives
@@ -317,9 +366,13 @@ def downsample_archive(source: str | Path, out: str | Path, *, fraction: float |
         groups.setdefault(top, []).append(member)
     chosen: list[Member] = []
     result = Downsampled(out, "files", len(members), 0)
+    only_root = list(groups) == [""]
     for top, group in groups.items():
-        kept = (list(range(len(group))) if top == "" else
-                choose(group, top, seed=seed, fraction=fraction, per_class=per_class))
+        # Files at the root beside folders (labels, notes) are kept; an archive of files
+        # at the root only is sampled as one class.
+        kept = (list(range(len(group))) if top == "" and not only_root else
+                choose(group, top or "(root)", seed=seed, fraction=fraction,
+                       per_class=per_class))
         chosen += [group[i] for i in kept]
         result.classes[top or "(root)"] = (len(group), len(kept))
     result.after = len(chosen)
@@ -331,8 +384,8 @@ def downsample_archive(source: str | Path, out: str | Path, *, fraction: float |
                                  hint="nothing was extracted") from None
     result.bytes_before = sum(m.size for m in members)
     result.bytes_after = written
-    provenance.record(meta, _entry("archive", source, result, fraction, per_class, seed,
-                                   "top-level folder"))
+    _record(meta, result, _entry("archive", source, result, fraction, per_class, seed,
+                                 "top-level folder"))
     return result
 
 
@@ -475,8 +528,8 @@ def downsample_table(source: str | Path, out: str | Path, *, fraction: float | N
     _write_beside(out, lambda path: write_any_table(frame.iloc[kept], path, source))
     result = Downsampled(out, "rows", len(frame), len(kept), classes,
                          source.stat().st_size, out.stat().st_size)
-    provenance.record(meta, _entry("table", source, result, fraction, per_class, seed,
-                                   f"class of {label_column!r}" if label_column else "table"))
+    _record(meta, result, _entry("table", source, result, fraction, per_class, seed,
+                                 f"class of {label_column!r}" if label_column else "table"))
     return result
 
 
@@ -489,53 +542,86 @@ def _write_beside(out: Path, write: Callable[[Path], None]) -> None:
 # --------------------------------------------------------------------------- paired
 
 
-def downsample_paired(source: str | Path, out: str | Path, *, files_column: str,
+def downsample_paired(source: str | Path, out: str | Path, *,
+                      files_column: str | Sequence[str],
                       files_root: str | Path | None = None, fraction: float | None = None,
                       per_class: int | None = None, seed: int = 0,
                       label_column: str | None = None, metadata: str | Path | None = None,
                       record: bool = True) -> Downsampled:
-    """Sample the rows of a table whose ``files_column`` names files (relative to
-    ``files_root``, by default the table's folder); write the kept rows to
-    ``out/<table name>`` and exactly the files they reference under ``out``."""
+    """Sample the rows of a table whose ``files_column`` (one or several columns, e.g. the
+    two images of a pair) names files relative to ``files_root`` (by default the table's
+    folder); write the kept rows to ``out/<table name>`` and exactly the files they
+    reference, where the notebook expects them: under ``out`` at ``files_root``'s place
+    relative to the table's folder (``out/archive/images/x.jpg`` for
+    ``--files-root archive/images``)."""
     check_amount(fraction, per_class)
     source, out = Path(source), Path(out)
+    columns = [files_column] if isinstance(files_column, str) else list(files_column)
+    if not columns:
+        raise JunoBenchError("give at least one --files-column")
     root = Path(files_root) if files_root is not None else source.parent
+    place = _place_of(root, source.parent)
     meta = provenance.resolve_metadata(out, metadata, record=record)
     frame = read_any_table(source)
-    if files_column not in frame.columns:
-        raise JunoBenchError(f"no column {files_column!r}", file=source,
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise JunoBenchError(f"no column(s) {', '.join(map(repr, missing))}", file=source,
                              hint=f"columns: {', '.join(map(str, frame.columns))}")
-    references = [str(v) for v in frame[files_column].tolist()]
+    references = [[_reference(v) for v in frame[c].tolist()] for c in columns]
     problems = []
-    names: list[str] = []  # the rows' files, relative to root
-    for number, reference in enumerate(references, start=2):
-        safe = _safe_name(reference)
-        if safe is None:
-            problems.append(f"row {number}: {reference!r} is absolute or leaves the folder")
-        elif not (root / safe).is_file():
-            problems.append(f"row {number}: {reference!r} not found under {root}")
-        else:
-            names.append(safe)
+    for column, values in zip(columns, references, strict=True):
+        for number, reference in enumerate(values, start=2):
+            if reference is None:
+                continue
+            safe = _safe_name(reference)
+            if safe is None:
+                problems.append(f"row {number}, {column}: {reference!r} is absolute or "
+                                "leaves the folder")
+            elif not (root / safe).is_file():
+                problems.append(f"row {number}, {column}: {reference!r} not found under {root}")
     if problems:
         raise JunoBenchError(f"{len(problems)} file reference(s) cannot be used: "
                              + "; ".join(problems[:5]) + (" …" if len(problems) > 5 else ""),
                              file=source, hint="fix the table or pass --files-root DIR")
     kept, classes = stratified_rows(frame, label_column=label_column, seed=seed,
                                     fraction=fraction, per_class=per_class, source=source)
-    files = sorted({names[i] for i in kept})
-    every = sorted(set(names))
+    files = sorted({safe for values in references for i in kept
+                    if (safe := _safe_reference(values[i]))})
+    every = sorted({safe for values in references for value in values
+                    if (safe := _safe_reference(value))})
     with fresh_output(out) as staging:
         write_any_table(frame.iloc[kept], staging / source.name, source)
         for name in files:
-            _copy(root / name, staging / name)
+            _copy(root / name, staging / place / name)
     result = Downsampled(out, "rows", len(frame), len(kept), classes,
                          sum((root / n).stat().st_size for n in every),
-                         sum((out / n).stat().st_size for n in files))
+                         sum((out / place / n).stat().st_size for n in files))
     entry = _entry("paired", source, result, fraction, per_class, seed,
                    f"class of {label_column!r}" if label_column else "table")
     entry["before"]["files"], entry["after"]["files"] = len(every), len(files)
-    provenance.record(meta, entry)
+    _record(meta, result, entry)
     return result
+
+
+def _reference(value: Any) -> str | None:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    text = str(value).strip()
+    return text or None
+
+
+def _safe_reference(value: str | None) -> str | None:
+    return None if value is None else _safe_name(value)
+
+
+def _place_of(root: Path, table_folder: Path) -> Path:
+    """Where the files of ``root`` go under the output: ``root`` relative to the table's
+    folder when it is inside it, else ``root``'s own name."""
+    try:
+        relative = root.resolve().relative_to(table_folder.resolve())
+    except ValueError:
+        return Path(root.resolve().name)
+    return relative
 
 
 # --------------------------------------------------------------------------- records

@@ -11,8 +11,14 @@ gigabytes), along the relational mapping KGTorrent documents::
       → DatasetVersions (Title, LicenseName, VersionNumber) → Datasets
       → Users / Organizations (the owner in https://www.kaggle.com/datasets/<owner>/<slug>)
 
-Competition data (KernelVersionCompetitionSources → Competitions) is added when those
-two tables are present; Meta Kaggle records no licence for it.
+Competition data (KernelVersionCompetitionSources → Competitions, with the competition's
+``LicenseName`` where Meta Kaggle has that column; ``…/competitions/<slug>/data``) and
+other notebooks' outputs (KernelVersionKernelSources → KernelVersions → Kernels → Users;
+``…/code/<owner>/<slug>/output``) are added when those tables are present. A notebook
+URL's ``?scriptVersionId=N`` selects that version instead of the current one. Ids are
+compared as integers (``12`` and ``12.0`` alike), and a dataset is never dropped: one
+whose owner or version Meta Kaggle lacks keeps its row, with a note saying what is
+unknown.
 
 **Download.** :func:`download` fetches each dataset with ``kagglehub`` (credentials from
 its standard sources: ``KAGGLE_USERNAME``/``KAGGLE_KEY``, ``~/.kaggle/kaggle.json``,
@@ -59,11 +65,15 @@ TABLES: dict[str, tuple[str, ...]] = {
     "DatasetVersions": ("Id", "DatasetId", "Title", "Slug", "LicenseName", "VersionNumber"),
     "Datasets": ("Id", "OwnerUserId", "OwnerOrganizationId", "CurrentDatasetVersionId"),
 }
-#: Used when present: a notebook's competition data.
-OPTIONAL_TABLES: dict[str, tuple[str, ...]] = {
+#: Used when present: a notebook's competition data, and other notebooks' outputs.
+COMPETITION_TABLES: dict[str, tuple[str, ...]] = {
     "KernelVersionCompetitionSources": ("KernelVersionId", "SourceCompetitionId"),
     "Competitions": ("Id", "Slug", "Title"),
 }
+NOTEBOOK_OUTPUT_TABLES: dict[str, tuple[str, ...]] = {
+    "KernelVersionKernelSources": ("KernelVersionId", "SourceKernelVersionId"),
+}
+OPTIONAL_TABLES: dict[str, tuple[str, ...]] = {**COMPETITION_TABLES, **NOTEBOOK_OUTPUT_TABLES}
 
 #: Columns of the datasets table that kaggle-metadata writes and download reads.
 DATASET_COLUMNS: tuple[str, ...] = (
@@ -74,9 +84,12 @@ _NOTEBOOK_URL = re.compile(
     r"^(?:https?://)?(?:www\.)?kaggle\.com/(?:code/|kernels/|notebooks/)?"
     r"(?P<owner>[\w.-]+)/(?P<slug>[\w.-]+?)/?(?:[?#].*)?$", re.IGNORECASE)
 _OWNER_SLUG = re.compile(r"^(?P<owner>[\w.-]+)/(?P<slug>[\w.-]+)$")
+_SCRIPT_VERSION = re.compile(r"[?&]scriptVersionId=(\d{1,18})\b")
 _DATASET_URL = re.compile(
     r"^(?:https?://)?(?:www\.)?kaggle\.com/(?:datasets/(?P<owner>[\w.-]+)/(?P<slug>[\w.-]+)"
-    r"|(?:c|competitions)/(?P<competition>[\w.-]+))(?:/.*)?$", re.IGNORECASE)
+    r"|(?:c|competitions)/(?P<competition>[\w.-]+)"
+    r"|(?:code|kernels|notebooks)/(?P<nb_owner>[\w.-]+)/(?P<nb_slug>[\w.-]+)/output)"
+    r"(?:/.*)?$", re.IGNORECASE)
 
 
 # --------------------------------------------------------------------------- references
@@ -112,22 +125,41 @@ def dataset_url(owner: str, slug: str) -> str:
 
 
 def competition_url(slug: str) -> str:
-    return f"{KAGGLE}/competitions/{slug}"
+    """The data page of a competition, as the published table writes it."""
+    return f"{KAGGLE}/competitions/{slug}/data"
+
+
+def notebook_output_url(owner: str, slug: str) -> str:
+    return f"{KAGGLE}/code/{owner}/{slug}/output"
+
+
+def notebook_version(text: str) -> int | None:
+    """The ``scriptVersionId`` a notebook URL names, if any.
+
+    >>> notebook_version("https://www.kaggle.com/code/a/b?scriptVersionId=123456&x=1")
+    123456
+    """
+    found = _SCRIPT_VERSION.search(text or "")
+    return int(found[1]) if found else None
 
 
 def handle_of(url: str) -> str:
-    """The kagglehub handle of a dataset or competition URL.
+    """The kagglehub handle of a dataset, competition or notebook-output URL.
 
     >>> handle_of("https://www.kaggle.com/datasets/uciml/iris")
     'uciml/iris'
     >>> handle_of("https://www.kaggle.com/competitions/titanic/data")
     'competitions/titanic'
+    >>> handle_of("https://www.kaggle.com/code/alice/features/output")
+    'code/alice/features'
     """
     match = _DATASET_URL.match((url or "").strip())
     if not match:
-        raise ValueError(f"{url!r} is not a Kaggle dataset or competition URL")
+        raise ValueError(f"{url!r} is not a Kaggle dataset, competition or notebook-output URL")
     if match["competition"]:
         return f"competitions/{match['competition']}"
+    if match["nb_owner"]:
+        return f"code/{match['nb_owner']}/{match['nb_slug']}"
     return f"{match['owner']}/{match['slug']}"
 
 
@@ -149,7 +181,12 @@ class MetaKaggle:
             raise JunoBenchError("Meta Kaggle is incomplete: " + "; ".join(problems),
                                  file=self.directory,
                                  hint="these tables and columns are needed from Meta Kaggle")
-        self.competitions = all(not self._check(t, c) for t, c in OPTIONAL_TABLES.items())
+        self.competitions = all(not self._check(t, c) for t, c in COMPETITION_TABLES.items())
+        self.competition_licences = self.competitions and not self._check(
+            "Competitions", ("LicenseName",))
+        self.notebook_outputs = all(not self._check(t, c)
+                                    for t, c in NOTEBOOK_OUTPUT_TABLES.items())
+        self.version_titles = not self._check("KernelVersions", ("Title",))
 
     def path(self, table: str) -> Path:
         return self.directory / f"{table}.csv"
@@ -168,58 +205,119 @@ class MetaKaggle:
         import duckdb
 
         connection = duckdb.connect()
-        for table in [*TABLES, *(OPTIONAL_TABLES if self.competitions else ())]:
+        connection.execute(_ID_MACRO)
+        tables = [*TABLES, *(COMPETITION_TABLES if self.competitions else ()),
+                  *(NOTEBOOK_OUTPUT_TABLES if self.notebook_outputs else ())]
+        for table in tables:
             source = str(self.path(table)).replace("'", "''")
             connection.execute(f'CREATE VIEW "{table}" AS SELECT * FROM read_csv('
                                f"'{source}', header = true, all_varchar = true)")
         return connection
 
-    def resolve(self, refs: Sequence[tuple[str, str]]) -> list[list[dict[str, Any]] | None]:
-        """For each ``(owner, slug)``, its input datasets (and competitions) as dicts with
-        ``kind, title, url, license, handle, version`` (empty when the notebook has none);
-        None in place of the list when the notebook is not in Meta Kaggle."""
+    def resolve(self, refs: Sequence[tuple[str, str]],
+                versions: Sequence[int | None] | None = None
+                ) -> list[list[dict[str, Any]] | None]:
+        """For each ``(owner, slug)`` (at the ``versions`` given, else the current one), its
+        input datasets, competitions and notebook outputs as dicts with ``kind, title, url,
+        license, handle, version, note`` (empty when the notebook has none); None in place
+        of the list when the notebook is not in Meta Kaggle."""
         import pandas as pd
 
         connection = self.connect()
         frame = pd.DataFrame({"position": range(len(refs)),
                               "owner": [o.lower() for o, _ in refs],
-                              "slug": [s.lower() for _, s in refs]})
+                              "slug": [s.lower() for _, s in refs],
+                              "wanted": pd.array(list(versions or [None] * len(refs)),
+                                                 dtype="Int64")})
         connection.register("refs", frame)
         connection.execute(_KERNELS_SQL)
-        found = {row[0] for row in connection.execute("SELECT position FROM kernel").fetchall()}
-        results: list[list[dict[str, Any]] | None] = [
-            [] if i in found else None for i in range(len(refs))]
-        for position, title, slug, license_name, version, owner in connection.execute(
-                _DATASETS_SQL).fetchall():
-            if owner and slug:
-                handle = f"{owner}/{slug}"
-                results[position].append({
-                    "kind": "dataset", "title": title, "url": dataset_url(owner, slug),
-                    "license": license_name, "handle": handle, "version": _int(version)})
+        results: list[list[dict[str, Any]] | None] = [None] * len(refs)
+        for position, wanted, found_wanted in connection.execute(
+                "SELECT position, wanted, found_wanted FROM kernel").fetchall():
+            results[position] = []
+            if wanted is not None and not found_wanted:
+                results[position].append({"kind": "note", "note": (
+                    f"scriptVersionId {wanted} is not a version of this notebook in Meta "
+                    "Kaggle: its current version is used")})
+        for row in connection.execute(_DATASETS_SQL).fetchall():
+            position, version_id, title, slug, licence, number, owner, user, org = row
+            entry = {"kind": "dataset", "title": title, "license": licence,
+                     "version": _int(number), "url": None, "handle": None, "note": None}
+            if title is None:
+                entry["note"] = (f"dataset version {version_id} is not in Meta Kaggle's "
+                                 "DatasetVersions: title, licence and URL unknown")
+            elif not owner or not slug:
+                who = f"user {user}" if user else f"organisation {org}" if org else "no owner"
+                entry["note"] = (f"the dataset's owner ({who}) is not in Meta Kaggle's "
+                                 "Users/Organizations: its URL is unknown")
+            else:
+                entry["url"], entry["handle"] = dataset_url(owner, slug), f"{owner}/{slug}"
+            _append(results, position, entry)
         if self.competitions:
-            for position, title, slug in connection.execute(_COMPETITIONS_SQL).fetchall():
-                results[position].append({
-                    "kind": "competition", "title": title, "url": competition_url(slug),
-                    "license": None, "handle": f"competitions/{slug}", "version": None})
+            sql = _COMPETITIONS_SQL.replace(
+                "{licence}", "c.LicenseName" if self.competition_licences else "NULL")
+            for position, competition_id, title, slug, licence in connection.execute(
+                    sql).fetchall():
+                entry = {"kind": "competition", "title": title, "license": licence or None,
+                         "version": None, "url": None, "handle": None, "note": None}
+                if slug is None:
+                    entry["note"] = f"competition {competition_id} is not in Competitions"
+                else:
+                    entry["url"] = competition_url(slug)
+                    entry["handle"] = f"competitions/{slug}"
+                    if not licence:
+                        entry["note"] = ("Meta Kaggle records no licence for this "
+                                         "competition: see its rules")
+                _append(results, position, entry)
+        if self.notebook_outputs:
+            sql = _OUTPUTS_SQL.replace(
+                "{title}", "sv.Title" if self.version_titles else "NULL")
+            for position, version_id, title, slug, owner in connection.execute(sql).fetchall():
+                entry = {"kind": "notebook output", "title": title or slug, "license": None,
+                         "version": None, "url": None, "handle": None,
+                         "note": "another notebook's output: Meta Kaggle records no licence "
+                                 "(Kaggle notebooks are Apache 2.0 unless they say otherwise)"}
+                if owner and slug:
+                    entry["url"] = notebook_output_url(owner, slug)
+                    entry["handle"] = f"code/{owner}/{slug}"
+                else:
+                    entry["note"] = (f"the output of notebook version {version_id}, which "
+                                     "Meta Kaggle does not name: its URL is unknown")
+                _append(results, position, entry)
         connection.close()
         return results
 
 
+def _append(results: list[list[dict[str, Any]] | None], position: int,
+            entry: dict[str, Any]) -> None:
+    found = results[position]
+    assert found is not None  # the notebook was matched
+    found.append(entry)
+
+
+#: Ids compared as integers: Meta Kaggle's CSVs (and tables saved by spreadsheet tools)
+#: may write 12 as "12.0".
+_ID_MACRO = r"""
+CREATE MACRO jid(x) AS TRY_CAST(regexp_replace(trim(x), '\.0*$', '') AS BIGINT)
+"""
+
 _KERNELS_SQL = """
 CREATE TEMP TABLE kernel AS
 WITH matched AS (
-    SELECT r.position, TRY_CAST(k.Id AS BIGINT) AS kernel_id,
-           TRY_CAST(k.CurrentKernelVersionId AS BIGINT) AS current_version
+    SELECT r.position, r.wanted, jid(k.Id) AS kernel_id,
+           jid(k.CurrentKernelVersionId) AS current_version
     FROM refs r
     JOIN "Users" u ON lower(u.UserName) = r.owner
-    JOIN "Kernels" k ON k.AuthorUserId = u.Id AND lower(k.CurrentUrlSlug) = r.slug
+    JOIN "Kernels" k ON jid(k.AuthorUserId) = jid(u.Id) AND lower(k.CurrentUrlSlug) = r.slug
 ), versions AS (
-    SELECT TRY_CAST(ScriptId AS BIGINT) AS kernel_id, TRY_CAST(Id AS BIGINT) AS version_id
+    SELECT jid(ScriptId) AS kernel_id, jid(Id) AS version_id
     FROM "KernelVersions"
-    WHERE TRY_CAST(ScriptId AS BIGINT) IN (SELECT kernel_id FROM matched)
+    WHERE jid(ScriptId) IN (SELECT kernel_id FROM matched)
 )
-SELECT m.position, m.kernel_id,
-       coalesce(max(v.version_id) FILTER (WHERE v.version_id = m.current_version),
+SELECT m.position, m.kernel_id, any_value(m.wanted) AS wanted,
+       coalesce(bool_or(v.version_id = m.wanted), false) AS found_wanted,
+       coalesce(max(v.version_id) FILTER (WHERE v.version_id = m.wanted),
+                max(v.version_id) FILTER (WHERE v.version_id = m.current_version),
                 max(v.version_id), any_value(m.current_version)) AS version_id
 FROM matched m
 LEFT JOIN versions v ON v.kernel_id = m.kernel_id
@@ -228,27 +326,40 @@ GROUP BY m.position, m.kernel_id
 
 _DATASETS_SQL = """
 SELECT k.position,
+       jid(s.SourceDatasetVersionId) AS version_id,
        coalesce(cdv.Title, dv.Title) AS title,
        coalesce(cdv.Slug, dv.Slug) AS slug,
        dv.LicenseName,
        dv.VersionNumber,
-       coalesce(ou.UserName, o.Slug) AS owner
+       coalesce(ou.UserName, o.Slug) AS owner,
+       d.OwnerUserId,
+       d.OwnerOrganizationId
 FROM kernel k
-JOIN "KernelVersionDatasetSources" s ON TRY_CAST(s.KernelVersionId AS BIGINT) = k.version_id
-JOIN "DatasetVersions" dv ON dv.Id = s.SourceDatasetVersionId
-LEFT JOIN "Datasets" d ON d.Id = dv.DatasetId
-LEFT JOIN "DatasetVersions" cdv ON cdv.Id = d.CurrentDatasetVersionId
-LEFT JOIN "Users" ou ON ou.Id = d.OwnerUserId
-LEFT JOIN "Organizations" o ON o.Id = d.OwnerOrganizationId
-ORDER BY k.position, TRY_CAST(dv.Id AS BIGINT)
+JOIN "KernelVersionDatasetSources" s ON jid(s.KernelVersionId) = k.version_id
+LEFT JOIN "DatasetVersions" dv ON jid(dv.Id) = jid(s.SourceDatasetVersionId)
+LEFT JOIN "Datasets" d ON jid(d.Id) = jid(dv.DatasetId)
+LEFT JOIN "DatasetVersions" cdv ON jid(cdv.Id) = jid(d.CurrentDatasetVersionId)
+LEFT JOIN "Users" ou ON jid(ou.Id) = jid(d.OwnerUserId)
+LEFT JOIN "Organizations" o ON jid(o.Id) = jid(d.OwnerOrganizationId)
+ORDER BY k.position, jid(s.SourceDatasetVersionId)
 """
 
 _COMPETITIONS_SQL = """
-SELECT k.position, c.Title, c.Slug
+SELECT k.position, jid(s.SourceCompetitionId), c.Title, c.Slug, {licence}
 FROM kernel k
-JOIN "KernelVersionCompetitionSources" s ON TRY_CAST(s.KernelVersionId AS BIGINT) = k.version_id
-JOIN "Competitions" c ON c.Id = s.SourceCompetitionId
-ORDER BY k.position, TRY_CAST(c.Id AS BIGINT)
+JOIN "KernelVersionCompetitionSources" s ON jid(s.KernelVersionId) = k.version_id
+LEFT JOIN "Competitions" c ON jid(c.Id) = jid(s.SourceCompetitionId)
+ORDER BY k.position, jid(s.SourceCompetitionId)
+"""
+
+_OUTPUTS_SQL = """
+SELECT k.position, jid(s.SourceKernelVersionId), {title}, sk.CurrentUrlSlug, su.UserName
+FROM kernel k
+JOIN "KernelVersionKernelSources" s ON jid(s.KernelVersionId) = k.version_id
+LEFT JOIN "KernelVersions" sv ON jid(sv.Id) = jid(s.SourceKernelVersionId)
+LEFT JOIN "Kernels" sk ON jid(sk.Id) = jid(sv.ScriptId)
+LEFT JOIN "Users" su ON jid(su.Id) = jid(sk.AuthorUserId)
+ORDER BY k.position, jid(s.SourceKernelVersionId)
 """
 
 
@@ -259,6 +370,7 @@ def kaggle_metadata(notebooks: str | Path, meta_kaggle: str | Path, out: str | P
     with a note for a notebook without any) to ``out``."""
     names = _read_notebook_column(Path(notebooks), column)
     refs = []
+    versions = [notebook_version(name) for _, name in names]
     for number, name in names:
         try:
             refs.append(notebook_ref(name))
@@ -266,15 +378,21 @@ def kaggle_metadata(notebooks: str | Path, meta_kaggle: str | Path, out: str | P
             raise JunoBenchError(f"row {number}: {error}", file=notebooks,
                                  hint="give https://www.kaggle.com/code/<owner>/<slug> or "
                                       "<owner>/<slug>") from None
-    resolved = MetaKaggle(meta_kaggle).resolve(refs)
+    resolved = MetaKaggle(meta_kaggle).resolve(refs, versions)
     rows: list[dict[str, Any]] = []
     for (_, name), (owner, slug), datasets in zip(names, refs, resolved, strict=True):
         base = {"notebook": name, "notebook_url": f"{KAGGLE}/code/{owner}/{slug}"}
         if datasets is None:
             rows.append({**base, "note": "notebook not found in Meta Kaggle"})
-        elif not datasets:
-            rows.append({**base, "note": "no input datasets recorded"})
-        rows += [{**base, **d} for d in datasets or ()]
+            continue
+        notes = [d["note"] for d in datasets if d["kind"] == "note"]
+        inputs = [d for d in datasets if d["kind"] != "note"]
+        if not inputs:
+            rows.append({**base, "note": "; ".join([*notes, "no input datasets recorded"])})
+        for number, entry in enumerate(inputs):
+            note = "; ".join([*(notes if number == 0 else []), *([entry["note"]]
+                                                                  if entry["note"] else [])])
+            rows.append({**base, **entry, "note": note or None})
     _write_rows(Path(out), rows, DATASET_COLUMNS)
     return rows
 
@@ -344,8 +462,9 @@ Fetch = Callable[[str], Path]
 
 
 def kagglehub_fetch(handle: str) -> Path:
-    """Download a dataset (``owner/slug[/versions/N]``) or competition
-    (``competitions/<slug>``) with kagglehub; returns the folder it is in."""
+    """Download a dataset (``owner/slug[/versions/N]``), competition
+    (``competitions/<slug>``) or notebook output (``code/<owner>/<slug>``) with kagglehub;
+    returns the folder it is in."""
     try:
         import kagglehub
     except ImportError:
@@ -354,6 +473,8 @@ def kagglehub_fetch(handle: str) -> Path:
     try:
         if handle.startswith("competitions/"):
             return Path(kagglehub.competition_download(handle.split("/", 1)[1]))
+        if handle.startswith("code/"):
+            return Path(kagglehub.notebook_output_download(handle.split("/", 1)[1]))
         return Path(kagglehub.dataset_download(handle))
     except Exception as error:  # kagglehub raises many types (auth, HTTP, not found)
         raise JunoBenchError(f"kagglehub could not download {handle}: "
@@ -496,10 +617,12 @@ def _version_number(value: Any, path: Path, row: int) -> int | None:
 
 
 def _base_of(handle: str) -> Path:
-    """``owner/slug/versions/3`` → ``owner/slug``; refuses anything but plain names."""
+    """``owner/slug/versions/3`` → ``owner/slug`` (``code/owner/slug`` for a notebook's
+    output); refuses anything but plain names."""
     parts = handle.split("/")
-    base = parts[:2]
-    if len(base) != 2 or any(not re.fullmatch(r"[\w.-]+", p) or p in (".", "..") for p in base):
+    size = 3 if parts[0] == "code" else 2
+    base = parts[:size]
+    if len(base) != size or any(not re.fullmatch(r"[\w.-]+", p) or p in (".", "..") for p in base):
         raise JunoBenchError(f"{handle!r} is not a Kaggle handle (owner/slug)")
     return Path(*base)
 
@@ -507,10 +630,11 @@ def _base_of(handle: str) -> Path:
 def _version_of(handle: str) -> str | None:
     """The version of ``owner/slug/versions/N`` (None without one); refuses other tails."""
     parts = handle.split("/")
-    if len(parts) == 2:
+    tail = parts[3 if parts[0] == "code" else 2:]
+    if not tail:
         return None
-    if len(parts) == 4 and parts[2] == "versions" and re.fullmatch(r"[1-9][0-9]{0,8}", parts[3]):
-        return parts[3]
+    if len(tail) == 2 and tail[0] == "versions" and re.fullmatch(r"[1-9][0-9]{0,8}", tail[1]):
+        return tail[1]
     raise JunoBenchError(f"{handle!r} is not a Kaggle handle (owner/slug or owner/slug/versions/N)")
 
 

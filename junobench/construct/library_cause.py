@@ -14,8 +14,12 @@ A traceback says more than which library names it contains. In order of weight:
    ``foo() got an unexpected keyword argument`` for a known ``foo`` …);
 5. the rest of the cell's code, as a tie-breaker.
 
-TensorFlow and Keras count as one library, ``tensorflow/keras``; the answer is one of
-the benchmark's library labels, or None when nothing points to an ML library.
+Any library can be the answer: the benchmark's ten (TensorFlow and Keras count as one,
+``tensorflow/keras``), those the published heuristic names (:data:`PUBLISHED_LIBRARIES`:
+xgboost, transformers, cv2, …) and any package the traceback's frames name; the notebook
+machinery (IPython, ipykernel, …) never is. ``benchmark=True`` answers only the ten
+benchmark labels. None when nothing points to a library (tables get ``None``, as the
+published heuristic writes).
 
 >>> estimate(["ValueError   Traceback (most recent call last)",
 ...           "Cell In[3], line 1\\n----> 1 df = pd.read_csv(path, sep=';')\\n",
@@ -32,12 +36,13 @@ takes seconds (``scripts/benchmark_library_cause.py``).
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from junobench.errors import JunoBenchError
 from junobench.vocab import LIBRARY_LABELS, NOTEBOOK_SPECIFIC
@@ -47,6 +52,8 @@ LIBRARY_CAUSES: tuple[str, ...] = tuple(
     label for lib, label in LIBRARY_LABELS.items() if lib != NOTEBOOK_SPECIFIC
 )
 TF = "tensorflow/keras"
+#: What the published heuristic writes when no library is involved.
+NONE = "None"
 
 #: Top-level module (as in ``site-packages/<module>/`` or ``import <module>``) → label.
 MODULES: dict[str, str] = {
@@ -242,6 +249,80 @@ WEIGHTS: dict[str, float] = {
     "code": 0.5,            # the library is used elsewhere in the cell
 }
 
+#: The libraries the published heuristic names (its 24 keys; ``keras`` and
+#: ``tensorflow`` are one library here), answered besides whatever frames name.
+PUBLISHED_LIBRARIES: tuple[str, ...] = (
+    "tensorflow", "torch", "matplotlib", "sklearn", "keras", "xgboost", "seaborn", "scipy",
+    "plotly", "cv2", "lightgbm", "torchvision", "nltk", "transformers", "catboost",
+    "statsmodels", "imblearn", "wordcloud", "missingno", "optuna", "skimage", "datasets",
+    "pandas", "numpy",
+)
+#: Modules of libraries outside the benchmark → the library's name.
+OTHER_MODULES: dict[str, str] = {
+    **{lib: lib for lib in PUBLISHED_LIBRARIES if lib not in MODULES},
+    "xgboost": "xgboost", "cv2": "cv2", "PIL": "PIL", "transformers": "transformers",
+    "keras_nlp": "keras_nlp", "keras_cv": "keras_cv", "gensim": "gensim",
+    "prophet": "prophet", "fbprophet": "prophet", "gym": "gym", "gymnasium": "gymnasium",
+    "yellowbrick": "yellowbrick", "tqdm": "tqdm", "surprise": "surprise", "spacy": "spacy",
+    "sentence_transformers": "sentence_transformers", "timm": "timm", "albumentations":
+    "albumentations", "pmdarima": "pmdarima", "shap": "shap", "mlxtend": "mlxtend",
+    "category_encoders": "category_encoders", "pycaret": "pycaret", "folium": "folium",
+    "bokeh": "bokeh", "networkx": "networkx", "sympy": "sympy", "jax": "jax", "flax": "flax",
+    "fastai": "fastai", "lightautoml": "lightautoml", "gpytorch": "gpytorch",
+    "vit_keras": "vit_keras", "efficientnet": "efficientnet", "segmentation_models_pytorch":
+    "segmentation_models_pytorch", "pytorch_lightning": "pytorch_lightning", "lightning":
+    "pytorch_lightning", "torchtext": "torchtext", "torchaudio": "torchaudio",
+    "accelerate": "accelerate", "peft": "peft", "sentencepiece": "sentencepiece",
+    "tokenizers": "tokenizers", "h2o": "h2o", "dask": "dask", "polars": "polars",
+    "pyspark": "pyspark", "librosa": "librosa", "textblob": "textblob", "sksurv": "sksurv",
+}
+#: Packages whose frames say nothing about the crash's library (the notebook machinery,
+#: helpers every library uses); never an answer.
+INFRASTRUCTURE: frozenset[str] = frozenset({
+    "IPython", "ipykernel", "ipykernel_launcher", "traitlets", "tornado", "zmq",
+    "jupyter_client", "jupyter_core", "ipywidgets", "six", "wrapt", "decorator",
+    "typing_extensions", "pkg_resources", "setuptools", "_distutils_hack", "distutils",
+    "importlib_metadata", "google", "absl", "threadpoolctl", "joblib", "packaging",
+    "debugpy", "attr", "attrs", "cloudpickle", "dill", "colorama", "tensorboard",
+    "urllib3", "requests", "fsspec", "filelock", "certifi", "charset_normalizer", "idna"
+})
+#: Conventional aliases and names of the other libraries.
+OTHER_ALIASES: dict[str, str] = {
+    "xgb": "xgboost", "cb": "catboost", "px": "plotly", "go": "plotly", "ff": "plotly",
+    "sp": "scipy", "stats": "scipy", "msno": "missingno", "lgbm": "lightgbm",
+}
+OTHER_API_NAMES: dict[str, str] = {
+    **_names("xgboost", "XGBClassifier XGBRegressor XGBRanker DMatrix"),
+    **_names("catboost", "CatBoostClassifier CatBoostRegressor"),
+    **_names("imblearn", "SMOTE RandomOverSampler RandomUnderSampler ADASYN SMOTETomek"),
+    **_names("wordcloud", "WordCloud STOPWORDS"),
+    **_names("transformers", """AutoTokenizer AutoModel AutoModelForSequenceClassification
+        AutoModelForCausalLM AutoConfig Trainer TrainingArguments pipeline BertTokenizer
+        BertModel"""),
+    **_names("datasets", "load_dataset"),
+    **_names("nltk", "word_tokenize sent_tokenize WordNetLemmatizer PorterStemmer"),
+    **_names("optuna", "create_study"),
+    **_names("scipy", "ttest_ind chi2_contingency pearsonr spearmanr zscore boxcox"),
+    **_names("gensim", "Word2Vec KeyedVectors"),
+    **_names("prophet", "Prophet"),
+}
+OTHER_EXCEPTIONS: dict[str, str] = {
+    **_names("xgboost", "XGBoostError"), **_names("catboost", "CatBoostError"),
+    **_names("optuna", "TrialPruned"), **_names("PIL", "UnidentifiedImageError DecompressionBombError"),
+}
+OTHER_TYPES: dict[str, str] = {
+    **_names("gensim", "Word2Vec KeyedVectors"), **_names("PIL", "Image JpegImageFile PngImageFile"),
+    **_names("xgboost", "XGBClassifier XGBRegressor Booster DMatrix"),
+    **_names("catboost", "CatBoostClassifier CatBoostRegressor"),
+    **_names("transformers", "BatchEncoding"),
+}
+OTHER_MESSAGES: dict[str, tuple[str, ...]] = {
+    "cv2": ("OpenCV(", "cv2."), "xgboost": ("XGBoost", "xgboost"),
+    "catboost": ("catboost", "CatBoost"), "optuna": ("optuna", "Optuna"),
+    "transformers": ("transformers",), "PIL": ("PIL.",), "nltk": ("nltk", "NLTK"),
+    "plotly": ("plotly",), "scipy": ("scipy",), "imblearn": ("imblearn",),
+}
+
 # --------------------------------------------------------------------------- patterns
 
 _LABELS = frozenset(LIBRARY_CAUSES)
@@ -251,6 +332,8 @@ _HUB = re.compile(r"hub[\\/][^\\/\n']+[\\/](\w+)[\\/]")  # ~/.cache/torch/hub/<r
 _CYTHON = re.compile(r"_libs[\\/][\w\\/]*\.(?:pyx|pxi) in (\w+)\.")  # pandas/_libs/x.pyx in pandas.…
 _ARRAY_FUNCTION = "<__array_function__ internals>"
 _DISPATCH = re.compile(r"-packages[\\/]+torch[\\/]+nn[\\/]+modules[\\/]+module\.py")
+#: "module 'cv2' has no attribute …", "cannot import name 'x' from 'scipy.stats'".
+_MODULE_MESSAGE = re.compile(r"(?:module|from) '([A-Za-z_][\w.]*)'")
 _ARROW = re.compile(r"-> *\d+ ?")  # the code follows, up to the end of the line
 _WORD = re.compile(r"[A-Za-z_]\w*")
 # Code and messages are split into identifiers as UTF-8 bytes (bytes.translate is several
@@ -285,7 +368,7 @@ _ALIAS, _API, _METHOD = 3, 2, 1  # strength of a clue on a line of code
 def _fragment_index() -> dict[bytes, list[tuple[str, str]]]:
     """Message fragments keyed by their longest word, so a message is matched word by word."""
     index: dict[bytes, list[tuple[str, str]]] = {}
-    for lib, fragments in MESSAGES.items():
+    for lib, fragments in [*MESSAGES.items(), *OTHER_MESSAGES.items()]:
         for fragment in fragments:
             key = max(_WORD.findall(fragment), key=len).encode()
             index.setdefault(key, []).append((fragment, lib))
@@ -313,7 +396,12 @@ class _Vocabulary:
 
 
 _METHODS = {k.encode(): v for k, v in METHODS.items()}
-_VOCABULARY = _Vocabulary.of(ALIASES, API_NAMES)
+_KNOWN_MODULES: dict[str, str] = {**OTHER_MODULES, **MODULES}
+_ALL_ALIASES: dict[str, str] = {**OTHER_MODULES, **OTHER_ALIASES, **ALIASES}
+_ALL_API_NAMES: dict[str, str] = {**OTHER_API_NAMES, **API_NAMES}
+_ALL_EXCEPTIONS: dict[str, str] = {**OTHER_EXCEPTIONS, **EXCEPTIONS}
+_ALL_TYPES: dict[str, str] = {**OTHER_TYPES, **TYPES}
+_VOCABULARY = _Vocabulary.of(_ALL_ALIASES, _ALL_API_NAMES)
 _FRAGMENT_WORDS = frozenset(_FRAGMENTS)
 _ALIAS_WORDS = frozenset(_VOCABULARY.aliases)
 
@@ -331,14 +419,45 @@ class Evidence:
 # --------------------------------------------------------------------------- estimate
 
 
-def estimate(traceback: Any, code: str | None = None) -> str | None:
-    """The benchmark library label a crash belongs to, or None when no ML library is involved.
+def library_of_module(module: str) -> str | None:
+    """The library of a top-level module (``keras`` → ``tensorflow/keras``, ``xgboost`` →
+    ``xgboost``, an unknown package → its own name); None for the notebook machinery and
+    helper packages (:data:`INFRASTRUCTURE`) and private modules."""
+    lib = MODULES.get(module) or OTHER_MODULES.get(module)
+    if lib is not None:
+        return lib
+    if module in INFRASTRUCTURE or not module or module[0] == "_" or module[0].isdigit():
+        return None
+    return module
 
+
+class _ModuleLibraries(dict[str, "str | None"]):
+    """:func:`library_of_module`, remembered (a dict lookup per frame; bounded)."""
+
+    def __missing__(self, module: str) -> str | None:
+        lib = library_of_module(module)
+        if len(self) < 100_000:
+            self[module] = lib
+        return lib
+
+
+_MODULE_LIBRARIES = _ModuleLibraries()
+
+
+def estimate(traceback: Any, code: str | None = None, *, benchmark: bool = False
+             ) -> str | None:
+    """The library a crash belongs to, or None when no library is involved.
+
+    Any library: the benchmark's (``tensorflow/keras`` for both), those the published
+    heuristic names (:data:`PUBLISHED_LIBRARIES`) and whatever package the traceback's
+    frames name. With ``benchmark``, only the benchmark's ten labels are answered.
     ``traceback`` as the tables store it (a Python-literal list string, one string, or a
     list of strings; ANSI codes allowed); ``code`` the crashing cell's source, when known
     (its imports name aliases such as ``import seaborn as sb``).
     """
-    totals, context = _clues(traceback, code)
+    totals, context = _clues(traceback, code, None, benchmark)
+    if benchmark:
+        totals = {lib: weight for lib, weight in totals.items() if lib in _LABELS}
     best, top, second = None, 0.0, 0.0
     for lib, weight in totals.items():
         if weight > top:
@@ -348,36 +467,43 @@ def estimate(traceback: Any, code: str | None = None) -> str | None:
     if best is None or (second and top - second <= _CLOSE):
         # No clue, or a close call: the libraries the cell uses decide.
         for lib in _cell_libraries(context, code):
-            totals[lib] = totals.get(lib, 0.0) + _W_CODE
-        best = min(totals, key=lambda lib: (-totals[lib], _PREFERENCE[lib])) if totals else None
+            if not benchmark or lib in _LABELS:
+                totals[lib] = totals.get(lib, 0.0) + _W_CODE
+        best = min(totals, key=lambda lib: (-totals[lib], _PREFERENCE.get(lib, -1), lib)
+                   ) if totals else None
     return best
 
 
-def estimate_many(tracebacks: Iterable[Any], codes: Iterable[str | None] | None = None
-                  ) -> list[str | None]:
+def estimate_many(tracebacks: Iterable[Any], codes: Iterable[str | None] | None = None, *,
+                  benchmark: bool = False) -> list[str | None]:
     """:func:`estimate` for many crashes (``codes`` aligned with ``tracebacks``, or None)."""
     if codes is None:
-        return [estimate(tb) for tb in tracebacks]
-    return [estimate(tb, code) for tb, code in zip(tracebacks, codes, strict=True)]
+        return [estimate(tb, benchmark=benchmark) for tb in tracebacks]
+    return [estimate(tb, code, benchmark=benchmark)
+            for tb, code in zip(tracebacks, codes, strict=True)]
 
 
-def score(traceback: Any, code: str | None = None) -> dict[str, float]:
-    """Total evidence weight per library label (libraries without evidence are left out)."""
+def score(traceback: Any, code: str | None = None, *, benchmark: bool = False
+          ) -> dict[str, float]:
+    """Total evidence weight per library (libraries without evidence are left out)."""
     totals: dict[str, float] = {}
-    for clue in explain(traceback, code):
+    for clue in explain(traceback, code, benchmark=benchmark):
         totals[clue.library] = totals.get(clue.library, 0.0) + clue.weight
     return totals
 
 
-def explain(traceback: Any, code: str | None = None) -> list[Evidence]:
+def explain(traceback: Any, code: str | None = None, *, benchmark: bool = False
+            ) -> list[Evidence]:
     """Every clue about a crash, strongest first (for reviewing a decision)."""
     clues: list[tuple[str, float, str, str]] = []
-    _, context = _clues(traceback, code, clues.append)
+    _, context = _clues(traceback, code, clues.append, benchmark=benchmark)
     _tiebreak_clues(context, code, clues.append)
+    if benchmark:
+        clues = [clue for clue in clues if clue[0] in _LABELS]
     return sorted((Evidence(*clue) for clue in clues), key=lambda e: (-e.weight, e.library, e.kind))
 
 
-def _clues(traceback: Any, code: str | None, record: Any = None
+def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool = False
            ) -> tuple[dict[str, float], tuple[str, int, int]]:
     """The total clue weight per library (see the module docstring for the clues), and
     where the cell's lines above the crash line are (``text, start, end``, for
@@ -392,12 +518,14 @@ def _clues(traceback: Any, code: str | None, record: Any = None
         text, newline = _normalise(traceback)
     totals: dict[str, float] = {}
     add = totals.get
+    lib: str | None
     vocabulary = _VOCABULARY
     if code and "import" in code:
         imported_aliases, imported_names = _imports(code)
-        vocabulary = _Vocabulary.of({**ALIASES, **imported_aliases},
-                                    {**API_NAMES, **imported_names})
-    modules_of = MODULES.get
+        vocabulary = _Vocabulary.of({**_ALL_ALIASES, **imported_aliases},
+                                    {**_ALL_API_NAMES, **imported_names})
+    modules_of = MODULES.get if benchmark else _MODULE_LIBRARIES.__getitem__
+    known_of = MODULES.get if benchmark else _KNOWN_MODULES.get
 
     # Frames inside installed libraries, in call order: the first is the library the
     # user's code called, the last the one that raised. Cython, array-dispatch and
@@ -406,50 +534,42 @@ def _clues(traceback: Any, code: str | None, record: Any = None
     if first_frame >= 0:
         modules = _PACKAGE.findall(text, first_frame)
     else:
-        modules, first_frame = _other_frames(text)
+        modules, first_frame = _other_frames(text, 0, len(text))
     libraries: set[str] | frozenset[str]
-    if modules:
-        named = set(map(modules_of, modules))
-        named.discard(None)
-        libraries = cast("set[str]", named)
-    else:
-        libraries = _NO_LIBRARIES
-    if libraries:
-        for module in modules:
-            if entry := modules_of(module):
-                break
-        assert entry is not None  # libraries is not empty: some module names one
+    named = list(filter(None, map(modules_of, modules))) if modules else modules
+    if named:
+        libraries = set(named)
+        entry = named[0]
         if entry == "torch" and len(libraries) > 1 and _torch_dispatches(text, first_frame):
             # torch's Module.__call__ only dispatches to the model's forward(): the next
             # library frame is the model's (torchvision, …).
-            entry = [lib for module in modules if (lib := modules_of(module))][1]
-        totals[entry] = add(entry, 0.0) + _W_ENTRY
+            entry = named[1]
+        totals[entry] = _W_ENTRY
         if record is not None:
             record((entry, _W_ENTRY, "entry_frame", "first library frame"))
         for lib in libraries:
             if lib != entry:
-                totals[lib] = add(lib, 0.0) + _W_DEEP
+                totals[lib] = _W_DEEP
                 if record is not None:
                     record((lib, _W_DEEP, "deep_frame", "library frame"))
-        for module in reversed(modules):
-            if last := modules_of(module):
-                break
-        assert last is not None
-        totals[last] = add(last, 0.0) + _W_RAISE
+        last = named[-1]
+        totals[last] += _W_RAISE
         if record is not None:
             record((last, _W_RAISE, "raise_frame", "innermost library frame"))
+    else:
+        libraries = _NO_LIBRARIES
 
     # The exception, and what its message names.
-    name, message = _exception(text, newline)
+    name, message, _ = _exception(text, newline)
     complete = name is not None
     if name is None:
         name = _header_exception(text)
     if name:
         if "." in name:  # module.Class
             module, _, cls = name.rpartition(".")
-            lib = EXCEPTIONS.get(cls) or modules_of(module.partition(".")[0])
+            lib = _ALL_EXCEPTIONS.get(cls) or known_of(module.partition(".")[0])
         else:
-            lib = EXCEPTIONS.get(name)
+            lib = _ALL_EXCEPTIONS.get(name)
         if lib:
             totals[lib] = add(lib, 0.0) + _W_EXCEPTION
             if record is not None:
@@ -470,9 +590,9 @@ def _clues(traceback: Any, code: str | None, record: Any = None
         i = message.find("' object ")
         if i > 0:  # "'DataFrame' object has no attribute …": whose object it is
             kind = message[max(0, i - 80):i].rsplit(None, 1)[-1].lstrip("'\"(<[")
-            lib = (TYPES.get(kind) or TYPES.get(kind.rpartition(".")[2])
+            lib = (_ALL_TYPES.get(kind) or _ALL_TYPES.get(kind.rpartition(".")[2])
                    or vocabulary.api.get(kind)
-                   or modules_of(kind.partition(".")[0]))
+                   or known_of(kind.partition(".")[0]))
             if lib:
                 totals[lib] = add(lib, 0.0) + _W_TYPE
                 if record is not None:
@@ -485,6 +605,12 @@ def _clues(traceback: Any, code: str | None, record: Any = None
                 totals[lib] = add(lib, 0.0) + _W_CALLED
                 if record is not None:
                     record((lib, _W_CALLED, "message_api", f"{called}()"))
+        if "module '" in message or "from '" in message:  # whose module it is
+            module_named = _MODULE_MESSAGE.search(message)
+            if module_named and (lib := known_of(module_named.group(1).partition(".")[0])):
+                totals[lib] = add(lib, 0.0) + _W_TYPE
+                if record is not None:
+                    record((lib, _W_TYPE, "message_module", module_named.group(0)))
 
     # The crash line (the first ``---->`` line: the notebook cell's, which IPython shows
     # first), and the user line that called into the first library frame.
@@ -492,13 +618,14 @@ def _clues(traceback: Any, code: str | None, record: Any = None
     if arrow is None:
         return totals, (text, 0, min(first_frame, 600))
     lines = [(arrow, "crash", libraries if complete else None)]
-    if libraries:  # the last arrow before the first library frame (arrows cannot overlap)
-        start, end = arrow.end(), first_frame
-        while (i := text.rfind("->", start, end)) >= 0:
-            if call := _ARROW.match(text, i, first_frame):
-                lines.append((call, "call", None))
-                break
-            end = i + 1
+    # The innermost user line: the last arrow before the first library frame (or in the
+    # user's own function frames when no library frame follows); arrows cannot overlap.
+    start, end = arrow.end(), first_frame
+    while (i := text.rfind("->", start, end)) >= 0:
+        if call := _ARROW.match(text, i, first_frame):
+            lines.append((call, "call", None))
+            break
+        end = i + 1
     aliases, names, known = vocabulary.aliases, vocabulary.names, vocabulary.known
     for match, where, framed in lines:
         start = match.end()
@@ -539,12 +666,13 @@ def _clues(traceback: Any, code: str | None, record: Any = None
     return totals, (text, max(0, arrow.start() - 240), arrow.start())
 
 
-def _first_package(text: str) -> int:
-    """Where the first ``-packages`` is, or -1 (as ``text.find("-packages")``, faster: a
-    needle with a dash crawls over the dashed line that heads every traceback)."""
-    i = text.find("packages", 1)
+def _first_package(text: str, start: int = 0, end: int | None = None) -> int:
+    """Where the first ``-packages`` in ``text[start:end]`` is, or -1 (as
+    ``text.find("-packages")``, faster: a needle with a dash crawls over the dashed line
+    that heads every traceback)."""
+    i = text.find("packages", start + 1, end)
     while i > 0 and text[i - 1] != "-":
-        i = text.find("packages", i + 8)
+        i = text.find("packages", i + 8, end)
     return i - 1 if i > 0 else -1
 
 
@@ -556,20 +684,23 @@ def _torch_dispatches(text: str, start: int) -> bool:
     return False
 
 
-def _other_frames(text: str) -> tuple[list[str], int]:
-    """Library modules of Cython, array-dispatch and torch-hub frames, and where the first is."""
-    cython, hub, position = "_libs" in text, "hub" in text, text.find(_ARRAY_FUNCTION)
+def _other_frames(text: str, start: int, end: int) -> tuple[list[str], int]:
+    """Library modules of Cython, array-dispatch and torch-hub frames in
+    ``text[start:end]``, and where the first is (``end`` when there is none)."""
+    window = text if start == 0 and end == len(text) else text[start:end]
+    cython, hub = "_libs" in window, "hub" in window
+    position = text.find(_ARRAY_FUNCTION, start, end)
     if not (cython or hub):  # the usual case: no library frame at all
-        return ([], len(text)) if position < 0 else (["numpy"], position)
+        return ([], end) if position < 0 else (["numpy"], position)
     frames = []
     if cython:
-        frames += [(m.start(), m.group(1)) for m in _CYTHON.finditer(text)]
+        frames += [(m.start(), m.group(1)) for m in _CYTHON.finditer(text, start, end)]
     if hub:
-        frames += [(m.start(), m.group(1)) for m in _HUB.finditer(text)]
+        frames += [(m.start(), m.group(1)) for m in _HUB.finditer(text, start, end)]
     if position >= 0:
         frames.append((position, "numpy"))
     frames.sort()
-    return [module for _, module in frames], frames[0][0] if frames else len(text)
+    return [module for _, module in frames], frames[0][0] if frames else end
 
 
 _KINDS = {where: {_ALIAS: f"{where}_alias", _API: f"{where}_api", _METHOD: f"{where}_method"}
@@ -605,14 +736,18 @@ def _cell_libraries(where: tuple[str, int, int], code: str | None) -> set[str] |
             if word + b"." in data}
 
 
-def _exception(text: str, newline: str) -> tuple[str | None, str | None]:
-    """The exception name (None when the traceback does not end with one) and message.
+def _exception(text: str, newline: str) -> tuple[str | None, str | None, int]:
+    """The exception name (None when the traceback does not end with one), its message,
+    and where the frames end (the exception item's start in a literal list; else the
+    text's end).
 
     In a literal list, the last item that starts with ``Name: message`` (TF messages run
     over many lines); in a single text, the last line.
     """
     if newline != "\n":
         found = _item_exception(text)
+        if found:
+            return (*_name_message(found), found.start())
         if found is None:  # not a well-formed literal: item boundaries by their look
             low = max(0, len(text) - 4000)
             i = len(text)
@@ -621,23 +756,20 @@ def _exception(text: str, newline: str) -> tuple[str | None, str | None]:
                         and text[i + 3:i + 4].isalpha():
                     found = _EXCEPTION_LINE.match(text, i + 3)
                     if found:
-                        break
-            else:
-                found = False
-        if found:
-            return _name_message(found)
+                        return (*_name_message(found), found.start())
         found = _EXCEPTION_LINE.match(text, 2)  # a single item
         if found:
-            return _name_message(found)
+            return (*_name_message(found), len(text))
         text = text[-600:].rstrip("]'\" ")
         while text.endswith(newline):  # a single item ending with its exception line
             text = text[: -len(newline)]
+    end = len(text)
     text = text.rstrip()
     last = text[text.rfind(newline) + len(newline):].strip()
     found = _EXCEPTION_LINE.match(last)
     if found:
-        return _name_message(found)
-    return None, last or None
+        return (*_name_message(found), end)
+    return None, last or None, end
 
 
 def _name_message(found: re.Match[str]) -> tuple[str, str]:
@@ -719,7 +851,7 @@ def _imports(code: str) -> tuple[dict[str, str], dict[str, str]]:
     for match in _IMPORT.finditer(code):
         source, imported, modules = match.groups()
         if source:
-            lib = MODULES.get(source.partition(".")[0])
+            lib = library_of_module(source.partition(".")[0])
             if lib:
                 for item in imported.replace("\n", " ").split(","):
                     parts = item.split()
@@ -728,7 +860,7 @@ def _imports(code: str) -> tuple[dict[str, str], dict[str, str]]:
         elif modules:
             for item in modules.split(","):
                 parts = item.split()
-                lib = MODULES.get(parts[0].partition(".")[0]) if parts else None
+                lib = library_of_module(parts[0].partition(".")[0]) if parts else None
                 if lib:
                     aliases[parts[-1] if len(parts) == 3 else parts[0].partition(".")[0]] = lib
     return aliases, names
@@ -737,24 +869,48 @@ def _imports(code: str) -> tuple[dict[str, str], dict[str, str]]:
 # --------------------------------------------------------------------------- tables
 
 
+#: Spellings of the empirical study's ``Libs-cause`` cells → the library's name here.
+LABEL_SPELLINGS: dict[str, str] = {
+    "keras": TF, "tensorflow": TF, "tensorflow/keras": TF, "tf": TF, "tf.keras": TF,
+    "fbprophet": "prophet", "transformer": "transformers", "scikit-learn": "sklearn",
+    "pil": "PIL", "opencv": "cv2",
+}
+
+
+def labelled_libraries(value: Any) -> frozenset[str]:
+    """The libraries a ``Libs-cause`` cell names (``transformer, datasets`` names two;
+    ``keras`` is ``tensorflow/keras``); empty for an empty cell or ``None``."""
+    if value is None:
+        return frozenset()
+    names = set()
+    for part in str(value).split(","):
+        text = part.strip()
+        if not text or text.lower() in ("none", "nan"):
+            continue
+        names.add(LABEL_SPELLINGS.get(text.lower(), MODULES.get(text.lower(), text)))
+    return frozenset(names)
+
+
 def normalise_label(value: Any) -> str | None:
     """A ``Libs-cause`` cell as a benchmark label: ``keras``/``tensorflow`` → ``tensorflow/keras``;
     None for empty, ``None`` or a library outside the benchmark."""
-    if value is None:
-        return None
-    text = str(value).strip()
-    if not text or text.lower() in ("none", "nan"):
-        return None
-    lowered = text.lower()
-    if lowered in ("keras", "tensorflow", "tensorflow/keras", "tf", "tf.keras"):
-        return TF
-    return text if text in _LABELS else MODULES.get(lowered) if lowered in MODULES else None
+    found = sorted(labelled_libraries(value) & _LABELS)
+    return found[0] if found else None
+
+
+def held_out(row: Mapping[str, Any]) -> bool:
+    """Whether a labelled crash is in the held-out third that the estimator is never tuned
+    on: the first byte of the sha256 of its ``eid`` (else of its traceback) is a multiple
+    of 3."""
+    key = row.get("eid") or row.get("traceback") or ""
+    return hashlib.sha256(str(key).encode("utf-8")).digest()[0] % 3 == 0
 
 
 def score_table(table: str | Path, out: str | Path, *, traceback_column: str = "traceback",
-                code_column: str | None = None, result_column: str = "Libs-cause-estimated"
-                ) -> list[dict[str, Any]]:
-    """Add an estimated library column to an xlsx table of crashes and write it to ``out``."""
+                code_column: str | None = None, result_column: str = "Libs-cause-estimated",
+                benchmark: bool = False) -> list[dict[str, Any]]:
+    """Add an estimated library column to an xlsx table of crashes and write it to ``out``
+    (``None`` where no library is involved, as the published heuristic writes)."""
     from junobench.data.tables import read_table, write_table
 
     data = read_table(table)
@@ -762,9 +918,9 @@ def score_table(table: str | Path, out: str | Path, *, traceback_column: str = "
     data.require(needed, hint="name the column with --traceback-column / --code-column")
     rows = data.records()
     codes = [r.get(code_column) for r in rows] if code_column else None
-    for row, label in zip(rows, estimate_many([r[traceback_column] for r in rows], codes),
-                          strict=True):
-        row[result_column] = label
+    for row, label in zip(rows, estimate_many([r[traceback_column] for r in rows], codes,
+                                              benchmark=benchmark), strict=True):
+        row[result_column] = label or NONE
     columns = [c for c in data.columns if c != result_column] + [result_column]
     write_table(out, rows, columns)
     return rows
@@ -778,6 +934,7 @@ class Evaluation:
     correct: int
     confusion: Counter[tuple[str, str]]  # (labelled, estimated or "None") → count
     misses: list[dict[str, Any]]
+    name: str = "rows"
 
     @property
     def accuracy(self) -> float:
@@ -785,13 +942,13 @@ class Evaluation:
 
     def table(self) -> str:
         """The confusion table as aligned text (rows: labelled; columns: estimated)."""
-        truth = [lib for lib in LIBRARY_CAUSES if any(t == lib for t, _ in self.confusion)]
-        guessed = [lib for lib in [*LIBRARY_CAUSES, "None"]
-                   if any(g == lib for _, g in self.confusion)]
+        order = {lib: i for i, lib in enumerate([*LIBRARY_CAUSES, NONE])}
+        truth = sorted({t for t, _ in self.confusion}, key=lambda x: (order.get(x, 99), x))
+        guessed = sorted({g for _, g in self.confusion}, key=lambda x: (order.get(x, 99), x))
         short = {lib: lib.replace("tensorflow/keras", "tf/keras") for lib in guessed}
         width = max([len("labelled \\ estimated"), *map(len, truth)])
         cells = [max(4, len(short[g])) for g in guessed]
-        lines = ["labelled \\ estimated".ljust(width) + "  "
+        lines = [f"{self.name}:", "labelled \\ estimated".ljust(width) + "  "
                  + "  ".join(short[g].rjust(w) for g, w in zip(guessed, cells, strict=True))]
         for t in truth:
             counts = [str(self.confusion.get((t, g), 0) or ".") for g in guessed]
@@ -801,29 +958,46 @@ class Evaluation:
         return "\n".join(lines) + "\n"
 
 
+Rows = Literal["target", "other"]
+Split = Literal["all", "tune", "held-out"]
+
+
 def evaluate(table: str | Path, *, traceback_column: str = "traceback",
              label_column: str = "Libs-cause", code_column: str | None = None,
-             libraries: Sequence[str] = LIBRARY_CAUSES) -> Evaluation:
-    """Score :func:`estimate` on the rows of ``table`` labelled with one of ``libraries``."""
+             rows: Rows = "target", split: Split = "all", benchmark: bool = False
+             ) -> Evaluation:
+    """Score :func:`estimate` on the rows of ``table`` labelled with one of the benchmark's
+    libraries (``rows="target"``) or with another library (``"other"``); an answer is right
+    when it is one of the libraries the label names. ``split`` keeps the tuning rows, the
+    held-out ones (:func:`held_out`) or all."""
     from junobench.data.tables import read_table
 
     data = read_table(table)
     needed = [traceback_column, label_column] + ([code_column] if code_column else [])
     data.require(needed, hint="an evaluation table has a traceback and a library-label column")
-    wanted = set(libraries)
     confusion: Counter[tuple[str, str]] = Counter()
     misses = []
     correct = 0
-    rows = [r for r in data.records() if normalise_label(r[label_column]) in wanted]
-    if not rows:
-        raise JunoBenchError(f"no row is labelled with one of {', '.join(libraries)}",
-                             file=table, hint=f"check the {label_column!r} column")
-    for row in rows:
-        truth = normalise_label(row[label_column]) or "None"  # never None: rows are in wanted
-        guess = estimate(row[traceback_column], row.get(code_column) if code_column else None)
-        confusion[(truth, guess or "None")] += 1
-        if guess == truth:
+    chosen = []
+    for row in data.records():
+        truth = labelled_libraries(row[label_column])
+        if not truth or (split != "all" and held_out(row) != (split == "held-out")):
+            continue
+        if (rows == "target") == bool(truth & _LABELS):
+            chosen.append((row, truth))
+    if not chosen:
+        what = "a benchmark library" if rows == "target" else "another library"
+        raise JunoBenchError(f"no row is labelled with {what} ({split} rows)", file=table,
+                             hint=f"check the {label_column!r} column")
+    for row, truth in chosen:
+        guess = estimate(row[traceback_column], row.get(code_column) if code_column else None,
+                         benchmark=benchmark)
+        label = sorted(truth & _LABELS)[0] if rows == "target" else ", ".join(sorted(truth))
+        confusion[(label, guess or NONE)] += 1
+        if guess in truth:
             correct += 1
         else:
             misses.append({**row, "estimated": guess})
-    return Evaluation(len(rows), correct, confusion, misses)
+    name = {"target": "rows labelled with a benchmark library",
+            "other": "rows labelled with another library"}[rows]
+    return Evaluation(len(chosen), correct, confusion, misses, f"{name} ({split} split)")

@@ -2,8 +2,9 @@
 
 A dataset's metadata file sits beside its data in the snapshot layout
 (``data/<name>.metadata.json`` for ``data/<name>/`` or ``data/<name>.csv``); steps that
-change data (downsample, synthetic) append a ``modifications`` entry to it. The file is
-looked up before any work is done, so a run never ends with data it could not record.
+change data (downsample, synthetic) append a ``modifications`` entry to it and list the
+files they wrote in its ``files``. The file is looked up before any work is done, so a run
+never ends with data it could not record.
 
 >>> metadata_path("benchmark/torch_1/data/flowers").as_posix()
 'benchmark/torch_1/data/flowers.metadata.json'
@@ -14,11 +15,12 @@ looked up before any work is done, so a run never ends with data it could not re
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from junobench.data.layout import METADATA_SUFFIX
-from junobench.data.metadata import add_modification, read_metadata
+from junobench.data.metadata import read_metadata, write_metadata
 from junobench.errors import JunoBenchError
 
 
@@ -45,10 +47,34 @@ def resolve_metadata(out: str | Path, metadata: str | Path | None, *, record: bo
     return path
 
 
-def record(path: Path | None, entry: dict[str, Any]) -> None:
-    """Append ``entry`` to the metadata file at ``path`` (nothing when None)."""
-    if path is not None:
-        add_modification(path, {k: v for k, v in entry.items() if v is not None})
+def record(path: Path | None, entry: dict[str, Any] | None, *,
+           outputs: Sequence[Path] = ()) -> None:
+    """Append ``entry`` (when given) to the ``modifications`` of the metadata file at
+    ``path``, and add the files written (``outputs``: files, or folders whose files all
+    count) to its ``files``, relative to the metadata file's folder; nothing when ``path``
+    is None. Outputs outside that folder are not listed (the file names what it can)."""
+    if path is None:
+        return
+    data = read_metadata(path)
+    if entry is not None:
+        data["modifications"] = [*data.get("modifications", []),
+                                 {k: v for k, v in entry.items() if v is not None}]
+    files = set(data.get("files", []))
+    base = path.parent.resolve()
+    for output in outputs:
+        for file in _files_of(output):
+            relative = os.path.relpath(file.resolve(), base)
+            if not relative.startswith(".."):
+                files.add(Path(relative).as_posix())
+    data["files"] = sorted(files)
+    write_metadata(path, data)
+
+
+def _files_of(output: Path) -> list[Path]:
+    if output.is_file():
+        return [output]
+    return sorted(p for p in output.rglob("*") if p.is_file() and not p.is_symlink()
+                  and not p.name.endswith(METADATA_SUFFIX))
 
 
 def tool(step: str) -> str:

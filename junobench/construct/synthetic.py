@@ -8,7 +8,10 @@ The synthetic table keeps what a notebook's code depends on and none of the reco
   floats keep the original's number of decimals), dates likewise within their range and
   written in their original format;
 - categorical values (text, booleans, categories) drawn from the column's original
-  values with their original frequencies;
+  values with their original frequencies; codes written with leading zeros (``00123``)
+  stay text;
+- identifiers (integer or text columns whose values are all distinct) stay distinct:
+  distinct integers in the original range, or the original texts shuffled;
 - no original row reproduced whole: a synthetic row equal to an original one is drawn
   again (a few tries; with very few distinct values a repeat can be inevitable, and is
   counted).
@@ -42,6 +45,8 @@ DATE_FORMATS: tuple[str, ...] = (
     "%d/%m/%Y", "%m/%d/%Y", "%d-%m-%Y", "%d.%m.%Y", "%Y%m%d", "%b %d, %Y", "%d %b %Y",
 )
 SUFFIXES = (".csv", ".tsv", ".parquet")
+#: A number written with leading zeros (a code: 00123, 007): its text is kept.
+_PADDED = r"^[+-]?0\d"
 _TRIES = 20
 
 
@@ -65,7 +70,8 @@ def synthesize(frame: Any, *, seed: int) -> tuple[Any, Report]:
     for name in frame.columns:
         columns[name], report.columns[str(name)] = _column(frame[name], rng)
     fake = pd.DataFrame(columns, index=frame.index)[list(frame.columns)]
-    report.repeated_rows = _avoid_original_rows(frame, fake, rng)
+    fixed = {i for i, name in enumerate(frame.columns) if is_identifier(frame[name])}
+    report.repeated_rows = _avoid_original_rows(frame, fake, rng, fixed)
     return fake, report
 
 
@@ -81,7 +87,17 @@ def _column(column: Any, rng: Any) -> tuple[Any, str]:
     if present.empty:
         return column.copy(), "all missing: kept"
     values: Any
-    if pd.api.types.is_bool_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype):
+    if is_identifier(column):
+        values = np.empty(n, dtype=object)
+        if pd.api.types.is_integer_dtype(dtype):
+            low, high = int(present.min()), int(present.max())
+            values[~mask] = _distinct_integers(rng, low, high, len(present))
+            how = f"distinct integers in [{low}, {high}] (an identifier)"
+        else:
+            values[~mask] = rng.permutation(present.to_numpy(dtype=object))
+            how = "the original values, shuffled (an identifier: each value once)"
+        values[mask] = present.iloc[0]
+    elif pd.api.types.is_bool_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype):
         values, how = _categorical(present, n, rng), "drawn from the original values"
     elif pd.api.types.is_integer_dtype(dtype):
         low, high = int(present.min()), int(present.max())
@@ -128,6 +144,36 @@ def _floats(present: Any, n: int, rng: Any) -> tuple[Any, str]:
         values[chosen] = infinite[rng.integers(0, infinite.size, size=int(chosen.sum()))]
         how += ", infinities with their share"
     return values, how
+
+
+def is_identifier(column: Any) -> bool:
+    """A column of integers or text whose (present) values are all distinct: an id, drawn
+    without repeats."""
+    import pandas as pd
+
+    present = column.dropna()
+    if len(present) < 2 or not (pd.api.types.is_integer_dtype(column.dtype)
+                                or pd.api.types.is_object_dtype(column.dtype)
+                                or pd.api.types.is_string_dtype(column.dtype)):
+        return False
+    try:
+        return bool(present.is_unique)
+    except TypeError:  # unhashable cells
+        return False
+
+
+def _distinct_integers(rng: Any, low: int, high: int, k: int) -> Any:
+    """``k`` distinct integers in ``[low, high]`` (which holds at least ``k``), in random order."""
+    import numpy as np
+
+    span = high - low + 1
+    if span <= 16 * k:
+        return rng.permutation(span)[:k] + low
+    chosen: dict[int, None] = {}
+    while len(chosen) < k:
+        for value in rng.integers(low, high, size=k - len(chosen), endpoint=True).tolist():
+            chosen[value] = None
+    return np.array(list(chosen)[:k], dtype=np.int64)
 
 
 def _categorical(present: Any, n: int, rng: Any) -> Any:
@@ -182,8 +228,9 @@ def _decimals(values: Any, limit: int = 6) -> int:
     return limit
 
 
-def _avoid_original_rows(original: Any, fake: Any, rng: Any) -> int:
-    """Redraw synthetic rows equal to an original row; the number left equal."""
+def _avoid_original_rows(original: Any, fake: Any, rng: Any, fixed: set[int]) -> int:
+    """Redraw synthetic rows equal to an original row (the ``fixed`` columns, identifiers,
+    keep their cell); the number left equal."""
     seen = {_row_key(row) for row in original.itertuples(index=False)}
     repeats = [i for i, row in enumerate(fake.itertuples(index=False)) if _row_key(row) in seen]
     if not repeats:
@@ -192,8 +239,9 @@ def _avoid_original_rows(original: Any, fake: Any, rng: Any) -> int:
     for i in repeats:
         for _ in range(_TRIES):
             donors = rng.integers(0, len(fake), size=len(fake.columns))
-            candidate = [fake.iat[int(d), c] if not _missing(original.iat[i, c]) else fake.iat[i, c]
-                         for c, d in enumerate(donors)]
+            candidate = [fake.iat[int(d), c]
+                         if c not in fixed and not _missing(original.iat[i, c])
+                         else fake.iat[i, c] for c, d in enumerate(donors)]
             if _row_key(candidate) not in seen:
                 for c, value in enumerate(candidate):
                     fake.iat[i, c] = value
@@ -231,9 +279,15 @@ def read_table(path: Path) -> Any:
     try:
         if suffix == ".parquet":
             return pd.read_parquet(path)
-        return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",")
+        sep = "\t" if suffix == ".tsv" else ","
+        frame = pd.read_csv(path, sep=sep)
+        text = pd.read_csv(path, sep=sep, dtype=str, keep_default_na=True)
     except (ValueError, OSError, UnicodeDecodeError) as error:
         raise JunoBenchError(f"cannot read the table ({error})", file=path) from None
+    for name in frame.columns:  # codes such as 00123 stay text, as written
+        if frame[name].dtype.kind in "iuf" and text[name].str.match(_PADDED).any():
+            frame[name] = text[name].astype(object)
+    return frame
 
 
 def to_bytes(frame: Any, suffix: str) -> bytes:
@@ -283,7 +337,7 @@ def synthetic(source: str | Path, out: str | Path, *, seed: int,
         "note": (f"{report.repeated_rows} row(s) equal an original row (too few distinct "
                  "values to avoid it)") if report.repeated_rows else None,
         "tool": provenance.tool("synthetic"),
-    })
+    }, outputs=[out])
     return report
 
 

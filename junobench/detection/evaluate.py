@@ -16,14 +16,24 @@ the predictions and loads the labels from the ``notebooks`` config.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from junobench import vocab
 from junobench.detection.layouts import read_predictions
-from junobench.detection.metrics import Confusion, grouped, scores
+from junobench.detection.metrics import Confusion, confusion, grouped, scores
 from junobench.detection.predictions import Predictions, parse_run
+from junobench.detection.uncertainty import (
+    CONFIDENCE,
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    METRICS,
+    Interval,
+    Scored,
+    bootstrap,
+    check_resamples,
+)
 from junobench.detection.votes import DEFAULT_VOTE, VOTES, vote
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_path
@@ -76,6 +86,9 @@ class Report:
     #: Instances scored with the runs of the fallback predictions.
     filled: list[str] = field(default_factory=list)
     fallback: str | None = None
+    #: Case bootstraps behind the intervals, and the generator's seed.
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = DEFAULT_SEED
 
     @property
     def overall(self) -> Confusion:
@@ -84,33 +97,60 @@ class Report:
     @property
     def evaluated(self) -> list[str]:
         """Instances with at least one decision, in label order."""
-        return list(dict.fromkeys(d.instance for d in self.decisions))
+        return self.evaluated_in(self.decisions)
+
+    @staticmethod
+    def evaluated_in(decisions: Iterable[Decision]) -> list[str]:
+        """Instances with at least one of ``decisions``."""
+        return list(dict.fromkeys(d.instance for d in decisions))
 
     @property
     def missing_cases(self) -> list[str]:
         """Cases with a notebook without predictions."""
         return list(dict.fromkeys(vocab.split_instance(i)[0] for i in self.missing))
 
-    def breakdown(self, by: str) -> dict[str, Confusion]:
-        """Confusion matrices per library label or root cause, in vocabulary order."""
+    def groups(self, by: str) -> dict[str, list[Decision]]:
+        """Decisions per library label or root cause, in vocabulary order."""
         if by not in BREAKDOWNS:
             raise JunoBenchError(f"unknown breakdown {by!r}",
                                  hint=f"use one of {', '.join(BREAKDOWNS)}")
         name = BREAKDOWNS[by][0]
-        groups = grouped(self.decisions, lambda d: d.labels.get(name) or "(none)", _pair)
+        found: dict[str, list[Decision]] = {}
+        for decision in self.decisions:
+            found.setdefault(str(decision.labels.get(name) or "(none)"), []).append(decision)
         order = _ORDER[by]
-        return dict(sorted(groups.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
+        return dict(sorted(found.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
 
-    def breakdown_rows(self, by: str) -> list[dict[str, Any]]:
-        """One row per group: counts, scores and ``reproduced``/``fixed`` as ``correct/total``."""
+    def breakdown(self, by: str) -> dict[str, Confusion]:
+        """Confusion matrices per library label or root cause, in vocabulary order."""
+        return {group: confusion(_pair(d) for d in decisions)
+                for group, decisions in self.groups(by).items()}
+
+    def intervals(self, decisions: Sequence[Decision] | None = None
+                  ) -> dict[str, Interval | None]:
+        """95% case-bootstrap intervals of the scores of ``decisions`` (default: all)."""
+        chosen = self.decisions if decisions is None else decisions
+        return bootstrap(scored(chosen), resamples=self.resamples, seed=self.seed)
+
+    def breakdown_rows(self, by: str, *, intervals: bool = False) -> list[dict[str, Any]]:
+        """One row per group: counts, scores, ``reproduced``/``fixed`` as ``correct/total``
+        and, with ``intervals``, each score's 95% interval."""
         title = BREAKDOWNS[by][1]
-        return [{title: group, **score_row(matrix)} for group, matrix in self.breakdown(by).items()]
+        rows = []
+        for group, decisions in self.groups(by).items():
+            row = {title: group, **score_row(confusion(_pair(d) for d in decisions))}
+            if intervals:
+                row["intervals"] = _listed(self.intervals(decisions))
+            rows.append(row)
+        return rows
 
     def to_dict(self) -> dict[str, Any]:
         overall = scores(self.overall)
         return {
             **{k: overall[k] for k in ("precision", "recall", "f1", "accuracy",
                                        "tp", "fp", "tn", "fn", "n")},
+            "intervals": _listed(self.intervals()),
+            "bootstrap": self.bootstrap_settings(),
             "notebooks": len(self.evaluated),
             "reproduced": {"correct": overall["reproduced_correct"],
                            "total": overall["reproduced_total"]},
@@ -131,9 +171,27 @@ class Report:
             "source": self.source,
             "fallback": self.fallback,
             "labelled_notebooks": self.notebooks,
-            "by_library": self.breakdown_rows("library"),
-            "by_root_cause": self.breakdown_rows("root-cause"),
+            "by_library": self.breakdown_rows("library", intervals=True),
+            "by_root_cause": self.breakdown_rows("root-cause", intervals=True),
         }
+
+    def bootstrap_settings(self) -> dict[str, Any]:
+        return {"unit": "case", "resamples": self.resamples, "seed": self.seed,
+                "confidence": CONFIDENCE, "method": "percentile"}
+
+    def restricted(self, instances: Collection[str]) -> Report:
+        """The same report scored on ``instances`` only (for side-by-side comparisons)."""
+        keep = set(instances)
+        return replace(self, decisions=[d for d in self.decisions if d.instance in keep])
+
+
+def scored(decisions: Iterable[Decision]) -> list[Scored]:
+    """``(case, truth, decision)`` of each decision, for :mod:`.uncertainty`."""
+    return [(vocab.split_instance(d.instance)[0], d.truth, d.decision) for d in decisions]
+
+
+def _listed(intervals: Mapping[str, Interval | None]) -> dict[str, list[float] | None]:
+    return {name: None if bounds is None else list(bounds) for name, bounds in intervals.items()}
 
 
 _ORDER: dict[str, dict[str, int]] = {
@@ -272,6 +330,36 @@ def resolve_ids(preds: Predictions, truth: Sequence[Mapping[str, Any]] | None
     return runs, origin
 
 
+@dataclass
+class Labels:
+    """The labelled notebooks a run of ``evaluate`` scores against, and where they came from."""
+
+    rows: list[dict[str, Any]]
+    #: Every instance of the benchmark (also those filtered out).
+    known: set[str]
+    source: str
+    #: Ground-truth rows, when given: they map blind task ids to instances.
+    truth: list[dict[str, Any]] | None = None
+
+
+def labels_for(source: str | Path | None = None, *,
+               truth: str | Path | Sequence[str | Path] | None = None,
+               revision: str | None = None, **filters: str | Iterable[str] | None) -> Labels:
+    """Labels from ``source`` (a snapshot, ``sample`` or a Hub dataset), else from the
+    ground-truth file(s) ``truth``, else from the Hub dataset; ``filters`` select notebooks."""
+    from junobench.data.snapshot import DEFAULT_SOURCE
+    from junobench.detection.tasks import read_truth
+
+    truth_rows = read_truth(truth) if truth else None
+    if source is None and truth_rows is not None:
+        rows, known = truth_labels(truth_rows, **filters)
+        named = ", ".join(str(t) for t in ([truth] if isinstance(truth, (str, Path)) else truth or []))
+        return Labels(rows, known, named, truth_rows)
+    chosen = source if source is not None else DEFAULT_SOURCE
+    rows, known = load_labels(chosen, revision=revision, **filters)
+    return Labels(rows, known, str(chosen), truth_rows)
+
+
 def evaluate(
     predictions: str | Path | Predictions,
     source: str | Path | None = None,
@@ -281,13 +369,16 @@ def evaluate(
     fallback: str | Path | Predictions | None = None,
     layout: str | None = None,
     truth: str | Path | Sequence[str | Path] | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
     **filters: str | Iterable[str] | None,
 ) -> Report:
     """Score predictions (a path in any layout, or read :class:`Predictions`).
 
     Labels come from ``source`` (a snapshot, ``sample`` or a Hub dataset), else from the
     ground-truth file(s) ``truth``, else from the Hub dataset. ``truth`` also maps blind
-    task ids back to notebooks. ``layout`` overrides the recognised layout.
+    task ids back to notebooks. ``layout`` overrides the recognised layout. Intervals come
+    from ``resamples`` case bootstraps seeded with ``seed``.
 
     ``fallback``: predictions whose runs stand in for notebooks that ``predictions`` lacks
     (the runtime-augmented paper scored notebooks without runtime information with the
@@ -297,39 +388,46 @@ def evaluate(
     >>> from junobench.detection.tasks import tasks
     >>> _ = detect_static(tasks("sample")[0], "preds.jsonl")   # the static baseline's answers
     >>> report = evaluate("preds.jsonl", "sample")
-    >>> report.to_dict()["f1"]
-    0.333
+    >>> round(report.to_dict()["f1"], 3), report.to_dict()["intervals"]["f1"][0] <= 1 / 3
+    (0.333, True)
     """
-    from junobench.data.snapshot import DEFAULT_SOURCE
-    from junobench.detection.tasks import read_truth
+    check_resamples(resamples)
+    labels = labels_for(source, truth=truth, revision=revision, **filters)
+    return score_predictions(predictions, labels, vote=vote, fallback=fallback, layout=layout,
+                             resamples=resamples, seed=seed)
 
-    truth_rows = read_truth(truth) if truth else None
+
+def score_predictions(
+    predictions: str | Path | Predictions,
+    labels: Labels,
+    *,
+    vote: str = DEFAULT_VOTE,
+    fallback: str | Path | Predictions | None = None,
+    layout: str | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> Report:
+    """:func:`evaluate` with the labels already loaded (:func:`labels_for`)."""
+    check_resamples(resamples)
     preds = _read(predictions, layout)
-    runs, origin = resolve_ids(preds, truth_rows)
+    runs, origin = resolve_ids(preds, labels.truth)
     filled: list[str] = []
     back = _read(fallback) if fallback is not None else None
     if back is not None:
-        back_runs, back_origin = resolve_ids(back, truth_rows)
+        back_runs, back_origin = resolve_ids(back, labels.truth)
         for instance, instance_runs in back_runs.items():
             if instance not in runs:
                 runs[instance] = instance_runs
                 origin[instance] = back_origin.get(instance, str(back.path))
                 filled.append(instance)
-    if source is None and truth_rows is not None:
-        labels, known = truth_labels(truth_rows, **filters)
-        label_source = ", ".join(str(t) for t in ([truth] if isinstance(truth, (str, Path))
-                                                  else truth or []))
-    else:
-        label_source = str(source if source is not None else DEFAULT_SOURCE)
-        labels, known = load_labels(source if source is not None else DEFAULT_SOURCE,
-                                    revision=revision, **filters)
-    report = score(labels, runs, vote, known=known, origin=origin)
-    labelled = {str(row["instance"]) for row in labels}
+    report = score(labels.rows, runs, vote, known=labels.known, origin=origin)
+    labelled = {str(row["instance"]) for row in labels.rows}
     report.filled = [i for i in report.evaluated if i in set(filled) & labelled]
     report.predictions = str(preds.path)
     report.layout = preds.layout
-    report.source = label_source
+    report.source = labels.source
     report.fallback = str(back.path) if back is not None else None
+    report.resamples, report.seed = resamples, seed
     return report
 
 
@@ -340,8 +438,24 @@ def _read(predictions: str | Path | Predictions, layout: str | None = None) -> P
 
 
 def plot(report: Report, path: str | Path, by: str = "library") -> Path:
-    """Bar chart per group: share of reproduced and of fixed notebooks judged correctly,
-    and accuracy. Needs matplotlib (``pip install 'junobench[plot]'``)."""
+    """Bar chart per group (see :func:`figure`), written atomically to ``path``.
+    Needs matplotlib (``pip install 'junobench[plot]'``)."""
+    import matplotlib.pyplot as plt
+
+    fig = figure(report, by)
+    path = Path(path)
+    try:
+        with atomic_path(path, suffix=path.suffix) as temporary:
+            fig.savefig(temporary, dpi=120, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return path
+
+
+def figure(report: Report, by: str = "library") -> Any:
+    """Bars per group: share of reproduced and of fixed notebooks judged correctly, and
+    accuracy with its 95% case-bootstrap interval. Each group is labelled with its number
+    of notebooks; the legend sits outside the axes, clear of the bars."""
     try:
         import matplotlib
 
@@ -350,32 +464,38 @@ def plot(report: Report, path: str | Path, by: str = "library") -> Path:
     except ImportError:
         raise JunoBenchError("plotting needs matplotlib",
                              hint="pip install 'junobench[plot]'") from None
-    groups = report.breakdown(by)
-    names = list(groups)
+    groups = report.groups(by)
+    matrices = {name: confusion(_pair(d) for d in decisions) for name, decisions in groups.items()}
+    names = [f"{name}\n(n={len(report.evaluated_in(decisions))})" for name, decisions in groups.items()]
+    accuracy = [m.accuracy or 0.0 for m in matrices.values()]
+    bounds = [report.intervals(decisions)["accuracy"] for decisions in groups.values()]
+    errors = [[max(0.0, a - (b or (a, a))[0]) for a, b in zip(accuracy, bounds, strict=True)],
+              [max(0.0, (b or (a, a))[1] - a) for a, b in zip(accuracy, bounds, strict=True)]]
     series = {
-        "reproduced (crash detected)": [_share(m.tp, m.positives) for m in groups.values()],
-        "fixed (no crash)": [_share(m.tn, m.negatives) for m in groups.values()],
-        "accuracy": [m.accuracy or 0.0 for m in groups.values()],
+        "reproduced (crash detected)": [_share(m.tp, m.positives) for m in matrices.values()],
+        "fixed (no crash)": [_share(m.tn, m.negatives) for m in matrices.values()],
+        "accuracy (95% CI)": accuracy,
     }
     width = 0.27
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(names) + 2), 4.2))
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(names) + 2), 4.6))
     for i, (label, values) in enumerate(series.items()):
-        ax.bar([x + (i - 1) * width for x in range(len(names))], values, width, label=label)
+        positions = [x + (i - 1) * width for x in range(len(names))]
+        if label.startswith("accuracy"):
+            ax.bar(positions, values, width, label=label, yerr=errors, capsize=2,
+                   error_kw={"elinewidth": 0.8})
+        else:
+            ax.bar(positions, values, width, label=label)
     ax.set_xticks(range(len(names)))
-    ax.set_xticklabels(names, rotation=35, ha="right")
-    ax.set_ylim(0, 1)
+    ax.set_xticklabels(names, rotation=35, ha="right", fontsize="small")
+    ax.set_ylim(0, 1.05)
     ax.set_ylabel("share correct")
     ax.set_title(f"Crash detection by {BREAKDOWNS[by][1]} (vote: {report.vote}, "
-                 f"accuracy {report.overall.accuracy or 0:.3f})")
-    ax.legend(fontsize="small")
+                 f"accuracy {report.overall.accuracy or 0:.3f}, "
+                 f"n={len(report.evaluated)} notebooks)", fontsize="medium")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
+              frameon=False)
     fig.tight_layout()
-    path = Path(path)
-    try:
-        with atomic_path(path, suffix=path.suffix) as temporary:
-            fig.savefig(temporary, dpi=120)
-    finally:
-        plt.close(fig)
-    return path
+    return fig
 
 
 def _share(part: int, whole: int) -> float:
@@ -421,8 +541,14 @@ def format_report(report: Report, by: str = "library") -> str:
     lines.append("  ".join(f"{k} {_fmt(s[k])}" for k in ("precision", "recall", "f1", "accuracy"))
                  + f"  (tp {s['tp']}, fp {s['fp']}, tn {s['tn']}, fn {s['fn']}; "
                  "crash = positive)")
-    rows = [{k: "n/a" if v is None else v for k, v in row.items()}
-            for row in report.breakdown_rows(by)]
+    bounds = report.intervals()
+    lines.append("95% CI       " + "  ".join(f"{k} {format_interval(bounds[k])}" for k in METRICS)
+                 + f"  ({report.resamples} case bootstraps, seed {report.seed})")
+    rows = []
+    for row in report.breakdown_rows(by, intervals=True):
+        shown = {k: "n/a" if v is None else v for k, v in row.items() if k != "intervals"}
+        shown["f1 95% CI"] = format_interval(row["intervals"]["f1"])
+        rows.append(shown)
     if rows:
         lines += ["", f"by {BREAKDOWNS[by][1]}"]
         lines.append(table(rows, list(rows[0])).rstrip("\n"))
@@ -431,6 +557,46 @@ def format_report(report: Report, by: str = "library") -> str:
 
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
+
+
+TITLES: dict[str, str] = {"precision": "Precision", "recall": "Recall", "f1": "F1",
+                          "accuracy": "Accuracy"}
+
+
+def summary_rows(report: Report, by: str = "library", *, percent: bool = False
+                 ) -> list[dict[str, Any]]:
+    """One row per group and one for all notebooks: ``n`` and each score with its 95%
+    interval, as text (percentages with one decimal when ``percent``, as papers print)."""
+    title = BREAKDOWNS[by][1]
+    parts: list[tuple[str, Sequence[Decision]]] = [*report.groups(by).items(),
+                                                    ("all", report.decisions)]
+    rows = []
+    for name, decisions in parts:
+        values = scores(confusion(_pair(d) for d in decisions))
+        bounds = report.intervals(decisions)
+        row: dict[str, Any] = {title: name, "n": len(report.evaluated_in(decisions))}
+        for metric in METRICS:
+            row[TITLES[metric] + (" (%)" if percent else "")] = with_interval(
+                values[metric], bounds[metric], percent=percent)
+        rows.append(row)
+    return rows
+
+
+def with_interval(value: float | None, bounds: Sequence[float] | None, *,
+                  percent: bool = False) -> str:
+    """``0.679 [0.610, 0.742]``, or ``67.9 [61.0, 74.2]`` with ``percent``."""
+    if value is None:
+        return "n/a"
+    scale, digits = (100.0, 1) if percent else (1.0, 3)
+    return f"{value * scale:.{digits}f} {format_interval(bounds, scale, digits)}"
+
+
+def format_interval(bounds: Sequence[float] | None, scale: float = 1.0, digits: int = 3) -> str:
+    """``[low, high]`` with ``digits`` decimals (``scale`` 100 for percentages), or n/a."""
+    if bounds is None:
+        return "n/a"
+    low, high = bounds
+    return f"[{low * scale:.{digits}f}, {high * scale:.{digits}f}]"
 
 
 def _describe_missing(missing: Sequence[str]) -> str:

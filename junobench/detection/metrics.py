@@ -3,7 +3,7 @@
 >>> c = confusion([(True, True), (True, False), (False, False), (False, True)])
 >>> c.tp, c.fn, c.tn, c.fp, c.accuracy
 (1, 1, 1, 1, 0.5)
->>> scores(Confusion(tp=71, fp=27, tn=84, fn=40))["f1"]
+>>> scores(Confusion(tp=71, fp=27, tn=84, fn=40), digits=3)["f1"]
 0.679
 """
 
@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
 
-#: Digits kept in reported scores.
+#: Digits shown in text reports (JSON keeps full precision).
 DIGITS = 3
 
 
@@ -92,8 +92,9 @@ def grouped(items: Iterable[T], key: Callable[[T], K],
     return {name: confusion(pairs) for name, pairs in groups.items()}
 
 
-def scores(c: Confusion, digits: int = DIGITS) -> dict[str, Any]:
-    """Counts, scores (rounded; None when undefined) and per-version correct counts."""
+def scores(c: Confusion, digits: int | None = None) -> dict[str, Any]:
+    """Counts, scores (None when undefined; rounded to ``digits`` when given) and
+    per-version correct counts."""
     return {
         "n": c.n,
         "tp": c.tp,
@@ -111,8 +112,10 @@ def scores(c: Confusion, digits: int = DIGITS) -> dict[str, Any]:
     }
 
 
-def _round(value: float | None, digits: int) -> float | None:
-    return None if value is None else round(value, digits)
+def _round(value: float | None, digits: int | None) -> float | None:
+    if value is None or digits is None:
+        return value
+    return round(value, digits)
 
 
 def summed(matrices: Mapping[Any, Confusion]) -> Confusion:

@@ -1,0 +1,263 @@
+"""Several prediction sets side by side, on the same notebooks, with paired tests.
+
+Each set is scored as :func:`~junobench.detection.evaluate.evaluate` scores it, then all
+are restricted to the notebooks that every set decided (a set that skipped a notebook
+would otherwise be scored on an easier or harder sample); the excluded notebooks are
+listed per set. Every metric gets its case-bootstrap interval, and every pair of sets an
+exact McNemar test on the notebooks each got right and a paired bootstrap of the F1
+difference (:mod:`.uncertainty`).
+
+>>> unique_names(["runs/qwen/code", "runs/gpt/code", "runs/gpt/runinfo"])
+['qwen/code', 'gpt/code', 'runinfo']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from junobench.detection.evaluate import (
+    TITLES,
+    Report,
+    format_interval,
+    labels_for,
+    score_predictions,
+    scored,
+    with_interval,
+)
+from junobench.detection.metrics import scores
+from junobench.detection.predictions import Predictions
+from junobench.detection.uncertainty import (
+    DEFAULT_RESAMPLES,
+    DEFAULT_SEED,
+    METRICS,
+    Difference,
+    McNemar,
+    check_resamples,
+    mcnemar,
+    paired_difference,
+)
+from junobench.detection.votes import DEFAULT_VOTE
+from junobench.errors import JunoBenchError
+
+#: Output formats of a comparison (and of one report).
+FORMATS: tuple[str, ...] = ("table", "json", "csv", "markdown", "latex")
+
+
+@dataclass(frozen=True)
+class PairTest:
+    """Set ``a`` against set ``b`` on the ``n`` shared notebooks."""
+
+    a: str
+    b: str
+    n: int
+    mcnemar: McNemar
+    f1: Difference
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "a": self.a, "b": self.b, "notebooks": self.n,
+            "mcnemar": {"only_a_correct": self.mcnemar.only_a,
+                        "only_b_correct": self.mcnemar.only_b,
+                        "p_value": self.mcnemar.p_value, "exact": True},
+            "f1_difference": {"estimate": self.f1.estimate,
+                              "interval": None if self.f1.interval is None else list(self.f1.interval),
+                              "p_value": self.f1.p_value},
+        }
+
+
+@dataclass
+class Comparison:
+    """Prediction sets scored on the notebooks they all decided."""
+
+    names: list[str]
+    #: Each set's own report (on everything it decided).
+    reports: list[Report]
+    #: Notebooks every set decided, in label order.
+    common: list[str]
+    resamples: int = DEFAULT_RESAMPLES
+    seed: int = DEFAULT_SEED
+    tests: list[PairTest] = field(default_factory=list)
+
+    @property
+    def scored(self) -> list[Report]:
+        """The reports restricted to :attr:`common`."""
+        return [report.restricted(self.common) for report in self.reports]
+
+    def excluded(self) -> dict[str, list[str]]:
+        """Per set, the notebooks it decided that are left out because another set did not."""
+        keep = set(self.common)
+        return {name: [i for i in report.evaluated if i not in keep]
+                for name, report in zip(self.names, self.reports, strict=True)}
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per set: counts, scores (full precision) and their intervals."""
+        rows = []
+        for name, report in zip(self.names, self.scored, strict=True):
+            values = scores(report.overall)
+            bounds = report.intervals()
+            row: dict[str, Any] = {"setting": name, "n": values["n"]}
+            for metric in METRICS:
+                row[metric] = values[metric]
+                low, high = bounds[metric] or (None, None)
+                row[f"{metric}_low"], row[f"{metric}_high"] = low, high
+            row.update({k: values[k] for k in ("tp", "fp", "tn", "fn")})
+            rows.append(row)
+        return rows
+
+    def to_dict(self) -> dict[str, Any]:
+        sets = []
+        for name, report in zip(self.names, self.scored, strict=True):
+            sets.append({"name": name, **report.to_dict()})
+        return {
+            "notebooks": len(self.common),
+            "sets": sets,
+            "excluded": self.excluded(),
+            "tests": [test.to_dict() for test in self.tests],
+            "bootstrap": self.reports[0].bootstrap_settings() if self.reports else None,
+        }
+
+
+def compare(
+    predictions: Sequence[str | Path | Predictions],
+    source: str | Path | None = None,
+    *,
+    names: Sequence[str] | None = None,
+    vote: str = DEFAULT_VOTE,
+    revision: str | None = None,
+    truth: str | Path | Sequence[str | Path] | None = None,
+    layout: str | None = None,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+    **filters: str | Iterable[str] | None,
+) -> Comparison:
+    """Score each prediction set, restrict all to the notebooks every set decided, and test
+    every pair. Labels as in :func:`~junobench.detection.evaluate.evaluate`.
+
+    >>> from junobench.detection.detect import detect_static
+    >>> from junobench.detection.tasks import tasks
+    >>> _ = detect_static(tasks("sample")[0], "static.jsonl")
+    >>> c = compare(["static.jsonl", "static.jsonl"], "sample", names=["a", "b"], resamples=200)
+    >>> len(c.common), c.tests[0].mcnemar.p_value, c.tests[0].f1.interval
+    (20, 1.0, (0.0, 0.0))
+    """
+    if len(predictions) < 2:
+        raise JunoBenchError("a comparison needs at least two prediction sets")
+    if vote == "all-runs":
+        raise JunoBenchError("--vote all-runs scores several decisions per notebook; a paired "
+                             "comparison needs one", hint="use --vote majority or first-valid")
+    check_resamples(resamples)
+    labels = labels_for(source, truth=truth, revision=revision, **filters)
+    reports = [score_predictions(p, labels, vote=vote, layout=layout, resamples=resamples,
+                                 seed=seed) for p in predictions]
+    shown = list(names) if names else unique_names([r.predictions or "?" for r in reports])
+    if len(shown) != len(reports) or len(set(shown)) != len(shown):
+        raise JunoBenchError("give one distinct name per prediction set",
+                             hint=f"{len(reports)} sets, names: {', '.join(shown)}")
+    decided = [set(r.evaluated) for r in reports]
+    common = [str(row["instance"]) for row in labels.rows
+              if all(str(row["instance"]) in d for d in decided)]
+    comparison = Comparison(shown, reports, common, resamples, seed)
+    restricted = comparison.scored
+    for (i, a), (j, b) in combinations(enumerate(restricted), 2):
+        comparison.tests.append(pair_test(shown[i], a, shown[j], b, resamples=resamples,
+                                          seed=seed))
+    return comparison
+
+
+def pair_test(name_a: str, a: Report, name_b: str, b: Report, *,
+              resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> PairTest:
+    """McNemar and the paired F1 bootstrap of two reports on the same notebooks."""
+    right_a = {d.instance: d.truth == d.decision for d in a.decisions}
+    right_b = {d.instance: d.truth == d.decision for d in b.decisions}
+    if set(right_a) != set(right_b):
+        raise ValueError("pair_test needs reports on the same notebooks")
+    order = list(right_a)
+    test = mcnemar([right_a[i] for i in order], [right_b[i] for i in order])
+    difference = paired_difference(scored(a.decisions), scored(b.decisions), resamples=resamples,
+                                   seed=seed)
+    return PairTest(name_a, name_b, len(order), test, difference)
+
+
+def unique_names(paths: Sequence[str | Path]) -> list[str]:
+    """Short names for prediction paths: the last part, with parents added until distinct."""
+    parts = [Path(p).with_suffix("").parts if Path(p).suffix in (".jsonl", ".eval", ".json")
+             else Path(p).parts for p in paths]
+    depth = [1] * len(parts)
+    while True:
+        names = ["/".join(p[-d:]) for p, d in zip(parts, depth, strict=True)]
+        clashes = {n for n in names if names.count(n) > 1}
+        grown = False
+        for k, name in enumerate(names):
+            if name in clashes and depth[k] < len(parts[k]):
+                depth[k] += 1
+                grown = True
+        if not clashes or not grown:
+            return names
+
+
+# --------------------------------------------------------------------------- output
+
+
+def summary_rows(comparison: Comparison, *, percent: bool = False) -> list[dict[str, Any]]:
+    """Rows for the text, Markdown and LaTeX tables: each score with its interval."""
+    rows = []
+    for row in comparison.rows():
+        out: dict[str, Any] = {"setting": row["setting"], "n": row["n"]}
+        for metric in METRICS:
+            low, high = row[f"{metric}_low"], row[f"{metric}_high"]
+            out[TITLES[metric] + (" (%)" if percent else "")] = with_interval(
+                row[metric], None if low is None else (low, high), percent=percent)
+        rows.append(out)
+    return rows
+
+
+def pair_rows(comparison: Comparison) -> list[dict[str, Any]]:
+    rows = []
+    for test in comparison.tests:
+        f1 = test.f1
+        rows.append({
+            "A": test.a, "B": test.b, "n": test.n,
+            "only A right": test.mcnemar.only_a, "only B right": test.mcnemar.only_b,
+            "McNemar p": _p(test.mcnemar.p_value),
+            "F1 A-B": "n/a" if f1.estimate is None else f"{f1.estimate:+.3f}",
+            "F1 A-B 95% CI": format_interval(f1.interval),
+            "bootstrap p": _p(f1.p_value),
+        })
+    return rows
+
+
+def format_comparison(comparison: Comparison, fmt: str = "table") -> str:
+    """The comparison in ``fmt``: ``table``, ``json``, ``csv``, ``markdown`` or ``latex``."""
+    import json
+
+    from junobench.render import render
+
+    if fmt == "json":
+        return json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    if fmt == "csv":
+        return render(comparison.rows(), "csv")
+    if fmt == "latex":
+        return render(summary_rows(comparison, percent=True), "latex")
+    kind = "markdown" if fmt == "markdown" else "table"
+    settings = (f"{len(comparison.common)} notebooks decided by every set; 95% intervals from "
+                f"{comparison.resamples} case bootstraps (seed {comparison.seed})")
+    parts = [render(summary_rows(comparison), kind)]
+    excluded = {name: items for name, items in comparison.excluded().items() if items}
+    notes = [settings] + [f"{name}: {len(items)} notebooks left out (another set did not decide "
+                          f"them)" for name, items in excluded.items()]
+    if comparison.tests:
+        parts.append(render(pair_rows(comparison), kind))
+    lead = "\n".join(notes) + "\n\n"
+    tests_title = ("Paired tests (exact McNemar on notebooks right/wrong; paired case "
+                   "bootstrap of the F1 difference)\n\n")
+    return lead + parts[0] + ("\n" + tests_title + parts[1] if len(parts) > 1 else "")
+
+
+def _p(value: float | None) -> str:
+    if value is None:
+        return "n/a"
+    return "<0.001" if value < 0.001 else f"{value:.3f}"
