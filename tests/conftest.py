@@ -87,3 +87,15 @@ def labelled_snapshot(snapshot_copy, reference_dir):
                  "Dataset_note": labels[r["nb_name"]]["Dataset_note"]} for r in desc.records()]
     write_table(desc_path, rows, [*desc.columns, "source", "Dataset_note"])
     return snapshot_copy
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray instance for the whole test session (2 CPUs, a small object store);
+    executors in tests join it."""
+    ray = pytest.importorskip("ray", reason="the Ray executor needs the ray extra")
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, object_store_memory=100 * 1024 * 1024, include_dashboard=False,
+                 log_to_driver=False, logging_level="warning")
+    yield ray
+    ray.shutdown()

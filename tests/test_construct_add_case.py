@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -166,6 +167,15 @@ def test_a_case_that_would_not_build_leaves_the_snapshot_as_it_was(snapshot: Pat
     assert "'bad luck'" in str(error.value) and "'cooking'" in str(error.value)
     with pytest.raises(JunoBenchError, match="bundled sample"):
         add_case("sample", case)
+    case.reproduced = _notebook("sklearn_1", "reproduced")
+    case.notebook_url = "not a notebook"
+    with pytest.raises(JunoBenchError, match="not a Kaggle notebook URL"):
+        add_case(snapshot, case)
+    fifo = snapshot.parent / "pipe.ipynb"
+    os.mkfifo(fifo)
+    case.notebook_url, case.fixed = None, fifo
+    with pytest.raises(JunoBenchError, match="not a regular file"):
+        add_case(snapshot, case)
     assert tree_digest(snapshot) == before
     assert sorted(p.name for p in snapshot.iterdir() if p.name.startswith(".")) == []
 

@@ -23,6 +23,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _download(steps)
     _downsample(steps)
     _synthetic(steps)
+    _reproduce(steps)
     _add_case(steps)
     _renumber(steps)
 
@@ -397,6 +398,60 @@ def _run_synthetic(args: argparse.Namespace) -> int:
         print(f"note: {report.repeated_rows} row(s) equal an original row (too few distinct "
               "values to avoid it)", file=sys.stderr)
     print(f"wrote {report.rows} synthetic rows to {args.out}")
+    return 0
+
+
+# --------------------------------------------------------------------------- reproduce
+
+
+def _reproduce(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from junobench.cli.common import add_executor
+
+    parser = steps.add_parser(
+        "reproduce", help="replay sampled crashes up to their crashing cell and classify them",
+        description="For each row of a sampled table: find the notebook's crashing cell from its "
+                    "error output, run the notebook in execution order up to that cell in a fresh "
+                    "kernel (working/ beside input/<slug>/, as on Kaggle), and classify the run: "
+                    "same exception, different exception, crashed earlier, no crash, timeout, "
+                    "missing data, missing module, kernel died, not run, or infrastructure error. "
+                    "Writes the table with a `reproduced` column and its details; a rerun with "
+                    "the same --out keeps the rows that already have a verdict.")
+    parser.add_argument("table", type=Path, help="sampled crashes (construct resample's output)")
+    parser.add_argument("--notebooks", type=Path, required=True, metavar="DIR",
+                        help="folder holding the notebooks the table's notebook column names")
+    parser.add_argument("--data", type=Path, metavar="DIR",
+                        help="input datasets: DIR/<slug>/ (as Kaggle's /kaggle/input) or construct "
+                             "download's DIR/<owner>/<slug>/")
+    parser.add_argument("--out", type=Path, required=True, help="table to write (xlsx)")
+    parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                        help="notebooks running at once (default: number of cores, or what the "
+                             "Ray cluster's CPUs hold)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SEC",
+                        help="time limit per cell run, in seconds (default: 600)")
+    parser.add_argument("--notebook-column", default="fname")
+    parser.add_argument("--exception-column", default="ename")
+    parser.add_argument("--message-column", default="evalue")
+    parser.add_argument("--fresh", action="store_true",
+                        help="run every row again, even those --out already has a verdict for")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_executor(parser)
+    parser.set_defaults(handler=_run_reproduce)
+
+
+def _run_reproduce(args: argparse.Namespace) -> int:
+    from junobench.cli.common import executor_options
+    from junobench.construct.reproduce import DEFAULT_TIMEOUT, reproduce
+
+    result = reproduce(
+        args.table, args.notebooks, out=args.out, data=args.data, executor=args.executor,
+        jobs=args.jobs, timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
+        notebook_column=args.notebook_column, exception_column=args.exception_column,
+        message_column=args.message_column, resume=not args.fresh,
+        progress=False if args.no_progress else None, executor_options=executor_options(args))
+    counts = ", ".join(f"{n} {outcome}" for outcome, n in result.counts().items())
+    reused = f", {result.reused} kept from the earlier run" if result.reused else ""
+    print(f"wrote {len(result.rows)} rows to {args.out}: {counts}{reused} "
+          f"({result.seconds:.1f} s, {result.executor})")
     return 0
 
 

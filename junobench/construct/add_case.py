@@ -145,7 +145,7 @@ def datasets_from_table(path: str | Path, notebook: str) -> list[Dataset]:
     ``owner/slug``)."""
     from junobench.construct.kaggle import handle_of, notebook_ref, read_rows
 
-    owner, slug = notebook_ref(notebook)
+    owner, slug = checked_notebook(notebook)
     wanted = (owner.lower(), slug.lower())
     out = []
     for number, row in enumerate(read_rows(Path(path)), start=2):
@@ -164,6 +164,17 @@ def datasets_from_table(path: str | Path, notebook: str) -> list[Dataset]:
                            title=str(row.get("title") or handle), url=str(row["url"]),
                            license=_text(row.get("license")), note=_text(row.get("note"))))
     return out
+
+
+def checked_notebook(notebook: str) -> tuple[str, str]:
+    """``(owner, slug)`` of a Kaggle notebook URL or ``owner/slug``, or a clear error."""
+    from junobench.construct.kaggle import notebook_ref
+
+    try:
+        return notebook_ref(notebook)
+    except ValueError as error:
+        raise JunoBenchError(str(error), hint="give https://www.kaggle.com/code/<owner>/<slug>, "
+                                              "<owner>/<slug>, or a local .ipynb") from None
 
 
 def parse_dataset_spec(spec: str) -> Dataset:
@@ -228,6 +239,8 @@ def add_case(snapshot: str | Path, case: NewCase, *, allow_new_library: bool = F
 
     root = transaction.editable_root(snapshot)
     transaction.finish_pending(root)
+    if case.notebook_url:
+        checked_notebook(case.notebook_url)
     prefix = library_prefix(case.library, allow_new=allow_new_library)
     check_labels(case, allow_new=allow_new_labels)
     for path in (case.reproduced, case.fixed, *([case.original] if case.original else [])):

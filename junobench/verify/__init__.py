@@ -16,21 +16,31 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import check_file_target
+from junobench.verify.executor import Executor, LocalExecutor, ReplayOutcome, ReplayTask
 from junobench.verify.judge import RunLog, StepOutcome, Verdict, judge
 from junobench.verify.report import CaseResult, VerifyReport
 from junobench.verify.runner import replay, require_run_extra
 from junobench.verify.session import DEFAULT_TIMEOUT, default_jobs, verify_specs
 from junobench.verify.spec import DATA_ABSENT, CaseSpec, case_specs
 
+#: Executor names accepted by :func:`make_executor` and ``--executor``.
+EXECUTORS: tuple[str, ...] = ("local", "ray")
+
 __all__ = [
     "DATA_ABSENT",
     "DEFAULT_TIMEOUT",
+    "EXECUTORS",
     "CaseResult",
     "CaseSpec",
+    "Executor",
+    "LocalExecutor",
+    "ReplayOutcome",
+    "ReplayTask",
     "RunLog",
     "StepOutcome",
     "Verdict",
@@ -38,6 +48,7 @@ __all__ = [
     "case_specs",
     "default_jobs",
     "judge",
+    "make_executor",
     "replay",
     "verify",
 ]
@@ -83,3 +94,19 @@ def verify(
     if report is not None:
         result.write(report)
     return result
+
+
+def make_executor(name: str = "local", *, jobs: int | None = None, **options: Any) -> Executor:
+    """The executor called ``name`` (:data:`EXECUTORS`). ``jobs`` defaults to the number
+    of cores (local) or to what the Ray cluster's CPUs hold; ``options`` are the
+    :class:`~junobench.verify.ray_executor.RayExecutor`'s (``address``, ``cpus``,
+    ``memory``, ``retries``, ``build_envs``)."""
+    if name == "local":
+        if options:
+            raise JunoBenchError(f"option(s) {', '.join(sorted(options))} apply to --executor ray only")
+        return LocalExecutor(jobs or default_jobs())
+    if name == "ray":
+        from junobench.verify.ray_executor import RayExecutor
+
+        return RayExecutor(jobs=jobs or 0, **options)
+    raise JunoBenchError(f"unknown executor {name!r}", hint=f"use one of {', '.join(EXECUTORS)}")
