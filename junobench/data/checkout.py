@@ -1,7 +1,8 @@
 """``checkout``: copy some cases of a snapshot into a new snapshot of their own.
 
 The new snapshot has the published layout: the cases' folders (notebooks, input data,
-dataset metadata) and the matching rows of both tables, with the source's columns. The
+dataset metadata), the matching rows of both tables, with the source's columns, and the
+source's own environment declaration (``environment/``) when it has one. The
 loader and ``verify`` take it like any other snapshot, and it can be edited freely.
 
 >>> checkout(["pandas_1", "NBspecific_2"], "sample", "my-cases")
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,6 +21,7 @@ from junobench import vocab
 from junobench.data import layout
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.data.tables import read_table, write_table
+from junobench.envs.environment import SNAPSHOT_FOLDER
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import locked, place, remove_tree, staging_folder
 from junobench.safety.paths import check_not_linked_out, copy_tree, is_within, link_root
@@ -86,6 +89,7 @@ def checkout(
             copy_tree(layout.case_dir(root, case_id), layout.case_dir(staging, case_id),
                       trusted=link_root(root), case=case_id,
                       display=f"{layout.BENCHMARK_DIR}/{case_id}")
+        _copy_environment(root, staging)
         _make_writable(staging)
         with locked(dest.parent):
             _check_dest(dest)
@@ -94,6 +98,19 @@ def checkout(
         remove_tree(staging)
         raise
     return dest
+
+
+def _copy_environment(root: Path, staging: Path) -> None:
+    """The snapshot's own environment declaration (regular files of ``environment/``), so
+    the copy runs in the same environment."""
+    folder = root / SNAPSHOT_FOLDER
+    if folder.is_symlink() or not folder.is_dir():
+        return
+    files = [p for p in folder.iterdir() if p.is_file() and not p.is_symlink()]
+    if files:
+        (staging / SNAPSHOT_FOLDER).mkdir()
+        for path in files:
+            shutil.copyfile(path, staging / SNAPSHOT_FOLDER / path.name)
 
 
 def _check_dest(dest: Path) -> None:

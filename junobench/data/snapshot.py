@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from junobench.data import layout
+from junobench.envs.environment import SNAPSHOT_FOLDER, environment_files
 from junobench.errors import JunoBenchError
 from junobench.safety.paths import is_dir_entry
 
@@ -37,6 +38,7 @@ HUB_PATTERNS: tuple[str, ...] = (
     "cases/*.parquet",
     "notebooks/*.parquet",
     "checksums.json",
+    f"{SNAPSHOT_FOLDER}/*",
 )
 HUB_DATA_PATTERNS: tuple[str, ...] = (f"{layout.BENCHMARK_DIR}/*/{layout.DATA_DIR}/**",)
 
@@ -134,18 +136,21 @@ def _first_line(error: BaseException) -> str:
 
 def fingerprint(root: str | Path) -> str:
     """A digest of the snapshot's content: every file's path, size, inode, modification
-    and change times.
+    and change times, and those of the files that decide its environment (its own or the
+    packaged one).
 
-    Any edit to a table, notebook, metadata or data file changes it, so records cached
-    under it are never served stale, also after an edit that keeps a file's size and
-    modification time (``touch -r``, ``cp -p``, ``rsync -a``, ``tar x``): writing a file
-    moves its change time, which no user command can set back. Costs one ``stat`` per
-    file, no reads.
+    Any edit to a table, notebook, metadata, data or environment file changes it, so
+    records cached under it are never served stale, also after an edit that keeps a
+    file's size and modification time (``touch -r``, ``cp -p``, ``rsync -a``, ``tar x``):
+    writing a file moves its change time, which no user command can set back. Costs one
+    ``stat`` per file, no reads.
     """
     root = str(root)
     entries: list[tuple[str, int, int, int, int]] = []
     for name in (layout.DESC_TABLE, layout.DIAGNOSIS_TABLE):
         _add(entries, name, os.path.join(root, name))
+    for env_file in environment_files(root):
+        _add(entries, str(env_file), str(env_file))
     stack = [layout.BENCHMARK_DIR]
     while stack:
         relative = stack.pop()
