@@ -87,3 +87,39 @@ def labelled_snapshot(snapshot_copy, reference_dir):
                  "Dataset_note": labels[r["nb_name"]]["Dataset_note"]} for r in desc.records()]
     write_table(desc_path, rows, [*desc.columns, "source", "Dataset_note"])
     return snapshot_copy
+
+
+#: Where the test suite keeps the pinned environments it makes: outside the per-run caches,
+#: so repeated runs (and other checkouts) reuse them; keyed on their requirement set.
+TEST_ENVS = Path(os.environ.get("JUNOBENCH_TEST_ENVS", Path.home() / ".cache" / "junobench-test-envs"))
+
+
+def shared_environment(name: str, source: str | Path = "sample", **kwargs):
+    """Make (or reuse) an environment under :data:`TEST_ENVS`, one process at a time."""
+    from filelock import FileLock
+
+    from junobench.envs.create import create_environment, select, selection_key
+
+    TEST_ENVS.mkdir(parents=True, exist_ok=True)
+    selection = select(source, kwargs.pop("case_ids", None), filters=kwargs.pop("filters", None))
+    key = selection_key(selection, kwargs.get("python") or selection.environment.python)
+    with FileLock(str(TEST_ENVS / f"{name}-{key}.lock")):
+        return create_environment(TEST_ENVS / f"{name}-{key}", source, selection=selection, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def sample_env():
+    """The bundled sample's pinned environment (numpy 1.26.4, pandas 2.1.4, …), made once."""
+    return shared_environment("sample")
+
+
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray instance for the whole test session (2 CPUs, a small object store);
+    executors in tests join it."""
+    ray = pytest.importorskip("ray", reason="the Ray executor needs the ray extra")
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, object_store_memory=100 * 1024 * 1024, include_dashboard=False,
+                 log_to_driver=False, logging_level="warning")
+    yield ray
+    ray.shutdown()

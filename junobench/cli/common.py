@@ -61,6 +61,15 @@ def filters_from(args: argparse.Namespace) -> dict[str, list[str]]:
     return out
 
 
+def add_pass_env(parser: argparse.ArgumentParser) -> None:
+    """``--pass-env NAME``: a credential-like variable the notebook kernels may see."""
+    parser.add_argument(
+        "--pass-env", action="append", default=[], metavar="NAME",
+        help="let the kernels see this environment variable although it looks like a "
+             "credential (*_TOKEN, *_KEY, *_SECRET, *PASSWORD*, HF_*, KAGGLE_*, ...: removed "
+             "by default); repeatable")
+
+
 def add_format(parser: argparse.ArgumentParser, *, choices: tuple[str, ...] = ("table", "json", "csv")) -> None:
     parser.add_argument("--format", choices=choices, default=choices[0], help="output format")
 
@@ -72,3 +81,65 @@ def load_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         kwargs["skip_invalid"] = True
     kwargs.update(filters_from(args))
     return kwargs
+
+
+def add_env(parser: argparse.ArgumentParser) -> None:
+    """``--env DIR``: run kernels in an environment made by ``junobench env create``."""
+    parser.add_argument("--env", metavar="DIR", default=None,
+                        help="run the kernels in this environment (made by `junobench env create`); "
+                        "default: junobench's own interpreter")
+
+
+def add_executor(parser: argparse.ArgumentParser) -> None:
+    """Where notebooks run: ``--executor local|ray`` and the Ray options."""
+    group = parser.add_argument_group("where the notebooks run")
+    group.add_argument("--executor", choices=("local", "ray"), default="local",
+                       help="local kernels (default) or one Ray task per notebook")
+    group.add_argument("--ray-address", metavar="ADDR", help="Ray cluster to join (default: RAY_ADDRESS, "
+                       "else a `ray start` instance on this machine, else a new local instance)")
+    group.add_argument("--cpus-per-notebook", type=float, metavar="N",
+                       help="CPUs each notebook's Ray task asks for (default: 1)")
+    group.add_argument("--memory-per-notebook", metavar="SIZE",
+                       help="memory each notebook's Ray task asks for, e.g. 4GiB or 500MB")
+    group.add_argument("--retries", type=int, metavar="N",
+                       help="Ray: attempts after an infrastructure fault (a worker or node lost, "
+                       "an environment that fails to build; default: 2)")
+
+
+def executor_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Keywords for ``make_executor`` beside the name and ``jobs`` (Ray options given)."""
+    from junobench.errors import JunoBenchError
+
+    options: dict[str, Any] = {}
+    for option, key in (("ray_address", "address"), ("cpus_per_notebook", "cpus"),
+                        ("retries", "retries")):
+        value = getattr(args, option, None)
+        if value is not None:
+            options[key] = value
+    if getattr(args, "memory_per_notebook", None) is not None:
+        options["memory"] = parse_size(args.memory_per_notebook)
+    if options and getattr(args, "executor", "local") != "ray":
+        names = ", ".join(f"--{k.replace('_', '-')}" for k in ("ray_address", "cpus_per_notebook",
+                          "memory_per_notebook", "retries") if getattr(args, k, None) is not None)
+        raise JunoBenchError(f"{names} appl{'ies' if ',' not in names else 'y'} to --executor ray only")
+    return options
+
+
+_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
+          "t": 10**12, "tb": 10**12, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40}
+
+
+def parse_size(text: str) -> int:
+    """``4GiB`` → 4294967296, ``500MB`` → 500000000, ``1024`` → 1024 (bytes)."""
+    import re
+
+    from junobench.errors import JunoBenchError
+
+    match = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*", text)
+    unit = match.group(2).lower() if match else ""
+    if match is None or unit not in _UNITS:
+        raise JunoBenchError(f"cannot read the size {text!r}", hint="write e.g. 4GiB, 500MB or 1000000")
+    size = int(float(match.group(1)) * _UNITS[unit])
+    if size <= 0:
+        raise JunoBenchError(f"the size {text!r} is not positive")
+    return size

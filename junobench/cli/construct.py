@@ -23,6 +23,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _download(steps)
     _downsample(steps)
     _synthetic(steps)
+    _reproduce(steps)
     _add_case(steps)
     _renumber(steps)
 
@@ -34,8 +35,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "data/<name>.metadata.json (JSON Schema, listed files), the table's "
                     "datasets against the metadata files both ways, licences, and no folder "
                     "over 10,000 files; report every problem at once. Exit code 1 when "
-                    "there is one.")
+                    "there is one. Warnings (absent originals and data, conflicting "
+                    "diagnosis rows, a reproduced notebook whose exception is not the "
+                    "table's ename) are problems with --strict.")
     parser.add_argument("snapshot", help="snapshot directory, or 'sample'")
+    parser.add_argument("--strict", action="store_true",
+                        help="count every warning as a problem (exit code 1)")
     parser.set_defaults(handler=_run_validate)
 
 
@@ -263,10 +268,11 @@ def _run_kaggle_metadata(args: argparse.Namespace) -> int:
 def _download(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = steps.add_parser(
         "download", help="fetch the datasets with kagglehub (resumable, hashed)",
-        description="Fetch each dataset of a datasets table into DEST/<owner>/<slug>/ with "
-                    "kagglehub (credentials from KAGGLE_USERNAME/KAGGLE_KEY or "
-                    "~/.kaggle/kaggle.json), record size and sha256 per file in "
-                    "DEST/<owner>/<slug>.download.json, and skip complete downloads.")
+        description="Fetch each dataset of a datasets table with kagglehub (credentials from "
+                    "KAGGLE_USERNAME/KAGGLE_KEY or ~/.kaggle/kaggle.json): version N into "
+                    "DEST/<owner>/<slug>/versions/<N>/ (latest/ when the table gives no "
+                    "version), with size and sha256 per file in <folder>.download.json; "
+                    "versions already there and verified are skipped.")
     parser.add_argument("datasets", type=Path, help="datasets table from kaggle-metadata")
     parser.add_argument("--dest", type=Path, required=True, help="download folder")
     parser.add_argument("--mirror", type=Path,
@@ -288,7 +294,7 @@ def _run_download(args: argparse.Namespace) -> int:
 
 
 def _downsample(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from junobench.construct.downsample import MAX_ARCHIVE_BYTES
+    from junobench.construct.downsample import MAX_ARCHIVE_BYTES, MAX_ARCHIVE_MEMBERS, MAX_COMPRESSION_RATIO
 
     parser = steps.add_parser(
         "downsample", help="keep a seeded share of each class of a dataset",
@@ -324,6 +330,12 @@ def _downsample(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             sub.add_argument("--max-size", type=int, default=MAX_ARCHIVE_BYTES,
                              help="refuse archives whose uncompressed size passes this many "
                                   f"bytes (default {MAX_ARCHIVE_BYTES})")
+            sub.add_argument("--max-members", type=int, default=MAX_ARCHIVE_MEMBERS,
+                             help="refuse archives with more members than this "
+                                  f"(default {MAX_ARCHIVE_MEMBERS})")
+            sub.add_argument("--max-ratio", type=float, default=MAX_COMPRESSION_RATIO,
+                             help="refuse archives compressed more than this many to one "
+                                  f"(default {MAX_COMPRESSION_RATIO})")
         _metadata_options(sub)
         sub.set_defaults(handler=_run_downsample)
 
@@ -346,7 +358,8 @@ def _run_downsample(args: argparse.Namespace) -> int:
         result = downsample.downsample_images(args.source, args.out, **common)
     elif args.kind == "archive":
         result = downsample.downsample_archive(args.source, args.out, max_bytes=args.max_size,
-                                               **common)
+                                               max_members=args.max_members,
+                                               max_ratio=args.max_ratio, **common)
     elif args.kind == "table":
         result = downsample.downsample_table(args.source, args.out,
                                              label_column=args.label_column, **common)
@@ -385,6 +398,60 @@ def _run_synthetic(args: argparse.Namespace) -> int:
         print(f"note: {report.repeated_rows} row(s) equal an original row (too few distinct "
               "values to avoid it)", file=sys.stderr)
     print(f"wrote {report.rows} synthetic rows to {args.out}")
+    return 0
+
+
+# --------------------------------------------------------------------------- reproduce
+
+
+def _reproduce(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from junobench.cli.common import add_executor
+
+    parser = steps.add_parser(
+        "reproduce", help="replay sampled crashes up to their crashing cell and classify them",
+        description="For each row of a sampled table: find the notebook's crashing cell from its "
+                    "error output, run the notebook in execution order up to that cell in a fresh "
+                    "kernel (working/ beside input/<slug>/, as on Kaggle), and classify the run: "
+                    "same exception, different exception, crashed earlier, no crash, timeout, "
+                    "missing data, missing module, kernel died, not run, or infrastructure error. "
+                    "Writes the table with a `reproduced` column and its details; a rerun with "
+                    "the same --out keeps the rows that already have a verdict.")
+    parser.add_argument("table", type=Path, help="sampled crashes (construct resample's output)")
+    parser.add_argument("--notebooks", type=Path, required=True, metavar="DIR",
+                        help="folder holding the notebooks the table's notebook column names")
+    parser.add_argument("--data", type=Path, metavar="DIR",
+                        help="input datasets: DIR/<slug>/ (as Kaggle's /kaggle/input) or construct "
+                             "download's DIR/<owner>/<slug>/")
+    parser.add_argument("--out", type=Path, required=True, help="table to write (xlsx)")
+    parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
+                        help="notebooks running at once (default: number of cores, or what the "
+                             "Ray cluster's CPUs hold)")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SEC",
+                        help="time limit per cell run, in seconds (default: 600)")
+    parser.add_argument("--notebook-column", default="fname")
+    parser.add_argument("--exception-column", default="ename")
+    parser.add_argument("--message-column", default="evalue")
+    parser.add_argument("--fresh", action="store_true",
+                        help="run every row again, even those --out already has a verdict for")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_executor(parser)
+    parser.set_defaults(handler=_run_reproduce)
+
+
+def _run_reproduce(args: argparse.Namespace) -> int:
+    from junobench.cli.common import executor_options
+    from junobench.construct.reproduce import DEFAULT_TIMEOUT, reproduce
+
+    result = reproduce(
+        args.table, args.notebooks, out=args.out, data=args.data, executor=args.executor,
+        jobs=args.jobs, timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
+        notebook_column=args.notebook_column, exception_column=args.exception_column,
+        message_column=args.message_column, resume=not args.fresh,
+        progress=False if args.no_progress else None, executor_options=executor_options(args))
+    counts = ", ".join(f"{n} {outcome}" for outcome, n in result.counts().items())
+    reused = f", {result.reused} kept from the earlier run" if result.reused else ""
+    print(f"wrote {len(result.rows)} rows to {args.out}: {counts}{reused} "
+          f"({result.seconds:.1f} s, {result.executor})")
     return 0
 
 
@@ -505,13 +572,13 @@ def _run_renumber(args: argparse.Namespace) -> int:
 
 
 def _run_validate(args: argparse.Namespace) -> int:
-    return _print_validation(args.snapshot)
+    return _print_validation(args.snapshot, strict=args.strict)
 
 
-def _print_validation(snapshot: str | Path) -> int:
+def _print_validation(snapshot: str | Path, *, strict: bool = False) -> int:
     from junobench.data.validate import check
 
-    report = check(snapshot)
+    report = check(snapshot, strict=strict)
     grouped: dict[str, list[str]] = {}
     for warning in report.warnings:
         grouped.setdefault(warning.problem, []).append(warning.case or warning.file or "")

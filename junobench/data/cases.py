@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,13 +24,18 @@ from junobench.data.notebook import (
     read_notebook,
 )
 from junobench.data.tables import DescRow
+from junobench.envs.environment import snapshot_environment
+from junobench.envs.requirements import local_modules, requirements_of
 from junobench.errors import JunoBenchError, Problem
+from junobench.safety.paths import is_dir_entry, is_within, link_root
 
 #: Label fields shared by both configs, in record order.
 LABEL_FIELDS: tuple[str, ...] = (
     "library", "library_label", "root_cause", "crash_type", "pipeline_stage", "ml_bug", "source",
 )
 
+
+_LINK_HINT = "a snapshot's files are read only inside it: copy the file in instead of linking it"
 
 #: Record fields that come from the tables; every other field comes from the case folder.
 TABLE_FIELDS: tuple[str, ...] = (
@@ -42,12 +47,13 @@ TABLE_FIELDS: tuple[str, ...] = (
 @dataclass
 class CaseResult:
     """What a case folder gives its record (None when it cannot be built), and why not;
-    plus what is absent from the snapshot."""
+    plus what is absent from the snapshot and the imports its environment does not pin."""
 
     case_id: str
     record: dict[str, Any] | None
     problems: list[Problem]
     absent: list[str]
+    unpinned: list[str] = field(default_factory=list)
 
 
 def case_order(case_id: str) -> tuple[str, int, str]:
@@ -80,6 +86,8 @@ def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
     except OSError as error:
         return problem(f"cannot list the case folder ({error.strerror or error})",
                        hint="check its permissions")
+    if os.path.islink(folder) and not is_within(folder, link_root(root)):
+        return problem("the case folder is a link out of the snapshot", hint=_LINK_HINT)
 
     texts: dict[str, str | None] = {}
     cells: dict[str, tuple[CodeCell, ...]] = {}
@@ -93,6 +101,9 @@ def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
             else:
                 problem(f"{version} notebook is missing", f"{folder_rel}/{name}",
                         f"add {name}; every case needs reproduced and fixed notebooks")
+            continue
+        if entries[name].is_symlink() and not is_within(path, link_root(root)):
+            problem("a link out of the snapshot", f"{folder_rel}/{name}", _LINK_HINT)
             continue
         try:
             notebook, text = read_notebook(path, case=case_id)
@@ -117,7 +128,7 @@ def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
 
     datasets_ = None
     data_dir = entries.get(layout.DATA_DIR)
-    if data_dir is not None and data_dir.is_dir():
+    if data_dir is not None and is_dir_entry(data_dir):
         metadata = layout.metadata_files(root, case_id)
         if metadata:
             datasets_ = _datasets_from_metadata(Path(root), case_id, metadata, absent, problems)
@@ -129,6 +140,8 @@ def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
     crash = cells["reproduced"][target_index].error
     assert crash is not None
     library = vocab.library_of(case_id)
+    needs = requirements_of((c.source for version in cells.values() for c in version),
+                            snapshot_environment(root), local=local_modules(folder))
     record = {
         "case_id": case_id,
         "library": library,
@@ -147,8 +160,9 @@ def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
             for version in vocab.EVALUATED_VERSIONS
         },
         "datasets": datasets_,
+        "requirements": needs.requirements,
     }
-    return CaseResult(case_id, record, problems, absent)
+    return CaseResult(case_id, record, problems, absent, needs.unpinned)
 
 
 def table_fields(row: DescRow, diagnoses: dict[str, str]) -> dict[str, Any]:
@@ -186,6 +200,10 @@ def _datasets_from_metadata(root: Path, case_id: str, files: list[Path], absent:
     data = layout.data_dir(root, case_id)
     missing = False
     for path in files:
+        if path.is_symlink() and not is_within(path, link_root(root)):
+            problems.append(Problem("a link out of the snapshot", layout.relative(root, path), case_id,
+                                    _LINK_HINT))
+            continue
         try:
             meta = read_metadata(path, case=case_id)
         except JunoBenchError as error:

@@ -20,6 +20,7 @@ its content and applies filters.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -43,6 +44,7 @@ from junobench.data.preparation import (
     read_tables_in_background,
     split,
 )
+from junobench.envs.environment import snapshot_environment
 from junobench.errors import JunoBenchError
 
 # The one use of a datasets internal, kept because datasets offers no public switch:
@@ -92,6 +94,7 @@ CASE_FEATURES = datasets.Features(
                 "files": datasets.List(_string),
             }
         ),
+        "requirements": datasets.List(_string),
     }
 )
 
@@ -165,9 +168,9 @@ class JunoBench(datasets.ArrowBasedBuilder):
 
     BUILDER_CONFIG_CLASS = JunoBenchConfig
     BUILDER_CONFIGS = [
-        JunoBenchConfig(name="cases", version=datasets.Version("1.0.0"),
+        JunoBenchConfig(name="cases", version=datasets.Version("1.1.0"),
                         description="One row per case."),
-        JunoBenchConfig(name="notebooks", version=datasets.Version("1.0.0"),
+        JunoBenchConfig(name="notebooks", version=datasets.Version("1.1.0"),
                         description="One row per reproduced or fixed notebook."),
     ]
     DEFAULT_CONFIG_NAME = "cases"
@@ -202,9 +205,10 @@ class JunoBench(datasets.ArrowBasedBuilder):
         if not layout.benchmark_dir(root).is_dir():
             raise JunoBenchError("the benchmark/ folder is missing", file=root / layout.BENCHMARK_DIR,
                                  hint=f"a snapshot holds benchmark/<case>/ folders beside {layout.DESC_TABLE}")
-        if not (root / layout.DESC_TABLE).is_file():
+        if not os.path.lexists(root / layout.DESC_TABLE):  # a FIFO or such: the reader says so
             raise JunoBenchError("the case table is missing", file=root / layout.DESC_TABLE,
                                  hint=f"a snapshot holds {layout.DESC_TABLE} beside benchmark/")
+        snapshot_environment(root)  # a bad environment file fails here, with its name
         folders = case_folders(root)
         return [datasets.SplitGenerator(datasets.Split.TEST, gen_kwargs={
             "root": str(root), "folders": folders,
@@ -276,10 +280,11 @@ def _dataset_dir(dataset: datasets.Dataset) -> Path:
 
 
 def _merge_reports(reports: list[dict[str, Any]]) -> dict[str, Any]:
-    merged: dict[str, Any] = {"skipped": [], "problems": [], "absent": {}}
+    merged: dict[str, Any] = {"skipped": [], "problems": [], "absent": {}, "unpinned": {}}
     for report in reports:
         merged["skipped"] += report.get("skipped", [])
         merged["problems"] += report.get("problems", [])
+        merged["unpinned"].update(report.get("unpinned", {}))
         for what, ids in report.get("absent", {}).items():
             merged["absent"].setdefault(what, []).extend(ids)
     return merged

@@ -16,20 +16,34 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve
+from junobench.envs.check import kernel_environment
+from junobench.envs.environment import snapshot_environment
+from junobench.envs.kernel import env_kernel, own_kernel
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import check_file_target
+from junobench.verify.executor import Executor, LocalExecutor, ReplayOutcome, ReplayTask
 from junobench.verify.judge import RunLog, StepOutcome, Verdict, judge
 from junobench.verify.report import CaseResult, VerifyReport
 from junobench.verify.runner import replay, require_run_extra
 from junobench.verify.session import DEFAULT_TIMEOUT, default_jobs, verify_specs
 from junobench.verify.spec import DATA_ABSENT, CaseSpec, case_specs
 
+#: Executor names accepted by :func:`make_executor` and ``--executor``.
+EXECUTORS: tuple[str, ...] = ("local", "ray")
+
 __all__ = [
     "DATA_ABSENT",
     "DEFAULT_TIMEOUT",
+    "EXECUTORS",
     "CaseResult",
     "CaseSpec",
+    "Executor",
+    "LocalExecutor",
+    "ReplayOutcome",
+    "ReplayTask",
     "RunLog",
     "StepOutcome",
     "Verdict",
@@ -37,6 +51,7 @@ __all__ = [
     "case_specs",
     "default_jobs",
     "judge",
+    "make_executor",
     "replay",
     "verify",
 ]
@@ -53,26 +68,62 @@ def verify(
     progress: bool | None = None,
     on_case: Callable[[CaseResult], None] | None = None,
     filters: Mapping[str, str | Iterable[str]] | None = None,
+    env: str | Path | None = None,
+    pass_env: Sequence[str] = (),
 ) -> VerifyReport:
     """Verify ``case_ids`` (default: every case, or those matching ``filters``) of ``source``.
 
     ``filters`` maps the filter keywords of :func:`junobench.load` (``library``,
     ``root_cause``, ``crash_type``, ``pipeline_stage``, ``origin``) to a value or a list.
     ``jobs`` kernels run at once (default: the number of cores); ``timeout`` is the limit
-    per cell run, in seconds. With ``report``, the JSON verdicts are written there. The
-    snapshot is only read. ``report.ok`` is True when every case passed.
+    per cell run, in seconds. Kernels run in the interpreter of ``env`` (a folder made by
+    ``junobench env create``), else in junobench's own; either way the report records that
+    interpreter against the snapshot's environment, and each case's unmet pins
+    (``mismatches``). With ``report``, the JSON report is written there. The snapshot is
+    only read. ``report.ok`` is True when every case passed. The kernels get our
+    environment without credential-like variables (:mod:`junobench.safety.env`), except
+    those named in ``pass_env``.
     """
     require_run_extra()
     if jobs is not None and jobs < 1:
         raise JunoBenchError(f"--jobs must be at least 1, got {jobs}")
     if timeout is not None and timeout <= 0:
         raise JunoBenchError(f"--timeout must be positive, got {timeout:g}")
+    target = env_kernel(env) if env is not None else own_kernel()
     root = resolve(source, revision=revision, include_data=True)
     specs = case_specs(root, case_ids, filters=filters)
     if not specs:
         raise JunoBenchError("no cases to verify", file=root,
                              hint="check the case ids and filters (`junobench ls`)")
-    result = verify_specs(specs, jobs=jobs, timeout=timeout, progress=progress, on_case=on_case)
+    if report is not None:
+        check_file_target(report)  # before the notebooks run, not after
+    found = kernel_environment(target, snapshot_environment(root))
+
+    def judged(case: CaseResult) -> None:
+        case.mismatches = found.mismatches(by_id[case.case_id].requirements)
+        if on_case is not None:
+            on_case(case)
+
+    by_id = {spec.case_id: spec for spec in specs}
+    result = verify_specs(specs, jobs=jobs, timeout=timeout, progress=progress, on_case=judged,
+                          target=target, pass_env=pass_env)
+    result.environment = found.to_json(r for spec in specs for r in spec.requirements)
     if report is not None:
         result.write(report)
     return result
+
+
+def make_executor(name: str = "local", *, jobs: int | None = None, **options: Any) -> Executor:
+    """The executor called ``name`` (:data:`EXECUTORS`). ``jobs`` defaults to the number
+    of cores (local) or to what the Ray cluster's CPUs hold; ``options`` are the
+    :class:`~junobench.verify.ray_executor.RayExecutor`'s (``address``, ``cpus``,
+    ``memory``, ``retries``, ``build_envs``)."""
+    if name == "local":
+        if options:
+            raise JunoBenchError(f"option(s) {', '.join(sorted(options))} apply to --executor ray only")
+        return LocalExecutor(jobs or default_jobs())
+    if name == "ray":
+        from junobench.verify.ray_executor import RayExecutor
+
+        return RayExecutor(jobs=jobs or 0, **options)
+    raise JunoBenchError(f"unknown executor {name!r}", hint=f"use one of {', '.join(EXECUTORS)}")

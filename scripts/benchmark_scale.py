@@ -1,0 +1,163 @@
+#!/usr/bin/env python3
+"""Benchmark the executors: the same notebooks on local kernels and on a local Ray instance.
+
+Two sets of notebooks, each run with the local executor and with the Ray executor at the
+same parallelism (``--jobs``, default 2; Ray started here with that many CPUs):
+
+- ``compute``: ``--notebooks`` notebooks whose one cell keeps a CPU busy for
+  ``--seconds`` (default 2 s: the goal's notebooks of >= 2 s);
+- ``sample``: the bundled sample's reproduced and fixed notebooks (about 1 s each, most of
+  it kernel start-up), as verify replays them.
+
+For each it prints the wall times (median of ``--repeat`` runs, alternating the two
+executors, after one warm-up run of each) and the ratio Ray / local (goal for the compute
+set: <= 1.15), Ray's start-up time apart. Then, from the measured per-notebook times
+(or from a verify report of the whole benchmark, ``--report FILE``) and the measured Ray
+overhead per notebook, the projected wall time of the benchmark's 222 notebooks at each
+worker count of ``--workers`` (longest first onto the least loaded worker).
+
+    python scripts/benchmark_scale.py [--jobs 2] [--notebooks 8] [--seconds 2] [--repeat 3]
+                                      [--workers 2,8,32,128] [--report verify-report.json]
+
+Numbers depend on what else the machine is doing; report them with that caveat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from junobench.data.notebook import Step
+from junobench.data.snapshot import sample_path
+from junobench.verify import make_executor
+from junobench.verify.executor import Place, ReplayOutcome, ReplayTask, run_tasks
+from junobench.verify.runner import run_sync
+from junobench.verify.spec import case_specs
+
+GOAL = 1.15
+BENCHMARK_NOTEBOOKS = 222
+
+
+def compute_tasks(folder: Path, count: int, seconds: float) -> list[ReplayTask]:
+    """``count`` notebooks that each keep one CPU busy for ``seconds``."""
+    import nbformat
+
+    source = ("import time\nstart = time.perf_counter()\n"
+              f"while time.perf_counter() - start < {seconds!r}:\n    pass")
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)])
+    nbformat.write(notebook, folder / "busy.ipynb")
+    return [ReplayTask(f"busy{i}", "case/busy.ipynb", (Step(0, 1),), "case", (Place(str(folder), "case"),),
+                       timeout=600) for i in range(count)]
+
+
+def sample_tasks() -> list[ReplayTask]:
+    """The sample's reproduced and fixed notebooks, as verify replays them."""
+    tasks = []
+    for spec in case_specs(sample_path()):
+        for version in ("reproduced", "fixed"):
+            tasks.append(ReplayTask(f"{spec.case_id}_{version}", f"{spec.case_id}/{spec.case_id}_{version}.ipynb",
+                                    spec.orders[version], spec.case_id, (Place(str(spec.folder), spec.case_id),),
+                                    timeout=600, case=spec.case_id))
+    return tasks
+
+
+def timed(name: str, jobs: int, tasks: Sequence[ReplayTask]) -> tuple[float, list[ReplayOutcome]]:
+    started = time.perf_counter()
+    outcomes = run_sync(run_tasks(make_executor(name, jobs=jobs), tasks))
+    wall = time.perf_counter() - started
+    broken = [o.task.key for o in outcomes if o.error or o.log.failure]
+    if broken:
+        raise SystemExit(f"{name}: replays failed: {', '.join(broken)}")
+    return wall, outcomes
+
+
+def compare(label: str, jobs: int, tasks: Sequence[ReplayTask], repeat: int) -> dict[str, float | list[float]]:
+    """Median wall times of both executors on ``tasks``, and the per-notebook times."""
+    timed("local", jobs, tasks)  # warm-up: files cached, workers started
+    timed("ray", jobs, tasks)
+    walls: dict[str, list[float]] = {"local": [], "ray": []}
+    per_notebook: list[float] = []
+    for _ in range(repeat):
+        for name in ("local", "ray"):
+            wall, outcomes = timed(name, jobs, tasks)
+            walls[name].append(wall)
+            if name == "local":
+                per_notebook = [o.log.seconds for o in outcomes]
+    local, ray = statistics.median(walls["local"]), statistics.median(walls["ray"])
+    overhead = max(0.0, (ray - local) * jobs / len(tasks))
+    print(f"{label}: {len(tasks)} notebooks (median {statistics.median(per_notebook):.2f} s each), "
+          f"{jobs} at a time, median of {repeat}")
+    print(f"  local  {local:7.2f} s   ({', '.join(f'{w:.2f}' for w in walls['local'])})")
+    print(f"  ray    {ray:7.2f} s   ({', '.join(f'{w:.2f}' for w in walls['ray'])})")
+    print(f"  ratio  {ray / local:7.3f}   Ray overhead {overhead:.3f} s per notebook")
+    return {"local": local, "ray": ray, "ratio": ray / local, "overhead": overhead, "times": per_notebook}
+
+
+def makespan(times: Sequence[float], workers: int, overhead: float) -> float:
+    """Wall time of ``times`` on ``workers``, longest first onto the least loaded."""
+    loads = [0.0] * workers
+    for seconds in sorted(times, reverse=True):
+        heapq.heapreplace(loads, loads[0] + seconds + overhead)
+    return max(loads)
+
+
+def benchmark_times(report: Path | None, measured: Sequence[float]) -> tuple[list[float], str]:
+    """Per-notebook seconds of the whole benchmark: from a verify report (each case's two
+    notebooks split its seconds evenly), else the measured times repeated to 222 notebooks."""
+    if report is not None:
+        cases = json.loads(report.read_text())
+        times = [float(case["seconds"]) / 2 for case in cases.values() for _ in range(2)
+                 if case.get("status") != "skipped"]
+        return times, f"{len(times)} notebooks of {report}"
+    times = [measured[i % len(measured)] for i in range(BENCHMARK_NOTEBOOKS)]
+    return times, f"{BENCHMARK_NOTEBOOKS} notebooks at the sample's measured times"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--notebooks", type=int, default=8, help="compute notebooks")
+    parser.add_argument("--seconds", type=float, default=2.0, help="CPU seconds of each compute notebook")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workers", default="2,8,32,128", help="worker counts to project for")
+    parser.add_argument("--report", type=Path, help="a verify --report of the benchmark (per-case seconds)")
+    args = parser.parse_args(argv)
+    workers = [int(w) for w in args.workers.split(",") if w.strip()]
+
+    import ray
+
+    started = time.perf_counter()
+    ray.init(num_cpus=args.jobs, include_dashboard=False, log_to_driver=False, logging_level="warning",
+             object_store_memory=200 * 1024 * 1024)
+    print(f"Ray start-up (local instance, {args.jobs} CPUs): {time.perf_counter() - started:.2f} s, not counted below")
+    try:
+        with tempfile.TemporaryDirectory(prefix="junobench-bench-") as folder:
+            compute = compare(f"compute ({args.seconds:g} s of CPU each)", args.jobs,
+                              compute_tasks(Path(folder), args.notebooks, args.seconds), args.repeat)
+        sample = compare("sample (verify's replays)", args.jobs, sample_tasks(), args.repeat)
+    finally:
+        ray.shutdown()
+    ratio = float(compute["ratio"])  # type: ignore[arg-type]
+    print(f"goal: Ray <= {GOAL}x local at {args.jobs} workers for notebooks of >= 2 s: "
+          f"{'met' if ratio <= GOAL else 'NOT met'} ({ratio:.3f}x)")
+
+    times, what = benchmark_times(args.report, sample["times"])  # type: ignore[arg-type]
+    overhead = float(sample["overhead"])  # type: ignore[arg-type]
+    print(f"projected wall time, {what} (total {sum(times):.0f} s of kernel time, "
+          f"+{overhead:.3f} s Ray overhead per notebook):")
+    for count in workers:
+        print(f"  {count:4d} workers  {makespan(times, count, overhead):9.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""The executor seam: local kernels and Ray tasks replay alike; faults are retried, counted
+and kept apart from verdicts; cancelling leaves no kernel behind."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from junobench.data.notebook import Step
+from junobench.data.snapshot import sample_path
+from junobench.errors import JunoBenchError
+from junobench.verify import make_executor
+from junobench.verify.executor import LocalExecutor, Place, ReplayTask, run_tasks
+from junobench.verify.ray_executor import RayExecutor, pack, unpack
+from junobench.verify.runner import run_sync
+from junobench.verify.spec import case_specs
+
+pytest.importorskip("nbclient", reason="replays need the run extra")
+pytestmark = pytest.mark.kernel
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "State:\tZ" in status.read_text())
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def wait_for(path: Path, seconds: float = 120) -> str:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_text().strip():
+            return path.read_text().strip()
+        time.sleep(0.2)
+    raise AssertionError(f"{path} never appeared")
+
+
+def gone(pid: int, seconds: float = 20) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def one_cell_task(folder: Path, source: str, key: str = "t", timeout: float = 120) -> ReplayTask:
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]), folder / "nb.ipynb")
+    return ReplayTask(key, "case/nb.ipynb", (Step(0, 1),), "case", (Place(str(folder), "case"),), timeout)
+
+
+def sample_tasks(case_ids: list[str]) -> list[ReplayTask]:
+    tasks = []
+    for spec in case_specs(sample_path(), case_ids):
+        for version in ("reproduced", "fixed"):
+            tasks.append(ReplayTask(f"{spec.case_id}_{version}", f"{spec.case_id}/{spec.case_id}_{version}.ipynb",
+                                    spec.orders[version], spec.case_id, (Place(str(spec.folder), spec.case_id),),
+                                    60, spec.case_id))
+    return tasks
+
+
+def test_local_and_ray_replay_alike(ray_cluster):
+    tasks = sample_tasks(["pandas_1", "NBspecific_2"])
+    local = run_sync(run_tasks(LocalExecutor(2), tasks))
+    remote = run_sync(run_tasks(RayExecutor(), tasks))
+    assert [o.log.steps for o in remote] == [o.log.steps for o in local]
+    assert all(o.attempts == 1 and not o.faults and o.ok and o.worker for o in remote)
+    assert local[0].log.steps[-1].ename == "KeyError"
+
+
+def test_files_travel_with_the_task_and_the_workspace_is_a_copy(ray_cluster, tmp_path):
+    folder = tmp_path / "case"
+    task = one_cell_task(folder, "import os\nprint(sorted(os.listdir('.')), open('data.txt').read())\n"
+                         "open('data.txt', 'w').write('changed')")
+    (folder / "data.txt").write_text("shipped")
+    outcome = run_sync(run_tasks(RayExecutor(), [task]))[0]
+    assert outcome.log.steps[0].status == "ok"
+    assert (folder / "data.txt").read_text() == "shipped"  # the worker wrote to its own copy
+
+
+def test_a_killed_worker_is_retried_and_its_kernel_does_not_survive(ray_cluster, tmp_path):
+    marker = tmp_path / "kernel.pid"
+    task = one_cell_task(tmp_path / "case", f"import os, pathlib, time\nmarker = pathlib.Path({str(marker)!r})\n"
+                         "first = not marker.exists()\nmarker.write_text(str(os.getpid()))\n"
+                         "if first:\n    time.sleep(120)")
+
+    async def kill_first_worker() -> None:
+        kernel = int(await asyncio.to_thread(wait_for, marker))
+        os.kill(parent_of(kernel), signal.SIGKILL)  # the Ray worker that started the kernel
+        assert await asyncio.to_thread(gone, kernel), "the first attempt's kernel was left behind"
+
+    async def main():
+        async with RayExecutor(retries=1) as executor:
+            run = asyncio.ensure_future(executor.run(task))
+            await kill_first_worker()
+            return await run
+
+    outcome = run_sync(main())
+    assert outcome.ok and outcome.attempts == 2
+    assert outcome.log.steps[0].status == "ok"
+    assert len(outcome.faults) == 1 and outcome.faults[0].startswith("attempt 1: the worker died")
+
+
+def test_faults_past_the_retries_are_infrastructure_errors(ray_cluster, tmp_path):
+    marker = tmp_path / "kernel.pid"
+    task = one_cell_task(tmp_path / "case", f"import os, pathlib, time\npathlib.Path({str(marker)!r})"
+                         ".write_text(str(os.getpid()))\ntime.sleep(120)")
+
+    async def main():
+        async with RayExecutor(retries=0) as executor:
+            run = asyncio.ensure_future(executor.run(task))
+            kernel = int(await asyncio.to_thread(wait_for, marker))
+            os.kill(parent_of(kernel), signal.SIGKILL)
+            return await run
+
+    outcome = run_sync(main())
+    assert not outcome.ok and outcome.attempts == 1
+    assert outcome.error.startswith("1 attempt failed, the last: the worker died")
+    assert outcome.log.steps == () and outcome.log.failure == outcome.error
+
+
+@pytest.mark.parametrize("executor", ["local", "ray"])
+def test_cancelling_stops_the_kernels(executor, tmp_path, request):
+    if executor == "ray":
+        request.getfixturevalue("ray_cluster")
+    markers = [tmp_path / f"kernel{i}.pid" for i in range(2)]
+    tasks = [one_cell_task(tmp_path / f"case{i}", f"import os, pathlib, time\npathlib.Path({str(m)!r})"
+                           ".write_text(str(os.getpid()))\nwhile True: time.sleep(0.1)", key=f"t{i}")
+             for i, m in enumerate(markers)]
+
+    async def main() -> list[int]:
+        run = asyncio.ensure_future(run_tasks(make_executor(executor, jobs=2), tasks))
+        kernels = [int(await asyncio.to_thread(wait_for, m)) for m in markers]
+        run.cancel()  # what Ctrl-C does to the run
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        return kernels
+
+    kernels = run_sync(main())
+    for pid in kernels:
+        assert gone(pid), f"kernel {pid} was left behind"
+
+
+def test_pinned_requirements_become_a_uv_runtime_environment(tmp_path):
+    task = replace(one_cell_task(tmp_path / "case", "1 + 1"), requirements=("pandas==2.1.4", "numpy==1.26.4"))
+    assert RayExecutor(build_envs=False).task_runtime_env(task) is None
+    pinned = {"uv": {"packages": ["pandas==2.1.4", "numpy==1.26.4"]}}
+    assert RayExecutor(build_envs=True).task_runtime_env(task) == pinned
+    given = RayExecutor(build_envs=True, runtime_env={"uv": ["ipykernel"], "env_vars": {"A": "1"}})
+    assert given.task_runtime_env(task) == {"uv": {"packages": ["ipykernel", "pandas==2.1.4", "numpy==1.26.4"]},
+                                            "env_vars": {"A": "1"}}
+
+
+def test_an_environment_that_fails_to_build_is_an_infrastructure_error(ray_cluster, tmp_path):
+    # A runtime environment naming a conda environment this machine does not have: Ray's
+    # agent fails to set it up (quickly; a uv environment clones the whole virtualenv first).
+    executor = RayExecutor(retries=1, runtime_env={"conda": "junobench-no-such-environment"})
+    outcome = run_sync(run_tasks(executor, [one_cell_task(tmp_path / "case", "1 + 1")]))[0]
+    assert not outcome.ok and outcome.attempts == 2
+    assert outcome.error.startswith("2 attempts failed, the last: the environment failed to build")
+    assert [f.split(": ", 1)[1].split(" (")[0] for f in outcome.faults] == ["the environment failed to build"] * 2
+
+
+def test_ray_options_are_checked(ray_cluster):
+    with pytest.raises(JunoBenchError, match="asks for 64 CPUs"):
+        run_sync(run_tasks(RayExecutor(cpus=64), []))
+    with pytest.raises(JunoBenchError, match="--executor ray only"):
+        make_executor("local", address="auto")
+    with pytest.raises(JunoBenchError, match="must be positive"):
+        RayExecutor(memory=0)
+
+
+def test_archives_keep_files_and_refuse_escapes(tmp_path):
+    folder = tmp_path / "case"
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "a.csv").write_text("x\n1\n")
+    (folder / "data" / "inner").symlink_to("a.csv")
+    archive = pack([Place(str(folder), "case")])
+    unpack(archive, tmp_path / "out")
+    assert (tmp_path / "out" / "case" / "data" / "a.csv").read_text() == "x\n1\n"
+    assert (tmp_path / "out" / "case" / "data" / "inner").is_symlink()
+    with pytest.raises(JunoBenchError, match="leaves the task's workspace"):
+        pack([Place(str(folder), "../elsewhere")])
+    (folder / "data" / "outside").symlink_to("/etc/passwd")
+    with pytest.raises(JunoBenchError, match="archive member refused"):
+        unpack(pack([Place(str(folder), "case")]), tmp_path / "out2")
