@@ -95,7 +95,9 @@ def ray_cluster():
     executors in tests join it."""
     ray = pytest.importorskip("ray", reason="the Ray executor needs the ray extra")
     if not ray.is_initialized():
+        # The tests' stand-in Hub speaks the LFS protocol only: workers use the client's switch.
         ray.init(num_cpus=2, object_store_memory=100 * 1024 * 1024, include_dashboard=False,
-                 log_to_driver=False, logging_level="warning")
+                 log_to_driver=False, logging_level="warning",
+                 runtime_env={"env_vars": {"HF_HUB_DISABLE_XET": "1"}})
     yield ray
     ray.shutdown()

@@ -92,6 +92,30 @@ def test_files_travel_with_the_task_and_the_workspace_is_a_copy(ray_cluster, tmp
     assert (folder / "data.txt").read_text() == "shipped"  # the worker wrote to its own copy
 
 
+def test_a_worker_fetches_only_its_case_from_the_hub(ray_cluster, tmp_path, monkeypatch):
+    from hub_server import HubServer, Repo
+
+    from junobench.verify.executor import HubCase, hub_endpoint
+
+    benchmark = sample_path() / "benchmark"
+    tree = {f"benchmark/{case}/{p.relative_to(benchmark / case).as_posix()}": p.read_bytes()
+            for case in ("pandas_1", "numpy_1") for p in (benchmark / case).rglob("*") if p.is_file()}
+    spec = case_specs(sample_path(), ["pandas_1"])[0]
+    with HubServer(token="hf_unused") as hub:
+        repo = hub.repos[("dataset", "someone/junobench")] = Repo(private=False)
+        hub.commit(repo, "main", tree, set(), "the sample's two cases")
+        monkeypatch.setattr("huggingface_hub.constants.ENDPOINT", hub.url)
+        fetch = HubCase("someone/junobench", "pandas_1", "pandas_1", endpoint=hub_endpoint())
+        assert fetch.endpoint == hub.url
+        task = ReplayTask("pandas_1_reproduced", "pandas_1/pandas_1_reproduced.ipynb", spec.orders["reproduced"],
+                          "pandas_1", (), 60, "pandas_1", fetch=(fetch,))
+        outcome = run_sync(run_tasks(RayExecutor(), [task]))[0]
+        fetched = {path for method, path in hub.requests if "/resolve/" in path}
+    assert outcome.ok and outcome.log.steps[-1].ename == "KeyError", outcome.log
+    assert fetched and all("/benchmark/pandas_1/" in path for path in fetched), fetched
+    assert any(path.endswith("/data/passengers.csv") for path in fetched)
+
+
 def test_a_killed_worker_is_retried_and_its_kernel_does_not_survive(ray_cluster, tmp_path):
     marker = tmp_path / "kernel.pid"
     task = one_cell_task(tmp_path / "case", f"import os, pathlib, time\nmarker = pathlib.Path({str(marker)!r})\n"

@@ -41,6 +41,9 @@ from junobench.errors import JunoBenchError
 from junobench.verify.judge import RunLog
 from junobench.verify.runner import replay
 
+#: The Hugging Face Hub's own address (a worker is told the Hub's address only when it differs).
+DEFAULT_HUB = "https://huggingface.co"
+
 #: Name of the workspace folder inside a task's scratch folder (the kernel's log lies beside it).
 WORKSPACE = "work"
 
@@ -52,6 +55,18 @@ class Place:
 
     source: str
     dest: str
+
+
+@dataclass(frozen=True)
+class HubCase:
+    """A case folder that the machine running the task fetches from the Hub itself (only
+    that case's files, :func:`~junobench.data.snapshot.fetch_case`), copied to ``dest``."""
+
+    repo_id: str
+    case_id: str
+    dest: str
+    revision: str | None = None
+    endpoint: str | None = None  # the Hub's address, when not the default
 
 
 @dataclass(frozen=True)
@@ -70,6 +85,7 @@ class ReplayTask:
     after: Any = None  # async callable(nbclient client) -> None, picklable, returned with its state
     pass_env: tuple[str, ...] = ()
     requirements: tuple[str, ...] = ()  # pinned requirements of the notebook's environment
+    fetch: tuple[HubCase, ...] = ()  # case folders fetched from the Hub where the task runs
 
 
 @dataclass
@@ -136,6 +152,7 @@ class LocalExecutor(Executor):
             try:
                 try:
                     await asyncio.to_thread(place_all, task.places, scratch / WORKSPACE)
+                    await asyncio.to_thread(fetch_all, task.fetch, scratch / WORKSPACE)
                 except (JunoBenchError, OSError) as error:
                     return ReplayOutcome(task, not_run(task, f"cannot copy the task's files: {error}"))
                 log, after = await execute(task, scratch)
@@ -163,6 +180,23 @@ def place_all(places: Sequence[Place], workspace: Path) -> None:
             shutil.copy2(source, target)
         else:
             raise JunoBenchError("not a file or folder", file=source)
+
+
+def fetch_all(items: Sequence[HubCase], workspace: Path) -> None:
+    """Fetch each case folder from the Hub (the local cache serves repeats) into ``workspace``."""
+    from junobench.data.snapshot import fetch_case
+
+    for item in items:
+        options: dict[str, Any] = {"endpoint": item.endpoint} if item.endpoint else {}
+        folder = fetch_case(item.repo_id, item.case_id, revision=item.revision, **options)
+        place_all([Place(str(folder), item.dest)], workspace)
+
+
+def hub_endpoint() -> str | None:
+    """The Hub address this process uses, when it is not the default one (workers use it too)."""
+    from huggingface_hub import constants
+
+    return None if constants.ENDPOINT.rstrip("/") == DEFAULT_HUB else constants.ENDPOINT
 
 
 def inside(root: Path, relative: str) -> Path:

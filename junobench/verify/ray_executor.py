@@ -48,6 +48,7 @@ from junobench.verify.executor import (
     ReplayOutcome,
     ReplayTask,
     execute,
+    fetch_all,
     inside,
     not_run,
     without_places,
@@ -309,6 +310,7 @@ def replay_on_worker(task: ReplayTask, archive: bytes) -> tuple[RunLog, Any, str
     scratch = Path(tempfile.mkdtemp(prefix=f"junobench-{task.key}-"))
     try:
         unpack(archive, scratch / WORKSPACE)
+        fetch_all(task.fetch, scratch / WORKSPACE)
         log, after = run_sync(execute(task, scratch))
         return log, after, f"{socket.gethostname()}:{os.getpid()}"
     finally:
