@@ -127,3 +127,10 @@ def parse_size(text: str) -> int:
     if size <= 0:
         raise JunoBenchError(f"the size {text!r} is not positive")
     return size
+
+
+def add_env(parser: argparse.ArgumentParser) -> None:
+    """``--env DIR``: run kernels in an environment made by ``junobench env create``."""
+    parser.add_argument("--env", metavar="DIR", default=None,
+                        help="run the kernels in this environment (made by `junobench env create`); "
+                        "default: junobench's own interpreter")
