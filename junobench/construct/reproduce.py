@@ -93,11 +93,11 @@ class KagglePaths:
     """A ``prepare`` hook: points ``/kaggle/input`` and ``/kaggle/working`` in the code cells
     at the workspace's ``input/`` and ``working/`` (picklable, runs where the kernel runs)."""
 
-    def __call__(self, notebook: Any, workspace: Path) -> None:
+    def __call__(self, notebook: Any, path: Callable[[str], Path]) -> None:
         for cell in notebook.cells:
             if cell.cell_type == "code" and "/kaggle/" in cell.source:
-                cell.source = (cell.source.replace(KAGGLE_INPUT, str(workspace / "input"))
-                               .replace(KAGGLE_WORKING, str(workspace / "working")))
+                cell.source = (cell.source.replace(KAGGLE_INPUT, str(path("input")))
+                               .replace(KAGGLE_WORKING, str(path("working"))))
 
 
 def reproduce(

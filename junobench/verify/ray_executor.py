@@ -40,6 +40,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from junobench.envs.kernel import KernelTarget
 from junobench.errors import JunoBenchError
 from junobench.verify.executor import (
     WORKSPACE,
@@ -47,9 +48,10 @@ from junobench.verify.executor import (
     Place,
     ReplayOutcome,
     ReplayTask,
+    Workspace,
     execute,
-    fetch_all,
     inside,
+    materialize,
     not_run,
     without_places,
 )
@@ -187,7 +189,7 @@ class RayExecutor(Executor):
         runtime_env = self.task_runtime_env(task)
         if runtime_env:
             options["runtime_env"] = runtime_env
-        return self._remote.options(**options).remote(without_places(task), archive)
+        return self._remote.options(**options).remote(without_places(task), archive, self.target)
 
     def task_runtime_env(self, task: ReplayTask) -> dict[str, Any] | None:
         """Ray's runtime environment for ``task``: the executor's, plus (``build_envs``) a
@@ -304,14 +306,20 @@ def unpack(archive: bytes, workspace: Path) -> None:
 # --------------------------------------------------------------------------- the worker side
 
 
-def replay_on_worker(task: ReplayTask, archive: bytes) -> tuple[RunLog, Any, str]:
-    """The Ray task: unpack the files into a scratch folder, replay, clean up. Returns the
-    log, the ``after`` hook and where it ran (``host:pid``)."""
+def replay_on_worker(task: ReplayTask, archive: bytes, target: KernelTarget | None) -> tuple[RunLog, Any, str]:
+    """The Ray task: unpack the files into a scratch folder (and fetch its Hub cases),
+    replay in a kernel of ``target`` (None: this worker's interpreter, e.g. the runtime
+    environment Ray built), clean up. Returns the log, the ``after`` hook and where it ran
+    (``host:pid``). A ``target`` whose interpreter is not on this worker is a fault."""
+    if target is not None and not Path(target.python).is_file():
+        raise JunoBenchError(f"the environment's interpreter {target.python} is not on this worker",
+                             hint="put the environment on a path every worker shares")
     scratch = Path(tempfile.mkdtemp(prefix=f"junobench-{task.key}-"))
     try:
-        unpack(archive, scratch / WORKSPACE)
-        fetch_all(task.fetch, scratch / WORKSPACE)
-        log, after = run_sync(execute(task, scratch))
+        workspace = Workspace(scratch / WORKSPACE, task.cwd)
+        unpack(archive, workspace.root)
+        materialize(task, workspace)  # the places are in the archive; this fetches Hub cases
+        log, after = run_sync(execute(task, workspace, target, kernel_log=scratch / "kernel.log"))
         return log, after, f"{socket.gethostname()}:{os.getpid()}"
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from junobench.errors import JunoBenchError
+from junobench.verify.report import VERDICT_STATUSES, CaseResult
 
 
 def inputs_digest(folder: str | Path, *, timeout: float | None, notebooks: Iterable[str] = (),
@@ -48,3 +50,38 @@ def _files(root: Path) -> Iterable[str]:
     for folder, _, names in os.walk(root):
         for name in names:
             yield (Path(folder) / name).relative_to(root).as_posix()
+
+
+def earlier_results(path: str | Path) -> dict[str, Any]:
+    """Case id → entry of an earlier verify report at ``path`` ({} when there is none); a
+    file that is not a verify report is an error (it is not ours to replace)."""
+    import json
+
+    file = Path(path)
+    if not file.exists():
+        return {}
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise JunoBenchError(f"cannot read the earlier report ({error})", file=file,
+                             hint="choose another --report, or remove the file to start afresh") from None
+    cases = data.get("cases") if isinstance(data, dict) else None
+    if not isinstance(cases, dict) or not all(isinstance(v, dict) for v in cases.values()):
+        raise JunoBenchError("the file is not a verify report", file=file,
+                             hint="choose another --report, or remove the file to start afresh")
+    return cases
+
+
+def kept_results(entries: Mapping[str, Any], digests: Mapping[str, str]) -> dict[str, CaseResult]:
+    """The earlier results to keep: a verdict (not an infrastructure error) given for the
+    same inputs (``digests``: case id → :func:`inputs_digest` now)."""
+    kept = {}
+    for case_id, digest in digests.items():
+        entry = entries.get(case_id)
+        if not entry or entry.get("inputs") != digest or entry.get("status") not in VERDICT_STATUSES:
+            continue
+        try:
+            kept[case_id] = CaseResult.from_json(case_id, entry)
+        except (KeyError, TypeError, ValueError):
+            continue  # a damaged entry: run the case again
+    return kept
