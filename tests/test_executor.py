@@ -199,6 +199,14 @@ def test_an_environment_that_fails_to_build_is_an_infrastructure_error(ray_clust
     assert [f.split(": ", 1)[1].split(" (")[0] for f in outcome.faults] == ["the environment failed to build"] * 2
 
 
+def test_an_environment_missing_on_the_worker_is_an_infrastructure_error(ray_cluster, tmp_path):
+    from junobench.envs.kernel import KernelTarget
+
+    elsewhere = KernelTarget(str(tmp_path / "no-env" / "bin" / "python"), str(tmp_path / "no-env"))
+    outcome = run_sync(run_tasks(RayExecutor(retries=0, target=elsewhere), [one_cell_task(tmp_path / "case", "1")]))[0]
+    assert not outcome.ok and "is not on this worker" in outcome.error
+
+
 def test_ray_options_are_checked(ray_cluster):
     with pytest.raises(JunoBenchError, match="asks for 64 CPUs"):
         run_sync(run_tasks(RayExecutor(cpus=64), []))

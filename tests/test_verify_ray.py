@@ -119,3 +119,12 @@ def test_runtime_info_on_ray_and_resumed(ray_cluster, tmp_path):
     seen = []
     again = runtime_info(["pandas_1"], "sample", out=out, progress=False, on_record=seen.append)
     assert seen == [] and again == records  # every record kept
+
+
+def test_ray_workers_run_kernels_in_a_shared_environment(ray_cluster, sample_env):
+    # numpy_1 depends on the pinned NumPy: it passes only when the workers' kernels run in
+    # the environment at the path given (shared: this machine is every worker).
+    pinned = verify(["numpy_1"], "sample", env=sample_env.path, executor="ray", progress=False)
+    assert pinned.ok, pinned["numpy_1"].reproduced.reason
+    own = verify(["numpy_1"], "sample", executor="ray", progress=False)
+    assert own["numpy_1"].status == "failed"
