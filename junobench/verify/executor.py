@@ -200,7 +200,10 @@ class LocalExecutor(Executor):
     async def _run_pooled(self, task: ReplayTask, pool: KernelPool) -> ReplayOutcome:
         """Replay in a kernel the pool started ahead: the task's working directory is the
         kernel's own (the task's other files go beside it), filled once it is handed out."""
-        kernel = await pool.acquire()
+        try:
+            kernel = await pool.acquire()
+        except (RuntimeError, OSError, TimeoutError) as error:  # as replay() reports a failed start
+            return ReplayOutcome(task, not_run(task, f"{type(error).__name__}: {error}"))
         try:
             workspace = Workspace(Path(kernel.cwd).parent, task.cwd, Path(kernel.cwd))
             try:
