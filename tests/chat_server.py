@@ -1,19 +1,27 @@
 """A small local server that speaks the OpenAI chat-completions protocol, for tests.
 
 It answers ``POST /v1/chat/completions`` with a completion whose text ``answer(body)``
-decides, records every request, checks a bearer key when given one, and can be told to
-fail requests (``fail(number, body)`` returns an HTTP status, ``"drop"`` to close the
-connection without a reply, ``"garbage"`` for a 200 that is not JSON, or None).
+decides (after ``delay`` seconds), records every request and the most it served at once,
+checks a bearer key when given one, and can be told to fail requests (``fail(number,
+body)`` returns an HTTP status, ``"drop"`` to close the connection without a reply,
+``"garbage"`` for a 200 that is not JSON, or None). It runs on aiohttp's event loop in a
+background thread, so a thousand waiting answers cost no thread each: a client's
+throughput against it is bounded by the delay, not by the server.
+
+Run as a program it serves until killed, answering ``{"reasoning", "detection": false}``
+after ``--delay`` seconds, and prints its base URL on the first line (for benchmarks).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
-import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from aiohttp import web
+from multidict import CIMultiDictProxy
 
 Answer = Callable[[dict[str, Any]], str]
 Fail = Callable[[int, dict[str, Any]], "int | str | None"]
@@ -27,84 +35,115 @@ def target_of(body: dict[str, Any]) -> str:
 
 class ChatServer:
     def __init__(self, answer: Answer, *, fail: Fail | None = None, api_key: str | None = None,
-                 delay: float = 0.0) -> None:
+                 delay: float = 0.0, port: int = 0) -> None:
         self.answer = answer
         self.fail = fail
         self.api_key = api_key
         self.delay = delay
+        self.port = port
         self.requests: list[dict[str, Any]] = []
-        self.headers: list[dict[str, str]] = []
+        #: Request headers, looked up case-insensitively.
+        self.headers: list[CIMultiDictProxy[str]] = []
         self.served = 0
+        self.in_flight = 0
+        self.most_in_flight = 0
         self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:  # quiet
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length))
-                with server._lock:
-                    server.requests.append(body)
-                    server.headers.append(dict(self.headers))
-                    number = len(server.requests)
-                if self.path != "/v1/chat/completions":
-                    return self._json(404, {"error": {"message": f"no route {self.path}"}})
-                if server.api_key and self.headers.get("Authorization") != f"Bearer {server.api_key}":
-                    return self._json(401, {"error": {"message": "invalid api key"}})
-                mode = server.fail(number, body) if server.fail else None
-                if mode == "drop":
-                    self.close_connection = True
-                    self.connection.close()
-                    return None
-                if mode == "garbage":
-                    return self._raw(200, b"<html>bad gateway</html>")
-                if isinstance(mode, int):
-                    extra = {"Retry-After": "0"} if mode == 429 else {}
-                    return self._json(mode, {"error": {"message": f"injected {mode}"}}, extra)
-                if server.delay:
-                    time.sleep(server.delay)
-                reply = {
-                    "id": f"chatcmpl-{number}", "object": "chat.completion", "created": 0,
-                    "model": body.get("model"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant",
-                                             "content": server.answer(body)}}],
-                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-                }
-                with server._lock:
-                    server.served += 1
-                return self._json(200, reply)
-
-            def _json(self, status: int, data: Any, extra: dict[str, str] | None = None) -> None:
-                self._raw(status, json.dumps(data).encode(), extra)
-
-            def _raw(self, status: int, payload: bytes, extra: dict[str, str] | None = None) -> None:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                for key, value in (extra or {}).items():
-                    self.send_header(key, value)
-                self.end_headers()
-                self.wfile.write(payload)
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._runner: web.AppRunner | None = None
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+        return f"http://127.0.0.1:{self.port}/v1"
 
     def __enter__(self) -> ChatServer:
         self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=30)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(timeout=30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=30)
+        self._loop.close()
 
     def targets(self) -> list[str]:
         with self._lock:
             return [target_of(b) for b in self.requests]
+
+    async def _start(self) -> None:
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=1024)
+        await site.start()
+        self.port = self._runner.addresses[0][1]
+
+    async def _stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            body = {}
+        with self._lock:
+            self.requests.append(body)
+            self.headers.append(request.headers)
+            number = len(self.requests)
+        if request.method != "POST" or request.path != "/v1/chat/completions":
+            return _json(404, {"error": {"message": f"no route {request.method} {request.path}"}})
+        if self.api_key and request.headers.get("Authorization") != f"Bearer {self.api_key}":
+            return _json(401, {"error": {"message": "invalid api key"}})
+        mode = self.fail(number, body) if self.fail else None
+        if mode == "drop":
+            assert request.transport is not None
+            request.transport.abort()  # the connection goes, no reply
+            return web.Response()
+        if mode == "garbage":
+            return web.Response(status=200, body=b"<html>bad gateway</html>",
+                                content_type="application/json")
+        if isinstance(mode, int):
+            extra = {"Retry-After": "0"} if mode == 429 else {}
+            return _json(mode, {"error": {"message": f"injected {mode}"}}, extra)
+        with self._lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            content = self.answer(body)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+        reply = {
+            "id": f"chatcmpl-{number}", "object": "chat.completion", "created": 0,
+            "model": body.get("model"),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": content}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+        with self._lock:
+            self.served += 1
+        return _json(200, reply)
+
+
+def _json(status: int, data: Any, extra: dict[str, str] | None = None) -> web.Response:
+    return web.Response(status=status, text=json.dumps(data), content_type="application/json",
+                        headers=extra)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    no_crash = json.dumps({"reasoning": "nothing undefined", "detection": False})
+    with ChatServer(lambda body: no_crash, delay=args.delay, port=args.port) as running:
+        print(running.url, flush=True)
+        threading.Event().wait()

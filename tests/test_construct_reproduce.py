@@ -29,7 +29,7 @@ _INPUT = re.compile(r"\.\./input/([\w.-]+)/([\w.-]+)")
 # fname → (what the row expects, outcome)
 EXPECTED = {
     "pandas_1.ipynb": "same exception",
-    "statsmodels_1.ipynb": "same exception",
+    "statsmodels_1.ipynb": "same exception",  # numpy_1 needs NumPy 1.x (np.NaN)
     "absolute_paths.ipynb": "same exception",  # /kaggle/input/… pointed at the copy
     "other_exception.ipynb": "different exception",
     "NBspecific_2.ipynb": "no crash",  # its crash needed a second run of the cell
@@ -97,7 +97,7 @@ def candidates(tmp_path_factory) -> tuple[Path, Path, Path]:
     add("NBspecific_2", "NBspecific_2.ipynb")
     add("pandas_2", "fixed_crash.ipynb", set_source(4, "sales = pd.concat([sales, forecast], ignore_index=True)"))
     add("pandas_1", "earlier.ipynb", set_source(2, "df.isna().sum() / 'x'"))
-    add("statsmodels_1", "missing_module.ipynb", set_source(2, "import junobench_no_such_module"))
+    add("statsmodels_1", "missing_module.ipynb", set_source(3, "import junobench_no_such_module\npredictions = 1"))
     add("sklearn_1", "sklearn_1.ipynb")
     add("pandas_1", "no_error_output.ipynb", drop_errors)
     rows.append({**_crash_row("pandas_1"), "fname": "absent.ipynb"})

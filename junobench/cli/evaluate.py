@@ -34,8 +34,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "detect", help="run a crash detector (an LLM endpoint or the static baseline)",
         description="Ask a model behind an OpenAI-compatible chat-completions endpoint "
         "(vLLM, Ollama, llama.cpp server, hosted APIs) whether each target cell crashes, "
-        "RUNS times per notebook, or run the static baseline. Resumes: instances already "
-        "in --out are skipped.")
+        "RUNS times per notebook, through the openai SDK (the detect extra), or run the static "
+        "baseline. Resumes: tasks already in --out are skipped.")
     which = parser.add_mutually_exclusive_group(required=True)
     which.add_argument("--endpoint", metavar="URL",
                        help="base URL such as http://localhost:8000/v1 (or the full "
@@ -58,14 +58,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     group.add_argument("--json-mode", action="store_true",
                        help='ask the server for JSON output (response_format "json_object")')
     group.add_argument("--concurrency", type=int, default=1,
-                       help="notebooks asked about at once (default: 1)")
+                       help="requests in flight at once (default: 1)")
     group.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
                        help="environment variable holding the API key (default: "
                        "OPENAI_API_KEY; unset means no key)")
     group.add_argument("--retries", type=int, default=5,
-                       help="retries of a failed request (default: 5)")
-    group.add_argument("--backoff", type=float, default=2.0,
-                       help="first retry pause in seconds, doubled each retry (default: 2)")
+                       help="retries of a failed request, with the SDK's exponential backoff "
+                       "(default: 5)")
     group.add_argument("--timeout", type=float, default=600.0,
                        help="seconds to wait for one answer (default: 600)")
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -189,7 +188,7 @@ def _detect(args: argparse.Namespace) -> int:
 
     summary = detect(items, args.out, endpoint=args.endpoint, model=args.model, runs=args.runs,
                      temperature=args.temperature, concurrency=args.concurrency,
-                     api_key_env=args.api_key_env, retries=args.retries, backoff=args.backoff,
+                     api_key_env=args.api_key_env, retries=args.retries,
                      timeout=args.timeout, max_tokens=args.max_tokens, json_mode=args.json_mode,
                      progress=not args.no_progress, log=log)
     print(f"wrote {len(summary.written)} notebooks x {args.runs} runs to {summary.out}"

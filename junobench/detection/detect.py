@@ -2,35 +2,33 @@
 
 Two detectors: a model behind an OpenAI-compatible chat-completions endpoint (the API that
 vLLM, Ollama, llama.cpp's server and hosted services share), asked ``runs`` times per task
-with the papers' prompt; and the built-in static baseline (:mod:`junobench.detection.baseline`).
+with the papers' prompt through the ``openai`` SDK's async client; and the built-in static
+baseline (:mod:`junobench.detection.baseline`).
 
-The model runner writes one line per finished instance, appended and flushed as soon as
-all its runs are in, so an interrupted run loses at most the instances in flight; run
-the same command again and it skips the instances already in the output. Requests that
-fail for a passing reason (connection errors, timeouts, HTTP 429 and 5xx, malformed
-replies) are retried with exponential backoff; a request the server rejects (HTTP 400,
-e.g. a prompt longer than the model's context) skips that instance and reports it, as
-the papers skipped such cases. The API key is read from an environment variable, sent
-only in the ``Authorization`` header, and never printed.
+Up to ``concurrency`` requests are in flight at once. The runner writes one line per
+finished task, appended and flushed as soon as all its runs are in, so an interrupted run
+loses at most the tasks in flight; run the same command again and it skips the tasks
+already in the output. The SDK retries what may pass (connection errors, timeouts, HTTP
+408/409/429/5xx, honouring ``Retry-After``) with its exponential backoff, ``retries``
+times; a reply that is not a completion is asked again as often. A request the server
+rejects (HTTP 400/413/422, e.g. a prompt longer than the model's context) skips that task
+and reports it, as the papers skipped such cases; a wrong key, URL or model stops the run
+with one error. The API key is read from an environment variable, sent only in the
+``Authorization`` header, and never printed.
 
->>> chat_url("http://localhost:8000/v1")
-'http://localhost:8000/v1/chat/completions'
+>>> base_url("http://localhost:8000/v1/chat/completions")
+'http://localhost:8000/v1'
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-import queue
-import random
-import threading
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from junobench.detection import prompt
 from junobench.detection.baseline import static_detect
@@ -38,53 +36,48 @@ from junobench.detection.predictions import jsonl_line, write_predictions
 from junobench.detection.tasks import task_key
 from junobench.errors import JunoBenchError
 
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
 DEFAULT_API_KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_RUNS = 5
-_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524})
+DEFAULT_RETRIES = 5
+DEFAULT_TIMEOUT = 600.0
+#: Sent when no key is set: local servers ignore it, the SDK needs one.
+NO_KEY = "no-key"
 _REJECT_STATUS = frozenset({400, 413, 422})
-_MAX_DELAY = 60.0
 
 
 class RequestRejected(Exception):
-    """The server refused this request for good (the instance is skipped)."""
+    """The server refused this request for good (the task is skipped)."""
 
 
-class RetryableError(Exception):
-    """A failure that may pass: try again after a pause (``retry_after`` seconds if given)."""
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
+class RequestFailed(Exception):
+    """A request still failing after the retries (the task is left for the next run)."""
 
 
 # --------------------------------------------------------------------------- the client
 
 
-def chat_url(endpoint: str) -> str:
-    """The chat-completions URL of an endpoint given as a base (``…/v1``) or in full."""
-    url = endpoint.rstrip("/")
+def base_url(endpoint: str) -> str:
+    """The SDK's base URL of an endpoint given as a base (``…/v1``) or in full."""
+    url = endpoint.strip().rstrip("/")
     if not url.startswith(("http://", "https://")):
         raise JunoBenchError(f"endpoint {endpoint!r} is not an http(s) URL",
                              hint="pass e.g. --endpoint http://localhost:8000/v1")
-    return url if url.endswith("/chat/completions") else f"{url}/chat/completions"
+    return url.removesuffix("/chat/completions")
 
 
 @dataclass
-class ChatClient:
-    """One OpenAI-compatible chat-completions endpoint and the request settings."""
+class ChatSettings:
+    """What every request carries besides the messages."""
 
-    endpoint: str
     model: str
-    api_key: str | None = field(default=None, repr=False)
     temperature: float | None = None
     max_tokens: int | None = None
     json_mode: bool = False
-    timeout: float = 600.0
 
-    def __post_init__(self) -> None:
-        self.url = chat_url(self.endpoint)
-
-    def body(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+    def request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": messages}
         if self.temperature is not None:
             body["temperature"] = self.temperature
@@ -94,109 +87,79 @@ class ChatClient:
             body["response_format"] = {"type": "json_object"}
         return body
 
-    def complete(self, messages: list[dict[str, str]]) -> str:
-        """One completion's text. Raises :class:`RetryableError`, :class:`RequestRejected`
-        or :class:`JunoBenchError` (a problem no retry fixes: bad key, wrong URL or model)."""
-        data = json.dumps(self.body(messages)).encode("utf-8")
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as error:
-            raise self._http_error(error) from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as error:
-            reason = getattr(error, "reason", error)
-            raise RetryableError(self._scrub(f"cannot reach {self.url}: {reason}")) from None
-        return self._content(raw)
 
-    def _http_error(self, error: urllib.error.HTTPError) -> Exception:
-        try:
-            detail = error.read().decode("utf-8", "replace")
-        except OSError:
-            detail = ""
-        detail = self._scrub(_server_message(detail))
-        status = error.code
-        message = f"HTTP {status} from {self.url}" + (f": {detail}" if detail else "")
-        if status in _RETRY_STATUS:
-            return RetryableError(message, _retry_after(error.headers.get("Retry-After")))
-        if status in _REJECT_STATUS:
-            return RequestRejected(message)
-        if status in (401, 403):
-            return JunoBenchError(message, hint="set the API key in the environment variable "
-                                  "named by --api-key-env, or check its permissions")
-        if status == 404:
-            return JunoBenchError(message, hint="check --endpoint (an OpenAI-compatible base URL "
-                                  "such as http://localhost:8000/v1) and --model")
-        return JunoBenchError(message, hint="check the server's log")
-
-    def _content(self, raw: bytes) -> str:
-        try:
-            reply = json.loads(raw)
-            content = reply["choices"][0]["message"].get("content")
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError):
-            text = raw[:200].decode("utf-8", "replace")
-            raise RetryableError(self._scrub(f"malformed reply from {self.url}: {text!r}")) from None
-        if content is None:
-            return ""
-        if isinstance(content, list):  # content parts
-            return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-        return str(content)
-
-    def _scrub(self, text: str) -> str:
-        return text.replace(self.api_key, "***") if self.api_key else text
-
-
-def _server_message(body: str) -> str:
+def make_client(endpoint: str, *, api_key: str | None, retries: int = DEFAULT_RETRIES,
+                timeout: float = DEFAULT_TIMEOUT) -> AsyncOpenAI:
+    """The SDK's async client for ``endpoint``, with its retries and timeout."""
     try:
-        data = json.loads(body)
-    except ValueError:
-        return " ".join(body.split())[:300]
-    error = data.get("error") if isinstance(data, dict) else None
-    if isinstance(error, dict) and error.get("message"):
-        return str(error["message"])[:300]
-    if isinstance(error, str):
-        return error[:300]
-    return " ".join(body.split())[:300]
+        from openai import AsyncOpenAI
+    except ImportError:
+        raise JunoBenchError("running a model needs the openai SDK",
+                             hint="pip install 'junobench[detect]'") from None
+    return AsyncOpenAI(base_url=base_url(endpoint), api_key=api_key or NO_KEY,
+                       max_retries=retries, timeout=timeout)
 
 
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
+async def complete(client: AsyncOpenAI, settings: ChatSettings, messages: list[dict[str, str]],
+                   *, malformed_retries: int = DEFAULT_RETRIES,
+                   secret: str | None = None) -> str:
+    """One completion's text. Raises :class:`RequestRejected`, :class:`RequestFailed`, or
+    :class:`JunoBenchError` for what no retry fixes (key, URL, model)."""
+    import openai
 
+    def scrub(text: str) -> str:
+        return text.replace(secret, "***") if secret else text
 
-def ask(
-    client: ChatClient,
-    messages: list[dict[str, str]],
-    *,
-    retries: int = 5,
-    backoff: float = 2.0,
-    sleep: Callable[[float], None] = time.sleep,
-    stop: threading.Event | None = None,
-    on_retry: Callable[[str], None] | None = None,
-) -> str:
-    """One completion, retrying passing failures up to ``retries`` times with exponential
-    backoff (``backoff``·2^k seconds, jittered, at most 60 s; a ``Retry-After`` wins)."""
-    for attempt in range(retries + 1):
+    where = str(client.base_url)
+    for attempt in range(malformed_retries + 1):
         try:
-            return client.complete(messages)
-        except RetryableError as error:
-            if attempt == retries or (stop is not None and stop.is_set()):
-                raise
-            delay = error.retry_after if error.retry_after is not None else min(
-                _MAX_DELAY, backoff * 2 ** attempt * (0.5 + random.random() / 2))
-            if on_retry is not None:
-                on_retry(f"{error} (retry {attempt + 1}/{retries} in {delay:.1f}s)")
-            if stop is not None:
-                if stop.wait(delay):
-                    raise
-            else:
-                sleep(delay)
+            reply = await client.chat.completions.create(**settings.request(messages))
+        except openai.APIStatusError as error:
+            message = scrub(f"HTTP {error.status_code} from {where}: {_server_message(error)}")
+            if error.status_code in _REJECT_STATUS:
+                raise RequestRejected(message) from None
+            if error.status_code in (401, 403):
+                raise JunoBenchError(message, hint="set the API key in the environment variable "
+                                     "named by --api-key-env, or check its permissions") from None
+            if error.status_code == 404:
+                raise JunoBenchError(message, hint="check --endpoint (an OpenAI-compatible base "
+                                     "URL such as http://localhost:8000/v1) and --model") from None
+            raise RequestFailed(message) from None
+        except (openai.APIConnectionError, openai.APITimeoutError) as error:
+            raise RequestFailed(scrub(f"cannot reach {where}: {error}")) from None
+        except (ValueError, openai.APIResponseValidationError) as error:
+            if attempt == malformed_retries:
+                raise RequestFailed(scrub(f"malformed reply from {where}: {error}")) from None
+            continue
+        text = _text(reply)
+        if text is not None:
+            return text
+        if attempt == malformed_retries:
+            raise RequestFailed(f"malformed reply from {where}: no message in it")
     raise AssertionError("unreachable")
+
+
+def _text(reply: Any) -> str | None:
+    """The first choice's text ('' for an empty message); None when the reply has none."""
+    try:
+        content = reply.choices[0].message.content
+    except (AttributeError, IndexError, TypeError):
+        return None
+    if content is None:
+        return ""
+    if isinstance(content, list):  # content parts
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    return str(content)
+
+
+def _server_message(error: Any) -> str:
+    body = getattr(error, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        text = inner.get("message") if isinstance(inner, dict) else inner
+        if text:
+            return " ".join(str(text).split())[:300]
+    return " ".join(str(getattr(error, "message", error)).split())[:300]
 
 
 # --------------------------------------------------------------------------- resuming
@@ -259,18 +222,20 @@ def detect(
     temperature: float | None = None,
     concurrency: int = 1,
     api_key_env: str = DEFAULT_API_KEY_ENV,
-    retries: int = 5,
-    backoff: float = 2.0,
-    timeout: float = 600.0,
+    retries: int = DEFAULT_RETRIES,
+    timeout: float = DEFAULT_TIMEOUT,
     max_tokens: int | None = None,
     json_mode: bool = False,
     progress: bool = True,
     log: Callable[[str], None] | None = None,
+    client: AsyncOpenAI | None = None,
 ) -> DetectSummary:
-    """Ask the model ``runs`` times per task; append ``{"instance", "runs"}`` lines to ``out``.
+    """Ask the model ``runs`` times per task, ``concurrency`` requests at a time; append
+    ``{"instance", "runs"}`` lines to ``out`` (``instance`` is the task's id).
 
-    Instances already in ``out`` are skipped (resume). Returns what was written, resumed,
+    Tasks already in ``out`` are skipped (resume). Returns what was written, resumed,
     rejected by the server, and what failed after all retries (run again to retry them).
+    ``client`` replaces the SDK client built from ``endpoint`` (for tests and proxies).
 
     >>> detect(tasks, "preds.jsonl", endpoint="http://localhost:8000/v1",
     ...        model="Qwen/Qwen2.5-Coder-32B-Instruct")                  # doctest: +SKIP
@@ -279,85 +244,79 @@ def detect(
         raise JunoBenchError(f"--runs must be at least 1, not {runs}")
     if concurrency < 1:
         raise JunoBenchError(f"--concurrency must be at least 1, not {concurrency}")
+    if retries < 0:
+        raise JunoBenchError(f"--retries must be at least 0, not {retries}")
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    client = ChatClient(endpoint, model, api_key=os.environ.get(api_key_env) or None,
-                        temperature=temperature, max_tokens=max_tokens, json_mode=json_mode,
-                        timeout=timeout)
+    secret = os.environ.get(api_key_env) or None
+    if client is None:
+        client = make_client(endpoint, api_key=secret, retries=retries, timeout=timeout)
+    settings = ChatSettings(model, temperature, max_tokens, json_mode)
     summary = DetectSummary(out)
     done = finished_instances(out)
     summary.resumed = [task_key(t) for t in tasks if task_key(t) in done]
     pending = [t for t in tasks if task_key(t) not in done]
-    say = log or (lambda message: None)
-    stop = threading.Event()
-
-    def one(task: dict[str, Any]) -> list[str]:
-        messages = prompt.messages(task)
-        instance = task_key(task)
-
-        def retrying(message: str) -> None:
-            say(f"{instance}: {message}")
-
-        answers = []
-        for _ in range(runs):
-            if stop.is_set():
-                raise _Stopped
-            answers.append(ask(client, messages, retries=retries, backoff=backoff, stop=stop,
-                               on_retry=retrying))
-        return answers
-
-    jobs: queue.SimpleQueue[dict[str, Any]] = queue.SimpleQueue()
-    for task in pending:
-        jobs.put(task)
-    results: queue.SimpleQueue[tuple[str, list[str] | None, BaseException | None]] = (
-        queue.SimpleQueue())
-
-    def worker() -> None:
-        while not stop.is_set():
-            try:
-                task = jobs.get_nowait()
-            except queue.Empty:
-                return
-            try:
-                results.put((task_key(task), one(task), None))
-            except BaseException as error:  # handed to the main thread
-                results.put((task_key(task), None, error))
-
-    # Daemon threads: an interrupted run exits at once, leaving requests in flight behind.
-    for number in range(min(concurrency, len(pending))):
-        threading.Thread(target=worker, name=f"junobench-detect-{number}", daemon=True).start()
-    bar = _progress(len(pending), enabled=progress)
-    try:
-        with out.open("a", encoding="utf-8") as handle:
-            for _ in range(len(pending)):
-                instance, answers, error = _next(results)
-                _record(instance, answers, error, handle, summary, say)
-                bar.update(1)
-    finally:
-        stop.set()
-        bar.close()
+    run = _Run(client, settings, runs, concurrency, retries, secret, log or (lambda m: None))
+    asyncio.run(run.all(pending, out, summary, progress))
     return summary
 
 
-class _Stopped(Exception):
-    """The run was stopped before this instance finished."""
+@dataclass
+class _Run:
+    """One detection run: the client, its settings, and the limit on requests in flight."""
 
+    client: AsyncOpenAI
+    settings: ChatSettings
+    runs: int
+    concurrency: int
+    retries: int
+    secret: str | None
+    say: Callable[[str], None]
 
-def _next(results: queue.SimpleQueue[Any]) -> Any:
-    while True:  # a timeout keeps the main thread responsive to Ctrl-C
+    async def all(self, pending: Sequence[dict[str, Any]], out: Path, summary: DetectSummary,
+                  progress: bool) -> None:
+        limit = asyncio.Semaphore(self.concurrency)
+        jobs = [asyncio.ensure_future(self.one(task, limit)) for task in pending]
+        bar = _progress(len(pending), enabled=progress)
         try:
-            return results.get(timeout=0.5)
-        except queue.Empty:
-            continue
+            with out.open("a", encoding="utf-8") as handle:
+                for finished in asyncio.as_completed(jobs):
+                    instance, answers, error = await finished
+                    # In a thread: the fsync must not stall the requests in flight.
+                    await asyncio.to_thread(_record, instance, answers, error, handle, summary,
+                                            self.say)
+                    bar.update(1)
+        finally:
+            for job in jobs:
+                job.cancel()
+            await asyncio.gather(*jobs, return_exceptions=True)
+            bar.close()
+            await self.client.close()
+
+    async def one(self, task: dict[str, Any], limit: asyncio.Semaphore
+                  ) -> tuple[str, list[str] | None, Exception | None]:
+        """All runs of one task (each its own request); the first error ends the task."""
+        messages = prompt.messages(task)
+
+        async def ask() -> str:
+            async with limit:
+                return await complete(self.client, self.settings, messages,
+                                      malformed_retries=self.retries, secret=self.secret)
+
+        instance = task_key(task)
+        try:
+            return instance, list(await asyncio.gather(*(ask() for _ in range(self.runs)))), None
+        except (RequestRejected, RequestFailed, JunoBenchError) as error:
+            return instance, None, error
 
 
-def _record(instance: str, answers: list[str] | None, error: BaseException | None,
+def _record(instance: str, answers: list[str] | None, error: Exception | None,
             handle: TextIO, summary: DetectSummary, say: Callable[[str], None]) -> None:
     if isinstance(error, RequestRejected):
         summary.rejected[instance] = str(error)
         say(f"{instance}: skipped, the server rejected the request: {error}")
         return
-    if isinstance(error, RetryableError):
+    if isinstance(error, RequestFailed):
         summary.failed[instance] = str(error)
         say(f"{instance}: failed after retries: {error}")
         return
