@@ -1,7 +1,11 @@
 """Replays as Ray tasks (``--executor ray``): the notebooks run on a Ray cluster's workers.
 
 Each :class:`~junobench.verify.executor.ReplayTask` becomes one Ray task asking for
-``cpus`` CPUs (default 1) and, when given, ``memory`` bytes. Its files travel with it: the
+``cpus`` CPUs (default 1) and, when given, ``memory`` bytes: a call to one of ``jobs``
+long-lived workers (:class:`ReplayWorker`, an async actor holding those resources, which
+starts the next notebook's kernel while the current one runs, as the local executor
+does), or, with ``build_envs``, a plain task in its own runtime environment
+(:func:`replay_on_worker`). Its files travel with it: the
 driver packs the task's places into a tar archive once (shared by the tasks that need
 the same files, e.g. a case's reproduced and fixed notebooks), puts it in Ray's object
 store, and the worker unpacks it into a scratch folder of its own, so that no shared
@@ -19,7 +23,7 @@ interpreter.
 
 Cancelling a run (Ctrl-C) cancels its Ray task: the worker is interrupted and stops its
 kernel; a worker that does not stop within :data:`CANCEL_GRACE` seconds is killed (and its
-kernel, which polls its parent, exits with it).
+kernel, which polls its parent, exits with it). A dead long-lived worker is replaced.
 
 >>> executor = RayExecutor(address="auto", cpus=2, memory=4 << 30)   # doctest: +SKIP
 """
