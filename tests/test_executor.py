@@ -12,6 +12,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from processes import gone, parent_of
 
 from junobench.data.notebook import Step
 from junobench.data.snapshot import sample_path
@@ -26,19 +27,6 @@ pytest.importorskip("nbclient", reason="replays need the run extra")
 pytestmark = pytest.mark.kernel
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "State:\tZ" in status.read_text())
-
-
-def parent_of(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
 def wait_for(path: Path, seconds: float = 120) -> str:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -46,15 +34,6 @@ def wait_for(path: Path, seconds: float = 120) -> str:
             return path.read_text().strip()
         time.sleep(0.2)
     raise AssertionError(f"{path} never appeared")
-
-
-def gone(pid: int, seconds: float = 20) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not alive(pid):
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def one_cell_task(folder: Path, source: str, key: str = "t", timeout: float = 120) -> ReplayTask:

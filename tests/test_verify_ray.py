@@ -8,10 +8,10 @@ import os
 import signal
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from cli_run import run_cli
+from processes import parent_of
 from snapshot_files import edit_cell
 
 from junobench.data.checkout import checkout
@@ -30,7 +30,7 @@ def _verdicts(report: dict) -> dict:
 def test_verify_on_ray_gives_the_local_verdicts(ray_cluster, tmp_path, capsys):
     local, remote = tmp_path / "local.json", tmp_path / "ray.json"
     code_local, _, _ = run_cli(capsys, "verify", "--source", "sample", "--report", str(local), "--no-progress")
-    code_ray, out, err = run_cli(capsys, "verify", "--source", "sample", "--report", str(remote), "--no-progress",
+    code_ray, _, err = run_cli(capsys, "verify", "--source", "sample", "--report", str(remote), "--no-progress",
                                  "--executor", "ray", "--cpus-per-notebook", "1", "--retries", "1")
     assert code_ray == code_local
     local_report, ray_report = json.loads(local.read_text()), json.loads(remote.read_text())
@@ -54,8 +54,7 @@ def test_a_killed_worker_is_retried_and_the_report_says_so(ray_cluster, tmp_path
         while time.monotonic() < deadline and not (marker.exists() and marker.read_text()):
             time.sleep(0.2)
         kernel = int(marker.read_text())
-        worker = int(Path(f"/proc/{kernel}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        os.kill(worker, signal.SIGKILL)
+        os.kill(parent_of(kernel), signal.SIGKILL)  # the Ray worker that started the kernel
 
     killer = threading.Thread(target=kill_the_first_worker)
     killer.start()
