@@ -6,7 +6,15 @@ import argparse
 import sys
 from collections import Counter
 
-from junobench.cli.common import add_env, add_executor, add_filters, add_source, executor_options, filters_from
+from junobench.cli.common import (
+    add_env,
+    add_executor,
+    add_filters,
+    add_pass_env,
+    add_source,
+    executor_options,
+    filters_from,
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -42,6 +50,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--fresh", action="store_true",
                         help="extract every notebook again, even those --out already has a record for")
     add_env(parser)
+    add_pass_env(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_executor(parser)
     parser.set_defaults(handler=_runtime_info)
@@ -61,7 +70,8 @@ def _runtime_info(args: argparse.Namespace) -> int:
         jobs=args.jobs, timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
         options=options, filters=filters_from(args), out=args.out,
         progress=False if args.no_progress else None, env=args.env, executor=args.executor,
-        executor_options=executor_options(args), resume=not args.fresh)
+        executor_options=executor_options(args), resume=not args.fresh,
+        pass_env=args.pass_env)
     status = Counter(r["status"] for r in records)
     capped = [r["instance"] for r in records
               if r["capped"] or any("truncated" in s for s in (r["objects"] or {}).values())]

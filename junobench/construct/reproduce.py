@@ -168,7 +168,8 @@ def reproduce(
     writer = _Writer(out, result)
     started = time.perf_counter()
     try:
-        run_sync(_run_all(runner, candidates, datasets, timeout, progress, result, writer, on_row))
+        run_sync(_run_all(runner, candidates, datasets, timeout, progress, result, writer, on_row,
+                          None if data is None else str(Path(data).resolve())))
     except BaseException:
         writer.flush()  # what finished is kept for the next run
         raise
@@ -282,7 +283,8 @@ def previous_results(out: str | Path, rows: Sequence[Mapping[str, Any]], noteboo
 
 async def _run_all(executor: Executor, candidates: Sequence[Candidate], datasets: Mapping[str, Path],
                    timeout: float | None, progress: bool | None, result: ReproduceResult,
-                   writer: _Writer, on_row: Callable[[dict[str, Any]], None] | None) -> None:
+                   writer: _Writer, on_row: Callable[[dict[str, Any]], None] | None,
+                   trusted: str | None = None) -> None:
     import asyncio
 
     from tqdm import tqdm
@@ -308,7 +310,7 @@ async def _run_all(executor: Executor, candidates: Sequence[Candidate], datasets
         if item.problem is not None:
             finished(item, Reproduction(NOT_RUN, item.problem), 0.0)
             return
-        outcome = await executor.run(replay_task(item, datasets, timeout))
+        outcome = await executor.run(replay_task(item, datasets, timeout, trusted))
         finished(item, judge_outcome(item, outcome), outcome.log.seconds)
 
     try:
@@ -318,12 +320,14 @@ async def _run_all(executor: Executor, candidates: Sequence[Candidate], datasets
         bar.close()
 
 
-def replay_task(item: Candidate, datasets: Mapping[str, Path], timeout: float | None) -> ReplayTask:
-    """The replay of a candidate: its notebook in ``working/``, its datasets in ``input/``."""
+def replay_task(item: Candidate, datasets: Mapping[str, Path], timeout: float | None,
+                trusted: str | None = None) -> ReplayTask:
+    """The replay of a candidate: its notebook in ``working/``, its datasets in ``input/``
+    (links in them may point anywhere under ``trusted``, the data folder)."""
     assert item.notebook is not None
     name = f"working/{item.notebook.name}"
     places = (Place(str(item.notebook), name),
-              *(Place(str(datasets[slug]), f"input/{slug}") for slug in item.datasets))
+              *(Place(str(datasets[slug]), f"input/{slug}", trusted=trusted) for slug in item.datasets))
     return ReplayTask(key=f"row{item.number}", notebook=name, steps=item.steps, cwd="working",
                       places=places, timeout=timeout, case=str(item.row.get("fname")),
                       prepare=KagglePaths() if item.kaggle_paths else None, requirements=item.requirements)

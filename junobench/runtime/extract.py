@@ -35,6 +35,7 @@ from junobench.envs.kernel import env_kernel, own_kernel
 from junobench.errors import JunoBenchError
 from junobench.runtime.names import target_names
 from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS, summarise
+from junobench.safety.atomic import check_file_target
 from junobench.verify.executor import Executor
 from junobench.verify.judge import OK, TIMEOUT, RunLog
 from junobench.verify.resume import inputs_digest
@@ -161,6 +162,7 @@ def runtime_info(
     executor: str | Executor = "local",
     executor_options: Mapping[str, Any] | None = None,
     resume: bool = True,
+    pass_env: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Runtime information of the notebooks of ``case_ids`` (default: every case, or those
     matching ``filters``) in ``versions``, one record each (fields :data:`RECORD_FIELDS`).
@@ -177,7 +179,8 @@ def runtime_info(
     lost to infrastructure faults past the retries is ``failed`` with a ``problem``
     starting ``infrastructure error``. With ``out`` and ``resume``, the records an earlier
     ``out`` holds for the same inputs (``inputs``), but for infrastructure errors, are kept
-    and not extracted again.
+    and not extracted again. The kernels see no credential-like variables but those named
+    in ``pass_env``.
     """
     from junobench.verify import make_executor
 
@@ -192,11 +195,14 @@ def runtime_info(
         raise JunoBenchError(f"unknown version {bad[0] if bad else '(none)'!r}",
                              hint="use reproduced or fixed")
     options = _check_options(options)
+    if out is not None:
+        check_file_target(out)  # before the notebooks run, not after
     target = env_kernel(env) if env is not None else None
     runner = executor if isinstance(executor, Executor) else make_executor(
         executor, jobs=jobs, target=target, **dict(executor_options or {}))
     if isinstance(executor, Executor) and target is not None:
         runner.target = target
+    runner.pass_env = tuple(pass_env)
     root = resolve(source, revision=revision, include_data=True)
     specs = case_specs(root, case_ids, filters=filters)
     if not specs:

@@ -24,6 +24,7 @@ from junobench.envs.check import kernel_environment
 from junobench.envs.environment import snapshot_environment
 from junobench.envs.kernel import KernelTarget, env_kernel, own_kernel
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import check_file_target
 from junobench.verify.executor import Executor, LocalExecutor, ReplayOutcome, ReplayTask
 from junobench.verify.judge import RunLog, StepOutcome, Verdict, judge
 from junobench.verify.report import CaseResult, VerifyReport
@@ -73,6 +74,7 @@ def verify(
     executor: str | Executor = "local",
     executor_options: Mapping[str, Any] | None = None,
     resume: bool = True,
+    pass_env: Sequence[str] = (),
 ) -> VerifyReport:
     """Verify ``case_ids`` (default: every case, or those matching ``filters``) of ``source``.
 
@@ -87,7 +89,9 @@ def verify(
     environment, and each case's unmet pins (``mismatches``). With ``report``, the JSON
     report is written there as cases finish; with ``resume``, the cases an earlier report
     there gave a verdict for, with the same inputs, are kept and not run again. The
-    snapshot is only read. ``report.ok`` is True when every case passed.
+    snapshot is only read. ``report.ok`` is True when every case passed. The kernels get
+    our environment without credential-like variables (:mod:`junobench.safety.env`), except
+    those named in ``pass_env``.
     """
     require_run_extra()
     if jobs is not None and jobs < 1:
@@ -99,11 +103,14 @@ def verify(
         executor, jobs=jobs, target=target, **dict(executor_options or {}))
     if isinstance(executor, Executor) and target is not None:
         runner.target = target
+    runner.pass_env = tuple(pass_env)
     root = resolve(source, revision=revision, include_data=True)
     specs = case_specs(root, case_ids, filters=filters)
     if not specs:
         raise JunoBenchError("no cases to verify", file=root,
                              hint="check the case ids and filters (`junobench ls`)")
+    if report is not None:
+        check_file_target(report)  # before the notebooks run, not after
     found = kernel_environment(target or own_kernel(), snapshot_environment(root))
     environment = found.to_json(r for spec in specs for r in spec.requirements)
     digests = {spec.case_id: digest for spec in specs

@@ -39,6 +39,7 @@ from typing import Any
 from junobench.data.notebook import Step
 from junobench.envs.kernel import KernelTarget, StartedKernel, own_kernel
 from junobench.errors import JunoBenchError
+from junobench.safety.paths import copy_tree, link_root, relative_name, require_regular
 from junobench.verify.judge import RunLog
 from junobench.verify.pool import KernelPool
 from junobench.verify.runner import kernel_env, replay
@@ -57,6 +58,7 @@ class Place:
 
     source: str
     dest: str
+    trusted: str | None = None  # where links under ``source`` may point (see safety.paths.copy_tree)
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,6 @@ class ReplayTask:
     case: str | None = None
     prepare: Any = None  # callable(notebook, path: workspace-relative str -> Path) -> None, picklable
     after: Any = None  # async callable(nbclient client) -> None, picklable, returned with its state
-    pass_env: tuple[str, ...] = ()
     requirements: tuple[str, ...] = ()  # pinned requirements of the notebook's environment
     fetch: tuple[HubCase, ...] = ()  # case folders fetched from the Hub where the task runs
 
@@ -114,10 +115,12 @@ class ReplayOutcome:
 class Executor:
     """Runs replay tasks, ``jobs`` at a time, in kernels of ``target`` (an environment's
     interpreter, :func:`junobench.envs.kernel.env_kernel`; None: the interpreter of
-    whichever process runs the task)."""
+    whichever process runs the task) whose environment is scrubbed of credentials
+    (:mod:`junobench.safety.env`) but for the variables named in ``pass_env``."""
 
     jobs: int = 1
     target: KernelTarget | None = None
+    pass_env: tuple[str, ...] = ()  # credential-like variables the kernels may see
     name: str = field(default="local", init=False)
 
     def __post_init__(self) -> None:
@@ -169,7 +172,7 @@ class LocalExecutor(Executor):
         size = self.jobs if self.pool is None else self.pool
         if size > 0 and self.expected > 0:
             self._pool = KernelPool(self.target or own_kernel(), size=size, notebooks=self.expected,
-                                    env=kernel_env())
+                                    env=kernel_env(keep=self.pass_env))
         return self
 
     async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
@@ -192,7 +195,8 @@ class LocalExecutor(Executor):
                     await asyncio.to_thread(materialize, task, workspace)
                 except (JunoBenchError, OSError) as error:
                     return ReplayOutcome(task, not_run(task, f"cannot copy the task's files: {error}"))
-                log, after = await execute(task, workspace, self.target, kernel_log=scratch / "kernel.log")
+                log, after = await execute(task, workspace, self.target, kernel_log=scratch / "kernel.log",
+                                           pass_env=self.pass_env)
                 return ReplayOutcome(task, log, after)
             finally:
                 await asyncio.to_thread(shutil.rmtree, scratch, True)
@@ -252,25 +256,29 @@ async def run_tasks(executor: Executor, tasks: Sequence[ReplayTask]) -> list[Rep
 def materialize(task: ReplayTask, workspace: Workspace) -> None:
     """Copy the task's places, and its Hub cases (fetched here), into ``workspace``."""
     for item in task.places:
-        place(Path(item.source), workspace.path(item.dest))
+        place(Path(item.source), workspace.path(item.dest), trusted=item.trusted, case=task.case)
     if task.fetch:
         from junobench.data.snapshot import fetch_case
 
         for case in task.fetch:
             options: dict[str, Any] = {"endpoint": case.endpoint} if case.endpoint else {}
-            place(fetch_case(case.repo_id, case.case_id, revision=case.revision, **options),
-                  workspace.path(case.dest))
+            folder = fetch_case(case.repo_id, case.case_id, revision=case.revision, **options)
+            place(folder, workspace.path(case.dest), trusted=str(link_root(folder.parent.parent)), case=case.case_id)
 
 
-def place(source: Path, target: Path) -> None:
-    """Copy a file or folder to ``target`` (folders merge into an existing one)."""
+def place(source: Path, target: Path, *, trusted: str | None = None, case: str | None = None) -> None:
+    """Copy a folder (links inside kept, links into ``trusted`` read as files, any other link
+    or special file refused: :func:`~junobench.safety.paths.copy_tree`) or a regular file to
+    ``target``."""
     target.parent.mkdir(parents=True, exist_ok=True)
     if source.is_dir():
-        shutil.copytree(source, target, dirs_exist_ok=True)
-    elif source.is_file():
-        shutil.copy2(source, target)
-    else:
-        raise JunoBenchError("not a file or folder", file=source)
+        copy_tree(source, target, trusted=trusted, case=case)
+        return
+    try:
+        require_regular(source)
+    except OSError as error:
+        raise JunoBenchError(f"not a regular file ({error.strerror or error})", file=source, case=case) from None
+    shutil.copyfile(source, target)
 
 
 def hub_endpoint() -> str | None:
@@ -281,18 +289,20 @@ def hub_endpoint() -> str | None:
 
 
 def inside(root: Path, relative: str) -> Path:
-    """``root / relative``, refused when it is absolute or climbs out of ``root``."""
-    path = PurePosixPath(relative)
-    if path.is_absolute() or ".." in path.parts:
+    """``root / relative``, refused when it is absolute or climbs out of ``root``
+    (:func:`junobench.safety.paths.relative_name`)."""
+    if relative_name(relative) is None:
         raise JunoBenchError(f"path {relative!r} leaves the task's workspace")
-    return root / path
+    return root / relative
 
 
 async def execute(task: ReplayTask, workspace: Workspace, target: KernelTarget | None, *,
-                  kernel_log: Path | None = None, kernel: StartedKernel | None = None) -> tuple[RunLog, Any]:
+                  kernel_log: Path | None = None, kernel: StartedKernel | None = None,
+                  pass_env: Sequence[str] = ()) -> tuple[RunLog, Any]:
     """Replay ``task`` whose files are in ``workspace``, in a new kernel of ``target`` (None:
-    this interpreter's) or in ``kernel`` (started ahead in the working directory); returns
-    the log and the ``after`` hook. Runs on whichever machine holds the files."""
+    this interpreter's; its environment keeps the credential-like variables of ``pass_env``
+    only) or in ``kernel`` (started ahead in the working directory); returns the log and the
+    ``after`` hook. Runs on whichever machine holds the files."""
     import nbformat
 
     try:
@@ -303,7 +313,8 @@ async def execute(task: ReplayTask, workspace: Workspace, target: KernelTarget |
     if task.prepare is not None:
         task.prepare(notebook, workspace.path)
     log = await replay(notebook, task.steps, cwd=workspace.working, timeout=task.timeout, kernel_log=kernel_log,
-                       after=task.after, target=target, kernel=None if kernel is None else _given(kernel))
+                       after=task.after, target=target, kernel=None if kernel is None else _given(kernel),
+                       pass_env=pass_env)
     return log, task.after
 
 

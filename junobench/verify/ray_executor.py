@@ -57,6 +57,7 @@ from junobench.verify.executor import (
     inside,
     materialize,
     not_run,
+    place,
     without_places,
 )
 from junobench.verify.judge import RunLog
@@ -165,7 +166,7 @@ class RayExecutor(Executor):
             options["memory"] = self.memory
         if self.runtime_env:
             options["runtime_env"] = self.runtime_env
-        return self._actor.options(**options).remote(self.target)
+        return self._actor.options(**options).remote(self.target, self.pass_env)
 
     async def _close_workers(self) -> None:
         """Stop the long-lived workers: their kernels started ahead first, then the processes."""
@@ -247,7 +248,7 @@ class RayExecutor(Executor):
         runtime_env = self.task_runtime_env(task)
         if runtime_env:
             options["runtime_env"] = runtime_env
-        return self._remote.options(**options).remote(without_places(task), archive, self.target)
+        return self._remote.options(**options).remote(without_places(task), archive, self.target, self.pass_env)
 
     def task_runtime_env(self, task: ReplayTask) -> dict[str, Any] | None:
         """Ray's runtime environment for ``task``: the executor's, plus (``build_envs``) a
@@ -333,16 +334,17 @@ def describe_fault(error: BaseException) -> str:
 
 
 def pack(places: Sequence[Place]) -> bytes:
-    """A tar archive of ``places`` (links kept as links, never followed)."""
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
+    """A tar archive of ``places``, copied as a local run copies them first (links inside a
+    folder kept, links into its trusted root read as files, anything else refused)."""
+    with tempfile.TemporaryDirectory(prefix="junobench-pack-") as staging:
+        root = Path(staging)
         for item in places:
-            inside(Path("."), item.dest)  # refuse destinations that leave the workspace
-            source = Path(item.source)
-            if not (source.is_dir() or source.is_file()):
-                raise JunoBenchError("not a file or folder", file=source)
-            archive.add(source, arcname=item.dest, recursive=True)
-    return buffer.getvalue()
+            place(Path(item.source), inside(root, item.dest), trusted=item.trusted)
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w") as archive:
+            for entry in sorted(root.iterdir()):
+                archive.add(entry, arcname=entry.name, recursive=True)
+        return buffer.getvalue()
 
 
 def put_archive(places: Sequence[Place]) -> Any:
@@ -377,7 +379,8 @@ def unpack(archive: bytes, workspace: Path | Workspace) -> None:
 # --------------------------------------------------------------------------- the worker side
 
 
-def replay_on_worker(task: ReplayTask, archive: bytes, target: KernelTarget | None) -> tuple[RunLog, Any, str]:
+def replay_on_worker(task: ReplayTask, archive: bytes, target: KernelTarget | None,
+                     pass_env: Sequence[str] = ()) -> tuple[RunLog, Any, str]:
     """The Ray task: unpack the files into a scratch folder (and fetch its Hub cases),
     replay in a kernel of ``target`` (None: this worker's interpreter, e.g. the runtime
     environment Ray built), clean up. Returns the log, the ``after`` hook and where it ran
@@ -388,7 +391,7 @@ def replay_on_worker(task: ReplayTask, archive: bytes, target: KernelTarget | No
         workspace = Workspace(scratch / WORKSPACE, task.cwd)
         unpack(archive, workspace)
         materialize(task, workspace)  # the places are in the archive; this fetches Hub cases
-        log, after = run_sync(execute(task, workspace, target, kernel_log=scratch / "kernel.log"))
+        log, after = run_sync(execute(task, workspace, target, kernel_log=scratch / "kernel.log", pass_env=pass_env))
         return log, after, _where()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -399,15 +402,17 @@ class ReplayWorker:
     time, each in a fresh kernel of ``target``, and starts the next notebook's kernel while
     the current one runs (verify's :class:`~junobench.verify.pool.KernelPool`, size 1)."""
 
-    def __init__(self, target: KernelTarget | None) -> None:
+    def __init__(self, target: KernelTarget | None, pass_env: Sequence[str] = ()) -> None:
         self.target = target
+        self.pass_env = tuple(pass_env)
         self.pool: KernelPool | None = None
 
     async def replay(self, task: ReplayTask, archive: bytes, more: bool) -> tuple[RunLog, Any, str]:
         """Replay ``task`` (its files in ``archive``); with ``more``, start the next kernel."""
         _check_target(self.target)
         if self.pool is None:
-            self.pool = KernelPool(self.target or own_kernel(), size=1, notebooks=0, env=kernel_env())
+            self.pool = KernelPool(self.target or own_kernel(), size=1, notebooks=0,
+                                   env=kernel_env(keep=self.pass_env))
         self.pool.remaining = 1 + int(more)
         kernel = await self.pool.acquire()
         try:

@@ -20,6 +20,7 @@ from junobench import vocab
 from junobench.data import layout
 from junobench.data.notebook import Step
 from junobench.envs.kernel import KernelTarget
+from junobench.safety.paths import link_root
 from junobench.verify.executor import Executor, HubCase, LocalExecutor, Place, ReplayOutcome, ReplayTask
 from junobench.verify.judge import RunLog, Verdict, judge
 from junobench.verify.report import CaseResult, VerifyReport
@@ -54,13 +55,16 @@ def verify_specs(
     pool: int | None = None,
     kept: Mapping[str, CaseResult] | None = None,
     fetch: Callable[[CaseSpec], HubCase] | None = None,
+    pass_env: Sequence[str] = (),
 ) -> VerifyReport:
     """Replay and judge every spec with ``executor`` (default: ``jobs`` local kernels of
     ``target``, ``pool`` of them started ahead: see :class:`.LocalExecutor`); cases in
     ``kept`` (case id → an earlier result) are not run again. With ``fetch``, whoever runs a
     replay fetches the case folder from the Hub instead of receiving it. ``progress`` None
-    shows a bar only on a terminal."""
-    runner = executor if executor is not None else LocalExecutor(jobs or default_jobs(), target=target, pool=pool)
+    shows a bar only on a terminal. The default executor's kernels see the credential-like
+    variables named in ``pass_env``, no others."""
+    runner = executor if executor is not None else LocalExecutor(jobs or default_jobs(), target=target, pool=pool,
+                                                                 pass_env=tuple(pass_env))
     started = time.perf_counter()
     try:
         results = run_sync(_verify_all(specs, runner, timeout, progress, on_case, kept or {}, fetch))
@@ -108,10 +112,12 @@ async def _verify_all(
 
 
 async def replay_in_copy(spec: CaseSpec, version: str, steps: Sequence[Step], *, timeout: float | None,
-                         after: Any = None, target: KernelTarget | None = None) -> RunLog:
+                         after: Any = None, target: KernelTarget | None = None,
+                         pass_env: Sequence[str] = ()) -> RunLog:
     """One replay of a case's notebook on this machine (a fresh kernel of ``target`` in a
-    temporary copy of the case folder); ``after`` as in :func:`~junobench.verify.runner.replay`."""
-    async with LocalExecutor(1, target=target, pool=0) as executor:
+    temporary copy of the case folder); ``after`` and ``pass_env`` as in
+    :func:`~junobench.verify.runner.replay`."""
+    async with LocalExecutor(1, target=target, pool=0, pass_env=tuple(pass_env)) as executor:
         outcome = await executor.run(replay_task(spec, version, steps, timeout=timeout, after=after))
     return outcome.log
 
@@ -122,7 +128,8 @@ def replay_task(spec: CaseSpec, version: str, steps: Sequence[Step], *, timeout:
     (or, with ``fetch``, the folder fetched from the Hub where the replay runs), working
     there. ``after`` as in :func:`~junobench.verify.runner.replay`; ``options`` go to the
     :class:`~junobench.verify.executor.ReplayTask`."""
-    places = () if fetch is not None else (Place(str(spec.folder), spec.case_id),)
+    places = () if fetch is not None else (
+        Place(str(spec.folder), spec.case_id, trusted=str(link_root(spec.folder.parent.parent))),)
     return ReplayTask(key=vocab.instance_id(spec.case_id, version),
                       notebook=f"{spec.case_id}/{layout.notebook_name(spec.case_id, version)}",
                       steps=tuple(steps), cwd=spec.case_id, places=places, timeout=timeout, case=spec.case_id,
