@@ -4,8 +4,10 @@ and kept apart from verdicts; cancelling leaves no kernel behind."""
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import signal
+import tarfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -207,5 +209,12 @@ def test_archives_keep_files_and_refuse_escapes(tmp_path):
     with pytest.raises(JunoBenchError, match="leaves the task's workspace"):
         pack([Place(str(folder), "../elsewhere")])
     (folder / "data" / "outside").symlink_to("/etc/passwd")
+    with pytest.raises(JunoBenchError, match="a link out of the folder"):  # packed as a local copy is made
+        pack([Place(str(folder), "case")])
+    hostile = io.BytesIO()  # an archive that did not come from pack(): refused on the worker
+    with tarfile.open(fileobj=hostile, mode="w") as bundle:
+        link = tarfile.TarInfo("case/passwd")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        bundle.addfile(link)
     with pytest.raises(JunoBenchError, match="archive member refused"):
-        unpack(pack([Place(str(folder), "case")]), tmp_path / "out2")
+        unpack(hostile.getvalue(), tmp_path / "out2")
