@@ -12,17 +12,14 @@ from pathlib import Path
 import pytest
 from chat_server import ChatServer
 from cli_run import run_cli  # tests/ is on sys.path under pytest
+from inspect_ai import eval as inspect_eval
+from inspect_ai.log import list_eval_logs, read_eval_log
 
-pytest.importorskip("inspect_ai", reason="the Inspect task needs the inspect extra")
-
-from inspect_ai import eval as inspect_eval  # noqa: E402
-from inspect_ai.log import list_eval_logs, read_eval_log  # noqa: E402
-
-from junobench.detection import prompt  # noqa: E402
-from junobench.detection.evaluate import evaluate  # noqa: E402
-from junobench.detection.inspect_task import crash_detection  # noqa: E402
-from junobench.detection.layouts import read_predictions  # noqa: E402
-from junobench.detection.tasks import tasks  # noqa: E402
+from junobench.detection import prompt
+from junobench.detection.evaluate import evaluate
+from junobench.detection.inspect_task import crash_detection
+from junobench.detection.layouts import read_predictions
+from junobench.detection.tasks import tasks
 
 REPO = Path(__file__).resolve().parent.parent
 
