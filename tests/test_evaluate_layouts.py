@@ -16,16 +16,6 @@ from junobench.errors import JunoBenchError
 
 
 @pytest.fixture(scope="module")
-def qwen(reference_dir):
-    return reference_dir / "llm_outputs" / "qwen_2_5_32b_instruct" / "code"
-
-
-@pytest.fixture(scope="module")
-def mistral(reference_dir):
-    return reference_dir / "llm_outputs" / "mistral_small_3_1"
-
-
-@pytest.fixture(scope="module")
 def crane(tmp_path_factory, qwen):
     root = tmp_path_factory.mktemp("crane_llm")
     code = crane_raw_setting(root, qwen)

@@ -21,8 +21,6 @@ from junobench.detection.inspect_task import crash_detection
 from junobench.detection.layouts import read_predictions
 from junobench.detection.tasks import tasks
 
-REPO = Path(__file__).resolve().parent.parent
-
 
 def is_prompt(body: dict) -> bool:
     return "# Target Cell:" in body["messages"][-1]["content"]
