@@ -1,11 +1,14 @@
 # Two entry points that work on a fresh machine with python3 (>= 3.10):
-#   make quickstart   list the bundled sample's cases and verify them (run every notebook)
+#   make quickstart   list the bundled sample's cases, make its pinned environment (once,
+#                     in $(SAMPLE_ENV)) and verify every case in it
 #   make test         install everything the tests need, lint, build the docs, run the tests
 # and for development: make lint (ruff, and mypy at the strictness pyproject.toml states),
 # make docs (the documentation site, into site/).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# The bundled sample's pinned environment (numpy 1.26.4, pandas 2.1.4, …; made by uv).
+SAMPLE_ENV ?= .venv-sample
 
 .PHONY: quickstart test lint docs install
 
@@ -19,7 +22,8 @@ install: $(BIN)/python
 quickstart: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[run]"
 	$(BIN)/junobench ls --source sample
-	$(BIN)/junobench verify --source sample
+	$(BIN)/junobench env create $(SAMPLE_ENV) --source sample
+	$(BIN)/junobench verify --source sample --env $(SAMPLE_ENV)
 
 lint: install
 	$(BIN)/ruff check .

@@ -23,22 +23,24 @@ from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.errors import JunoBenchError
 from junobench.loader import load
 
-#: Columns of ``ls``, in order (every one a ``cases`` field).
+#: Columns of ``ls``'s table and CSV, in order (every one a ``cases`` field).
 LS_COLUMNS: tuple[str, ...] = (
     "case_id", "library", "root_cause", "crash_type", "pipeline_stage", "exception", "source",
 )
+#: Fields of each ``ls`` row (its JSON output): the columns plus the case's requirements.
+LS_FIELDS: tuple[str, ...] = (*LS_COLUMNS, "requirements")
 _NOTEBOOK_TEXT = ("original", "reproduced", "fixed")
 
 
 def ls(source: str | Path = DEFAULT_SOURCE, *, revision: str | None = None,
        skip_invalid: bool = False, datasets: bool = False, **filters: Any) -> list[dict[str, Any]]:
-    """One dict per case (the :data:`LS_COLUMNS`), in case order (library, number), filtered;
+    """One dict per case (the :data:`LS_FIELDS`), in case order (library, number), filtered;
     with ``datasets``, also ``datasets``: each input dataset as ``title [licence]``."""
     cases = load(source, "cases", revision=revision, skip_invalid=skip_invalid, **filters)
     if not datasets:
-        plain: list[dict[str, Any]] = cases.select_columns(list(LS_COLUMNS)).to_list()
+        plain: list[dict[str, Any]] = cases.select_columns(list(LS_FIELDS)).to_list()
         return plain
-    rows: list[dict[str, Any]] = cases.select_columns([*LS_COLUMNS, "datasets"]).to_list()
+    rows: list[dict[str, Any]] = cases.select_columns([*LS_FIELDS, "datasets"]).to_list()
     for row in rows:
         row["datasets"] = [f"{d['title']} [{d['license'] or 'licence unknown'}]"
                            for d in row["datasets"] or ()]
@@ -106,6 +108,9 @@ def format_case(case: dict[str, Any]) -> str:
         files = f"; files: {', '.join(d['files'])}" if d["files"] else "; files not in snapshot"
         out.append(f"  - {d['title']} [{d['license'] or 'licence unknown'}{mods}]")
         out.append(f"    {d['url'] or 'no URL'}{files}")
+    out += ["", "Requirements (pinned by the snapshot's environment):"]
+    out.append(textwrap.fill(", ".join(case["requirements"]), 88, initial_indent="  ",
+                             subsequent_indent="  ") if case.get("requirements") else "  (none)")
     missing = [v for v in _NOTEBOOK_TEXT if case.get(v) is None]
     if missing:
         out += ["", f"Notebooks not in snapshot: {', '.join(missing)}"]

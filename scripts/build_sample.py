@@ -3,7 +3,9 @@
 
 For every case: generate its input data (seeded, CC0) and dataset metadata, derive the
 original, reproduced and fixed notebooks from the case definition, and execute each of
-them in a fresh kernel in its recorded order (junobench.data.notebook.execution_order: a
+them in a fresh kernel of the sample's pinned environment (junobench-2025: numpy 1.26.4,
+pandas 2.1.4, …; made or reused with ``junobench env create``, or ``--env DIR``) in its
+recorded order (junobench.data.notebook.execution_order: a
 ``[reexecute]`` target runs twice), so every stored output, execution count and
 traceback comes from a real run. The original runs in Kaggle's layout (data under
 ``../input/<slug>/``); the reproduced and fixed notebooks in a copy of the case folder.
@@ -18,6 +20,7 @@ changes.
 
     python scripts/build_sample.py                 # all cases into junobench/sample/
     python scripts/build_sample.py --out DIR numpy_1 pandas_2
+    python scripts/build_sample.py --env DIR       # in an environment made before
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from sample_cases import Case, all_cases  # noqa: E402
 
 from junobench import vocab  # noqa: E402
 from junobench.data import layout  # noqa: E402
+from junobench.data.cache import cache_root  # noqa: E402
 from junobench.data.metadata import write_metadata  # noqa: E402
 from junobench.data.notebook import (  # noqa: E402
     Step,
@@ -55,6 +59,10 @@ from junobench.data.notebook import (  # noqa: E402
     strip_ansi,
 )
 from junobench.data.tables import DESC_COLUMNS, read_table, write_table  # noqa: E402
+from junobench.envs.create import Selection, create_environment, kernel_requirements  # noqa: E402
+from junobench.envs.environment import SNAPSHOT_FOLDER, SPEC_FILE, packaged  # noqa: E402
+from junobench.envs.kernel import KernelTarget, env_kernel  # noqa: E402
+from junobench.envs.requirements import requirements_of  # noqa: E402
 from junobench.verify.judge import ERROR, OK, RunLog  # noqa: E402
 from junobench.verify.runner import replay  # noqa: E402
 from junobench.verify.session import default_jobs  # noqa: E402
@@ -63,6 +71,8 @@ SAMPLE = REPO / "junobench" / "sample"
 SAMPLE_README = HERE / "sample_cases" / "README.md"
 MAX_BYTES = 2 * 1024 * 1024
 CELL_TIMEOUT = 300
+#: The environment the sample declares (environment/environment.json) and is run in.
+SAMPLE_ENVIRONMENT = "junobench-2025"
 
 #: benchmark_desc.xlsx columns: the labelling sheet's, without its review columns.
 DESC_TABLE_COLUMNS: tuple[str, ...] = (
@@ -175,7 +185,7 @@ def normalise(notebook: Any, scratch: Path) -> None:
 
     def clean(text: str) -> str:
         text = text.replace(str(scratch), "")
-        text = _KERNEL_PID.sub("ipykernel_PID", text)
+        text = _KERNEL_PID.sub("ipykernel_0", text)  # a fixed process id: still IPython's form
         text = _INSTALL_PATH.sub(lambda m: f".../{m.group(1)}/", text)
         return _STDLIB_PATH.sub(lambda m: f".../lib/{m.group(1)}/", text)
 
@@ -195,7 +205,24 @@ def normalise(notebook: Any, scratch: Path) -> None:
                         output.data[mime] = clean(output.data[mime])
 
 
-async def execute(case: Case, version: str, data: dict[str, bytes], slots: asyncio.Semaphore) -> Any:
+def pinned_kernel(cases: list[Case], env_dir: Path | None) -> KernelTarget:
+    """Kernels of the sample's environment holding what ``cases`` import (made or reused at
+    ``env_dir``, default a folder of junobench's cache)."""
+    env = packaged(SAMPLE_ENVIRONMENT)
+    sources = [cell.source for case in cases for cell in case.cells if cell.kind == "code"]
+    sources += [text for case in cases for text in case.fixed.values()]
+    needs = requirements_of(sources, env)
+    if needs.unpinned:
+        raise BuildError(f"the cases import what {env.name} does not pin: {', '.join(needs.unpinned)}")
+    selection = Selection(env, sorted(set(needs.requirements) | set(kernel_requirements(env))))
+    made = create_environment(env_dir or cache_root() / "envs" / "sample-build", selection=selection)
+    print(f"{'reused' if made.reused else 'created'} the environment {made.path} "
+          f"(Python {made.manifest['python']['used']}{'; ' + made.python_note if made.python_note else ''})")
+    return env_kernel(made.path)
+
+
+async def execute(case: Case, version: str, data: dict[str, bytes], slots: asyncio.Semaphore,
+                  target: KernelTarget) -> Any:
     notebook, steps = new_notebook(case, version)
     async with slots:
         with tempfile.TemporaryDirectory(prefix=f"junobench-build-{case.case_id}-") as tmp:
@@ -209,7 +236,7 @@ async def execute(case: Case, version: str, data: dict[str, bytes], slots: async
             for name, content in data.items():
                 (inputs / name).write_bytes(content)
             log = await replay(notebook, steps, cwd=cwd, timeout=CELL_TIMEOUT,
-                               kernel_log=scratch / "kernel.log")
+                               kernel_log=scratch / "kernel.log", target=target)
             check_run(case, version, steps, log)
             normalise(notebook, scratch)
     check_stored(case, version, notebook, steps)
@@ -256,11 +283,11 @@ def check_stored(case: Case, version: str, notebook: Any, steps: list[Step]) -> 
             raise BuildError(f"{where}: code cell {cell.index} did not run but has a count")
 
 
-async def build_case(case: Case, slots: asyncio.Semaphore) -> tuple[Built, dict[str, bytes]]:
+async def build_case(case: Case, slots: asyncio.Semaphore, target: KernelTarget) -> tuple[Built, dict[str, bytes]]:
     data: dict[str, bytes] = {}
     for dataset in case.datasets:
         data.update(dataset.files())
-    notebooks = await asyncio.gather(*(execute(case, v, data, slots) for v in vocab.VERSIONS))
+    notebooks = await asyncio.gather(*(execute(case, v, data, slots, target) for v in vocab.VERSIONS))
     return Built(case, dict(zip(vocab.VERSIONS, notebooks, strict=True)), case.target), data
 
 
@@ -342,12 +369,13 @@ def directory_size(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
 
 
-async def build_all(cases: list[Case], jobs: int) -> list[tuple[Built, dict[str, bytes]]]:
+async def build_all(cases: list[Case], jobs: int, target: KernelTarget) -> list[tuple[Built, dict[str, bytes]]]:
     slots = asyncio.Semaphore(jobs)
-    return list(await asyncio.gather(*(build_case(c, slots) for c in cases)))
+    return list(await asyncio.gather(*(build_case(c, slots, target) for c in cases)))
 
 
-def build(out: Path, case_ids: list[str] | None = None, jobs: int | None = None) -> Path:
+def build(out: Path, case_ids: list[str] | None = None, jobs: int | None = None,
+          env_dir: Path | None = None) -> Path:
     missing = set(DESC_COLUMNS) - set(DESC_TABLE_COLUMNS)
     assert not missing, f"DESC_TABLE_COLUMNS lacks {missing}"
     cases = all_cases()
@@ -356,8 +384,9 @@ def build(out: Path, case_ids: list[str] | None = None, jobs: int | None = None)
         if unknown:
             raise SystemExit(f"unknown case(s): {', '.join(sorted(unknown))}")
         cases = [c for c in cases if c.case_id in case_ids]
+    target = pinned_kernel(all_cases(), env_dir)
     started = time.perf_counter()
-    results = asyncio.run(build_all(cases, jobs or default_jobs()))
+    results = asyncio.run(build_all(cases, jobs or default_jobs(), target))
 
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
@@ -371,6 +400,9 @@ def build(out: Path, case_ids: list[str] | None = None, jobs: int | None = None)
         for name in (layout.DESC_TABLE, layout.DIAGNOSIS_TABLE):
             keep_unchanged_table(staging / name, out / name)
         shutil.copyfile(SAMPLE_README, staging / "README.md")
+        (staging / SNAPSHOT_FOLDER).mkdir()
+        (staging / SNAPSHOT_FOLDER / SPEC_FILE).write_text(
+            json.dumps({"name": SAMPLE_ENVIRONMENT}) + "\n", encoding="utf-8")
         size = directory_size(staging)
         if size >= MAX_BYTES:
             raise BuildError(f"the sample is {size:,} bytes; it must stay under {MAX_BYTES:,}")
@@ -395,9 +427,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("cases", nargs="*", help="only these case ids (default: all)")
     parser.add_argument("--out", type=Path, default=SAMPLE, help=f"default: {SAMPLE}")
     parser.add_argument("--jobs", type=int, default=None, help="kernels at once (default: cores)")
+    parser.add_argument("--env", type=Path, default=None, help="the environment folder to run in "
+                        "(made or reused; default: one in junobench's cache)")
     args = parser.parse_args(argv)
     try:
-        build(args.out, args.cases or None, args.jobs)
+        build(args.out, args.cases or None, args.jobs, args.env)
     except BuildError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1

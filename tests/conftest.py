@@ -103,6 +103,30 @@ def labelled_snapshot(snapshot_copy, reference_dir):
     return snapshot_copy
 
 
+#: Where the test suite keeps the pinned environments it makes: outside the per-run caches,
+#: so repeated runs (and other checkouts) reuse them; keyed on their requirement set.
+TEST_ENVS = Path(os.environ.get("JUNOBENCH_TEST_ENVS", Path.home() / ".cache" / "junobench-test-envs"))
+
+
+def shared_environment(name: str, source: str | Path = "sample", **kwargs):
+    """Make (or reuse) an environment under :data:`TEST_ENVS`, one process at a time."""
+    from filelock import FileLock
+
+    from junobench.envs.create import create_environment, select, selection_key
+
+    TEST_ENVS.mkdir(parents=True, exist_ok=True)
+    selection = select(source, kwargs.pop("case_ids", None), filters=kwargs.pop("filters", None))
+    key = selection_key(selection, kwargs.get("python") or selection.environment.python)
+    with FileLock(str(TEST_ENVS / f"{name}-{key}.lock")):
+        return create_environment(TEST_ENVS / f"{name}-{key}", source, selection=selection, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def sample_env():
+    """The bundled sample's pinned environment (numpy 1.26.4, pandas 2.1.4, …), made once."""
+    return shared_environment("sample")
+
+
 @pytest.fixture(scope="session")
 def ray_cluster():
     """One local Ray instance for the whole test session (2 CPUs, a small object store);

@@ -29,7 +29,7 @@ _INPUT = re.compile(r"\.\./input/([\w.-]+)/([\w.-]+)")
 # fname → (what the row expects, outcome)
 EXPECTED = {
     "pandas_1.ipynb": "same exception",
-    "numpy_1.ipynb": "same exception",
+    "statsmodels_1.ipynb": "same exception",  # numpy_1 needs NumPy 1.x (np.NaN)
     "absolute_paths.ipynb": "same exception",  # /kaggle/input/… pointed at the copy
     "other_exception.ipynb": "different exception",
     "NBspecific_2.ipynb": "no crash",  # its crash needed a second run of the cell
@@ -63,7 +63,7 @@ def candidates(tmp_path_factory) -> tuple[Path, Path, Path]:
     root = tmp_path_factory.mktemp("sampled")
     notebooks, data = root / "notebooks", root / "input"
     notebooks.mkdir()
-    for case in ("pandas_1", "numpy_1", "NBspecific_2", "sklearn_1", "pandas_2"):
+    for case in ("pandas_1", "statsmodels_1", "NBspecific_2", "sklearn_1", "pandas_2"):
         notebook = _original(case)
         if case != "sklearn_1":  # sklearn_1's dataset stays out of --data
             for slug, name in {m.groups() for c in _code(notebook) for m in _INPUT.finditer("".join(c["source"]))}:
@@ -91,13 +91,13 @@ def candidates(tmp_path_factory) -> tuple[Path, Path, Path]:
             cell["outputs"] = [o for o in cell.get("outputs", []) if o["output_type"] != "error"]
 
     add("pandas_1", "pandas_1.ipynb")
-    add("numpy_1", "numpy_1.ipynb")
+    add("statsmodels_1", "statsmodels_1.ipynb")
     add("pandas_1", "absolute_paths.ipynb", absolute)
     add("pandas_2", "other_exception.ipynb", set_source(4, "sales = sales['no such column']"))
     add("NBspecific_2", "NBspecific_2.ipynb")
     add("pandas_2", "fixed_crash.ipynb", set_source(4, "sales = pd.concat([sales, forecast], ignore_index=True)"))
     add("pandas_1", "earlier.ipynb", set_source(2, "df.isna().sum() / 'x'"))
-    add("numpy_1", "missing_module.ipynb", set_source(3, "import junobench_no_such_module\nWINDOW = 50"))
+    add("statsmodels_1", "missing_module.ipynb", set_source(3, "import junobench_no_such_module\npredictions = 1"))
     add("sklearn_1", "sklearn_1.ipynb")
     add("pandas_1", "no_error_output.ipynb", drop_errors)
     rows.append({**_crash_row("pandas_1"), "fname": "absent.ipynb"})

@@ -29,11 +29,12 @@ KERNEL_NAMES = {"get_ipython", "display", "In", "Out", "exit", "quit"}
 
 
 @pytest.fixture(scope="module")
-def sample_run(tmp_path_factory) -> tuple[Path, dict[str, dict]]:
-    """runtime-info of every notebook of the bundled sample (both versions), via the CLI."""
+def sample_run(tmp_path_factory, sample_env) -> tuple[Path, dict[str, dict]]:
+    """runtime-info of every notebook of the bundled sample (both versions), via the CLI, in
+    the sample's pinned environment."""
     out = tmp_path_factory.mktemp("runtime") / "sample.jsonl"
     code = main(["runtime-info", "--source", "sample", "--out", str(out), "--jobs", "2",
-                 "--no-progress"])
+                 "--env", str(sample_env.path), "--no-progress"])
     assert code == 0
     return out, read_runtime_info(out)
 
@@ -170,12 +171,12 @@ def test_inspection_in_a_kernel_advances_nothing_and_imports_nothing(sneaky):
 
 
 @pytest.mark.parametrize("excluded", ["S", "R", "V"])
-def test_exclude_drops_one_category_and_nothing_else(excluded, sample_run, tmp_path):
+def test_exclude_drops_one_category_and_nothing_else(excluded, sample_run, sample_env, tmp_path):
     _, full = sample_run
     out = tmp_path / f"without-{excluded}.jsonl"
     code = main(["runtime-info", "statsmodels_1", "sklearn_1", "--version", "reproduced",
                  "--source", "sample", "--out", str(out), "--exclude", excluded, "--jobs", "2",
-                 "--no-progress"])
+                 "--env", str(sample_env.path), "--no-progress"])
     assert code == 0
     records = read_runtime_info(out)
     assert set(records) == {"statsmodels_1_reproduced", "sklearn_1_reproduced"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -15,7 +16,11 @@ from snapshot_files import edit_cell, tree_digest  # tests/ is on sys.path under
 
 from junobench.cli import main
 from junobench.data.checkout import checkout
-from junobench.verify import verify
+from junobench.envs.kernel import own_kernel
+from junobench.verify import case_specs, verify
+from junobench.verify.pool import KernelPool
+from junobench.verify.runner import kernel_env, run_sync
+from junobench.verify.session import verify_specs
 
 pytest.importorskip("nbclient", reason="verify needs the run extra")
 pytestmark = pytest.mark.kernel
@@ -38,7 +43,7 @@ def test_verify_sample_cases_pass_and_report(tmp_path, capsys):
                  "--report", str(report_file), "--no-progress"])
     out = capsys.readouterr()
     assert code == 0, out
-    report = json.loads(report_file.read_text())
+    report = json.loads(report_file.read_text())["cases"]
     assert set(report) == {"NBspecific_2", "pandas_2"}
     for case in report.values():
         assert case["status"] == "passed"
@@ -68,7 +73,7 @@ def test_edited_checkout_failures_exit_1_with_the_right_reason(tmp_path, capsys)
                  "--no-progress"])
     capsys.readouterr()
     assert code == 1
-    report = json.loads(report_file.read_text())
+    report = json.loads(report_file.read_text())["cases"]
     fixed_crash = report["pandas_2"]
     assert fixed_crash["status"] == "failed" and fixed_crash["reproduced"]["ok"]
     assert fixed_crash["fixed"]["reason"].startswith(
@@ -134,10 +139,11 @@ def test_ctrl_c_stops_the_run_and_kills_every_kernel(tmp_path):
     try:
         deadline = time.monotonic() + 120
         kernels: list[int] = []
-        while time.monotonic() < deadline and len(kernels) < 2:
+        while time.monotonic() < deadline and len(kernels) < 4:
             time.sleep(0.2)
             kernels = _kernels_of(run.pid)
-        assert len(kernels) == 2, "the two kernels did not start"
+        # two notebooks running, and a kernel started ahead for each of the other two
+        assert len(kernels) == 4, "the kernels did not start"
         time.sleep(2)  # both are in their sleeping first cell
         run.send_signal(signal.SIGINT)
         _, err = run.communicate(timeout=60)
@@ -147,3 +153,37 @@ def test_ctrl_c_stops_the_run_and_kills_every_kernel(tmp_path):
     assert run.returncode == 130, err
     assert "interrupted" in err
     assert not [pid for pid in kernels if alive(pid)]
+
+
+# --------------------------------------------------------------------------- kernels started ahead
+
+
+def test_every_notebook_gets_its_own_pooled_kernel_and_none_outlives_the_run():
+    from junobench.data.snapshot import sample_path
+
+    specs = case_specs(sample_path(), ["NBspecific_2", "pandas_2", "sklearn_2"])
+    report = verify_specs(specs, jobs=2, pool=2, progress=False)
+    assert report.ok, [c.row() for c in report]
+    pids = [log.kernel_pid for case in report for log in case.logs.values()]
+    assert len(pids) == 6 and len(set(pids)) == 6 and None not in pids  # never reused
+    assert not any(alive(pid) for pid in pids)
+    # the same verdicts without the pool
+    plain = verify_specs(specs, jobs=2, pool=0, progress=False)
+    assert [c.row()["reproduced"] for c in plain] == [c.row()["reproduced"] for c in report]
+
+
+def test_a_closed_pool_kills_the_kernels_nobody_took(tmp_path):
+    async def scenario() -> tuple[list[int], list[str]]:
+        pool = KernelPool(own_kernel(), size=2, notebooks=3, env=kernel_env())
+        kernel = await pool.acquire()  # one taken; two more are starting or ready
+        assert os.listdir(kernel.cwd) == []  # an empty working directory of its own
+        await asyncio.sleep(0.5)
+        waiting = [task for task in pool._starting]
+        await kernel.shutdown()
+        await pool.close()
+        started = [t.result() for t in waiting if t.done() and not t.cancelled() and not t.exception()]
+        return [k.pid for k in started if k.pid], [k.cwd for k in started]
+
+    pids, folders = run_sync(scenario())
+    assert not any(alive(pid) for pid in pids)
+    assert not any(os.path.exists(folder) for folder in folders)

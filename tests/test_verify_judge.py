@@ -194,12 +194,13 @@ def test_report_json_shape(tmp_path):
                                       Verdict(True, "all 4 runs succeeded"), 2.5)])
     out = tmp_path / "r.json"
     report.write(out)
-    assert json.loads(out.read_text()) == {"a_1": {
+    assert json.loads(out.read_text()) == {"environment": None, "cases": {"a_1": {
         "status": "passed",
         "reproduced": {"ok": True, "reason": "crashed", "exception": "KeyError", "cell": 3},
         "fixed": {"ok": True, "reason": "all 4 runs succeeded"},
         "seconds": 2.5,
-    }}
+        "mismatches": [],
+    }}}
     assert report.ok
     assert not VerifyReport([]).ok
 

@@ -19,7 +19,7 @@ import junobench
 from junobench.errors import JunoBenchError
 
 #: Modules under ``junobench.cli`` that add verbs, in the order ``--help`` lists them.
-VERB_MODULES: tuple[str, ...] = ("records", "stats", "verify", "evaluate", "runtime", "publish",
+VERB_MODULES: tuple[str, ...] = ("records", "stats", "verify", "envs", "evaluate", "runtime", "publish",
                                  "construct")
 
 

@@ -74,6 +74,13 @@ def load_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return kwargs
 
 
+def add_env(parser: argparse.ArgumentParser) -> None:
+    """``--env DIR``: run kernels in an environment made by ``junobench env create``."""
+    parser.add_argument("--env", metavar="DIR", default=None,
+                        help="run the kernels in this environment (made by `junobench env create`); "
+                        "default: junobench's own interpreter")
+
+
 def add_executor(parser: argparse.ArgumentParser) -> None:
     """Where notebooks run: ``--executor local|ray`` and the Ray options."""
     group = parser.add_argument_group("where the notebooks run")

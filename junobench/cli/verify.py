@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from junobench.cli.common import add_filters, add_source, filters_from
+from junobench.cli.common import add_env, add_filters, add_source, filters_from
 from junobench.render import render
 
 
@@ -19,6 +19,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_source(parser)
     parser.add_argument("--dest", required=True, metavar="DIR",
                         help="new snapshot directory (must not exist or be empty)")
+    parser.add_argument("--env", metavar="ENV_DIR", default=None,
+                        help="also make (or reuse) the cases' pinned environment there, as "
+                        "`junobench env create ENV_DIR --source DIR` does")
+    parser.add_argument("--python", metavar="PY", help="with --env: a Python version or interpreter")
     parser.set_defaults(handler=_checkout)
 
     parser = subparsers.add_parser(
@@ -38,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--report", metavar="FILE", help="write the verdicts as JSON to FILE")
     parser.add_argument("--format", choices=("table", "json", "csv"), default="table",
                         help="verdicts on stdout (default: table)")
+    add_env(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(handler=_verify)
 
@@ -47,6 +52,15 @@ def _checkout(args: argparse.Namespace) -> int:
 
     dest = checkout(args.cases, args.source, args.dest, revision=args.revision)
     print(f"checked out {len(set(args.cases))} case(s) into {dest}")
+    if args.env is not None:
+        from junobench.envs.create import create_environment
+
+        made = create_environment(args.env, dest, python=args.python)
+        if made.python_note:
+            print(f"note: {made.python_note}", file=sys.stderr)
+        print(f"{'reused' if made.reused else 'created'} environment {made.path} "
+              f"({len(made.requirements)} requirements); verify with "
+              f"`junobench verify --source {dest} --env {made.path}`")
     return 0
 
 
@@ -58,7 +72,7 @@ def _verify(args: argparse.Namespace) -> int:
         args.cases or None, args.source, revision=args.revision, jobs=args.jobs,
         timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
         report=args.report, progress=False if args.no_progress else None,
-        filters=filters_from(args),
+        filters=filters_from(args), env=args.env,
     )
     if args.format == "json":
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,8 @@ from junobench.data.notebook import (
     read_notebook,
 )
 from junobench.data.tables import DescRow
+from junobench.envs.environment import snapshot_environment
+from junobench.envs.requirements import local_modules, requirements_of
 from junobench.errors import JunoBenchError, Problem
 
 #: Label fields shared by both configs, in record order.
@@ -42,12 +44,13 @@ TABLE_FIELDS: tuple[str, ...] = (
 @dataclass
 class CaseResult:
     """What a case folder gives its record (None when it cannot be built), and why not;
-    plus what is absent from the snapshot."""
+    plus what is absent from the snapshot and the imports its environment does not pin."""
 
     case_id: str
     record: dict[str, Any] | None
     problems: list[Problem]
     absent: list[str]
+    unpinned: list[str] = field(default_factory=list)
 
 
 def case_order(case_id: str) -> tuple[str, int, str]:
@@ -129,6 +132,8 @@ def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
     crash = cells["reproduced"][target_index].error
     assert crash is not None
     library = vocab.library_of(case_id)
+    needs = requirements_of((c.source for version in cells.values() for c in version),
+                            snapshot_environment(root), local=local_modules(folder))
     record = {
         "case_id": case_id,
         "library": library,
@@ -147,8 +152,9 @@ def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
             for version in vocab.EVALUATED_VERSIONS
         },
         "datasets": datasets_,
+        "requirements": needs.requirements,
     }
-    return CaseResult(case_id, record, problems, absent)
+    return CaseResult(case_id, record, problems, absent, needs.unpinned)
 
 
 def table_fields(row: DescRow, diagnoses: dict[str, str]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """``checkout``: copy some cases of a snapshot into a new snapshot of their own.
 
 The new snapshot has the published layout: the cases' folders (notebooks, input data,
-dataset metadata) and the matching rows of both tables, with the source's columns. The
+dataset metadata), the matching rows of both tables, with the source's columns, and the
+source's own environment declaration (``environment/``) when it has one. The
 loader and ``verify`` take it like any other snapshot, and it can be edited freely.
 
 >>> checkout(["pandas_1", "NBspecific_2"], "sample", "my-cases")
@@ -21,6 +22,7 @@ from junobench import vocab
 from junobench.data import layout
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.data.tables import read_table, write_table
+from junobench.envs.environment import SNAPSHOT_FOLDER
 from junobench.errors import JunoBenchError
 
 
@@ -73,6 +75,7 @@ def checkout(
             write_table(staging / layout.DIAGNOSIS_TABLE, keep, table.columns)
         for case_id in ids:
             shutil.copytree(layout.case_dir(root, case_id), layout.case_dir(staging, case_id))
+        _copy_environment(root, staging)
         _make_writable(staging)
         if dest.exists():
             _check_dest(dest)
@@ -82,6 +85,19 @@ def checkout(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return dest
+
+
+def _copy_environment(root: Path, staging: Path) -> None:
+    """The snapshot's own environment declaration (regular files of ``environment/``), so
+    the copy runs in the same environment."""
+    folder = root / SNAPSHOT_FOLDER
+    if folder.is_symlink() or not folder.is_dir():
+        return
+    files = [p for p in folder.iterdir() if p.is_file() and not p.is_symlink()]
+    if files:
+        (staging / SNAPSHOT_FOLDER).mkdir()
+        for path in files:
+            shutil.copyfile(path, staging / SNAPSHOT_FOLDER / path.name)
 
 
 def _check_dest(dest: Path) -> None:

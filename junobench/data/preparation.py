@@ -64,6 +64,7 @@ class FolderShard:
     records: list[dict[str, Any]] | pa.Table | str  # parsed; as an Arrow table; its spool file
     problems: list[Problem] = field(default_factory=list)
     absent: dict[str, list[str]] = field(default_factory=dict)
+    unpinned: dict[str, list[str]] = field(default_factory=dict)
 
 
 def parse_folders(root: str, ids: Sequence[str]) -> FolderShard:
@@ -74,6 +75,8 @@ def parse_folders(root: str, ids: Sequence[str]) -> FolderShard:
         for what in result.absent:
             shard.absent.setdefault(what, []).append(case_id)
         shard.problems += result.problems
+        if result.unpinned:
+            shard.unpinned[case_id] = result.unpinned
         if result.record is not None:
             shard.ids.append(case_id)
             records.append(result.record)
@@ -171,8 +174,9 @@ def read_tables_in_background(root: str | Path) -> Future[Tables]:
 @dataclass
 class BuildReport:
     """What preparing the records found: skipped cases with their problems, absences
-    (cases without an original notebook or input data), and case folders no table row
-    names. Written beside the records, so a warm load reports the same."""
+    (cases without an original notebook or input data), case folders no table row
+    names, and per case the imports its environment does not pin (``unpinned``).
+    Written beside the records, so a warm load reports the same."""
 
     snapshot: Path | None = None
     fingerprint: str = ""
@@ -180,10 +184,12 @@ class BuildReport:
     problems: list[Problem] = field(default_factory=list)
     absent: dict[str, list[str]] = field(default_factory=dict)
     unlisted_folders: list[str] = field(default_factory=list)
+    unpinned: dict[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"skipped": self.skipped, "problems": [p.to_dict() for p in self.problems],
-                "absent": self.absent, "unlisted_folders": self.unlisted_folders}
+                "absent": self.absent, "unlisted_folders": self.unlisted_folders,
+                "unpinned": self.unpinned}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, snapshot: Path | None = None,
@@ -192,7 +198,8 @@ class BuildReport:
         return cls(snapshot, fingerprint, skipped=list(data.get("skipped", [])),
                    problems=[Problem(**p) for p in data.get("problems", [])],
                    absent={what: sorted(ids) for what, ids in data.get("absent", {}).items()},
-                   unlisted_folders=list(data.get("unlisted_folders", [])))
+                   unlisted_folders=list(data.get("unlisted_folders", [])),
+                   unpinned={case: list(names) for case, names in data.get("unpinned", {}).items()})
 
     def summary(self) -> list[str]:
         """One line per kind of finding, for the log."""
@@ -205,6 +212,11 @@ class BuildReport:
         if self.unlisted_folders:
             lines.append(f"case folder(s) without a table row, not loaded: "
                          f"{_ids(self.unlisted_folders)}")
+        if self.unpinned:
+            lines.append(f"imports the environment does not pin, in {len(self.unpinned)} case(s): "
+                         + "; ".join(f"{case} ({', '.join(names)})"
+                                     for case, names in sorted(self.unpinned.items(),
+                                                               key=lambda kv: case_order(kv[0]))))
         return lines
 
 
@@ -230,6 +242,7 @@ def joined(root: str, folders: Sequence[str], shards: Iterable[FolderShard],
                     report.skipped.append(problem.case)
         for what, ids in shard.absent.items():
             report.absent.setdefault(what, []).extend(i for i in ids if i in listed)
+        report.unpinned.update({c: names for c, names in shard.unpinned.items() if c in known.rows})
         keep = [i for i, case_id in enumerate(shard.ids) if case_id in known.rows]
         ids = [shard.ids[i] for i in keep]
         if isinstance(shard.records, pa.Table):

@@ -43,6 +43,7 @@ from junobench.data.preparation import (
     read_tables_in_background,
     split,
 )
+from junobench.envs.environment import snapshot_environment
 from junobench.errors import JunoBenchError
 
 # The one use of a datasets internal, kept because datasets offers no public switch:
@@ -92,6 +93,7 @@ CASE_FEATURES = datasets.Features(
                 "files": datasets.List(_string),
             }
         ),
+        "requirements": datasets.List(_string),
     }
 )
 
@@ -165,9 +167,9 @@ class JunoBench(datasets.ArrowBasedBuilder):
 
     BUILDER_CONFIG_CLASS = JunoBenchConfig
     BUILDER_CONFIGS = [
-        JunoBenchConfig(name="cases", version=datasets.Version("1.0.0"),
+        JunoBenchConfig(name="cases", version=datasets.Version("1.1.0"),
                         description="One row per case."),
-        JunoBenchConfig(name="notebooks", version=datasets.Version("1.0.0"),
+        JunoBenchConfig(name="notebooks", version=datasets.Version("1.1.0"),
                         description="One row per reproduced or fixed notebook."),
     ]
     DEFAULT_CONFIG_NAME = "cases"
@@ -205,6 +207,7 @@ class JunoBench(datasets.ArrowBasedBuilder):
         if not (root / layout.DESC_TABLE).is_file():
             raise JunoBenchError("the case table is missing", file=root / layout.DESC_TABLE,
                                  hint=f"a snapshot holds {layout.DESC_TABLE} beside benchmark/")
+        snapshot_environment(root)  # a bad environment file fails here, with its name
         folders = case_folders(root)
         return [datasets.SplitGenerator(datasets.Split.TEST, gen_kwargs={
             "root": str(root), "folders": folders,
@@ -276,10 +279,11 @@ def _dataset_dir(dataset: datasets.Dataset) -> Path:
 
 
 def _merge_reports(reports: list[dict[str, Any]]) -> dict[str, Any]:
-    merged: dict[str, Any] = {"skipped": [], "problems": [], "absent": {}}
+    merged: dict[str, Any] = {"skipped": [], "problems": [], "absent": {}, "unpinned": {}}
     for report in reports:
         merged["skipped"] += report.get("skipped", [])
         merged["problems"] += report.get("problems", [])
+        merged["unpinned"].update(report.get("unpinned", {}))
         for what, ids in report.get("absent", {}).items():
             merged["absent"].setdefault(what, []).extend(ids)
     return merged

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from junobench.data import layout
+from junobench.envs.environment import SNAPSHOT_FOLDER, environment_files
 from junobench.errors import JunoBenchError
 
 DEFAULT_SOURCE = "PELAB-LiU/JunoBench"
@@ -36,6 +37,7 @@ HUB_PATTERNS: tuple[str, ...] = (
     "cases/*.parquet",
     "notebooks/*.parquet",
     "checksums.json",
+    f"{SNAPSHOT_FOLDER}/*",
 )
 HUB_DATA_PATTERNS: tuple[str, ...] = (f"{layout.BENCHMARK_DIR}/*/{layout.DATA_DIR}/**",)
 
@@ -130,15 +132,18 @@ def _first_line(error: BaseException) -> str:
 
 
 def fingerprint(root: str | Path) -> str:
-    """A digest of the snapshot's content: every file's path, size and modification time.
+    """A digest of the snapshot's content: every file's path, size and modification time,
+    and those of the files that decide its environment (its own or the packaged one).
 
-    Any edit to a table, notebook, metadata or data file changes it, so records cached
-    under it are never served stale. Costs one ``stat`` per file, no reads.
+    Any edit to a table, notebook, metadata, data or environment file changes it, so
+    records cached under it are never served stale. Costs one ``stat`` per file, no reads.
     """
     root = str(root)
     entries: list[tuple[str, int, int]] = []
     for name in (layout.DESC_TABLE, layout.DIAGNOSIS_TABLE):
         _add(entries, name, os.path.join(root, name))
+    for env_file in environment_files(root):
+        _add(entries, str(env_file), str(env_file))
     stack = [layout.BENCHMARK_DIR]
     while stack:
         relative = stack.pop()

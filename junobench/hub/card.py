@@ -103,6 +103,18 @@ def body_context(cases: Sequence[Mapping[str, Any]], notebooks: Sequence[Mapping
         "distributions": distributions,
         **_licences(cases),
         "absences": _absences(cases, report),
+        **_environment(cases, report),
+    }
+
+
+def _environment(cases: Sequence[Mapping[str, Any]], report: Mapping[str, Any]) -> dict[str, Any]:
+    """The environment the requirements are pinned from, and the imports it does not pin."""
+    env = report.get("environment") or {}
+    unpinned = report.get("unpinned") or {}
+    return {
+        "environment": {k: _cell(v) for k, v in env.items() if v is not None},
+        "n_with_requirements": sum(1 for c in cases if c.get("requirements")),
+        "unpinned": [f"{_cell(case)}: {_cell(', '.join(names))}" for case, names in sorted(unpinned.items())],
     }
 
 

@@ -52,6 +52,7 @@ def export(
     """
     from junobench.data.build import build
     from junobench.data.snapshot import resolve
+    from junobench.envs.environment import snapshot_environment
     from junobench.hub.card import DEFAULT_REPO_ID
 
     root = resolve(source, revision=revision)
@@ -65,6 +66,8 @@ def export(
         "problems": [p.to_dict() for p in report.problems],
         "absent": {what: sorted(ids) for what, ids in sorted(report.absent.items())},
         "unlisted_folders": list(report.unlisted_folders),
+        "unpinned": dict(sorted(report.unpinned.items())),
+        "environment": snapshot_environment(root).summary(),
     }
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))

@@ -29,6 +29,9 @@ from junobench import vocab
 from junobench.data import layout
 from junobench.data.notebook import read_notebook
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve
+from junobench.envs.check import KernelEnvironment, kernel_environment
+from junobench.envs.environment import snapshot_environment
+from junobench.envs.kernel import KernelTarget, env_kernel, own_kernel
 from junobench.errors import JunoBenchError
 from junobench.runtime.names import target_names
 from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS, summarise
@@ -146,6 +149,7 @@ def runtime_info(
     out: str | Path | None = None,
     progress: bool | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
+    env: str | Path | None = None,
 ) -> list[dict[str, Any]]:
     """Runtime information of the notebooks of ``case_ids`` (default: every case, or those
     matching ``filters``) in ``versions``, one record each (fields :data:`RECORD_FIELDS`).
@@ -154,7 +158,10 @@ def runtime_info(
     ``jobs`` kernels run at once; ``timeout`` limits each cell run and the inspection, in
     seconds; ``options`` overrides :data:`~junobench.runtime.summarise.DEFAULT_OPTIONS`.
     With ``out``, the records are written there as JSON Lines (atomically). A record's
-    ``status`` is ``ok``, ``failed`` (``problem`` says why) or ``skipped`` (no input data).
+    ``status`` is ``ok``, ``failed`` (``problem`` says why, and which pins of the
+    snapshot's environment the kernel did not meet) or ``skipped`` (no input data).
+    Kernels run in the interpreter of ``env`` (made by ``junobench env create``), else in
+    junobench's own.
     """
     require_run_extra()
     categories = categories_without(exclude)
@@ -167,15 +174,17 @@ def runtime_info(
         raise JunoBenchError(f"unknown version {bad[0] if bad else '(none)'!r}",
                              hint="use reproduced or fixed")
     options = _check_options(options)
+    target = env_kernel(env) if env is not None else own_kernel()
     root = resolve(source, revision=revision, include_data=True)
     specs = case_specs(root, case_ids, filters=filters)
     if not specs:
         raise JunoBenchError("no cases to extract runtime information from", file=root,
                              hint="check the case ids and filters (`junobench ls`)")
     work = [(spec, version) for spec in specs for version in dict.fromkeys(versions)]
+    found = kernel_environment(target, snapshot_environment(root))
     try:
         records = run_sync(_extract_all(root, work, categories, options, jobs or default_jobs(),
-                                        timeout, progress, on_record))
+                                        timeout, progress, on_record, target, found))
     except asyncio.CancelledError:  # Ctrl-C: the kernels are stopped
         raise KeyboardInterrupt from None
     if out is not None:
@@ -199,8 +208,8 @@ def _check_options(options: Mapping[str, int] | None) -> dict[str, int]:
 
 async def _extract_all(root: Path, work: Sequence[tuple[CaseSpec, str]], categories: Sequence[str],
                        options: Mapping[str, int], jobs: int, timeout: float | None,
-                       progress: bool | None,
-                       on_record: Callable[[dict[str, Any]], None] | None) -> list[dict[str, Any]]:
+                       progress: bool | None, on_record: Callable[[dict[str, Any]], None] | None,
+                       target: KernelTarget, found: KernelEnvironment) -> list[dict[str, Any]]:
     from tqdm import tqdm
 
     slots = asyncio.Semaphore(jobs)
@@ -209,7 +218,10 @@ async def _extract_all(root: Path, work: Sequence[tuple[CaseSpec, str]], categor
 
     async def one(spec: CaseSpec, version: str) -> dict[str, Any]:
         async with slots:
-            record = await extract_notebook(root, spec, version, categories, options, timeout)
+            record = await extract_notebook(root, spec, version, categories, options, timeout, target)
+        unmet = found.mismatches(spec.requirements)
+        if record["status"] == "failed" and unmet:
+            record["problem"] += f" (environment: {'; '.join(unmet)})"
         bar.update()
         if on_record is not None:
             on_record(record)
@@ -222,8 +234,10 @@ async def _extract_all(root: Path, work: Sequence[tuple[CaseSpec, str]], categor
 
 
 async def extract_notebook(root: Path, spec: CaseSpec, version: str, categories: Sequence[str],
-                           options: Mapping[str, int], timeout: float | None) -> dict[str, Any]:
-    """The runtime-information record of one notebook of a case spec."""
+                           options: Mapping[str, int], timeout: float | None,
+                           target: KernelTarget | None = None) -> dict[str, Any]:
+    """The runtime-information record of one notebook of a case spec, from a kernel of
+    ``target`` (default: junobench's own interpreter)."""
     record = new_record(spec.case_id, version, spec.target, categories)
     if spec.problem is not None or spec.data_absent:
         record.update(status="skipped" if spec.problem is None else "failed",
@@ -240,7 +254,7 @@ async def extract_notebook(root: Path, spec: CaseSpec, version: str, categories:
     steps = spec.orders[version][:-1]  # everything before the target's (last) run
     inspection = Inspection(request, timeout)
     started = time.perf_counter()
-    log = await replay_in_copy(spec, version, steps, timeout=timeout, after=inspection)
+    log = await replay_in_copy(spec, version, steps, timeout=timeout, after=inspection, target=target)
     record["seconds"] = round(time.perf_counter() - started, 3)
     problem = run_problem(log) or inspection.problem
     if problem is None and inspection.payload is None:

@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve
+from junobench.envs.check import kernel_environment
+from junobench.envs.environment import snapshot_environment
+from junobench.envs.kernel import env_kernel, own_kernel
 from junobench.errors import JunoBenchError
 from junobench.verify.executor import Executor, LocalExecutor, ReplayOutcome, ReplayTask
 from junobench.verify.judge import RunLog, StepOutcome, Verdict, judge
@@ -64,26 +67,41 @@ def verify(
     progress: bool | None = None,
     on_case: Callable[[CaseResult], None] | None = None,
     filters: Mapping[str, str | Iterable[str]] | None = None,
+    env: str | Path | None = None,
 ) -> VerifyReport:
     """Verify ``case_ids`` (default: every case, or those matching ``filters``) of ``source``.
 
     ``filters`` maps the filter keywords of :func:`junobench.load` (``library``,
     ``root_cause``, ``crash_type``, ``pipeline_stage``, ``origin``) to a value or a list.
     ``jobs`` kernels run at once (default: the number of cores); ``timeout`` is the limit
-    per cell run, in seconds. With ``report``, the JSON verdicts are written there. The
-    snapshot is only read. ``report.ok`` is True when every case passed.
+    per cell run, in seconds. Kernels run in the interpreter of ``env`` (a folder made by
+    ``junobench env create``), else in junobench's own; either way the report records that
+    interpreter against the snapshot's environment, and each case's unmet pins
+    (``mismatches``). With ``report``, the JSON report is written there. The snapshot is
+    only read. ``report.ok`` is True when every case passed.
     """
     require_run_extra()
     if jobs is not None and jobs < 1:
         raise JunoBenchError(f"--jobs must be at least 1, got {jobs}")
     if timeout is not None and timeout <= 0:
         raise JunoBenchError(f"--timeout must be positive, got {timeout:g}")
+    target = env_kernel(env) if env is not None else own_kernel()
     root = resolve(source, revision=revision, include_data=True)
     specs = case_specs(root, case_ids, filters=filters)
     if not specs:
         raise JunoBenchError("no cases to verify", file=root,
                              hint="check the case ids and filters (`junobench ls`)")
-    result = verify_specs(specs, jobs=jobs, timeout=timeout, progress=progress, on_case=on_case)
+    found = kernel_environment(target, snapshot_environment(root))
+
+    def judged(case: CaseResult) -> None:
+        case.mismatches = found.mismatches(by_id[case.case_id].requirements)
+        if on_case is not None:
+            on_case(case)
+
+    by_id = {spec.case_id: spec for spec in specs}
+    result = verify_specs(specs, jobs=jobs, timeout=timeout, progress=progress, on_case=judged,
+                          target=target)
+    result.environment = found.to_json(r for spec in specs for r in spec.requirements)
     if report is not None:
         result.write(report)
     return result

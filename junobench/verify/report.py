@@ -1,8 +1,12 @@
 """Per-case verdicts of ``verify``: status, table rows and the JSON report.
 
-The JSON report maps each case id to
-``{"status", "reproduced": {"ok", "reason", "exception", "cell"}, "fixed": {"ok", "reason"},
-"seconds"}``; ``status`` is ``passed``, ``failed``, ``timed out`` or ``skipped``.
+The JSON report is ``{"environment": {...}, "cases": {case_id: {"status", "reproduced":
+{"ok", "reason", "exception", "cell"}, "fixed": {"ok", "reason"}, "seconds",
+"mismatches"}}}``; ``status`` is ``passed``, ``failed``, ``timed out`` or ``skipped``;
+``environment`` is what the kernels ran in (Python, each pinned package's installed
+version, see :meth:`junobench.envs.check.KernelEnvironment.to_json`) and ``mismatches``
+the pins a case needs that it did not meet (``pandas 3.1.1 where the benchmark pins
+2.1.4``).
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from junobench.verify.judge import RunLog, Verdict
 
 PASSED, FAILED, TIMED_OUT, SKIPPED = "passed", "failed", "timed out", "skipped"
 
-#: Columns of the verdict table printed by ``junobench verify``.
-TABLE_COLUMNS: tuple[str, ...] = ("case_id", "status", "reproduced", "fixed", "seconds")
+#: Columns of the verdict table printed by ``junobench verify`` (``environment``: the pins a
+#: failing case needs that the kernels' environment does not meet).
+TABLE_COLUMNS: tuple[str, ...] = ("case_id", "status", "reproduced", "fixed", "environment", "seconds")
 
 
 @dataclass
@@ -33,6 +38,7 @@ class CaseResult:
     seconds: float = 0.0
     skipped: bool = False
     logs: dict[str, RunLog] = field(default_factory=dict)
+    mismatches: list[str] = field(default_factory=list)
 
     @property
     def status(self) -> str:
@@ -55,12 +61,14 @@ class CaseResult:
                            "exception": self.reproduced.exception, "cell": self.reproduced.cell},
             "fixed": {"ok": self.fixed.ok, "reason": self.fixed.reason},
             "seconds": round(self.seconds, 3),
+            "mismatches": self.mismatches,
         }
 
     def row(self) -> dict[str, Any]:
+        failed = self.status in (FAILED, TIMED_OUT)
         return {"case_id": self.case_id, "status": self.status,
                 "reproduced": self.reproduced.reason, "fixed": self.fixed.reason,
-                "seconds": self.seconds}
+                "environment": self.mismatches if failed else [], "seconds": self.seconds}
 
 
 @dataclass
@@ -70,6 +78,7 @@ class VerifyReport:
     cases: list[CaseResult]
     seconds: float = 0.0
     jobs: int = 1
+    environment: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -95,12 +104,26 @@ class VerifyReport:
         return out
 
     def summary(self) -> str:
-        """``8 cases: 7 passed, 1 failed (41.2 s, 2 jobs)``."""
+        """``8 cases: 7 passed, 1 failed (41.2 s, 2 jobs)``, then where the kernels ran and
+        what they did not meet of the environment."""
         parts = ", ".join(f"{n} {status}" for status, n in self.counts().items())
-        return f"{len(self.cases)} cases: {parts} ({self.seconds:.1f} s, {self.jobs} jobs)"
+        text = f"{len(self.cases)} cases: {parts} ({self.seconds:.1f} s, {self.jobs} jobs)"
+        env = self.environment
+        if env:
+            where = (f"{env.get('env_name') or 'the environment'} at {env['env_dir']}" if env.get("env_dir")
+                     else "junobench's own interpreter")
+            text += f"\nkernels ran in {where} (Python {env['python']})"
+            unmet = ([env["python_mismatch"]] if env.get("python_mismatch") else []) + [
+                f"{n} {p['installed'] or 'not installed'} (pinned {p['pinned']})"
+                for n, p in env["packages"].items() if n in env.get("unmet", []) and p["installed"]]
+            if unmet:
+                text += f"; not as the benchmark pins: {', '.join(unmet[:8])}"
+                text += f", … (+{len(unmet) - 8})" if len(unmet) > 8 else ""
+        return text
 
     def to_json(self) -> dict[str, Any]:
-        return {case.case_id: case.to_json() for case in self.cases}
+        return {"environment": self.environment,
+                "cases": {case.case_id: case.to_json() for case in self.cases}}
 
     def rows(self) -> list[dict[str, Any]]:
         return [case.row() for case in self.cases]

@@ -6,8 +6,10 @@ that raises or exceeds the per-cell timeout, and always kills the kernel. It rec
 outputs and execution counts into the notebook object, the way Jupyter would, and returns
 a :class:`~junobench.verify.judge.RunLog` for the judge.
 
-The kernel is the IPython kernel of the running interpreter (not whatever ``python3``
-kernelspec the machine has registered), so it sees the packages junobench runs with.
+The kernel is an IPython kernel of the interpreter a :class:`~junobench.envs.kernel.KernelTarget`
+names: by default the running interpreter (not whatever ``python3`` kernelspec the machine
+has registered), or that of an environment made by ``junobench env create``; how it is
+started lives in :func:`junobench.envs.kernel.start_kernel`.
 
 >>> import nbformat
 >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1/0")])
@@ -28,6 +30,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from junobench.data.notebook import Step
+from junobench.envs.kernel import KERNEL_NAME, KernelTarget, StartedKernel, own_kernel, start_kernel
 from junobench.errors import JunoBenchError
 from junobench.verify.judge import ERROR, OK, TIMEOUT, RunLog, StepOutcome
 
@@ -70,22 +73,6 @@ def kernel_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _kernel_manager_class() -> type:
-    from jupyter_client.kernelspec import KernelSpecManager
-    from jupyter_client.manager import AsyncKernelManager
-    from traitlets import default
-
-    class InterpreterKernelManager(AsyncKernelManager):
-        """Always the ipykernel of this interpreter: no kernelspec directories are searched,
-        so ``python3`` resolves to ipykernel's built-in spec (``sys.executable``)."""
-
-        @default("kernel_spec_manager")
-        def _no_kernel_dirs(self) -> KernelSpecManager:
-            return KernelSpecManager(kernel_dirs=[], parent=self)
-
-    return InterpreterKernelManager
-
-
 async def replay(
     notebook: Any,
     steps: Sequence[Step],
@@ -95,16 +82,21 @@ async def replay(
     env: Mapping[str, str] | None = None,
     kernel_log: str | Path | None = None,
     after: Callable[[Any], Awaitable[None]] | None = None,
+    target: KernelTarget | None = None,
+    kernel: Awaitable[StartedKernel] | None = None,
 ) -> RunLog:
     """Run ``steps`` (code-cell indices, in order) of ``notebook`` (an nbformat
     ``NotebookNode``, updated in place) in a new kernel started in ``cwd``.
 
-    ``timeout`` is per run of a cell, in seconds (None: no limit). The kernel is killed
-    when the replay ends, whatever happened. The kernel's own stdout/stderr (not the
-    notebook's outputs) go to ``kernel_log`` (default: discarded); its last line is
-    quoted when the kernel fails. ``after``, when given, is awaited with the nbclient
-    ``NotebookClient`` once every step has run without error, before the kernel stops
-    (to inspect the kernel's state, e.g. :mod:`junobench.runtime`).
+    The kernel runs in ``target``'s interpreter (default: junobench's own); ``kernel``,
+    when given, is a kernel already being started for this notebook (by a pool), awaited
+    instead of starting one. ``timeout`` is per run of a cell, in seconds (None: no
+    limit). The kernel is killed when the replay ends, whatever happened. The kernel's
+    own stdout/stderr (not the notebook's outputs) go to ``kernel_log`` (default:
+    discarded); its last line is quoted when the kernel fails. ``after``, when given, is
+    awaited with the nbclient ``NotebookClient`` once every step has run without error,
+    before the kernel stops (to inspect the kernel's state, e.g. :mod:`junobench.runtime`).
+    ``RunLog.kernel_seconds`` is the time spent waiting for the kernel.
     """
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -112,8 +104,7 @@ async def replay(
     positions = [i for i, cell in enumerate(notebook.cells) if cell.cell_type == "code"]
     client = NotebookClient(
         notebook,
-        kernel_name="python3",
-        kernel_manager_class=_kernel_manager_class(),
+        kernel_name=KERNEL_NAME,
         timeout=max(1, math.ceil(timeout)) if timeout else None,
         startup_timeout=STARTUP_TIMEOUT,
         allow_errors=True,
@@ -131,38 +122,40 @@ async def replay(
     client.on_cell_executed = lambda cell, cell_index, execute_reply: replies.append(execute_reply)
     current: int | None = None  # code cell running, for failure messages
     started = time.perf_counter()
-    log_path = Path(kernel_log) if kernel_log is not None else Path(os.devnull)
+    running: StartedKernel | None = None
     try:
-        with log_path.open("ab") as sink:
-            # Started and stopped here rather than in nbclient's async_setup_kernel()
-            # context, which installs its own SIGINT/SIGTERM handlers on the event loop (one
-            # per replay, each replacing the last, and swallowing Ctrl-C): Ctrl-C must
-            # cancel the whole run and kill every kernel.
-            client.km = client.create_kernel_manager()
-            try:
-                await client.async_start_new_kernel(env=kernel_env(env), stdout=sink, stderr=sink)
-                await client.async_start_new_kernel_client()
-                kernel_seconds = time.perf_counter() - started
-                kernel_pid = _pid(client)
-                for step in steps:
-                    current = step.code_cell_index
-                    position = positions[current]
-                    cell = notebook.cells[position]
-                    replies.clear()
-                    try:
-                        await client.async_execute_cell(cell, position)
-                    except CellTimeoutError:
-                        outcomes.append(StepOutcome(step.code_cell_index, TIMEOUT))
-                        break
-                    outcomes.append(_outcome(step.code_cell_index, cell, replies))
-                    if outcomes[-1].status != OK:
-                        break
-                else:
-                    current = None
-                    if after is not None:
-                        await after(client)
-            finally:
-                await _stop_kernel(client)
+        # Started and stopped here rather than with client.async_setup_kernel(), which
+        # takes over SIGINT: Ctrl-C must cancel the whole run (and kill every kernel).
+        try:
+            if kernel is None:
+                kernel = start_kernel(target or own_kernel(), cwd=cwd, env=kernel_env(env),
+                                      log=kernel_log, timeout=STARTUP_TIMEOUT)
+            running = await kernel
+            kernel_log = running.log
+            kernel_seconds = time.perf_counter() - started
+            kernel_pid = running.pid
+            client.km, client.kc = running.km, running.kc
+            for step in steps:
+                current = step.code_cell_index
+                position = positions[current]
+                cell = notebook.cells[position]
+                replies.clear()
+                try:
+                    await client.async_execute_cell(cell, position)
+                except CellTimeoutError:
+                    outcomes.append(StepOutcome(step.code_cell_index, TIMEOUT))
+                    break
+                outcomes.append(_outcome(step.code_cell_index, cell, replies))
+                if outcomes[-1].status != OK:
+                    break
+            else:
+                current = None
+                if after is not None:
+                    await after(client)
+        finally:
+            client.km = client.kc = None
+            if running is not None:
+                await running.shutdown()
     except DeadKernelError:
         where = f" while running code cell {current}" if current is not None else ""
         failure = f"the kernel died{where}" + _last_line(kernel_log)
@@ -179,23 +172,6 @@ async def replay(
         kernel_seconds=kernel_seconds,
         kernel_pid=kernel_pid,
     )
-
-
-async def _stop_kernel(client: Any) -> None:
-    """Kill the replay's kernel and release its channels and connection files, with
-    jupyter_client's public calls. ``client.km`` is None when nbclient already cleaned up
-    after a kernel that failed to start."""
-    km, kc = client.km, client.kc
-    client.km = client.kc = None
-    try:
-        if kc is not None:
-            kc.stop_channels()
-    finally:
-        if km is not None:
-            if await km.is_alive():
-                await km.shutdown_kernel(now=True)  # also cleans up its resources
-            else:
-                await km.cleanup_resources()
 
 
 def _outcome(index: int, cell: Any, replies: list[dict[str, Any]]) -> StepOutcome:
@@ -216,15 +192,6 @@ def _last_line(path: str | Path | None) -> str:
     except OSError:
         return ""
     return f" ({lines[-1].strip()})" if lines else ""
-
-
-def _pid(client: Any) -> int | None:
-    provisioner = getattr(client.km, "provisioner", None)
-    pid = getattr(provisioner, "pid", None)
-    if pid is None:
-        process = getattr(provisioner, "process", None)
-        pid = getattr(process, "pid", None)
-    return pid
 
 
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:

@@ -18,9 +18,11 @@ from typing import Any
 
 from junobench.data import layout
 from junobench.data.notebook import Step
+from junobench.envs.kernel import KernelTarget, StartedKernel, own_kernel
 from junobench.verify.judge import RunLog, Verdict, judge
+from junobench.verify.pool import KernelPool
 from junobench.verify.report import CaseResult, VerifyReport
-from junobench.verify.runner import replay, run_sync
+from junobench.verify.runner import kernel_env, replay, run_sync
 from junobench.verify.spec import DATA_ABSENT, CaseSpec
 
 #: Default per-cell time limit, in seconds.
@@ -44,14 +46,19 @@ def verify_specs(
     timeout: float | None = DEFAULT_TIMEOUT,
     progress: bool | None = None,
     on_case: Callable[[CaseResult], None] | None = None,
+    target: KernelTarget | None = None,
+    pool: int | None = None,
 ) -> VerifyReport:
-    """Replay and judge every spec; ``progress`` None shows a bar only on a terminal."""
+    """Replay and judge every spec in kernels of ``target`` (default: junobench's own
+    interpreter), ``pool`` of them started ahead (default: ``jobs``; 0: each kernel starts
+    when its notebook's turn comes); ``progress`` None shows a bar only on a terminal."""
     jobs = jobs or default_jobs()
     if jobs < 1:
         raise ValueError("jobs must be at least 1")
     started = time.perf_counter()
     try:
-        results = run_sync(_verify_all(specs, jobs, timeout, progress, on_case))
+        results = run_sync(_verify_all(specs, jobs, timeout, progress, on_case, target,
+                                       jobs if pool is None else pool))
     except asyncio.CancelledError:  # Ctrl-C cancelled the run; the kernels are stopped
         raise KeyboardInterrupt from None
     return VerifyReport(results, time.perf_counter() - started, jobs)
@@ -59,11 +66,14 @@ def verify_specs(
 
 async def _verify_all(
     specs: Sequence[CaseSpec], jobs: int, timeout: float | None, progress: bool | None,
-    on_case: Callable[[CaseResult], None] | None,
+    on_case: Callable[[CaseResult], None] | None, target: KernelTarget | None, pool_size: int,
 ) -> list[CaseResult]:
     from tqdm import tqdm
 
     slots = asyncio.Semaphore(jobs)
+    notebooks = len(VERSIONS) * sum(1 for spec in specs if spec.runnable)
+    pool = KernelPool(target or own_kernel(), size=pool_size, notebooks=notebooks,
+                      env=kernel_env()) if pool_size > 0 else None
     bar = tqdm(total=len(specs), unit="case", desc="verify", disable=None if progress is None
                else not progress, dynamic_ncols=True)
     tally: dict[str, int] = {}
@@ -79,7 +89,8 @@ async def _verify_all(
     async def one_case(spec: CaseSpec) -> CaseResult:
         if not spec.runnable:
             return finished(_not_run(spec))
-        logs = await asyncio.gather(*(_replay_version(spec, v, timeout, slots) for v in VERSIONS))
+        logs = await asyncio.gather(*(_replay_version(spec, v, timeout, slots, target, pool)
+                                      for v in VERSIONS))
         by_version = dict(zip(VERSIONS, logs, strict=True))
         verdicts = {v: _judge(spec, v, log) for v, log in by_version.items()}
         seconds = sum(log.seconds for log in logs)  # kernel time, not time queued
@@ -90,22 +101,32 @@ async def _verify_all(
         return list(await asyncio.gather(*(one_case(spec) for spec in specs)))
     finally:
         bar.close()
+        if pool is not None:
+            await pool.close()
 
 
 async def _replay_version(spec: CaseSpec, version: str, timeout: float | None,
-                          slots: asyncio.Semaphore) -> RunLog:
+                          slots: asyncio.Semaphore, target: KernelTarget | None,
+                          pool: KernelPool | None) -> RunLog:
     async with slots:
-        return await replay_in_copy(spec, version, spec.orders[version], timeout=timeout)
+        return await replay_in_copy(spec, version, spec.orders[version], timeout=timeout, target=target,
+                                    pool=pool)
 
 
 async def replay_in_copy(
     spec: CaseSpec, version: str, steps: Sequence[Step], *, timeout: float | None,
     after: Callable[[Any], Awaitable[None]] | None = None,
+    target: KernelTarget | None = None,
+    pool: KernelPool | None = None,
 ) -> RunLog:
-    """Replay ``steps`` of the case's ``version`` notebook in a fresh kernel working in a
-    temporary copy of the case folder (removed afterwards); ``after`` as in :func:`replay`."""
+    """Replay ``steps`` of the case's ``version`` notebook in a fresh kernel of ``target``
+    working in a temporary copy of the case folder (removed afterwards); ``after`` as in
+    :func:`replay`. With ``pool``, the kernel is one the pool started ahead (of the pool's
+    target), and the case folder is copied into its empty working directory."""
     import nbformat
 
+    if pool is not None:
+        return await _replay_in_pooled_kernel(spec, version, steps, timeout, after, pool)
     scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=f"junobench-{spec.case_id}-"))
     try:
         work = scratch / spec.case_id
@@ -113,9 +134,32 @@ async def replay_in_copy(
         path = work / layout.notebook_name(spec.case_id, version)
         notebook = await asyncio.to_thread(nbformat.read, path, as_version=4)
         return await replay(notebook, steps, cwd=work, timeout=timeout,
-                            kernel_log=scratch / "kernel.log", after=after)
+                            kernel_log=scratch / "kernel.log", after=after, target=target)
     finally:
         await asyncio.to_thread(shutil.rmtree, scratch, True)
+
+
+async def _replay_in_pooled_kernel(spec: CaseSpec, version: str, steps: Sequence[Step],
+                                   timeout: float | None, after: Callable[[Any], Awaitable[None]] | None,
+                                   pool: KernelPool) -> RunLog:
+    import nbformat
+
+    path = spec.folder / layout.notebook_name(spec.case_id, version)
+    notebook = await asyncio.to_thread(nbformat.read, path, as_version=4)
+    taken: list[StartedKernel] = []
+
+    async def ready() -> StartedKernel:
+        kernel = await pool.acquire()
+        taken.append(kernel)
+        await asyncio.to_thread(shutil.copytree, spec.folder, kernel.cwd, dirs_exist_ok=True)
+        return kernel
+
+    try:
+        return await replay(notebook, steps, cwd=spec.folder, timeout=timeout, after=after, kernel=ready())
+    finally:
+        for kernel in taken:
+            await kernel.shutdown()
+            await asyncio.to_thread(shutil.rmtree, Path(kernel.cwd).parent, True)
 
 
 def _judge(spec: CaseSpec, version: str, log: RunLog) -> Verdict:

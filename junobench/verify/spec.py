@@ -25,6 +25,8 @@ from junobench.data.filters import matches, normalise_filters
 from junobench.data.metadata import read_metadata
 from junobench.data.notebook import CodeCell, Step, execution_order, find_target, read_notebook
 from junobench.data.tables import DescRow, read_desc
+from junobench.envs.environment import snapshot_environment
+from junobench.envs.requirements import local_modules, requirements_of
 from junobench.errors import JunoBenchError
 
 #: Reason given for a case whose input data is absent.
@@ -43,6 +45,7 @@ class CaseSpec:
     data_absent: bool = False
     problem: str | None = None
     note: str | None = None
+    requirements: tuple[str, ...] = ()
 
     @property
     def runnable(self) -> bool:
@@ -135,7 +138,10 @@ def case_spec(root: str | Path, row: DescRow) -> CaseSpec:
             f"the fixed notebook has {len(cells['fixed'])} code cells; the target is code "
             f"cell {target}"))
     orders = {v: tuple(execution_order(cells[v], target)) for v in vocab.EVALUATED_VERSIONS}
-    return CaseSpec(case_id, folder, target, expected, orders, absent, None, note)
+    needs = requirements_of((c.source for version in cells.values() for c in version),
+                            snapshot_environment(root), local=local_modules(folder))
+    return CaseSpec(case_id, folder, target, expected, orders, absent, None, note,
+                    tuple(needs.requirements))
 
 
 def data_absent(root: str | Path, row: DescRow) -> bool:

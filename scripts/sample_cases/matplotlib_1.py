@@ -15,13 +15,15 @@ def make() -> dict[str, pd.DataFrame]:
     seasonal = 11 - 9 * np.cos(2 * np.pi * (doy - 15) / 365)
     t_max = seasonal + 4 + r.normal(0, 2.5, len(days))
     rain = np.where(r.random(len(days)) < 0.35, r.gamma(1.4, 3.2, len(days)), 0.0)
-    return {"weather_daily.csv": pd.DataFrame({
+    frame = pd.DataFrame({
         "date": days.strftime("%Y-%m-%d"),
         "temp_max": t_max.round(1),
         "temp_min": (t_max - 7 - r.gamma(2, 1.2, len(days))).round(1),
         "precipitation_mm": rain.round(1),
         "wind_speed_ms": r.gamma(3, 1.4, len(days)).round(1),
-    })}
+    })
+    frame.loc[r.choice(len(days), 6, replace=False), "wind_speed_ms"] = np.nan  # anemometer outages
+    return {"weather_daily.csv": frame}
 
 
 CASE = Case(
@@ -42,6 +44,7 @@ CASE = Case(
         """),
         code("""
         weather = pd.read_csv('data/weather_daily.csv', parse_dates=['date'])
+        weather = weather.fillna(method='ffill')  # a few days without wind readings
         weather['month'] = weather['date'].dt.month
         weather.head()
         """),
@@ -89,7 +92,7 @@ plt.show()"""},
         make=make,
         modifications=[synthetic(
             "numpy default_rng(808): seasonal temperature curve, gamma-distributed rain "
-            "and wind")],
+            "and wind; 6 days without a wind reading")],
         note="Generated for the junobench sample by scripts/build_sample.py; CC0.",
     )],
     dataset_note="synthetic",

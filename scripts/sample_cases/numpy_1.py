@@ -42,6 +42,7 @@ CASE = Case(
         """),
         code("""
         data = pd.read_csv('data/accelerometer.csv')
+        data = data.replace(-999.0, np.NaN)  # the logger writes -999 for a dropped sample
         print(data.shape)
         data['activity'].value_counts()
         """),

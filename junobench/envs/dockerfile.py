@@ -1,0 +1,148 @@
+"""``junobench env dockerfile``: a container build context that reproduces an environment.
+
+The context holds ``Dockerfile``, ``requirements.txt`` (the selection's pins, the kernel
+included), ``lock.txt`` (the environment's lock, every other distribution held to it) and
+``junobench-env.json`` (the manifest ``--env`` reads). The image starts from the official
+image of the environment's Python (``python:3.10-slim``), makes the environment at
+``/opt/junobench-env`` with uv, registers its kernelspec, and installs junobench itself
+as a uv tool on its own interpreter (junobench needs a newer Python and pandas than the
+benchmark pins, so the two never share site-packages). Inside the container::
+
+    junobench verify --source /data/snapshot --env /opt/junobench-env
+
+>>> text = dockerfile_text(select("sample"))          # doctest: +SKIP
+>>> text.splitlines()[3]                               # doctest: +SKIP
+'FROM python:3.10-slim'
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from junobench.envs.create import MANIFEST, REQUIREMENTS_FILE, Selection, selection_key
+from junobench.envs.installer import run, uv_binary
+from junobench.errors import JunoBenchError
+
+#: Where the image keeps the environment.
+IMAGE_ENV = "/opt/junobench-env"
+#: Files of a build context (nothing else may be in its folder).
+CONTEXT_FILES = ("Dockerfile", "requirements.txt", "lock.txt", MANIFEST)
+#: The Python junobench itself runs on inside the image.
+TOOL_PYTHON = "3.12"
+
+
+def dockerfile_text(selection: Selection, *, junobench: str | None = None, uv: str | None = None) -> str:
+    """The Dockerfile of a selection (see the module docstring). ``junobench`` is the
+    junobench version the image installs from PyPI (default: this one; the build argument
+    ``JUNOBENCH`` takes any requirement, e.g. a git URL); ``uv`` the uv version to install
+    (default: the one here)."""
+    env = selection.environment
+    what = (f"every pin of {env.name}" if selection.whole else
+            f"what {len(selection.cases)} case(s) need" if selection.cases else "the selection")
+    lock = " -c lock.txt" if env.lock_file is not None else ""
+    exclude = f" --exclude-newer {env.exclude_newer}" if env.exclude_newer else ""
+    lines = [
+        f"# JunoBench reproduction environment {env.name}: {what}, at the pinned versions.",
+        "# Written by `junobench env dockerfile`; build it with `docker build -t junobench-env .`",
+        f"# Alternative: the published image {env.published_image}" if env.published_image else
+        "# (no published image is recorded for this environment)",
+        f"FROM {env.base_image}",
+        "",
+        "ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \\",
+        "    UV_LINK_MODE=copy UV_TOOL_BIN_DIR=/usr/local/bin",
+        f"RUN pip install uv=={uv or _uv_version()}",
+        "",
+        f"# The environment: the image's Python {env.python}, the pins, the kernel.",
+        f"WORKDIR {IMAGE_ENV}",
+        f"COPY requirements.txt{' lock.txt' if lock else ''} {MANIFEST} ./",
+        f"RUN uv venv --allow-existing --python /usr/local/bin/python{env.python} {IMAGE_ENV} \\",
+        f"    && uv pip install --python {IMAGE_ENV}/bin/python -r requirements.txt{lock}{exclude} \\",
+        f"    && cp requirements.txt {REQUIREMENTS_FILE} \\",
+        f"    && {IMAGE_ENV}/bin/python -m ipykernel install --prefix {IMAGE_ENV} --name {_spec_name(selection)}",
+        "",
+        f"# junobench itself, on its own Python {TOOL_PYTHON} (it needs newer libraries than the pins).",
+        f"ARG JUNOBENCH=junobench[run]=={junobench or _own_version()}",
+        f'RUN uv tool install --python {TOOL_PYTHON} "${{JUNOBENCH}}"',
+        "",
+        "WORKDIR /work",
+        f'CMD ["junobench", "env", "show", "{IMAGE_ENV}"]',
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def image_manifest(selection: Selection) -> dict[str, object]:
+    """The manifest of the environment the image makes (read by ``--env``)."""
+    env = selection.environment
+    return {
+        "key": selection_key(selection, env.python),
+        "environment": env.summary(),
+        "python": {"wanted": env.python, "used": env.python, "executable": f"/usr/local/bin/python{env.python}",
+                   "note": None},
+        "requirements": selection.requirements,
+        "cases": selection.cases,
+        "whole": selection.whole,
+        "unpinned": selection.unpinned,
+        "kernelspec": _spec_name(selection),
+        "installer": "uv (docker build)",
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def write_context(out: str | Path, selection: Selection, *, junobench: str | None = None) -> Path:
+    """Write the build context into ``out`` (new, empty, or a context written before; any
+    other content is refused). Written beside it and moved into place."""
+    out = Path(out).expanduser().absolute()
+    if os.path.lexists(out):
+        if out.is_symlink() or not out.is_dir():
+            raise JunoBenchError("exists and is not a directory", file=out, hint="choose a new folder")
+        others = sorted(p.name for p in out.iterdir() if p.name not in CONTEXT_FILES)
+        if others:
+            raise JunoBenchError(f"the folder holds files a build context does not ({', '.join(others[:3])})",
+                                 file=out, hint="choose a new or empty folder; nothing was changed")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        (staging / "Dockerfile").write_text(dockerfile_text(selection, junobench=junobench), encoding="utf-8")
+        (staging / "requirements.txt").write_text("\n".join(selection.requirements) + "\n", encoding="utf-8")
+        if selection.environment.lock_file is not None:
+            shutil.copyfile(selection.environment.lock_file, staging / "lock.txt")
+        (staging / MANIFEST).write_text(json.dumps(image_manifest(selection), indent=2) + "\n",
+                                        encoding="utf-8")
+        staging.chmod(0o755)
+        if out.exists():
+            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+            old.rmdir()
+            out.rename(old)
+            staging.rename(out)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            staging.rename(out)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return out
+
+
+def _spec_name(selection: Selection) -> str:
+    return f"junobench-{selection_key(selection, selection.environment.python)[:8]}"
+
+
+def _uv_version() -> str:
+    uv = uv_binary()
+    if uv is None:
+        return "0.13.9"  # the version the locks were made with
+    return run([uv, "--version"], what="uv").split()[1]
+
+
+def _own_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("junobench")
+    except PackageNotFoundError:
+        return "0.1.0"

@@ -1,0 +1,315 @@
+"""An environment as data: its Python version, published pins and full lock.
+
+An environment is a folder holding ``environment.json`` (name, Python version, where each
+fact came from), the requirement list it names (``requirements.in``: the published pins
+plus the kernel) and, usually, a lock of every transitive dependency (``lock.txt``, made
+by ``uv pip compile --universal --exclude-newer``). The package ships them under
+``junobench/envs/<name>/``; a snapshot may carry its own under ``environment/``: a full
+definition, or an ``environment.json`` that only names a packaged environment.
+
+>>> env = packaged("junobench-2025")
+>>> env.python, env.pin("pandas"), env.pin("sklearn") is None, env.pin("scikit-learn")
+('3.10', '2.1.4', True, '1.2.2')
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.markers import InvalidMarker, Marker
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from junobench.errors import JunoBenchError
+
+#: Where the packaged environments live (one folder each).
+PACKAGE_ENVS = Path(__file__).resolve().parent
+#: The environment a snapshot without its own declaration is run in.
+DEFAULT_ENVIRONMENT = "junobench-2025"
+#: A snapshot's own environment: this folder at its root.
+SNAPSHOT_FOLDER = "environment"
+SPEC_FILE = "environment.json"
+#: Largest environment file read (bytes).
+MAX_FILE_BYTES = 1 << 20
+
+_PLATFORMS = {  # marker values of the platforms an environment can name
+    "linux x86_64": {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix",
+                     "platform_machine": "x86_64"},
+    "linux aarch64": {"sys_platform": "linux", "platform_system": "Linux", "os_name": "posix",
+                      "platform_machine": "aarch64"},
+}
+
+
+@dataclass(frozen=True)
+class Environment:
+    """One environment: ``requirements`` are the pins it was published with (canonical
+    name → version; the kernel's open requirements are in ``kernel``), ``locked`` every
+    distribution of its lock for its own Python and platform."""
+
+    name: str
+    python: str
+    folder: Path
+    requirements: dict[str, str]
+    kernel: tuple[str, ...] = ()
+    locked: dict[str, str] = field(default_factory=dict)
+    lock_file: Path | None = None
+    requirements_file: Path | None = None
+    platform: str = "linux x86_64"
+    exclude_newer: str | None = None
+    base_image: str | None = None
+    published_image: str | None = None
+    title: str | None = None
+    sources: dict[str, str] = field(default_factory=dict)
+    origin: str = "package"  # "package" or the snapshot it came with
+    digest: str = ""
+
+    def pin(self, distribution: str) -> str | None:
+        """The pinned version of a distribution (any spelling of its name), else None."""
+        key = canonicalize_name(distribution)
+        return self.requirements.get(key) or self.locked.get(key)
+
+    def pinned(self, distribution: str) -> str | None:
+        """``name==version`` for a pinned distribution, else None."""
+        version = self.pin(distribution)
+        return None if version is None else f"{canonicalize_name(distribution)}=={version}"
+
+    def requirement_lines(self) -> list[str]:
+        """The published pins and the kernel's requirements, as pip lines."""
+        return [f"{name}=={version}" for name, version in self.requirements.items()] + list(self.kernel)
+
+    def summary(self) -> dict[str, Any]:
+        """What reports record about the environment a case should run in."""
+        return {"name": self.name, "python": self.python, "platform": self.platform,
+                "exclude_newer": self.exclude_newer, "origin": self.origin, "digest": self.digest}
+
+
+def available() -> list[str]:
+    """Names of the packaged environments."""
+    return sorted(p.parent.name for p in PACKAGE_ENVS.glob(f"*/{SPEC_FILE}"))
+
+
+def packaged(name: str = DEFAULT_ENVIRONMENT) -> Environment:
+    """A packaged environment by name."""
+    folder = PACKAGE_ENVS / name
+    if name not in available():
+        raise JunoBenchError(f"no packaged environment {name!r}", file=folder,
+                             hint=f"use one of {', '.join(available())}")
+    return _read_cached(str(folder), "package", _stamp(folder))
+
+
+def snapshot_environment(root: str | Path) -> Environment:
+    """The environment of a snapshot: its ``environment/`` folder when it has one (a full
+    definition, or one naming a packaged environment), else the packaged default."""
+    folder = Path(root) / SNAPSHOT_FOLDER
+    spec = folder / SPEC_FILE
+    if not os.path.lexists(spec):
+        return packaged()
+    return _read_cached(str(folder), str(root), _stamp(folder))
+
+
+def environment_files(root: str | Path) -> list[Path]:
+    """The files that decide a snapshot's environment (for cache keys)."""
+    folder = Path(root) / SNAPSHOT_FOLDER
+    own = sorted(folder.glob("*")) if folder.is_dir() else []
+    return own + sorted((PACKAGE_ENVS / DEFAULT_ENVIRONMENT).glob("*"))
+
+
+def _stamp(folder: Path) -> tuple[tuple[str, int, int], ...]:
+    out = []
+    for path in sorted(folder.glob("*")) if folder.is_dir() else []:
+        try:
+            info = path.lstat()
+        except OSError:
+            continue
+        out.append((path.name, info.st_size, info.st_mtime_ns))
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=32)
+def _read_cached(folder: str, origin: str, stamp: tuple[Any, ...]) -> Environment:
+    return read_environment(folder, origin=origin)
+
+
+def read_environment(folder: str | Path, *, origin: str = "package") -> Environment:
+    """Read an environment folder; every problem is a :class:`JunoBenchError` naming the file."""
+    folder = Path(folder)
+    spec_path = folder / SPEC_FILE
+    spec = _json_object(_read_text(spec_path), spec_path)
+    if not isinstance(spec, dict):
+        raise JunoBenchError("not a JSON object", file=spec_path,
+                             hint="write the environment as {\"name\": …, \"python\": …}")
+    name = _string(spec, "name", spec_path)
+    if "requirements" not in spec:  # a reference to a packaged environment
+        extra = sorted(set(spec) - {"name"})
+        if extra:
+            raise JunoBenchError(f"names packaged environment {name!r} but also sets "
+                                 f"{', '.join(extra)}", file=spec_path,
+                                 hint="either name a packaged environment or define one "
+                                 "with python and requirements")
+        if name not in available():
+            raise JunoBenchError(f"no packaged environment {name!r}", file=spec_path,
+                                 hint=f"use one of {', '.join(available())}, or define it "
+                                 "with python and requirements")
+        return packaged(name)
+    python = _string(spec, "python", spec_path)
+    if not _is_python_version(python):
+        raise JunoBenchError(f"python must be a version like 3.10, got {python!r}", file=spec_path)
+    platform = spec.get("platform", "linux x86_64")
+    if platform not in _PLATFORMS:
+        raise JunoBenchError(f"unknown platform {platform!r}", file=spec_path,
+                             hint=f"use one of {', '.join(_PLATFORMS)}")
+    req_path = _member(folder, _string(spec, "requirements", spec_path), spec_path)
+    pins, kernel = parse_requirements(_read_text(req_path), req_path)
+    locked: dict[str, str] = {}
+    lock_path = None
+    if spec.get("lock") is not None:
+        lock_path = _member(folder, _string(spec, "lock", spec_path), spec_path)
+        locked = parse_lock(_read_text(lock_path), lock_path, python=python, platform=platform)
+        for dist, version in pins.items():
+            if locked.get(dist, version) != version:
+                raise JunoBenchError(f"the lock has {dist}=={locked[dist]} but the requirements pin "
+                                     f"{dist}=={version}", file=lock_path,
+                                     hint="regenerate the lock (scripts/lock_environment.py)")
+    sources = spec.get("sources") or {}
+    if not isinstance(sources, dict) or not all(isinstance(v, str) for v in sources.values()):
+        raise JunoBenchError("sources must map each fact to where it came from (strings)",
+                             file=spec_path)
+    digest = hashlib.sha256()
+    for path in (spec_path, req_path, lock_path):
+        if path is not None:
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return Environment(
+        name=name, python=python, folder=folder, requirements=pins, kernel=tuple(kernel),
+        locked=locked, lock_file=lock_path, requirements_file=req_path, platform=platform,
+        exclude_newer=_optional(spec, "exclude_newer", spec_path),
+        base_image=_optional(spec, "base_image", spec_path) or f"python:{python}-slim",
+        published_image=_optional(spec, "published_image", spec_path),
+        title=_optional(spec, "title", spec_path), sources=dict(sources), origin=origin,
+        digest=digest.hexdigest()[:16],
+    )
+
+
+def parse_requirements(text: str, path: Path | str = "requirements.in") -> tuple[dict[str, str], list[str]]:
+    """Pins (``name==version``: canonical name → version) and other requirements (kept as
+    written, e.g. ``ipykernel>=6.20.0``) of a requirements file."""
+    pins: dict[str, str] = {}
+    other: list[str] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            req = Requirement(line)
+        except InvalidRequirement as error:
+            reason = str(error).splitlines()[0] if str(error) else "unreadable"
+            raise JunoBenchError(f"line {number}: not a requirement ({reason})", file=path,
+                                 hint="one requirement per line, e.g. pandas==2.1.4") from None
+        name = canonicalize_name(req.name)
+        specs = list(req.specifier)
+        if req.url is None and len(specs) == 1 and specs[0].operator == "==" and "*" not in specs[0].version:
+            if name in pins:
+                raise JunoBenchError(f"line {number}: {name} is pinned twice", file=path)
+            pins[name] = specs[0].version
+        else:
+            other.append(line)
+    return pins, other
+
+
+def parse_lock(text: str, path: Path | str = "lock.txt", *, python: str = "3.10",
+               platform: str = "linux x86_64") -> dict[str, str]:
+    """Canonical name → version of every distribution a lock installs for ``python`` on
+    ``platform`` (entries whose markers exclude them are left out)."""
+    env = marker_environment(python, platform)
+    out: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith(("#", "-")):
+            continue
+        spec, _, marker = line.partition(";")
+        name, sep, version = spec.strip().partition("==")
+        if not sep or not name or not version or " " in version:
+            raise JunoBenchError(f"line {number}: not a locked requirement (name==version)",
+                                 file=path, hint="regenerate the lock (scripts/lock_environment.py)")
+        if marker.strip():
+            try:
+                if not Marker(marker.strip()).evaluate(env):
+                    continue
+            except InvalidMarker as error:
+                raise JunoBenchError(f"line {number}: bad marker ({error})", file=path) from None
+        out[canonicalize_name(name)] = version.strip()
+    return out
+
+
+def marker_environment(python: str, platform: str = "linux x86_64") -> dict[str, str]:
+    """Marker values of CPython ``python`` on ``platform``."""
+    return {"python_version": python, "python_full_version": f"{python}.0",
+            "implementation_name": "cpython", "platform_python_implementation": "CPython",
+            "platform_release": "", "platform_version": "", "implementation_version": f"{python}.0",
+            **_PLATFORMS[platform]}
+
+
+def _is_python_version(text: str) -> bool:
+    parts = text.split(".")
+    return len(parts) == 2 and all(p.isdigit() and len(p) <= 3 for p in parts) and parts[0] == "3"
+
+
+def _member(folder: Path, name: str, spec_path: Path) -> Path:
+    """A file named by the spec: a plain name inside the environment folder."""
+    if "/" in name or "\\" in name or name in ("", ".", "..") or name.startswith("."):
+        raise JunoBenchError(f"{name!r} is not a file name inside the environment folder",
+                             file=spec_path, hint="name a file beside environment.json")
+    return folder / name
+
+
+def _read_text(path: Path) -> str:
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        raise JunoBenchError("file is missing", file=path) from None
+    except OSError as error:
+        raise JunoBenchError(f"cannot read ({error.strerror or error})", file=path) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise JunoBenchError("not a regular file (links and special files are not read)", file=path)
+    if info.st_size > MAX_FILE_BYTES:
+        raise JunoBenchError(f"too large ({info.st_size:,} bytes; at most {MAX_FILE_BYTES:,})", file=path)
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise JunoBenchError("not UTF-8 text", file=path) from None
+    except OSError as error:
+        raise JunoBenchError(f"cannot read ({error.strerror or error})", file=path) from None
+
+
+def _json_object(text: str, path: Path) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise JunoBenchError(f"not valid JSON ({error.msg} at line {error.lineno})",
+                             file=path) from None
+
+
+def _string(spec: Mapping[str, Any], key: str, path: Path) -> str:
+    value = spec.get(key)
+    if not isinstance(value, str) or not value.strip() or len(value) > 200:
+        raise JunoBenchError(f"{key!r} must be a non-empty string", file=path)
+    return value.strip()
+
+
+def _optional(spec: Mapping[str, Any], key: str, path: Path) -> str | None:
+    value = spec.get(key)
+    if value is not None and not isinstance(value, str):
+        raise JunoBenchError(f"{key!r} must be a string", file=path)
+    return value
+
+
+def pinned_lines(env: Environment, distributions: Iterable[str]) -> list[str]:
+    """Sorted ``name==version`` of the pinned ones among ``distributions``."""
+    return sorted({line for d in distributions if (line := env.pinned(d))})

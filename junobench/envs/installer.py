@@ -1,0 +1,170 @@
+"""The tools that make environments: uv (fast, cached), else pip; Python interpreters.
+
+uv comes from the ``uv`` package on PyPI (its binary) or the ``PATH``. Where it is absent,
+virtual environments are made with the interpreter's ``venv`` and filled with ``pip``.
+Every command's output is kept so that a failure can be shown in one line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from junobench.errors import JunoBenchError
+
+#: How long one install command may run (seconds).
+INSTALL_TIMEOUT = 3600
+
+
+def uv_binary() -> str | None:
+    """The uv executable: the ``uv`` package's, else one on ``PATH``; None without uv.
+    ``JUNOBENCH_NO_UV=1`` hides it (to use pip)."""
+    if os.environ.get("JUNOBENCH_NO_UV") == "1":
+        return None
+    try:
+        from uv import find_uv_bin
+
+        return find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        return shutil.which("uv")
+
+
+def run(command: Sequence[str], *, what: str, cwd: str | Path | None = None,
+        env: dict[str, str] | None = None, timeout: float = INSTALL_TIMEOUT) -> str:
+    """Run a tool; its stdout, or a :class:`JunoBenchError` quoting its last error line."""
+    try:
+        done = subprocess.run(list(command), cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+    except FileNotFoundError:
+        raise JunoBenchError(f"{what}: {command[0]} not found") from None
+    except subprocess.TimeoutExpired:
+        raise JunoBenchError(f"{what}: gave no result within {timeout:g} s") from None
+    if done.returncode != 0:
+        lines = [ln.strip() for ln in (done.stderr or done.stdout).splitlines() if ln.strip()]
+        errors = [ln for ln in lines if ln.lower().startswith(("error", "×", "caused by", "╰─▶"))]
+        detail = (errors or lines or [f"exit status {done.returncode}"])[-1]
+        raise JunoBenchError(f"{what} failed: {detail}")
+    return done.stdout
+
+
+def python_version(executable: str | Path) -> str | None:
+    """``major.minor`` of an interpreter, or None when it does not run."""
+    try:
+        done = subprocess.run([str(executable), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                              capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = done.stdout.strip()
+    return text if done.returncode == 0 and text.count(".") == 1 else None
+
+
+def find_python(version: str) -> Path | None:
+    """An interpreter of ``version`` (``3.10``) on this machine: ``pythonX.Y`` on ``PATH``
+    (shims that fail are skipped), pyenv's and uv's installations; None when there is none."""
+    candidates: list[Path] = []
+    for folder in os.environ.get("PATH", "").split(os.pathsep):
+        if folder:
+            candidates.append(Path(folder) / f"python{version}")
+    pyenv = Path(os.environ.get("PYENV_ROOT", Path.home() / ".pyenv")) / "versions"
+    if pyenv.is_dir():
+        candidates += sorted(pyenv.glob(f"{version}.*/bin/python{version}"), reverse=True)
+    uv = uv_binary()
+    if uv is not None:
+        try:
+            found = run([uv, "python", "find", "--no-python-downloads", version],
+                        what="finding Python", timeout=60).strip()
+            if found:
+                candidates.append(Path(found))
+        except JunoBenchError:
+            pass
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK) and python_version(path) == version:
+            return path
+    return None
+
+
+def current_python() -> Path:
+    """The interpreter running junobench (the base one, outside any virtual environment)."""
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    return Path(base)
+
+
+def make_venv(target: Path, python: Path, uv: str | None) -> Path:
+    """A new virtual environment at ``target`` on ``python``; returns its interpreter."""
+    if uv is not None:
+        run([uv, "venv", "--quiet", "--python", str(python), "--seed", str(target)],
+            what=f"creating a virtual environment at {target}")
+    else:
+        run([str(python), "-m", "venv", str(target)], what=f"creating a virtual environment at {target}")
+    return venv_python(target)
+
+
+def venv_python(folder: Path) -> Path:
+    """The interpreter of a virtual environment folder."""
+    return folder / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def install(python: Path, requirements: Path, constraints: Path | None, uv: str | None, *,
+            exclude_newer: str | None = None) -> None:
+    """Install ``requirements`` (a file) into the environment of ``python``, every other
+    distribution held to ``constraints`` (a lock)."""
+    if uv is not None:
+        command = [uv, "pip", "install", "--quiet", "--python", str(python), "-r", str(requirements)]
+        if constraints is not None:
+            command += ["-c", str(constraints)]
+        if exclude_newer:
+            command += ["--exclude-newer", exclude_newer]
+    else:
+        command = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                   "-r", str(requirements)]
+        if constraints is not None:
+            command += ["-c", str(constraints)]
+    run(command, what=f"installing {requirements.name} with {'uv' if uv else 'pip'}")
+
+
+def compile_lock(folder: Path, requirements: str, lock: str, *, python: str, exclude_newer: str,
+                 uv: str | None = None) -> Path:
+    """Resolve ``requirements`` (a file in ``folder``) into the universal lock ``lock``:
+    every transitive dependency for ``python`` and newer, on every platform, as of
+    ``exclude_newer`` (uv only: pip has no resolver that writes locks)."""
+    uv = uv or uv_binary()
+    if uv is None:
+        raise JunoBenchError("locking an environment needs uv", hint="pip install uv")
+    run([uv, "pip", "compile", "--quiet", requirements, "--universal", "--python-version", python,
+         "--exclude-newer", exclude_newer, "-o", lock], what=f"resolving {folder / requirements}",
+        cwd=folder)
+    return folder / lock
+
+
+def installed_versions(python: str | Path) -> dict[str, str]:
+    """Canonical distribution name → version installed for an interpreter."""
+    code = ("import importlib.metadata as m, json, re\n"
+            "out = {}\n"
+            "for d in m.distributions():\n"
+            "    name = d.metadata['Name']\n"
+            "    if name: out[re.sub(r'[-_.]+', '-', name).lower()] = d.version\n"
+            "print(json.dumps(out))")
+    try:
+        done = subprocess.run([str(python), "-I", "-c", code], capture_output=True, text=True,
+                              timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise JunoBenchError(f"cannot run the interpreter ({error})", file=python) from None
+    if done.returncode != 0:
+        raise JunoBenchError("cannot list the installed distributions", file=python,
+                             hint=(done.stderr.strip().splitlines() or [""])[-1])
+    versions: dict[str, str] = json.loads(done.stdout)
+    return versions
+
+
+def interpreter_version(python: str | Path) -> str:
+    """``major.minor.micro`` of an interpreter."""
+    done = subprocess.run([str(python), "-I", "-c", "import platform; print(platform.python_version())"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    if done.returncode != 0:
+        raise JunoBenchError("cannot run the interpreter", file=python)
+    return done.stdout.strip()

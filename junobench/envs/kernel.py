@@ -1,0 +1,167 @@
+"""How a kernel for an environment is started: the one place that knows.
+
+A :class:`KernelTarget` names the interpreter a notebook's kernel runs in: junobench's own
+(:func:`own_kernel`) or that of an environment made by ``junobench env create``
+(:func:`env_kernel`). :func:`start_kernel` starts an IPython kernel of that interpreter in
+a working directory, with an environment dictionary, and returns it connected and ready.
+Verify's runner and its pool call it here; a remote worker can call it the same way.
+
+>>> target = own_kernel()                                             # doctest: +SKIP
+>>> kernel = run_sync(start_kernel(target, cwd=".", env=dict(os.environ)))  # doctest: +SKIP
+>>> run_sync(kernel.shutdown())                                       # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+import time
+from collections.abc import Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from junobench.envs.create import read_manifest
+from junobench.envs.installer import venv_python
+from junobench.errors import JunoBenchError
+
+#: The kernel name clients ask for (any name resolves to the target's spec).
+KERNEL_NAME = "python3"
+
+
+@dataclass(frozen=True)
+class KernelTarget:
+    """The interpreter a kernel runs in; ``env_dir`` the environment folder (None: junobench's
+    own interpreter); ``environment`` the environment's name, when it has one."""
+
+    python: str
+    env_dir: str | None = None
+    environment: str | None = None
+
+    def argv(self) -> list[str]:
+        """The kernel's command line (Jupyter fills in the connection file)."""
+        return [self.python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+
+    def environ(self, base: Mapping[str, str]) -> dict[str, str]:
+        """``base`` with the environment's ``bin`` first on ``PATH`` and ``VIRTUAL_ENV`` set,
+        so that shell lines (``!python``, ``!pip``) reach the same environment."""
+        env = dict(base)
+        if self.env_dir is not None:
+            bin_dir = str(Path(self.python).parent)
+            env["PATH"] = bin_dir + (os.pathsep + env["PATH"] if env.get("PATH") else "")
+            env["VIRTUAL_ENV"] = self.env_dir
+            for leak in ("PYTHONHOME", "PYTHONPATH"):  # never junobench's own packages
+                env.pop(leak, None)
+        return env
+
+
+def own_kernel() -> KernelTarget:
+    """Kernels of the interpreter running junobench (not a registered ``python3`` spec)."""
+    return KernelTarget(sys.executable)
+
+
+def env_kernel(env_dir: str | Path) -> KernelTarget:
+    """Kernels of an environment folder made by ``junobench env create``."""
+    folder = Path(env_dir).expanduser().absolute()
+    manifest = read_manifest(folder)
+    python = venv_python(folder)
+    if not python.is_file():
+        raise JunoBenchError("the environment has no interpreter", file=python,
+                             hint=f"recreate it with `junobench env create {env_dir}`")
+    return KernelTarget(str(python), str(folder), manifest["environment"]["name"])
+
+
+@dataclass
+class StartedKernel:
+    """A started, ready kernel: its manager and client, its process id, the file its own
+    output goes to, and how long it took to start."""
+
+    km: Any
+    kc: Any
+    target: KernelTarget
+    cwd: str
+    log: str | None = None
+    seconds: float = 0.0
+    pid: int | None = None
+    _sinks: ExitStack = field(default_factory=ExitStack)
+
+    async def shutdown(self) -> None:
+        """Kill the kernel and release its channels and connection files, with
+        jupyter_client's public calls (safe to call twice)."""
+        km, kc = self.km, self.kc
+        self.km = self.kc = None
+        try:
+            if kc is not None:
+                kc.stop_channels()
+        finally:
+            try:
+                if km is not None:
+                    if await km.is_alive():
+                        await km.shutdown_kernel(now=True)  # also cleans up its resources
+                    else:
+                        await _maybe_await(km.cleanup_resources())
+            finally:
+                self._sinks.close()
+
+
+def kernel_manager_class(target: KernelTarget) -> type:
+    """An ``AsyncKernelManager`` whose every kernel name means ``target``'s interpreter (no
+    kernelspec directories are searched)."""
+    from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import default
+
+    spec = KernelSpec(argv=target.argv(), display_name=target.environment or "Python 3 (ipykernel)",
+                      language="python", metadata={"debugger": False})
+
+    class TargetSpecs(KernelSpecManager):
+        def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
+            return spec
+
+        def find_kernel_specs(self) -> dict[str, str]:
+            return {}
+
+    class TargetKernelManager(AsyncKernelManager):
+        @default("kernel_spec_manager")
+        def _target_specs(self) -> KernelSpecManager:
+            return TargetSpecs(parent=self)
+
+    return TargetKernelManager
+
+
+async def start_kernel(target: KernelTarget, *, cwd: str | Path, env: Mapping[str, str],
+                       log: str | Path | None = None, timeout: float = 120) -> StartedKernel:
+    """Start a kernel of ``target`` working in ``cwd`` with environment ``env`` (its own
+    stdout/stderr appended to ``log``, default discarded); returns it once it answers.
+    A kernel that does not start is killed and raises ``RuntimeError``/``TimeoutError``."""
+    started = time.perf_counter()
+    manager = kernel_manager_class(target)(kernel_name=KERNEL_NAME)
+    kernel = StartedKernel(manager, None, target, str(cwd), None if log is None else str(log))
+    sink: IO[bytes] = kernel._sinks.enter_context(open(log if log is not None else os.devnull, "ab"))  # noqa: SIM115
+    try:
+        await manager.start_kernel(cwd=str(cwd), env=target.environ(env), stdout=sink, stderr=sink,
+                                   extra_arguments=["--HistoryManager.hist_file=:memory:"])
+        kernel.kc = manager.client()
+        kernel.kc.start_channels()
+        await kernel.kc.wait_for_ready(timeout=timeout)
+        kernel.kc.allow_stdin = False
+    except BaseException:
+        await kernel.shutdown()
+        raise
+    kernel.pid = _pid(manager)
+    kernel.seconds = time.perf_counter() - started
+    return kernel
+
+
+def _pid(manager: Any) -> int | None:
+    provisioner = getattr(manager, "provisioner", None)
+    pid = getattr(provisioner, "pid", None)
+    if pid is None:
+        pid = getattr(getattr(provisioner, "process", None), "pid", None)
+    return pid
+
+
+async def _maybe_await(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value

@@ -1,0 +1,200 @@
+"""What a case needs: its notebooks' imports mapped to distributions, pinned by an environment.
+
+Imports are read line by line from the code cells of every version of a case's notebooks
+(``import a.b, c as d``, ``from a.b import c``, also indented and after ``;``), and so
+are ``%pip install`` / ``!pip install`` / ``!python -m pip install`` lines. Relative
+imports and the standard library need nothing. A module that sits in the case folder
+(``helpers.py``, ``helpers/``) is local. Every other import is mapped to the distribution
+that provides it (:data:`IMPORT_NAMES` for names that differ, else the distribution of
+the same normalised name) and pinned from the environment; what the environment does not
+pin is reported, never guessed.
+
+>>> from junobench.envs.environment import packaged
+>>> need = requirements_of(["import numpy as np\\nfrom sklearn.svm import SVC", "import os"],
+...                        packaged("junobench-2025"))
+>>> need.requirements, need.unpinned
+(['numpy==1.26.4', 'scikit-learn==1.2.2'], [])
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
+from junobench.envs.environment import Environment
+
+_MAPPING_FILE = Path(__file__).resolve().parent / "import_names.json"
+
+#: Standard-library modules removed from Python after 3.10 (still standard in the
+#: benchmark's Python 3.10): PEP 594, distutils and imp.
+REMOVED_STDLIB = frozenset({
+    "aifc", "asynchat", "asyncore", "audioop", "cgi", "cgitb", "chunk", "crypt", "distutils",
+    "imghdr", "imp", "lib2to3", "mailcap", "msilib", "nis", "nntplib", "ossaudiodev", "pipes",
+    "smtpd", "sndhdr", "spwd", "sunau", "telnetlib", "uu", "xdrlib",
+})
+STDLIB = frozenset(sys.stdlib_module_names) | REMOVED_STDLIB
+
+# An import statement at the start of a line or after ';' (module names only; the names
+# imported from a module are not modules of their own).
+_IMPORT = re.compile(
+    r"(?:^|;)[ \t]*(?:from[ \t]+(?P<from>\.*[\w.]*)[ \t]+import\b|import[ \t]+(?P<import>[\w.]+(?:[ \t]+as[ \t]+\w+)?"
+    r"(?:[ \t]*,[ \t]*[\w.]+(?:[ \t]+as[ \t]+\w+)?)*))",
+    re.MULTILINE,
+)
+_PIP = re.compile(r"^[ \t]*[!%][ \t]*(?:pip3?|python3?[ \t]+-m[ \t]+pip)[ \t]+install\b(?P<args>[^\n]*)",
+                  re.MULTILINE)
+#: pip options that take a value (the value is not a requirement).
+_PIP_VALUE_OPTIONS = frozenset({"-r", "--requirement", "-c", "--constraint", "-e", "--editable",
+                                "-i", "--index-url", "--extra-index-url", "-f", "--find-links",
+                                "-t", "--target", "--prefix", "--root", "--platform",
+                                "--python-version", "--implementation", "--abi", "--src",
+                                "--upgrade-strategy", "--progress-bar", "--trusted-host",
+                                "--cache-dir", "--log", "--proxy", "--timeout", "--retries"})
+
+
+@dataclass(frozen=True)
+class Import:
+    """A module a notebook needs and where that need comes from (``import`` or ``pip``)."""
+
+    module: str
+    how: str = "import"
+
+
+@dataclass
+class Needs:
+    """A case's requirements: ``requirements`` (sorted ``name==version``), ``unpinned``
+    (what the environment does not pin, e.g. ``import clip``), ``local`` modules of the
+    case folder, and the distribution each import resolved to."""
+
+    requirements: list[str] = field(default_factory=list)
+    unpinned: list[str] = field(default_factory=list)
+    local: list[str] = field(default_factory=list)
+    resolved: dict[str, str | None] = field(default_factory=dict)
+
+
+def imports_of(source: str) -> list[Import]:
+    """Top-level modules a cell imports or pip-installs, in order of appearance."""
+    found: list[Import] = []
+    for match in _IMPORT.finditer(source):
+        if match.group("from") is not None:
+            module = match.group("from")
+            if module and not module.startswith("."):
+                found.append(Import(module))
+            continue
+        for part in match.group("import").split(","):
+            module = part.split()[0] if part.split() else ""
+            if module:
+                found.append(Import(module))
+    for match in _PIP.finditer(source):
+        found += [Import(name, "pip") for name in pip_requirements(match.group("args"))]
+    return found
+
+
+def pip_requirements(args: str) -> list[str]:
+    """Distribution names a ``pip install`` command line asks for (options and their
+    values, paths and URLs skipped)."""
+    words = args.split("#", 1)[0].replace(";", " ").split()
+    names: list[str] = []
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+            continue
+        if word.startswith("-"):
+            skip = word in _PIP_VALUE_OPTIONS
+            continue
+        if any(c in word for c in "/\\:$") or word.startswith((".", "{")):
+            continue
+        try:
+            names.append(Requirement(word.strip("'\"")).name)
+        except InvalidRequirement:
+            continue
+    return names
+
+
+@functools.cache
+def import_names() -> dict[str, str | None]:
+    """Import name → distribution, for names that differ (None: not on PyPI)."""
+    data = json.loads(_MAPPING_FILE.read_text(encoding="utf-8"))
+    return {k: v for k, v in data.items() if not k.startswith("_")}
+
+
+def distribution_of(module: str) -> str | None:
+    """The distribution that provides ``module`` (a dotted name): the mapping's longest
+    matching key, else the top-level name, normalised. None for a hosted-platform module."""
+    mapping = import_names()
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        key = ".".join(parts[:end])
+        if key in mapping:
+            return mapping[key]
+    return canonicalize_name(parts[0])
+
+
+def is_stdlib(module: str) -> bool:
+    return module.split(".")[0] in STDLIB
+
+
+def requirements_of(sources: Iterable[str], env: Environment, *,
+                    local: Iterable[str] = ()) -> Needs:
+    """What cells ``sources`` need from ``env``. ``local`` are the module names the case
+    folder provides."""
+    own = set(local)
+    needs = Needs()
+    pins: set[str] = set()
+    unpinned: dict[str, None] = {}
+    for source in sources:
+        for item in imports_of(source):
+            top = item.module.split(".")[0]
+            if item.how == "import" and (is_stdlib(top) or top in own):
+                if top in own and top not in needs.local:
+                    needs.local.append(top)
+                continue
+            dist = canonicalize_name(item.module) if item.how == "pip" else distribution_of(item.module)
+            label = f"pip install {item.module}" if item.how == "pip" else f"import {_shown(item.module)}"
+            needs.resolved.setdefault(label, None)
+            if dist is None or env.pin(dist) is None:
+                unpinned.setdefault(label, None)
+                continue
+            needs.resolved[label] = dist
+            pins.add(f"{canonicalize_name(dist)}=={env.pin(dist)}")
+    needs.requirements = sorted(pins)
+    needs.unpinned = sorted(unpinned)
+    needs.local.sort()
+    return needs
+
+
+def _shown(module: str) -> str:
+    """The part of a dotted module that decides its distribution (``google.colab``, ``torch``)."""
+    parts = module.split(".")
+    mapping = import_names()
+    for end in range(len(parts), 1, -1):
+        if ".".join(parts[:end]) in mapping:
+            return ".".join(parts[:end])
+    return parts[0]
+
+
+def local_modules(folder: str | Path) -> list[str]:
+    """Module names a case folder provides (``x.py`` files and ``x/`` packages at its top)."""
+    out = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                name = entry.name
+                if name.endswith(".py") and name[:-3].isidentifier():
+                    out.append(name[:-3])
+                elif (name.isidentifier() and entry.is_dir(follow_symlinks=False)
+                      and os.path.isfile(os.path.join(folder, name, "__init__.py"))):
+                    out.append(name)
+    except OSError:
+        return []
+    return sorted(out)
