@@ -14,6 +14,7 @@ from typing import Any
 
 from junobench import vocab
 from junobench.errors import JunoBenchError
+from junobench.safety.paths import read_regular
 
 
 def read_instance_records(path: str | Path, *, what: str, hint: str,
@@ -27,7 +28,7 @@ def read_instance_records(path: str | Path, *, what: str, hint: str,
     record has none (for files keyed by another id, such as blind task ids)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise JunoBenchError(f"cannot read the {what} ({error})", file=path, hint=hint) from None
     out: list[dict[str, Any]] = []

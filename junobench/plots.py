@@ -13,14 +13,13 @@ needed); pass ``ax=`` to draw into an axes of your own figure instead.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from junobench import vocab
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import atomic_open
 from junobench.stats import DIMENSIONS, SEGMENTED, TITLES, Stats
 
 #: One colour per library, the same in every chart (tab10/tab20 hues; grey: notebook-specific).
@@ -163,15 +162,8 @@ def _text_colour(background: str) -> str:
 
 def _save(fig: Any, path: Path, fmt: str, dpi: int) -> None:
     metadata = {"Date": None} if fmt in ("svg", "pdf") else None
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with _style(), os.fdopen(fd, "wb") as handle:
-            fig.savefig(handle, format=fmt, dpi=dpi, bbox_inches="tight", metadata=metadata)
-        os.chmod(tmp, 0o644)  # mkstemp makes it private
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with _style(), atomic_open(path, "wb") as handle:
+        fig.savefig(handle, format=fmt, dpi=dpi, bbox_inches="tight", metadata=metadata)
 
 
 def _matplotlib() -> Any:

@@ -8,10 +8,13 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from junobench.safety.text import csv_cell
+
 
 def render(rows: Sequence[Mapping[str, Any]], fmt: str, columns: Sequence[str] | None = None) -> str:
     """``rows`` in ``fmt`` (``table``, ``json``, ``csv``, ``markdown`` or ``latex``);
-    ``columns`` picks and orders them.
+    ``columns`` picks and orders them. CSV text that a spreadsheet would take for a
+    formula gets a leading ``'`` (:func:`junobench.safety.text.csv_cell`).
 
     >>> print(render([{"a": 1, "b": "x"}], "csv"), end="")
     a,b
@@ -25,7 +28,7 @@ def render(rows: Sequence[Mapping[str, Any]], fmt: str, columns: Sequence[str] |
         writer = csv.writer(buffer, lineterminator="\n")
         writer.writerow(columns)
         for row in rows:
-            writer.writerow([_cell(row.get(c)) for c in columns])
+            writer.writerow([csv_cell(_cell(row.get(c))) for c in columns])
         return buffer.getvalue()
     if fmt == "table":
         return table(rows, columns)

@@ -100,12 +100,14 @@ def is_no_data(title: str | None) -> bool:
     """True for the published table's placeholder title of a case without input data."""
     return (title or "").strip().lower() == NO_DATA
 
-_CASE_ID = re.compile(r"^(?P<library>[A-Za-z][A-Za-z0-9]*)_(?P<number>[0-9]+)$")
+#: A case id: a library name (letters and digits, at most 64) and a number (at most 9
+#: digits). Nothing else, so that an id is always a safe folder name.
+_CASE_ID = re.compile(r"^(?P<library>[A-Za-z][A-Za-z0-9]{0,63})_(?P<number>[0-9]{1,9})\Z")
 
 
-def is_case_id(text: str) -> bool:
-    """True for ids shaped ``<library>_<number>``, e.g. ``torch_7``."""
-    return bool(_CASE_ID.match(text))
+def is_case_id(text: object) -> bool:
+    """True for ids shaped ``<library>_<number>``, e.g. ``torch_7`` (a safe folder name)."""
+    return isinstance(text, str) and bool(_CASE_ID.match(text))
 
 
 def library_of(case_id: str) -> str:

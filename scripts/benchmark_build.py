@@ -7,7 +7,10 @@ each phase in a fresh process with a cold records cache:
 - the floor: read and ``json.loads`` every notebook, nothing else (also printed with
   orjson, the faster parser the build uses, for comparison);
 - the build: ``cases`` + ``notebooks`` records from a cold cache, as ``junobench build``
-  prepares them (content fingerprint, tables, notebooks, Arrow files of both configs).
+  prepares them (content fingerprint, tables, notebooks, Arrow files of both configs);
+- the warm load: the same with the cache current, and the cost of its cache key (every
+  file's size, inode, modification and change times) against a key of size and
+  modification time alone, which misses edits that keep both.
 
 Each phase runs ``--repeat`` times (interleaved); the best time of each is compared, as
 one-off noise on a shared machine only ever adds time. Prints both times, their ratio,
@@ -116,6 +119,47 @@ print(json.dumps(result))
 """
 
 
+WARM = """
+import json, os, sys, time
+import datasets
+datasets.disable_progress_bars()
+from junobench.data.build import prepare
+from junobench.data import snapshot
+from junobench.data.snapshot import fingerprint
+from pathlib import Path
+root, cache = Path(sys.argv[1]), sys.argv[2]
+prepare(root, ("cases", "notebooks"), cache_dir=cache)  # the cold build, not timed
+
+
+def size_mtime_entry(entries, name, entry):
+    # the cache key's entry before inodes and change times were added
+    try:
+        info = entry.stat() if isinstance(entry, os.DirEntry) else os.stat(entry)
+    except OSError:
+        entries.append((name, -1, -1))
+        return
+    entries.append((name, info.st_size, info.st_mtime_ns))
+
+
+def best(function, repeat=5):
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+warm = best(lambda: prepare(root, ("cases", "notebooks"), cache_dir=cache), 3)
+key = best(lambda: fingerprint(root))
+snapshot._add = size_mtime_entry
+old_key = best(lambda: fingerprint(root))
+import shutil
+shutil.rmtree(cache)
+print(json.dumps({"warm": warm, "fingerprint": key, "size_mtime_fingerprint": old_key}))
+"""
+
+
 def run(code: str, *args: str) -> dict:
     result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                             check=True)
@@ -167,6 +211,12 @@ def main() -> int:
               f"ratio {build['seconds'] / fast_floor['seconds']:.2f})")
         print(f"notebooks/s: {build['notebooks'] / build['seconds']:,.0f}")
         print(f"peak RSS of the build: {max(b['peak_rss_mb'] for b in builds):.0f} MB")
+        warm = run(WARM, str(snapshot), str(work / "cache-warm"))
+        print(f"warm load (cache current, both configs): {warm['warm']:.3f}s "
+              f"({build['seconds'] / warm['warm']:.0f}x faster than the cold build)")
+        print(f"cache key (size, inode, mtime, ctime of every file): {warm['fingerprint']:.3f}s; "
+              f"size and mtime only: {warm['size_mtime_fingerprint']:.3f}s "
+              f"(ratio {warm['fingerprint'] / warm['size_mtime_fingerprint']:.2f})")
         print(f"cores: {os.cpu_count()}  (load average {os.getloadavg()[0]:.2f} at the end)")
     finally:
         if not args.keep:

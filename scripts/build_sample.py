@@ -63,6 +63,7 @@ from junobench.envs.create import Selection, create_environment, kernel_requirem
 from junobench.envs.environment import SNAPSHOT_FOLDER, SPEC_FILE, packaged  # noqa: E402
 from junobench.envs.kernel import KernelTarget, env_kernel  # noqa: E402
 from junobench.envs.requirements import requirements_of  # noqa: E402
+from junobench.safety.atomic import remove_tree, staging_folder, swap_in  # noqa: E402
 from junobench.verify.judge import ERROR, OK, RunLog  # noqa: E402
 from junobench.verify.runner import replay  # noqa: E402
 from junobench.verify.session import default_jobs  # noqa: E402
@@ -388,8 +389,7 @@ def build(out: Path, case_ids: list[str] | None = None, jobs: int | None = None,
     started = time.perf_counter()
     results = asyncio.run(build_all(cases, jobs or default_jobs(), target))
 
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    staging = staging_folder(out)
     try:
         for built, data in results:
             write_case(staging, built, data)
@@ -406,17 +406,12 @@ def build(out: Path, case_ids: list[str] | None = None, jobs: int | None = None,
         size = directory_size(staging)
         if size >= MAX_BYTES:
             raise BuildError(f"the sample is {size:,} bytes; it must stay under {MAX_BYTES:,}")
-        if out.exists():
-            old = out.with_name(f".{out.name}.old")
-            shutil.rmtree(old, ignore_errors=True)
-            out.rename(old)
-            staging.rename(out)
-            shutil.rmtree(old)
-        else:
-            staging.rename(out)
+        old = swap_in(staging, out)  # the sample is all generated: the old one goes whole
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging)
         raise
+    if old is not None:
+        remove_tree(old)
     print(f"built {len(results)} cases into {out} ({size / 1024:.0f} KiB) in "
           f"{time.perf_counter() - started:.1f} s")
     return out

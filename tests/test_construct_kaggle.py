@@ -157,24 +157,78 @@ def test_download_from_a_mirror_records_hashes_and_resumes(tmp_path: Path, mirro
     assert main(argv) == 0
     first = capsys.readouterr().out
     assert first.count("downloaded") == 2  # iris is listed twice, fetched once
-    record = json.loads((dest / "uciml" / "iris.download.json").read_text())
+    record = json.loads((dest / "uciml" / "iris" / "latest.download.json").read_text())
     assert record["handle"] == "uciml/iris"
     by_path = {f["path"]: f for f in record["files"]}
     assert set(by_path) == {"Iris.csv", "sub/notes.txt"}
-    data = (dest / "uciml" / "iris" / "sub" / "notes.txt").read_bytes()
+    data = (dest / "uciml" / "iris" / "latest" / "sub" / "notes.txt").read_bytes()
     assert by_path["sub/notes.txt"] == {"path": "sub/notes.txt", "size": len(data),
                                         "sha256": hashlib.sha256(data).hexdigest()}
-    stamp = (dest / "bob" / "red-wine-quality" / "winequality-red.csv").stat().st_mtime_ns
+    stamp = (dest / "bob" / "red-wine-quality" / "latest" / "winequality-red.csv").stat().st_mtime_ns
 
     assert main(argv) == 0  # resumed: both complete, nothing copied again
     assert capsys.readouterr().out.count("already complete") == 2
-    assert (dest / "bob" / "red-wine-quality" / "winequality-red.csv").stat().st_mtime_ns == stamp
+    assert (dest / "bob" / "red-wine-quality" / "latest" / "winequality-red.csv").stat().st_mtime_ns == stamp
 
-    (dest / "uciml" / "iris" / "Iris.csv").write_text("truncated")  # an incomplete download
+    (dest / "uciml" / "iris" / "latest" / "Iris.csv").write_text("truncated")  # an incomplete download
     assert main(argv) == 0
     again = capsys.readouterr().out
     assert "uciml/iris: downloaded" in again and "bob/red-wine-quality: already complete" in again
-    assert (dest / "uciml" / "iris" / "Iris.csv").read_text() == "x\n" * 100
+    assert (dest / "uciml" / "iris" / "latest" / "Iris.csv").read_text() == "x\n" * 100
+
+
+def test_each_version_of_a_dataset_has_its_own_folder_and_is_not_fetched_again(
+        tmp_path: Path, mirror: Path, capsys) -> None:
+    for version, text in (("1", "a\n1\n"), ("2", "a\n1\n2\n")):
+        folder = mirror / "bob" / "wine" / "versions" / version
+        folder.mkdir(parents=True)
+        (folder / "wine.csv").write_text(text)
+    table = tmp_path / "d.csv"
+    table.write_text("notebook,url,version\n"
+                     "a,https://www.kaggle.com/datasets/bob/wine,1\n"
+                     "b,https://www.kaggle.com/datasets/bob/wine,2.0\n", encoding="utf-8")
+    dest = tmp_path / "dest"
+    argv = ["construct", "download", str(table), "--dest", str(dest), "--mirror", str(mirror)]
+    assert main(argv) == 0
+    assert capsys.readouterr().out.count("downloaded") == 2
+    versions = dest / "bob" / "wine" / "versions"
+    assert (versions / "1" / "wine.csv").read_text() == "a\n1\n"  # not overwritten by version 2
+    assert (versions / "2" / "wine.csv").read_text() == "a\n1\n2\n"
+    assert main(argv) == 0  # both there and verified: nothing fetched
+    assert capsys.readouterr().out.count("already complete") == 2
+
+    (versions / "1" / "wine.csv").write_text("a\n9\n")  # same size, other bytes: not verified
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "bob/wine/versions/1: downloaded" in out and "bob/wine/versions/2: already complete" in out
+    assert (versions / "1" / "wine.csv").read_text() == "a\n1\n"
+    assert sorted(p.name for p in versions.iterdir()) == ["1", "1.download.json", "2",
+                                                           "2.download.json"]
+
+    (versions / "1" / "wine.csv").write_text("a\n9\n")
+    (versions / "1" / "mine.txt").write_text("notes")  # a file the download did not write
+    assert main(argv) == 1
+    assert "mine.txt" in capsys.readouterr().err
+    assert (versions / "1" / "mine.txt").read_text() == "notes"  # refused, nothing deleted
+
+
+@pytest.mark.parametrize("version", ["abc", "inf", "nan", "-2", "0", "2.5", "1e300"])
+def test_a_bad_version_is_one_clear_error(tmp_path: Path, mirror: Path, version: str, capsys) -> None:
+    table = tmp_path / "d.csv"
+    table.write_text(f"url,version\nhttps://www.kaggle.com/datasets/bob/wine,{version}\n")
+    assert main(["construct", "download", str(table), "--dest", str(tmp_path / "d"),
+                 "--mirror", str(mirror)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "row 2" in err and "not a positive whole number" in err
+
+
+def test_a_table_that_is_not_utf8_is_one_clear_error(tmp_path: Path, mirror: Path, capsys) -> None:
+    table = tmp_path / "d.csv"
+    table.write_bytes("url\nhttps://www.kaggle.com/datasets/bob/caf\xe9\n".encode("latin-1"))
+    assert main(["construct", "download", str(table), "--dest", str(tmp_path / "d"),
+                 "--mirror", str(mirror)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "not UTF-8" in err and str(table) in err
 
 
 def test_download_missing_from_the_mirror(tmp_path: Path, mirror: Path, capsys) -> None:
@@ -200,7 +254,8 @@ def test_download_goes_through_kagglehub(tmp_path: Path, mirror: Path, monkeypat
     table.write_text("handle,version\nbob/red-wine-quality,2\n", encoding="utf-8")
     done = kaggle.download(table, tmp_path / "dest")
     assert asked == ["bob/red-wine-quality/versions/2"]  # the version the notebook used
-    assert [d.folder.name for d in done] == ["red-wine-quality"] and not done[0].skipped
+    assert [d.folder for d in done] == [tmp_path / "dest/bob/red-wine-quality/versions/2"]
+    assert not done[0].skipped
 
 
 def test_kagglehub_failures_are_one_clear_error(monkeypatch) -> None:

@@ -299,9 +299,9 @@ def test_a_damaged_parquet_is_named_and_not_cached(exported, tmp_path):
     damaged = tmp_path / "E"
     shutil.copytree(exported, damaged)
     (damaged / CASES).write_bytes((damaged / CASES).read_bytes()[:500])
-    with pytest.raises(junobench.JunoBenchError, match="cannot read the parquet") as error:
+    with pytest.raises(junobench.JunoBenchError, match="does not match the export's manifest") as error:
         junobench.load(damaged, cache_dir=tmp_path / "cache")
-    assert str(damaged / CASES) in str(error.value)
+    assert str(damaged / CASES) in str(error.value) and "junobench check" in str(error.value)
     assert not list((tmp_path / "cache").rglob("*.arrow"))
 
 

@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 import junobench
 from junobench.errors import JunoBenchError
+from junobench.safety.text import EscapedStream
 
 #: Modules under ``junobench.cli`` that add verbs, in the order ``--help`` lists them.
 VERB_MODULES: tuple[str, ...] = ("records", "stats", "verify", "envs", "evaluate", "runtime", "publish",
@@ -60,6 +61,10 @@ def build_parser() -> Parser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    # Everything printed shows control characters as escapes (a notebook's exception
+    # message can hold ANSI sequences); stderr keeps carriage returns for progress bars.
+    stdout, stderr = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = EscapedStream(stdout), EscapedStream(stderr, keep="\n\t\r")
     try:
         args = parser.parse(argv)
         _quiet_libraries()
@@ -70,6 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    finally:
+        sys.stdout, sys.stderr = stdout, stderr
 
 
 def _quiet_libraries() -> None:

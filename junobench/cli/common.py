@@ -61,6 +61,15 @@ def filters_from(args: argparse.Namespace) -> dict[str, list[str]]:
     return out
 
 
+def add_pass_env(parser: argparse.ArgumentParser) -> None:
+    """``--pass-env NAME``: a credential-like variable the notebook kernels may see."""
+    parser.add_argument(
+        "--pass-env", action="append", default=[], metavar="NAME",
+        help="let the kernels see this environment variable although it looks like a "
+             "credential (*_TOKEN, *_KEY, *_SECRET, *PASSWORD*, HF_*, KAGGLE_*, ...: removed "
+             "by default); repeatable")
+
+
 def add_format(parser: argparse.ArgumentParser, *, choices: tuple[str, ...] = ("table", "json", "csv")) -> None:
     parser.add_argument("--format", choices=choices, default=choices[0], help="output format")
 

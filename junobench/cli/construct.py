@@ -35,8 +35,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "data/<name>.metadata.json (JSON Schema, listed files), the table's "
                     "datasets against the metadata files both ways, licences, and no folder "
                     "over 10,000 files; report every problem at once. Exit code 1 when "
-                    "there is one.")
+                    "there is one. Warnings (absent originals and data, conflicting "
+                    "diagnosis rows, a reproduced notebook whose exception is not the "
+                    "table's ename) are problems with --strict.")
     parser.add_argument("snapshot", help="snapshot directory, or 'sample'")
+    parser.add_argument("--strict", action="store_true",
+                        help="count every warning as a problem (exit code 1)")
     parser.set_defaults(handler=_run_validate)
 
 
@@ -264,10 +268,11 @@ def _run_kaggle_metadata(args: argparse.Namespace) -> int:
 def _download(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = steps.add_parser(
         "download", help="fetch the datasets with kagglehub (resumable, hashed)",
-        description="Fetch each dataset of a datasets table into DEST/<owner>/<slug>/ with "
-                    "kagglehub (credentials from KAGGLE_USERNAME/KAGGLE_KEY or "
-                    "~/.kaggle/kaggle.json), record size and sha256 per file in "
-                    "DEST/<owner>/<slug>.download.json, and skip complete downloads.")
+        description="Fetch each dataset of a datasets table with kagglehub (credentials from "
+                    "KAGGLE_USERNAME/KAGGLE_KEY or ~/.kaggle/kaggle.json): version N into "
+                    "DEST/<owner>/<slug>/versions/<N>/ (latest/ when the table gives no "
+                    "version), with size and sha256 per file in <folder>.download.json; "
+                    "versions already there and verified are skipped.")
     parser.add_argument("datasets", type=Path, help="datasets table from kaggle-metadata")
     parser.add_argument("--dest", type=Path, required=True, help="download folder")
     parser.add_argument("--mirror", type=Path,
@@ -289,7 +294,7 @@ def _run_download(args: argparse.Namespace) -> int:
 
 
 def _downsample(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from junobench.construct.downsample import MAX_ARCHIVE_BYTES
+    from junobench.construct.downsample import MAX_ARCHIVE_BYTES, MAX_ARCHIVE_MEMBERS, MAX_COMPRESSION_RATIO
 
     parser = steps.add_parser(
         "downsample", help="keep a seeded share of each class of a dataset",
@@ -325,6 +330,12 @@ def _downsample(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
             sub.add_argument("--max-size", type=int, default=MAX_ARCHIVE_BYTES,
                              help="refuse archives whose uncompressed size passes this many "
                                   f"bytes (default {MAX_ARCHIVE_BYTES})")
+            sub.add_argument("--max-members", type=int, default=MAX_ARCHIVE_MEMBERS,
+                             help="refuse archives with more members than this "
+                                  f"(default {MAX_ARCHIVE_MEMBERS})")
+            sub.add_argument("--max-ratio", type=float, default=MAX_COMPRESSION_RATIO,
+                             help="refuse archives compressed more than this many to one "
+                                  f"(default {MAX_COMPRESSION_RATIO})")
         _metadata_options(sub)
         sub.set_defaults(handler=_run_downsample)
 
@@ -347,7 +358,8 @@ def _run_downsample(args: argparse.Namespace) -> int:
         result = downsample.downsample_images(args.source, args.out, **common)
     elif args.kind == "archive":
         result = downsample.downsample_archive(args.source, args.out, max_bytes=args.max_size,
-                                               **common)
+                                               max_members=args.max_members,
+                                               max_ratio=args.max_ratio, **common)
     elif args.kind == "table":
         result = downsample.downsample_table(args.source, args.out,
                                              label_column=args.label_column, **common)
@@ -560,13 +572,13 @@ def _run_renumber(args: argparse.Namespace) -> int:
 
 
 def _run_validate(args: argparse.Namespace) -> int:
-    return _print_validation(args.snapshot)
+    return _print_validation(args.snapshot, strict=args.strict)
 
 
-def _print_validation(snapshot: str | Path) -> int:
+def _print_validation(snapshot: str | Path, *, strict: bool = False) -> int:
     from junobench.data.validate import check
 
-    report = check(snapshot)
+    report = check(snapshot, strict=strict)
     grouped: dict[str, list[str]] = {}
     for warning in report.warnings:
         grouped.setdefault(warning.problem, []).append(warning.case or warning.file or "")

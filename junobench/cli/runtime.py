@@ -6,7 +6,7 @@ import argparse
 import sys
 from collections import Counter
 
-from junobench.cli.common import add_env, add_filters, add_source, filters_from
+from junobench.cli.common import add_env, add_filters, add_pass_env, add_source, filters_from
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -40,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     limits.add_argument("--max-notebook-chars", type=int, metavar="N",
                         help="JSON characters of all summaries of a notebook (default: 30000)")
     add_env(parser)
+    add_pass_env(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(handler=_runtime_info)
 
@@ -57,7 +58,8 @@ def _runtime_info(args: argparse.Namespace) -> int:
         versions=args.versions or ("reproduced", "fixed"), exclude=args.exclude,
         jobs=args.jobs, timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
         options=options, filters=filters_from(args), out=args.out,
-        progress=False if args.no_progress else None, env=args.env)
+        progress=False if args.no_progress else None, env=args.env,
+        pass_env=args.pass_env)
     status = Counter(r["status"] for r in records)
     capped = [r["instance"] for r in records
               if r["capped"] or any("truncated" in s for s in (r["objects"] or {}).values())]

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from junobench.cli.common import add_env, add_filters, add_source, filters_from
+from junobench.cli.common import add_env, add_filters, add_pass_env, add_source, filters_from
 from junobench.render import render
 
 
@@ -43,6 +43,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--format", choices=("table", "json", "csv"), default="table",
                         help="verdicts on stdout (default: table)")
     add_env(parser)
+    add_pass_env(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(handler=_verify)
 
@@ -72,7 +73,7 @@ def _verify(args: argparse.Namespace) -> int:
         args.cases or None, args.source, revision=args.revision, jobs=args.jobs,
         timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
         report=args.report, progress=False if args.no_progress else None,
-        filters=filters_from(args), env=args.env,
+        filters=filters_from(args), env=args.env, pass_env=args.pass_env,
     )
     if args.format == "json":
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))

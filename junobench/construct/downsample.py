@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import posixpath
 import random
 import shutil
 import stat
 import tarfile
-import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -38,13 +37,22 @@ from typing import IO, Any
 
 from junobench.construct import provenance
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import atomic_path, place, remove_tree, staging_folder
 
 logger = logging.getLogger("junobench")
 
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff",
                               ".webp", ".ppm", ".pgm"})
 #: Default cap on an archive's total uncompressed size (declared and actual).
-MAX_ARCHIVE_BYTES = 4 * 1024**3
+MAX_ARCHIVE_BYTES = 32 * 1024**3
+#: Default cap on an archive's number of members (files, folders and links).
+MAX_ARCHIVE_MEMBERS = 100_000
+#: Default cap on the compression ratio (uncompressed / compressed) of a zip member, and of
+#: a compressed tar's data so far against the whole archive (its members share one
+#: compressed stream). Real data compresses up to a few dozen to one; zeros, a thousand.
+MAX_COMPRESSION_RATIO = 200
+#: The ratio is only judged past this many uncompressed bytes (small files vary widely).
+RATIO_FROM_BYTES = 1 << 20
 _CHUNK = 1 << 20
 
 
@@ -103,24 +111,18 @@ def _method(fraction: float | None, per_class: int | None, what: str) -> str:
 
 @contextmanager
 def fresh_output(out: Path) -> Iterator[Path]:
-    """A staging folder inside ``out`` (which must be new or empty); its content becomes
-    ``out``'s on success, and nothing is left (not even ``out``) on failure."""
+    """A staging folder beside ``out`` (which must be new or empty) that becomes ``out``
+    in one rename on success; nothing is left on failure."""
     out = Path(out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise JunoBenchError("the destination exists and is not empty", file=out,
                              hint="give a new folder; nothing is overwritten")
-    created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".junobench-", suffix=".partial", dir=out))
+    staging = staging_folder(out)
     try:
         yield staging
-        for child in staging.iterdir():
-            os.replace(child, out / child.name)
-        staging.rmdir()
+        place(staging, out)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        if created:
-            shutil.rmtree(out, ignore_errors=True)
+        remove_tree(staging)
         raise
 
 
@@ -229,13 +231,29 @@ class Member:
     key: Any  # zipfile.ZipInfo or tarfile.TarInfo
 
 
-def archive_members(source: Path, *, max_bytes: int = MAX_ARCHIVE_BYTES) -> list[Member]:
+def archive_members(source: Path, *, max_bytes: int = MAX_ARCHIVE_BYTES,
+                    max_members: int = MAX_ARCHIVE_MEMBERS,
+                    max_ratio: float = MAX_COMPRESSION_RATIO) -> list[Member]:
     """The regular files of a zip or tar archive, after checking every member: refuses
-    absolute paths, ``..``, links leaving the archive's root, special files, and a total
-    declared size over ``max_bytes`` (naming the member in each case)."""
+    absolute paths, ``..``, links leaving the archive's root, special files, more than
+    ``max_members`` members, a total declared size over ``max_bytes``, and a compression
+    ratio over ``max_ratio`` (per member in a zip; in a compressed tar, the declared
+    size so far against the whole archive's), naming the member in each case. Nothing is
+    decompressed but the tar headers."""
     members: list[Member] = []
     total = 0
+    archive_size = max(1, source.stat().st_size)
+    count = 0
     for name, size, kind, link, key in _listing(source):
+        count += 1
+        if count > max_members:
+            raise _unsafe(source, name, f"the archive has more than {max_members:,} members "
+                                        "(raise the cap with --max-members if it is real data)")
+        compressed = _compressed_size(key, archive_size)
+        judged = size if isinstance(key, zipfile.ZipInfo) else total + size
+        if judged > RATIO_FROM_BYTES and judged > max_ratio * compressed:
+            raise _unsafe(source, name, f"it compresses {judged / max(compressed, 1):,.0f} to one, "
+                                        f"past the cap of {max_ratio:g} (a decompression bomb?)")
         safe = _safe_name(name)
         if safe is None:
             raise _unsafe(source, name, "its path is absolute or leaves the destination (..)")
@@ -257,7 +275,23 @@ def archive_members(source: Path, *, max_bytes: int = MAX_ARCHIVE_BYTES) -> list
     return members
 
 
+def _compressed_size(key: Any, archive_size: int) -> int:
+    """A zip member's compressed size; for a tar member, the whole archive's size."""
+    if isinstance(key, zipfile.ZipInfo):
+        return max(1, key.compress_size)
+    return archive_size
+
+
 def _listing(source: Path) -> Iterator[tuple[str, int, str, str, Any]]:
+    """:func:`_raw_listing`, with a damaged archive (cut short, bad headers) a clear error."""
+    try:
+        yield from _raw_listing(source)
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error, OSError, ValueError) as error:
+        raise JunoBenchError(f"the archive is damaged or cut short ({error or type(error).__name__})",
+                             file=source, hint="nothing was extracted; fetch the archive again") from None
+
+
+def _raw_listing(source: Path) -> Iterator[tuple[str, int, str, str, Any]]:
     """``(name, declared size, kind, link target, key)`` per member; kind is file, dir,
     link or special."""
     if zipfile.is_zipfile(source):
@@ -309,16 +343,23 @@ def _unsafe(source: Path, member: str, reason: str) -> JunoBenchError:
 
 def downsample_archive(source: str | Path, out: str | Path, *, fraction: float | None = None,
                        per_class: int | None = None, seed: int = 0,
-                       max_bytes: int = MAX_ARCHIVE_BYTES, metadata: str | Path | None = None,
+                       max_bytes: int = MAX_ARCHIVE_BYTES, max_members: int = MAX_ARCHIVE_MEMBERS,
+                       max_ratio: float = MAX_COMPRESSION_RATIO, metadata: str | Path | None = None,
                        record: bool = True) -> Downsampled:
     """Sample each top-level folder of a zip or tar archive and extract only the chosen
-    files into ``out`` (files at the archive's root are all kept)."""
+    files into ``out`` (files at the archive's root are all kept). The archive is refused
+    past ``max_members`` members, ``max_bytes`` uncompressed bytes or a compression ratio
+    of ``max_ratio`` (see :func:`archive_members`)."""
+    for value, name in ((max_bytes, "--max-size"), (max_members, "--max-members"), (max_ratio, "--max-ratio")):
+        if not value > 0:
+            raise JunoBenchError(f"{name} must be positive, got {value}")
     check_amount(fraction, per_class)
     source, out = Path(source), Path(out)
     if not source.is_file():
         raise JunoBenchError("archive not found", file=source)
     meta = provenance.resolve_metadata(out, metadata, record=record)
-    members = archive_members(source, max_bytes=max_bytes)
+    members = archive_members(source, max_bytes=max_bytes, max_members=max_members,
+                              max_ratio=max_ratio)
     groups: dict[str, list[Member]] = {}
     for member in members:
         top = member.name.split("/", 1)[0] if "/" in member.name else ""
@@ -338,7 +379,7 @@ def downsample_archive(source: str | Path, out: str | Path, *, fraction: float |
     with fresh_output(out) as staging:
         try:
             written = _extract(source, chosen, staging, max_bytes)
-        except (zipfile.BadZipFile, tarfile.TarError, EOFError, OSError) as error:
+        except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error, OSError) as error:
             raise JunoBenchError(f"the archive is damaged ({error})", file=source,
                                  hint="nothing was extracted") from None
     result.bytes_before = sum(m.size for m in members)
@@ -494,15 +535,8 @@ def downsample_table(source: str | Path, out: str | Path, *, fraction: float | N
 
 def _write_beside(out: Path, write: Callable[[Path], None]) -> None:
     """Write through a temporary file beside ``out``, then move it into place."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=out.suffix, dir=out.parent)
-    os.close(handle)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, out)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(out, suffix=out.suffix) as temporary:
+        write(temporary)
 
 
 # --------------------------------------------------------------------------- paired

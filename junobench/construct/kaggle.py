@@ -23,17 +23,20 @@ unknown.
 **Download.** :func:`download` fetches each dataset with ``kagglehub`` (credentials from
 its standard sources: ``KAGGLE_USERNAME``/``KAGGLE_KEY``, ``~/.kaggle/kaggle.json``,
 ``kagglehub.login()``; junobench never reads or prints them) into
-``DEST/<owner>/<slug>/``, records size and sha256 per file in
-``DEST/<owner>/<slug>.download.json``, and skips datasets whose record matches the files
-already there. ``mirror=DIR`` copies from ``DIR/<owner>/<slug>/`` instead (offline runs,
-tests).
+``DEST/<owner>/<slug>/versions/<N>/`` (the version the notebook used; ``latest/`` when
+none is known), records size and sha256 per file beside it in ``<folder>.download.json``,
+and skips versions whose record matches the files already there. ``mirror=DIR`` copies
+from ``DIR/<owner>/<slug>/`` instead (offline runs, tests).
 """
 
 from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import json
+import logging
+import math
 import os
 import re
 import shutil
@@ -44,6 +47,11 @@ from pathlib import Path
 from typing import Any
 
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import locked, remove_files, remove_tree, staging_folder, swap_in, write_text
+from junobench.safety.paths import open_regular, read_regular, relative_name, unlisted_files
+from junobench.safety.text import csv_cell
+
+logger = logging.getLogger("junobench")
 
 KAGGLE = "https://www.kaggle.com"
 
@@ -421,7 +429,7 @@ def _write_rows(path: Path, rows: Sequence[Mapping[str, Any]], columns: Sequence
     from junobench.data.tables import write_table
 
     if path.suffix.lower() == ".csv":
-        _atomic_text(path, _csv_text(rows, columns))
+        write_text(path, _csv_text(rows, columns))
     else:
         write_table(path, rows, columns)
 
@@ -433,7 +441,7 @@ def _csv_text(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(columns)
     for row in rows:
-        writer.writerow(["" if row.get(c) is None else row.get(c) for c in columns])
+        writer.writerow(["" if row.get(c) is None else csv_cell(row.get(c)) for c in columns])
     return buffer.getvalue()
 
 
@@ -506,11 +514,15 @@ def kaggle_pull(owner: str, slug: str, dest: Path) -> Path:
 
 
 def mirror_fetch(mirror: str | Path) -> Fetch:
-    """A fetch that reads ``MIRROR/<owner>/<slug>/`` (``MIRROR/competitions/<slug>/``)."""
+    """A fetch that reads ``MIRROR/<owner>/<slug>/`` (``MIRROR/competitions/<slug>/``); for
+    a handle of version N, ``MIRROR/<owner>/<slug>/versions/<N>/`` when the mirror has it."""
     root = Path(mirror)
 
     def fetch(handle: str) -> Path:
-        folder = root / _folder_of(handle)
+        base = root / _base_of(handle)
+        version = _version_of(handle)
+        versioned = base / "versions" / version if version is not None else None
+        folder = versioned if versioned is not None and versioned.is_dir() else base
         if not folder.is_dir():
             raise JunoBenchError(f"{handle} is not in the mirror", file=folder,
                                  hint="mirror datasets as DIR/<owner>/<slug>/")
@@ -521,15 +533,24 @@ def mirror_fetch(mirror: str | Path) -> Fetch:
 
 def download(datasets: str | Path, dest: str | Path, *, mirror: str | Path | None = None,
              fetch: Fetch | None = None) -> list[Downloaded]:
-    """Fetch every dataset of a datasets table (``url`` or ``handle`` column) into ``dest``.
+    """Fetch every dataset of a datasets table (``url`` or ``handle`` column, optional
+    ``version``) into ``dest``: version N of ``owner/slug`` in
+    ``DEST/<owner>/<slug>/versions/<N>/``, a dataset without a version in
+    ``DEST/<owner>/<slug>/latest/``, each with a record of its files (size, sha256) beside
+    it (``<folder>.download.json``).
 
-    Resumable: a dataset whose ``<slug>.download.json`` record matches the files present
-    is skipped; an interrupted copy is redone from scratch.
+    Resumable: a version whose record matches the files present (sizes and sha256) is
+    skipped; an interrupted or altered one is fetched again and swapped in whole, and of
+    the folder it replaces only the files its record lists are deleted.
     """
     fetch = fetch or (mirror_fetch(mirror) if mirror is not None else kagglehub_fetch)
     dest = Path(dest)
     handles = _handles(Path(datasets))
-    dest.mkdir(parents=True, exist_ok=True)
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise JunoBenchError(f"cannot create the download folder ({error.strerror or error})",
+                             file=dest) from None
     return [_download_one(handle, dest, fetch) for handle in handles]
 
 
@@ -541,8 +562,17 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
         raise JunoBenchError("datasets table not found", file=path,
                              hint="write it with junobench construct kaggle-metadata")
     if path.suffix.lower() == ".csv":
-        with path.open(newline="", encoding="utf-8-sig") as stream:
-            return list(csv.DictReader(stream))
+        try:
+            text = read_regular(path).decode("utf-8-sig")
+            return list(csv.DictReader(io.StringIO(text, newline="")))
+        except OSError as error:
+            raise JunoBenchError(f"cannot read the datasets table ({error.strerror or error})",
+                                 file=path) from None
+        except UnicodeDecodeError as error:
+            raise JunoBenchError(f"the datasets table is not UTF-8 text ({error.reason} at byte "
+                                 f"{error.start})", file=path, hint="save it as UTF-8 CSV") from None
+        except csv.Error as error:
+            raise JunoBenchError(f"the datasets table is not valid CSV ({error})", file=path) from None
     return read_table(path).records()
 
 
@@ -555,21 +585,38 @@ def _handles(path: Path) -> list[str]:
     handles: dict[str, None] = {}
     for number, record in enumerate(records, start=2):
         handle, url = record.get("handle"), record.get("url")
-        version = record.get("version")
         if not handle and url:
             try:
                 handle = handle_of(str(url))
             except ValueError as error:
                 raise JunoBenchError(f"row {number}: {error}", file=path) from None
-        if handle and version not in (None, "") and "/versions/" not in str(handle) \
+        version = _version_number(record.get("version"), path, number)
+        if handle and version is not None and "/versions/" not in str(handle) \
                 and not str(handle).startswith("competitions/"):
-            handle = f"{handle}/versions/{int(float(version))}"
+            handle = f"{handle}/versions/{version}"
         if handle:
             handles[str(handle)] = None
     return list(handles)
 
 
-def _folder_of(handle: str) -> Path:
+def _version_number(value: Any, path: Path, row: int) -> int | None:
+    """A dataset version from a table cell: a positive whole number (``3``, ``3.0``), or
+    None for an empty cell; anything else names the row."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    text = str(value).strip()
+    try:
+        number = float(text)
+    except (TypeError, ValueError):
+        number = math.nan
+    if not (math.isfinite(number) and number.is_integer() and 1 <= number < 1e9):
+        raise JunoBenchError(f"row {row}: version {text[:40]!r} is not a positive whole number",
+                             file=path, hint="give the dataset version the notebook used, or "
+                                             "leave the cell empty for the latest")
+    return int(number)
+
+
+def _base_of(handle: str) -> Path:
     """``owner/slug/versions/3`` → ``owner/slug`` (``code/owner/slug`` for a notebook's
     output); refuses anything but plain names."""
     parts = handle.split("/")
@@ -580,26 +627,55 @@ def _folder_of(handle: str) -> Path:
     return Path(*base)
 
 
+def _version_of(handle: str) -> str | None:
+    """The version of ``owner/slug/versions/N`` (None without one); refuses other tails."""
+    parts = handle.split("/")
+    tail = parts[3 if parts[0] == "code" else 2:]
+    if not tail:
+        return None
+    if len(tail) == 2 and tail[0] == "versions" and re.fullmatch(r"[1-9][0-9]{0,8}", tail[1]):
+        return tail[1]
+    raise JunoBenchError(f"{handle!r} is not a Kaggle handle (owner/slug or owner/slug/versions/N)")
+
+
+def _folder_of(handle: str) -> Path:
+    """Where ``handle`` is kept under the download folder: ``owner/slug/versions/N`` or
+    ``owner/slug/latest``."""
+    version = _version_of(handle)
+    return _base_of(handle) / ("latest" if version is None else f"versions/{version}")
+
+
 def _download_one(handle: str, dest: Path, fetch: Fetch) -> Downloaded:
     folder = dest / _folder_of(handle)
     record_path = folder.with_name(folder.name + ".download.json")
     recorded = _read_record(record_path, handle)
     if recorded is not None and _matches(folder, recorded):
         return Downloaded(handle, folder, recorded, skipped=True)
+    if os.path.lexists(folder):
+        written = {str(f.get("path")) for f in recorded or []}
+        foreign = unlisted_files(folder, written) if recorded is not None and folder.is_dir() else []
+        if recorded is None or foreign or folder.is_symlink():
+            shown = f" ({', '.join(foreign[:5])})" if foreign else ""
+            raise JunoBenchError(f"{handle}: the folder holds files `construct download` did not "
+                                 f"write{shown}", file=folder,
+                                 hint="move them away, then run again: a download replaces only "
+                                      "its own files")
     source = fetch(handle)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".partial",
-                                    dir=folder.parent))
-    try:
-        files = _copy_tree(source, partial)
-        record_path.unlink(missing_ok=True)
-        if folder.exists():
-            shutil.rmtree(folder)
-        os.replace(partial, folder)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
-    _atomic_text(record_path, json.dumps({"handle": handle, "files": files}, indent=2) + "\n")
+    with locked(dest):
+        staging = staging_folder(folder)
+        try:
+            files = _copy_tree(source, staging)
+            old = swap_in(staging, folder)
+        except BaseException:
+            remove_tree(staging)
+            raise
+        if old is not None:
+            left = remove_files(old, [str(f.get("path")) for f in recorded or []
+                                      if relative_name(f.get("path")) == f.get("path")])
+            if left:  # appeared while the new copy was made
+                logger.warning("%s: kept %s, which the earlier download did not write", old,
+                               ", ".join(left[:5]))
+        write_text(record_path, json.dumps({"handle": handle, "files": files}, indent=2) + "\n")
     return Downloaded(handle, folder, files, skipped=False)
 
 
@@ -616,7 +692,7 @@ def _copy_tree(source: Path, target: Path) -> list[dict[str, Any]]:
         destination.parent.mkdir(parents=True, exist_ok=True)
         digest = hashlib.sha256()
         size = 0
-        with path.open("rb") as reader, destination.open("wb") as writer:
+        with os.fdopen(open_regular(path), "rb") as reader, destination.open("wb") as writer:
             while chunk := reader.read(1 << 20):
                 digest.update(chunk)
                 writer.write(chunk)
@@ -627,35 +703,39 @@ def _copy_tree(source: Path, target: Path) -> list[dict[str, Any]]:
 
 def _read_record(path: Path, handle: str) -> list[dict[str, Any]] | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_regular(path, limit=64 << 20).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or data.get("handle") != handle:
         return None
     files = data.get("files")
-    return files if isinstance(files, list) else None
+    if not isinstance(files, list) or not all(isinstance(f, dict) for f in files):
+        return None
+    return files
 
 
 def _matches(folder: Path, files: list[dict[str, Any]]) -> bool:
-    """The recorded files are all there with their recorded sizes (no rehashing)."""
+    """The recorded files are all there, regular files inside ``folder`` with their
+    recorded sizes and sha256 (verified, not trusted)."""
+    if not folder.is_dir() or folder.is_symlink():
+        return False
     for entry in files:
-        try:
-            if (folder / entry["path"]).stat().st_size != entry["size"]:
-                return False
-        except (OSError, KeyError, TypeError):
+        name = entry.get("path")
+        if not isinstance(name, str) or relative_name(name) != name:
             return False
-    return folder.is_dir()
-
-
-def _atomic_text(path: Path, text: str) -> None:
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        try:
+            fd = open_regular(folder / name)
+        except OSError:
+            return False
+        digest = hashlib.sha256()
+        size = 0
+        with os.fdopen(fd, "rb") as reader:
+            while chunk := reader.read(1 << 20):
+                digest.update(chunk)
+                size += len(chunk)
+        if size != entry.get("size") or digest.hexdigest() != entry.get("sha256"):
+            return False
+    return True
 
 
 def _redact(text: str) -> str:

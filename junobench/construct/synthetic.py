@@ -29,8 +29,6 @@ from __future__ import annotations
 
 import io
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -38,6 +36,7 @@ from typing import Any
 
 from junobench.construct import provenance
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import write_bytes
 
 #: Text date formats recognised in CSV columns (a column is a date column when every
 #: value parses with one of them).
@@ -105,10 +104,7 @@ def _column(column: Any, rng: Any) -> tuple[Any, str]:
         values = rng.integers(low, high, size=n, endpoint=True)
         how = f"integers uniform in [{low}, {high}]"
     elif pd.api.types.is_float_dtype(dtype):
-        least, most = float(present.min()), float(present.max())
-        decimals = _decimals(present.to_numpy())
-        values = np.clip(np.round(rng.uniform(least, most, size=n), decimals), least, most)
-        how = f"floats uniform in [{least:g}, {most:g}], {decimals} decimals"
+        values, how = _floats(present.to_numpy(dtype=float), n, rng)
     elif pd.api.types.is_datetime64_any_dtype(dtype):
         values, how = _dates(present, n, rng), "dates uniform in the original range"
     elif (fmt := _date_format(present)) is not None:
@@ -121,6 +117,33 @@ def _column(column: Any, rng: Any) -> tuple[Any, str]:
     out = pd.Series(values, index=column.index).astype(dtype)
     out[mask] = column[mask]
     return out, how
+
+
+def _floats(present: Any, n: int, rng: Any) -> tuple[Any, str]:
+    """``n`` floats uniform in the range of the finite ``present`` values (rounded to their
+    decimals); infinities come back with their share, drawn from the original ones."""
+    import numpy as np
+
+    finite = present[np.isfinite(present)]
+    if not finite.size:
+        values = present[rng.integers(0, present.size, size=n)]
+        return values, "drawn from the original (infinite) values"
+    least, most = float(finite.min()), float(finite.max())
+    decimals = _decimals(finite)
+    if math.isfinite(most - least):
+        drawn = rng.uniform(least, most, size=n)
+    else:  # a range wider than the largest float: interpolate without overflow
+        share = rng.random(n)
+        drawn = least * (1 - share) + most * share
+    small = np.abs(drawn) < 1e15  # larger floats have no decimals to round (and would overflow)
+    values = np.clip(np.where(small, np.round(np.where(small, drawn, 0.0), decimals), drawn), least, most)
+    how = f"floats uniform in [{least:g}, {most:g}], {decimals} decimals"
+    infinite = present[~np.isfinite(present)]
+    if infinite.size:
+        chosen = rng.random(n) < infinite.size / present.size
+        values[chosen] = infinite[rng.integers(0, infinite.size, size=int(chosen.sum()))]
+        how += ", infinities with their share"
+    return values, how
 
 
 def is_identifier(column: Any) -> bool:
@@ -163,13 +186,18 @@ def _categorical(present: Any, n: int, rng: Any) -> Any:
 
 
 def _dates(present: Any, n: int, rng: Any) -> Any:
+    import numpy as np
     import pandas as pd
 
     stamps = pd.to_datetime(present)
-    low, high = stamps.min().value, stamps.max().value
-    unit = 86_400 * 10**9 if (stamps.dt.normalize() == stamps).all() else 10**9
+    # in seconds, so dates far from 1970 (years 1 to 9999) do not overflow nanoseconds
+    seconds = (stamps.dt.tz_convert("UTC").dt.tz_localize(None)
+               if getattr(stamps.dtype, "tz", None) is not None else stamps)
+    seconds = seconds.to_numpy().astype("datetime64[s]").astype(np.int64)
+    low, high = int(seconds.min()), int(seconds.max())
+    unit = 86_400 if (stamps.dt.normalize() == stamps).all() else 1
     ticks = rng.integers(low // unit, high // unit, size=n, endpoint=True) * unit
-    values = pd.to_datetime(ticks)
+    values = pd.to_datetime(ticks.astype("datetime64[s]"))
     if getattr(present.dtype, "tz", None) is not None:
         values = values.tz_localize("UTC").tz_convert(present.dtype.tz)
     return values.to_numpy() if getattr(present.dtype, "tz", None) is None else values
@@ -315,15 +343,7 @@ def synthetic(source: str | Path, out: str | Path, *, seed: int,
 
 def _write_atomic(path: Path, data: bytes) -> None:
     """Write through a temporary file beside ``path``, then move it into place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as writer:
-            writer.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_bytes(path, data)
 
 
 def _keep_text_types(original: Any, fake: Any, columns: list[str]) -> Any:

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from junobench.errors import JunoBenchError
+from junobench.safety import atomic
+from junobench.safety.paths import relative_name
 
 JOURNAL = ".junobench-edit.json"
 STAGING_PREFIX = ".junobench-edit-"
@@ -69,35 +71,9 @@ def staging_dir(root: Path) -> Path:
     return Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, suffix=".partial", dir=root))
 
 
-def write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` whole or not at all (a temporary file beside it, flushed
-    to disk, renamed over it)."""
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def temporary_beside(path: Path, write: Callable[[Path], None]) -> Path:
     """A new temporary file beside ``path`` filled by ``write`` (for a later replace)."""
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".edit", dir=path.parent)
-    os.close(handle)
-    try:
-        write(Path(tmp))
-        with open(tmp, "rb") as written:
-            os.fsync(written.fileno())
-        os.chmod(tmp, 0o644)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return Path(tmp)
+    return atomic.temporary_beside(path, write)
 
 
 def commit(root: Path, edit: Edit) -> None:
@@ -108,7 +84,7 @@ def commit(root: Path, edit: Edit) -> None:
                              hint="run the command again: it finishes the pending edit first")
     for source, target in [*edit.moves, *edit.replaces]:
         _inside(root, source), _inside(root, target)
-    write_bytes(journal, json.dumps({"what": edit.what, "moves": edit.moves,
+    atomic.write_bytes(journal, json.dumps({"what": edit.what, "moves": edit.moves,
                                      "replaces": edit.replaces, "cleanup": edit.cleanup},
                                     indent=1).encode())
     _carry_out(root, edit)
@@ -147,7 +123,6 @@ def _carry_out(root: Path, edit: Edit) -> None:
 
 
 def _inside(root: Path, relative: str) -> Path:
-    parts = Path(relative).parts
-    if not relative or Path(relative).is_absolute() or ".." in parts:
+    if relative_name(relative) is None:
         raise JunoBenchError(f"path {relative!r} leaves the snapshot", file=root / JOURNAL)
     return root / relative

@@ -66,18 +66,40 @@ def prepare(
     wanted = list(dict.fromkeys(configs))
     builders = {c: builder_for(root, c, cache_dir=cache_dir, workers=num_proc, content=content)
                 for c in dict.fromkeys(["cases", *wanted])}  # notebooks derive from cases
-    for builder in builders.values():
-        try:
-            builder.download_and_prepare()
-        except datasets.exceptions.DatasetGenerationError as error:
-            if isinstance(error.__cause__, JunoBenchError):
-                raise error.__cause__ from None
-            raise
+    _prepare_one(builders["cases"])
     data = read_report(builders["cases"].cache_dir)
     report = BuildReport.from_dict(data, snapshot=root, fingerprint=content)
     if report.problems and not skip_invalid:
         raise SnapshotError(report.problems, root=root)
+    splits = builders["cases"].info.splits or {}
+    if "test" not in splits or not splits["test"].num_examples:
+        raise _nothing_to_build(root, report)
+    for config, builder in builders.items():
+        if config != "cases":
+            _prepare_one(builder)
     return {c: builders[c].as_dataset(split="test") for c in wanted}, report
+
+
+def _prepare_one(builder: JunoBench) -> None:
+    try:
+        builder.download_and_prepare()
+    except datasets.exceptions.DatasetGenerationError as error:
+        if isinstance(error.__cause__, JunoBenchError):
+            raise error.__cause__ from None
+        raise
+
+
+def _nothing_to_build(root: Path, report: BuildReport) -> JunoBenchError:
+    """The error for a snapshot without one valid case (the records would be empty)."""
+    if report.skipped:
+        first = report.problems[0] if report.problems else None
+        return JunoBenchError(
+            f"no valid case left: all {len(report.skipped)} case(s) of the table are invalid"
+            + (f" (first: {first})" if first else ""), file=root / layout.DESC_TABLE,
+            hint="fix them (`junobench validate` and `junobench ls` without --skip-invalid "
+                 "list every problem)")
+    return JunoBenchError("the case table lists no cases", file=root / layout.DESC_TABLE,
+                          hint="add one row per case under the header")
 
 
 #: Snapshots with at least this many case folders are prepared in parallel.

@@ -27,12 +27,15 @@ from junobench.data.tables import DescRow
 from junobench.envs.environment import snapshot_environment
 from junobench.envs.requirements import local_modules, requirements_of
 from junobench.errors import JunoBenchError, Problem
+from junobench.safety.paths import is_dir_entry, is_within, link_root
 
 #: Label fields shared by both configs, in record order.
 LABEL_FIELDS: tuple[str, ...] = (
     "library", "library_label", "root_cause", "crash_type", "pipeline_stage", "ml_bug", "source",
 )
 
+
+_LINK_HINT = "a snapshot's files are read only inside it: copy the file in instead of linking it"
 
 #: Record fields that come from the tables; every other field comes from the case folder.
 TABLE_FIELDS: tuple[str, ...] = (
@@ -83,6 +86,8 @@ def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
     except OSError as error:
         return problem(f"cannot list the case folder ({error.strerror or error})",
                        hint="check its permissions")
+    if os.path.islink(folder) and not is_within(folder, link_root(root)):
+        return problem("the case folder is a link out of the snapshot", hint=_LINK_HINT)
 
     texts: dict[str, str | None] = {}
     cells: dict[str, tuple[CodeCell, ...]] = {}
@@ -96,6 +101,9 @@ def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
             else:
                 problem(f"{version} notebook is missing", f"{folder_rel}/{name}",
                         f"add {name}; every case needs reproduced and fixed notebooks")
+            continue
+        if entries[name].is_symlink() and not is_within(path, link_root(root)):
+            problem("a link out of the snapshot", f"{folder_rel}/{name}", _LINK_HINT)
             continue
         try:
             notebook, text = read_notebook(path, case=case_id)
@@ -120,7 +128,7 @@ def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
 
     datasets_ = None
     data_dir = entries.get(layout.DATA_DIR)
-    if data_dir is not None and data_dir.is_dir():
+    if data_dir is not None and is_dir_entry(data_dir):
         metadata = layout.metadata_files(root, case_id)
         if metadata:
             datasets_ = _datasets_from_metadata(Path(root), case_id, metadata, absent, problems)
@@ -192,6 +200,10 @@ def _datasets_from_metadata(root: Path, case_id: str, files: list[Path], absent:
     data = layout.data_dir(root, case_id)
     missing = False
     for path in files:
+        if path.is_symlink() and not is_within(path, link_root(root)):
+            problems.append(Problem("a link out of the snapshot", layout.relative(root, path), case_id,
+                                    _LINK_HINT))
+            continue
         try:
             meta = read_metadata(path, case=case_id)
         except JunoBenchError as error:

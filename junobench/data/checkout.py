@@ -14,7 +14,6 @@ from __future__ import annotations
 import difflib
 import os
 import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -24,6 +23,8 @@ from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.data.tables import read_table, write_table
 from junobench.envs.environment import SNAPSHOT_FOLDER
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import locked, place, remove_tree, staging_folder
+from junobench.safety.paths import check_not_linked_out, copy_tree, is_within, link_root
 
 
 def checkout(
@@ -35,14 +36,24 @@ def checkout(
 ) -> Path:
     """Copy ``case_ids`` of ``source`` into a new snapshot at ``dest``; returns ``dest``.
 
-    Refuses a ``dest`` that exists and is not an empty directory. The copy is made
-    beside ``dest`` and moved into place, so a failure leaves nothing half-written.
+    Refuses a ``dest`` that exists and is not an empty directory, or lies inside the
+    snapshot. Case ids must be ``<library>_<number>``. Links in a case folder are copied
+    as links when they stay inside it; a link out of it is refused (naming it), as are
+    FIFOs and devices. The copy is made beside ``dest`` and moved into place in one
+    rename, so a failure leaves nothing half-written.
     """
     if not case_ids:
         raise JunoBenchError("no cases given", hint="name the cases to check out, e.g. pandas_1")
+    for case_id in case_ids:
+        if not vocab.is_case_id(case_id):
+            raise JunoBenchError(f"{case_id!r} is not a case id (<library>_<number>)", case=None,
+                                 hint="name cases like pandas_1 or NBspecific_3")
     dest = Path(dest)
     _check_dest(dest)
     root = resolve(source, revision=revision, include_data=True)
+    if is_within(dest, root):
+        raise JunoBenchError("the destination is inside the snapshot being copied", file=dest,
+                             hint="nothing in a snapshot is ever modified: choose a directory outside it")
     desc = read_table(root / layout.DESC_TABLE)
     desc.require(["nb_name"], hint="the case table names cases in column nb_name")
     ids = list(dict.fromkeys(case_ids))
@@ -59,9 +70,9 @@ def checkout(
         if not folder.is_dir():
             raise JunoBenchError("case folder is missing", file=folder, case=case_id,
                                  hint="the snapshot is incomplete; fetch it again")
+        check_not_linked_out(folder, root, case=case_id)
 
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent))
+    staging = staging_folder(dest)
     try:
         wanted = set(ids)
         rows = [dict(zip(desc.columns, row, strict=False)) for row in desc.rows]
@@ -69,20 +80,22 @@ def checkout(
                     [r for r in rows if _id(r["nb_name"]) in wanted], desc.columns)
         diagnosis = root / layout.DIAGNOSIS_TABLE
         if diagnosis.is_file():
+            check_not_linked_out(diagnosis, root)
             table = read_table(diagnosis)
             table.require(["instance"], hint="the diagnosis table names notebooks in column instance")
             keep = [r for r in table.records() if _case_of(r.get("instance")) in wanted]
             write_table(staging / layout.DIAGNOSIS_TABLE, keep, table.columns)
         for case_id in ids:
-            shutil.copytree(layout.case_dir(root, case_id), layout.case_dir(staging, case_id))
+            copy_tree(layout.case_dir(root, case_id), layout.case_dir(staging, case_id),
+                      trusted=link_root(root), case=case_id,
+                      display=f"{layout.BENCHMARK_DIR}/{case_id}")
         _copy_environment(root, staging)
         _make_writable(staging)
-        if dest.exists():
+        with locked(dest.parent):
             _check_dest(dest)
-            dest.rmdir()
-        os.replace(staging, dest)
+            place(staging, dest)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging)
         raise
     return dest
 
@@ -122,6 +135,10 @@ def _case_of(instance: object) -> str | None:
 
 def _make_writable(root: Path) -> None:
     """Copies of read-only files (a Hub cache, a read-only snapshot) become editable."""
-    for path in [root, *root.rglob("*")]:
-        mode = path.stat().st_mode
-        path.chmod(mode | (0o700 if path.is_dir() else 0o600))
+    for current, folders, files in os.walk(root):
+        for name in [".", *folders, *files]:
+            path = Path(current, name)
+            if path.is_symlink():
+                continue  # its target is in the copy, and made writable there
+            mode = path.stat().st_mode
+            path.chmod(mode | (0o700 if path.is_dir() else 0o600))

@@ -18,6 +18,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from junobench import vocab
+from junobench.errors import JunoBenchError
+
 DESC_TABLE = "benchmark_desc.xlsx"
 DIAGNOSIS_TABLE = "ground_truth_crash_prediction.xlsx"
 BENCHMARK_DIR = "benchmark"
@@ -32,6 +35,12 @@ def benchmark_dir(root: str | Path) -> Path:
 
 
 def case_dir(root: str | Path, case_id: str) -> Path:
+    """``<root>/benchmark/<case_id>``; a case id that is not ``<library>_<number>`` (and
+    so might name another place, like ``../x``) is refused."""
+    if not vocab.is_case_id(case_id):
+        raise JunoBenchError(f"case id {case_id!r} is not of the form <library>_<number>",
+                             case=None, file=benchmark_dir(root),
+                             hint="name cases like torch_7 or NBspecific_3")
     return benchmark_dir(root) / case_id
 
 

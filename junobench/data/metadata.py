@@ -13,14 +13,14 @@ One file per input dataset: title, source URL, licence, the files it provides
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from junobench.data.layout import PACKAGE_DIR
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import write_text
+from junobench.safety.paths import read_regular
 
 SCHEMA_FILE = PACKAGE_DIR / "schemas" / "dataset_metadata.schema.json"
 
@@ -38,23 +38,50 @@ def _validator() -> Any:
     return Draft202012Validator(schema())
 
 
+#: A metadata file larger than this is refused unread (real ones are a few hundred bytes).
+MAX_METADATA_BYTES = 1 << 20
+
+
 def validate_metadata(data: Any) -> list[str]:
     """Every schema violation of ``data``, as ``path: message`` strings (empty when valid)."""
-    errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
-    return [f"{'/'.join(map(str, e.absolute_path)) or '(top level)'}: {e.message}" for e in errors]
+    try:
+        errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    except RecursionError:
+        return ["(top level): nested too deeply"]
+    return [f"{'/'.join(map(str, e.absolute_path)) or '(top level)'}: {_short(e.message)}"
+            for e in errors]
+
+
+def _short(message: str, limit: int = 300) -> str:
+    return message if len(message) <= limit else message[:limit] + "…"
+
+
+def load_metadata_json(path: str | Path, *, case: str | None = None) -> Any:
+    """The JSON value of a metadata file, unvalidated; a file that is not a regular file,
+    too large, not UTF-8 or not JSON (nested too deeply, numbers too long) raises a
+    :class:`JunoBenchError` naming it."""
+    path = Path(path)
+    try:
+        raw = read_regular(path, limit=MAX_METADATA_BYTES)
+    except OSError as error:
+        raise JunoBenchError(f"cannot read dataset metadata ({error.strerror or error})",
+                             file=path, case=case) from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+        json.dumps(data, ensure_ascii=False).encode("utf-8")  # lone surrogates fail here
+    except (UnicodeDecodeError, UnicodeEncodeError, ValueError, RecursionError) as error:
+        reason = ("nested too deeply" if isinstance(error, RecursionError) else
+                  "a \\u escape is a lone surrogate, not a character"
+                  if isinstance(error, UnicodeEncodeError) else _short(str(error)))
+        raise JunoBenchError(f"dataset metadata is not valid JSON ({reason})", file=path,
+                             case=case, hint="fix the file; see junobench/schemas/") from None
+    return data
 
 
 def read_metadata(path: str | Path, *, case: str | None = None) -> dict[str, Any]:
     """Read and validate one metadata file; raises naming the file, the case and each problem."""
     path = Path(path)
-    try:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))  # an object: the schema says so
-    except OSError as error:
-        raise JunoBenchError(f"cannot read dataset metadata ({error.strerror or error})",
-                             file=path, case=case) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise JunoBenchError(f"dataset metadata is not valid JSON ({error})", file=path,
-                             case=case, hint="fix the file; see junobench/schemas/") from None
+    data: dict[str, Any] = load_metadata_json(path, case=case)  # an object: the schema says so
     problems = validate_metadata(data)
     if problems:
         raise JunoBenchError("invalid dataset metadata: " + "; ".join(problems), file=path,
@@ -68,15 +95,7 @@ def write_metadata(path: str | Path, data: dict[str, Any]) -> None:
     problems = validate_metadata(data)
     if problems:
         raise JunoBenchError("invalid dataset metadata: " + "; ".join(problems), file=path)
-    path = Path(path)
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 
 def add_modification(path: str | Path, modification: dict[str, Any]) -> dict[str, Any]:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import ast
 import json
 import operator
-import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from junobench.errors import JunoBenchError
+from junobench.safety.paths import read_regular
 
 #: Marker on a cell's first line (as a comment): the cell ran once before its recorded run.
 REEXECUTE_MARKER = "[reexecute]"
@@ -143,15 +143,8 @@ def read_notebook(path: str | Path, *, case: str | None = None) -> tuple[Noteboo
 
 
 def _read_bytes(path: str | Path) -> bytes:
-    """A file's bytes, with fewer layers than ``open().read()`` (it is done per notebook)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        chunks = [os.read(fd, os.fstat(fd).st_size + 1)]
-        while chunks[-1]:  # until end of file, should the file have grown
-            chunks.append(os.read(fd, 1 << 20))
-    finally:
-        os.close(fd)
-    return chunks[0] if len(chunks) == 2 else b"".join(chunks)
+    """A notebook file's bytes; only a regular file is read (a FIFO or a device is refused)."""
+    return read_regular(path)
 
 
 def parse_notebook(
@@ -171,10 +164,12 @@ def parse_notebook(
         data = _loads(text)
     except UnicodeDecodeError as error:
         raise fail(f"not UTF-8 text ({error.reason} at byte {error.start})") from None
-    except (json.JSONDecodeError, RecursionError) as error:
+    except (ValueError, RecursionError) as error:  # JSONDecodeError, or a number too long
         where = f" (line {error.lineno}, column {error.colno})" if isinstance(
             error, json.JSONDecodeError) else ""
-        raise fail(f"not valid JSON: {getattr(error, 'msg', 'nested too deeply')}{where}") from None
+        message = (error.msg if isinstance(error, json.JSONDecodeError) else
+                   "nested too deeply" if isinstance(error, RecursionError) else str(error)[:120])
+        raise fail(f"not valid JSON: {message}{where}") from None
     if not isinstance(data, dict):
         raise fail("not a notebook: the JSON is not an object")
     upgraded_from = None
@@ -200,8 +195,10 @@ def parse_notebook(
             if source is None:
                 raise fail(f"cell {position}: 'source' is neither a string nor a list of strings")
         count = cell.get("execution_count")
-        if count is not None and type(count) is not int:
-            raise fail(f"cell {position}: execution_count {count!r} is not an integer")
+        if count is not None and (type(count) is not int or not 0 <= count <= MAX_INT32):
+            shown = repr(count) if len(repr(count)) < 40 else repr(count)[:40] + "…"
+            raise fail(f"cell {position}: execution_count {shown} is not an integer "
+                       f"from 0 to {MAX_INT32}")
         crash = None
         outputs = cell.get("outputs")
         if outputs:
@@ -209,7 +206,30 @@ def parse_notebook(
                 raise fail(f"cell {position}: 'outputs' is not a list")
             crash = _error_output(outputs)
         code_cells.append(new_cell(CodeCell, (len(code_cells), source, count, crash)))
+    if _MAY_HOLD_SURROGATE(text):
+        _refuse_surrogates(code_cells, fail)
     return Notebook(data, tuple(code_cells), upgraded_from)
+
+
+#: Largest execution count or line number a record holds (they are stored as int32).
+MAX_INT32 = 2**31 - 1
+_MAY_HOLD_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]").search
+
+
+def _refuse_surrogates(cells: Sequence[CodeCell], fail: Any) -> None:
+    """Raise when a cell's source or error output holds a lone surrogate: a ``\\udXXX``
+    escape without its pair decodes to a string that is not valid Unicode."""
+    for cell in cells:
+        texts = [cell.source]
+        if cell.error is not None:
+            texts += [cell.error.ename, cell.error.evalue, *cell.error.traceback]
+        for text in texts:
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as error:
+                raise fail(f"code cell {cell.index} holds a lone surrogate "
+                           f"(\\u{ord(text[error.start]):04x}), which is not valid Unicode",
+                           "replace the escape by the character it stands for") from None
 
 
 def _loads(text: str) -> Any:
@@ -392,10 +412,15 @@ def _crash_line(frames: Sequence[str]) -> int | None:
         for pattern in (_CELL_LINE, _CELL_LINE_TAG):
             found = pattern.search(head)
             if found:
-                return int(found.group(1))
+                return _line_number(found.group(1))
         arrow = _ARROW_LINE.search(frame, match.end())
-        return int(arrow.group(1)) if arrow else None
+        return _line_number(arrow.group(1)) if arrow else None
     return None
+
+
+def _line_number(digits: str) -> int | None:
+    """A line number from a traceback; None when it is too large to be one."""
+    return int(digits) if len(digits) <= 9 else None
 
 
 def exception_of(traceback: Any) -> str | None:

@@ -36,6 +36,7 @@ from junobench.data.cases import (
 )
 from junobench.data.tables import DescRow, read_desc, read_diagnoses
 from junobench.errors import Problem
+from junobench.safety.paths import is_dir_entry
 
 T = TypeVar("T")
 
@@ -43,7 +44,7 @@ T = TypeVar("T")
 def case_folders(root: str | Path) -> list[str]:
     """Names of the folders under ``benchmark/``, in case order."""
     with os.scandir(layout.benchmark_dir(root)) as entries:
-        return sorted((e.name for e in entries if e.is_dir()), key=case_order)
+        return sorted((e.name for e in entries if is_dir_entry(e)), key=case_order)
 
 
 def split(items: Sequence[T], parts: int) -> list[Sequence[T]]:

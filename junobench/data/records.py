@@ -20,6 +20,7 @@ its content and applies filters.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -204,7 +205,7 @@ class JunoBench(datasets.ArrowBasedBuilder):
         if not layout.benchmark_dir(root).is_dir():
             raise JunoBenchError("the benchmark/ folder is missing", file=root / layout.BENCHMARK_DIR,
                                  hint=f"a snapshot holds benchmark/<case>/ folders beside {layout.DESC_TABLE}")
-        if not (root / layout.DESC_TABLE).is_file():
+        if not os.path.lexists(root / layout.DESC_TABLE):  # a FIFO or such: the reader says so
             raise JunoBenchError("the case table is missing", file=root / layout.DESC_TABLE,
                                  hint=f"a snapshot holds {layout.DESC_TABLE} beside benchmark/")
         snapshot_environment(root)  # a bad environment file fails here, with its name

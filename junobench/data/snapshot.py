@@ -20,6 +20,7 @@ from typing import Any
 from junobench.data import layout
 from junobench.envs.environment import SNAPSHOT_FOLDER, environment_files
 from junobench.errors import JunoBenchError
+from junobench.safety.paths import is_dir_entry
 
 DEFAULT_SOURCE = "PELAB-LiU/JunoBench"
 SAMPLE = "sample"
@@ -41,7 +42,7 @@ HUB_PATTERNS: tuple[str, ...] = (
 )
 HUB_DATA_PATTERNS: tuple[str, ...] = (f"{layout.BENCHMARK_DIR}/*/{layout.DATA_DIR}/**",)
 
-_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+_REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}\Z", re.ASCII)
 
 Downloader = Callable[..., str]
 
@@ -52,7 +53,9 @@ def sample_path() -> Path:
 
 
 def is_repo_id(source: str) -> bool:
-    return bool(_REPO_ID.match(source))
+    """Whether ``source`` is shaped like a Hub repo id (``owner/name``, ASCII word
+    characters, ``.`` and ``-``; no ``..``)."""
+    return bool(_REPO_ID.match(source)) and ".." not in source
 
 
 def resolve(
@@ -132,14 +135,18 @@ def _first_line(error: BaseException) -> str:
 
 
 def fingerprint(root: str | Path) -> str:
-    """A digest of the snapshot's content: every file's path, size and modification time,
-    and those of the files that decide its environment (its own or the packaged one).
+    """A digest of the snapshot's content: every file's path, size, inode, modification
+    and change times, and those of the files that decide its environment (its own or the
+    packaged one).
 
     Any edit to a table, notebook, metadata, data or environment file changes it, so
-    records cached under it are never served stale. Costs one ``stat`` per file, no reads.
+    records cached under it are never served stale, also after an edit that keeps a
+    file's size and modification time (``touch -r``, ``cp -p``, ``rsync -a``, ``tar x``):
+    writing a file moves its change time, which no user command can set back. Costs one
+    ``stat`` per file, no reads.
     """
     root = str(root)
-    entries: list[tuple[str, int, int]] = []
+    entries: list[tuple[str, int, int, int, int]] = []
     for name in (layout.DESC_TABLE, layout.DIAGNOSIS_TABLE):
         _add(entries, name, os.path.join(root, name))
     for env_file in environment_files(root):
@@ -151,12 +158,12 @@ def fingerprint(root: str | Path) -> str:
             with os.scandir(os.path.join(root, relative)) as found:
                 listing = sorted(found, key=lambda e: e.name)
         except (FileNotFoundError, NotADirectoryError):
-            entries.append((relative, -1, -1))
+            entries.append((relative, -1, -1, -1, -1))
             continue
         subdirs = []
         for entry in listing:
             path = f"{relative}/{entry.name}"
-            if entry.is_dir():
+            if is_dir_entry(entry):  # a link loop is not: recorded as unreadable
                 subdirs.append(path)
             else:
                 _add(entries, path, entry)
@@ -164,10 +171,11 @@ def fingerprint(root: str | Path) -> str:
     return hashlib.sha256(repr(entries).encode()).hexdigest()
 
 
-def _add(entries: list[tuple[str, int, int]], name: str, entry: os.DirEntry[str] | str) -> None:
+def _add(entries: list[tuple[str, int, int, int, int]], name: str,
+         entry: os.DirEntry[str] | str) -> None:
     try:
         info = entry.stat() if isinstance(entry, os.DirEntry) else os.stat(entry)
     except OSError:
-        entries.append((name, -1, -1))
+        entries.append((name, -1, -1, -1, -1))
         return
-    entries.append((name, info.st_size, info.st_mtime_ns))
+    entries.append((name, info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns))

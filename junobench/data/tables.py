@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -21,6 +20,8 @@ from typing import Any
 
 from junobench.data import layout
 from junobench.errors import JunoBenchError, Problem
+from junobench.safety.atomic import atomic_path
+from junobench.safety.paths import check_not_linked_out, require_regular
 
 #: Published (and labelling-sheet) columns of benchmark_desc.xlsx → record field.
 DESC_COLUMNS: dict[str, str] = {
@@ -87,6 +88,7 @@ def read_table(path: str | Path, *, sheet: int | str = 0, columns: Sequence[str]
 
     path = Path(path)
     try:
+        require_regular(path)
         workbook = CalamineWorkbook.from_path(str(path))
         worksheet = (workbook.get_sheet_by_index(sheet) if isinstance(sheet, int)
                      else workbook.get_sheet_by_name(sheet))
@@ -113,23 +115,45 @@ def read_table(path: str | Path, *, sheet: int | str = 0, columns: Sequence[str]
 
 
 def write_table(path: str | Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> None:
-    """Write rows as a one-sheet xlsx, atomically (a temp file moved into place)."""
-    from openpyxl import Workbook
+    """Write rows as a one-sheet xlsx, atomically (see :mod:`junobench.safety.atomic`).
 
-    path = Path(path)
+    Text is written as text cells, never as formulas (a value ``=1+1`` reads back as
+    ``=1+1``); characters XML cannot hold are written in the xlsx escape ``_xHHHH_``,
+    which readers turn back into the character; lone surrogates become U+FFFD.
+    """
+    from openpyxl import Workbook
+    from openpyxl.cell import WriteOnlyCell
+
     workbook = Workbook(write_only=True)
     sheet = workbook.create_sheet("Sheet1")
-    sheet.append(list(columns))
+
+    def cell(value: Any) -> Any:
+        value = _cell(value)
+        if type(value) is not str:
+            return value
+        text = WriteOnlyCell(sheet, value=_xlsx_text(value))
+        text.data_type = "s"  # text even when it starts with '=': never a formula
+        return text
+
+    sheet.append([cell(c) for c in columns])
     for row in rows:
-        sheet.append([_cell(row.get(c)) for c in columns])
-    handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(handle)
-    try:
-        workbook.save(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        sheet.append([cell(row.get(c)) for c in columns])
+    with atomic_path(path, suffix=".xlsx") as temporary:
+        workbook.save(temporary)
+
+
+_XLSX_ESCAPE = re.compile(r"_(x[0-9A-Fa-f]{4}_)")
+_XLSX_ILLEGAL = re.compile(r"[\x00-\x08\x0b-\x1f]")  # CR too: XML would make it LF
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _xlsx_text(text: str) -> str:
+    """``text`` as xlsx stores it: a literal ``_xHHHH_`` escaped as ``_x005F_xHHHH_``,
+    control characters as ``_xHHHH_``, lone surrogates as U+FFFD."""
+    if "_x" in text:
+        text = _XLSX_ESCAPE.sub(r"_x005F_\1", text)
+    text = _XLSX_ILLEGAL.sub(lambda m: f"_x{ord(m.group()):04X}_", text)
+    return _SURROGATE.sub("\ufffd", text)
 
 
 # --------------------------------------------------------------------------- desc table
@@ -152,9 +176,10 @@ def read_desc(root: str | Path) -> tuple[list[DescRow], list[Problem]]:
     returns empty or duplicate case ids as problems.
     """
     path = Path(root) / layout.DESC_TABLE
-    if not path.is_file():
+    if not os.path.lexists(path):
         raise JunoBenchError("the case table is missing", file=path,
                              hint=f"a snapshot holds {layout.DESC_TABLE} beside benchmark/")
+    check_not_linked_out(path, root)
     table = read_table(path)
     table.require(DESC_REQUIRED, hint="use the published columns of benchmark_desc.xlsx")
     position = {c: i for i, c in enumerate(table.columns)}
@@ -192,8 +217,9 @@ def read_desc(root: str | Path) -> tuple[list[DescRow], list[Problem]]:
 def read_diagnoses(root: str | Path) -> dict[str, str]:
     """``instance`` → diagnosis from the optional diagnosis table (empty when absent)."""
     path = Path(root) / layout.DIAGNOSIS_TABLE
-    if not path.is_file():
+    if not os.path.lexists(path):
         return {}
+    check_not_linked_out(path, root)
     table = read_table(path, columns=DIAGNOSIS_REQUIRED)
     table.require(DIAGNOSIS_REQUIRED, hint="the diagnosis table has columns instance and diagnosis")
     i, d = table.columns.index("instance"), table.columns.index("diagnosis")

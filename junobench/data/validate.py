@@ -18,8 +18,11 @@ Checks, and reports every problem found at once (none stops the others):
 - no folder holds more than :data:`MAX_FILES_PER_FOLDER` files (the Hugging Face Hub's
   limit per folder).
 
-Warnings (reported, not failing): a case without its original notebook, a case whose
-``data/`` folder is absent (its data are not in the snapshot).
+Warnings (reported, not failing; problems with ``strict``): a case without its original
+notebook, a case whose ``data/`` folder is absent (its data are not in the snapshot), an
+instance the diagnosis table gives different diagnoses (the loader keeps the last), a
+reproduced notebook whose crash is not the exception class the case table records
+(``ename``, compared without case: the published table writes it in lower case).
 
 >>> problems = validate("sample")
 >>> print("\\n".join(map(str, problems)) or "valid")
@@ -28,7 +31,6 @@ valid
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +39,7 @@ from typing import Any
 from junobench import vocab
 from junobench.data import layout
 from junobench.data.cases import parse_case_folder
-from junobench.data.metadata import validate_metadata
+from junobench.data.metadata import load_metadata_json, validate_metadata
 from junobench.data.tables import DESC_REQUIRED, DIAGNOSIS_REQUIRED, DescRow, read_desc, read_table
 from junobench.errors import JunoBenchError, Problem
 
@@ -60,17 +62,20 @@ class Validation:
         return not self.problems
 
 
-def validate(snapshot: str | Path) -> list[Problem]:
-    """Every problem of the snapshot (empty when valid)."""
-    return check(snapshot).problems
+def validate(snapshot: str | Path, *, strict: bool = False) -> list[Problem]:
+    """Every problem of the snapshot (empty when valid); with ``strict``, the warnings too."""
+    return check(snapshot, strict=strict).problems
 
 
-def check(snapshot: str | Path, *, max_files: int = MAX_FILES_PER_FOLDER) -> Validation:
-    """Every problem and warning of the snapshot (see the module docstring)."""
+def check(snapshot: str | Path, *, max_files: int = MAX_FILES_PER_FOLDER,
+          strict: bool = False) -> Validation:
+    """Every problem and warning of the snapshot (see the module docstring); with
+    ``strict``, every warning is a problem."""
     root = snapshot_root(snapshot)
     report = Validation(root)
     rows = _check_desc(root, report.problems)
     _check_diagnoses(root, report.problems)
+    _check_duplicate_diagnoses(root, report.warnings)
     metadata = {case: layout.metadata_files(root, case) for case in _case_folders(root)}
     report.metadata_files = sum(map(len, metadata.values()))
     for files in metadata.values():
@@ -80,6 +85,9 @@ def check(snapshot: str | Path, *, max_files: int = MAX_FILES_PER_FOLDER) -> Val
         report.cases = len(rows)
         _check_cases(root, rows, metadata, report)
     _check_folder_sizes(root, max_files, report.problems)
+    if strict:
+        report.problems += report.warnings
+        report.warnings = []
     return report
 
 
@@ -113,7 +121,7 @@ def _case_folders(root: Path) -> list[str]:
 
 def _check_desc(root: Path, problems: list[Problem]) -> list[DescRow] | None:
     path = root / layout.DESC_TABLE
-    if not path.is_file():
+    if not os.path.lexists(path):  # a FIFO or such: the reader names it
         problems.append(Problem("the case table is missing", layout.DESC_TABLE,
                                 hint=f"a snapshot holds {layout.DESC_TABLE} beside benchmark/"))
         return None
@@ -135,7 +143,7 @@ def _check_desc(root: Path, problems: list[Problem]) -> list[DescRow] | None:
 
 def _check_diagnoses(root: Path, problems: list[Problem]) -> None:
     path = root / layout.DIAGNOSIS_TABLE
-    if not path.is_file():
+    if not os.path.lexists(path):
         return
     try:
         table = read_table(path)
@@ -148,6 +156,41 @@ def _check_diagnoses(root: Path, problems: list[Problem]) -> None:
         problems.append(Problem(f"missing required column(s) {', '.join(map(repr, missing))}",
                                 layout.DIAGNOSIS_TABLE,
                                 hint="the diagnosis table has columns instance and diagnosis"))
+
+
+def _check_duplicate_diagnoses(root: Path, warnings: list[Problem]) -> None:
+    for instance, rows in conflicting_diagnoses(root).items():
+        warnings.append(Problem(f"instance {instance!r} has different diagnoses in rows "
+                                f"{', '.join(map(str, rows))} (the last one is used)",
+                                layout.DIAGNOSIS_TABLE, _case_of_instance(instance),
+                                "keep one row per notebook"))
+
+
+def conflicting_diagnoses(root: str | Path) -> dict[str, list[int]]:
+    """Instances with two or more rows of different diagnosis text → their row numbers."""
+    path = Path(root) / layout.DIAGNOSIS_TABLE
+    if not os.path.lexists(path):
+        return {}
+    try:
+        table = read_table(path, columns=DIAGNOSIS_REQUIRED)
+    except JunoBenchError:
+        return {}  # reported as a problem
+    if table.columns != list(DIAGNOSIS_REQUIRED):
+        return {}
+    rows: dict[str, list[tuple[int, str]]] = {}
+    for number, (instance, diagnosis) in enumerate(table.rows, start=2):
+        if instance is not None:
+            text = " ".join(str(diagnosis).split()) if diagnosis is not None else ""
+            rows.setdefault(str(instance).strip(), []).append((number, text))
+    return {instance: [n for n, _ in found] for instance, found in rows.items()
+            if len({text for _, text in found}) > 1}
+
+
+def _case_of_instance(instance: str) -> str | None:
+    try:
+        return vocab.split_instance(instance)[0]
+    except ValueError:
+        return None
 
 
 # --------------------------------------------------------------------------- cases
@@ -167,6 +210,8 @@ def _check_cases(root: Path, rows: list[DescRow], metadata: dict[str, list[Path]
         # Metadata files are checked on their own (every file, not the case's first problem).
         report.problems.extend(p for p in result.problems
                                if not (p.file or "").endswith(layout.METADATA_SUFFIX))
+        if result.record is not None:
+            _check_exception(root, row, result.record, report.warnings)
         if "original notebook" in result.absent:
             report.warnings.append(Problem(
                 "the original notebook is not in the snapshot",
@@ -174,6 +219,19 @@ def _check_cases(root: Path, rows: list[DescRow], metadata: dict[str, list[Path]
                 row.case_id))
         if row.case_id in metadata or result.record is not None:
             _check_datasets(root, row, metadata.get(row.case_id, []), report)
+
+
+def _check_exception(root: Path, row: DescRow, record: dict[str, Any], warnings: list[Problem]) -> None:
+    """The reproduced notebook crashes with the exception class the table records."""
+    expected, found = row.fields.get("ename"), record.get("exception")
+    if not expected or not found:
+        return
+    if found.rsplit(".", 1)[-1].lower() != expected.rsplit(".", 1)[-1].lower():
+        warnings.append(Problem(
+            f"the reproduced notebook crashes with {found}, but {layout.DESC_TABLE} records "
+            f"{expected!r} (ename)",
+            f"{layout.BENCHMARK_DIR}/{row.case_id}/{layout.notebook_name(row.case_id, 'reproduced')}",
+            row.case_id, "check which exception the case is about, and fix the table or the notebook"))
 
 
 def _check_datasets(root: Path, row: DescRow, files: list[Path], report: Validation) -> None:
@@ -233,8 +291,8 @@ def _url_key(url: Any) -> str:
 
 def _json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return load_metadata_json(path)
+    except JunoBenchError:
         return None
 
 
@@ -243,9 +301,9 @@ def _check_metadata(root: Path, path: Path, problems: list[Problem]) -> None:
     case = path.parent.parent.name
     hint = "see junobench/schemas/dataset_metadata.schema.json"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        problems.append(Problem(f"not valid JSON ({error})", name, case, hint))
+        data = load_metadata_json(path, case=case)
+    except JunoBenchError as error:
+        problems.append(Problem(error.problem_.problem, name, case, hint))
         return
     schema_problems = validate_metadata(data)
     problems.extend(Problem(p, name, case, hint) for p in schema_problems)

@@ -35,6 +35,7 @@ from junobench.detection.baseline import static_detect
 from junobench.detection.predictions import jsonl_line, write_predictions
 from junobench.detection.tasks import task_key
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import check_file_target
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -246,7 +247,7 @@ def detect(
         raise JunoBenchError(f"--concurrency must be at least 1, not {concurrency}")
     if retries < 0:
         raise JunoBenchError(f"--retries must be at least 0, not {retries}")
-    out = Path(out)
+    out = check_file_target(out)  # appended to: a directory or a FIFO is refused
     out.parent.mkdir(parents=True, exist_ok=True)
     secret = os.environ.get(api_key_env) or None
     if client is None:

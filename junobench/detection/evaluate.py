@@ -36,6 +36,7 @@ from junobench.detection.uncertainty import (
 )
 from junobench.detection.votes import DEFAULT_VOTE, VOTES, vote
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import atomic_path
 
 #: Breakdown name → (record field it groups by, column title).
 BREAKDOWNS: dict[str, tuple[str, str]] = {
@@ -443,14 +444,11 @@ def plot(report: Report, path: str | Path, by: str = "library") -> Path:
 
     fig = figure(report, by)
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(f".{path.stem}.tmp{path.suffix}")
     try:
-        fig.savefig(temp, dpi=120, bbox_inches="tight")
-        temp.replace(path)
+        with atomic_path(path, suffix=path.suffix) as temporary:
+            fig.savefig(temporary, dpi=120, bbox_inches="tight")
     finally:
         plt.close(fig)
-        temp.unlink(missing_ok=True)
     return path
 
 

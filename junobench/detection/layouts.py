@@ -27,6 +27,7 @@ is not guessed at: the error names the sets to pass instead.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -41,6 +42,7 @@ from junobench.detection.predictions import (
     value_kind,
 )
 from junobench.errors import JunoBenchError
+from junobench.safety.paths import open_regular, read_regular
 
 INSTANCES = "instances"
 CRANE_PARSED = "crane-parsed"
@@ -175,7 +177,7 @@ def _is_inspect_log(path: Path) -> bool:
     if path.suffix != ".json":
         return False
     try:
-        with path.open("rb") as handle:
+        with os.fdopen(open_regular(path), "rb") as handle:
             head = handle.read(4096)
     except OSError:
         return False
@@ -229,7 +231,7 @@ def _looks_judged(files: list[Path]) -> bool:
     """True when the first file with string runs holds judge labels only."""
     for file in files[:20]:
         try:
-            data = json.loads(file.read_text(encoding="utf-8"))
+            data = json.loads(read_regular(file).decode("utf-8"))
         except (OSError, ValueError, RecursionError):
             continue
         if not isinstance(data, list) or not data:
@@ -301,7 +303,7 @@ def _read_case_folders(folder: Path, layout: str, folders: dict[str, str]) -> Pr
 def runs_file(file: Path, instance: str) -> list[Any]:
     """The runs in one JSON file: a list, or a single run (object, string, boolean)."""
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(file).decode("utf-8"))
     except (ValueError, RecursionError) as error:
         raise JunoBenchError(f"not valid JSON ({error})", file=file, case=instance,
                              hint="each file holds a JSON list of the detector's runs") from None

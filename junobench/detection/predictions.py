@@ -22,9 +22,7 @@ True
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +31,8 @@ from typing import Any
 from junobench import vocab
 from junobench.detection.ids import is_blind_id
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import atomic_open
+from junobench.safety.paths import read_regular
 
 #: Layout name of the canonical format, as reported to the user.
 CANONICAL = "jsonl"
@@ -189,7 +189,7 @@ def _canonical_item(item: Any, path: Path, number: int) -> tuple[str, list[Any]]
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
     except UnicodeDecodeError as error:
         raise JunoBenchError(f"not UTF-8 text ({error.reason} at byte {error.start})", file=path,
                              hint="predictions are JSON Lines in UTF-8") from None
@@ -225,14 +225,7 @@ def jsonl_line(instance: str, runs: Sequence[Any]) -> str:
 def write_predictions(path: str | Path, items: Iterable[tuple[str, Sequence[Any]]]) -> Path:
     """Write canonical JSONL atomically (beside, then moved over ``path``)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for instance, runs in items:
-                handle.write(jsonl_line(instance, runs))
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    with atomic_open(path) as handle:
+        for instance, runs in items:
+            handle.write(jsonl_line(instance, runs))
     return path

@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import tempfile
 import tokenize
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -36,6 +34,7 @@ from junobench.data.notebook import without_reexecute_marker
 from junobench.detection.ids import blind_id, is_blind_id
 from junobench.errors import JunoBenchError
 from junobench.jsonl import read_instance_records
+from junobench.safety.atomic import atomic_open, check_file_target
 
 #: The case's labels, kept in the ground-truth file (for breakdowns and filters).
 CASE_LABELS: tuple[str, ...] = ("case_id", "version", "library", "library_label", "root_cause",
@@ -261,24 +260,17 @@ def truth_path(tasks_path: str | Path) -> Path:
 def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
     """Write rows as JSON Lines atomically (beside, then moved over ``path``)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            for row in rows:
-                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
+    with atomic_open(path) as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
     return path
 
 
 def write_tasks(tasks_: Sequence[Mapping[str, Any]], truths: Sequence[Mapping[str, Any]],
                 out: str | Path, truth_out: str | Path | None = None) -> tuple[Path, Path]:
     """Write the tasks file and the ground-truth file (default beside it)."""
-    out = Path(out)
-    truth_file = Path(truth_out) if truth_out is not None else truth_path(out)
+    out = check_file_target(out)
+    truth_file = check_file_target(truth_out if truth_out is not None else truth_path(out))
     if truth_file.resolve() == out.resolve():
         raise JunoBenchError("the ground truth must go to a different file than the tasks",
                              file=out, hint="pass another --truth-out")

@@ -42,6 +42,7 @@ from junobench.envs.installer import (
     venv_python,
 )
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import write_text
 
 #: The manifest a junobench environment folder holds.
 MANIFEST = "junobench-env.json"
@@ -282,9 +283,7 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_text(path, json.dumps(data, indent=2) + "\n")
 
 
 @dataclass

@@ -21,12 +21,12 @@ import datetime
 import json
 import os
 import shutil
-import tempfile
 from pathlib import Path
 
 from junobench.envs.create import MANIFEST, REQUIREMENTS_FILE, Selection, selection_key
 from junobench.envs.installer import run, uv_binary
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import remove_files, remove_tree, staging_folder, swap_in
 
 #: Where the image keeps the environment.
 IMAGE_ENV = "/opt/junobench-env"
@@ -104,8 +104,7 @@ def write_context(out: str | Path, selection: Selection, *, junobench: str | Non
         if others:
             raise JunoBenchError(f"the folder holds files a build context does not ({', '.join(others[:3])})",
                                  file=out, hint="choose a new or empty folder; nothing was changed")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    staging = staging_folder(out)
     try:
         (staging / "Dockerfile").write_text(dockerfile_text(selection, junobench=junobench), encoding="utf-8")
         (staging / "requirements.txt").write_text("\n".join(selection.requirements) + "\n", encoding="utf-8")
@@ -113,18 +112,12 @@ def write_context(out: str | Path, selection: Selection, *, junobench: str | Non
             shutil.copyfile(selection.environment.lock_file, staging / "lock.txt")
         (staging / MANIFEST).write_text(json.dumps(image_manifest(selection), indent=2) + "\n",
                                         encoding="utf-8")
-        staging.chmod(0o755)
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-            old.rmdir()
-            out.rename(old)
-            staging.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            staging.rename(out)
+        old = swap_in(staging, out)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        remove_tree(staging)
         raise
+    if old is not None:
+        remove_files(old, list(CONTEXT_FILES))  # what a context holds; anything else stays
     return out
 
 

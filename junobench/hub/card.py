@@ -21,6 +21,8 @@ from junobench import vocab
 from junobench.data.layout import PACKAGE_DIR
 from junobench.errors import JunoBenchError
 from junobench.hub.read_export import CONFIG_NAMES, DEFAULT_CONFIG, PARQUET, SPLIT
+from junobench.safety.paths import require_regular
+from junobench.safety.text import markdown_link, markdown_text
 
 #: The card template (Jinja): ``data_cards/`` of the source tree, or its installed copy.
 TEMPLATE_NAME = "junobench.md"
@@ -136,8 +138,8 @@ def _licences(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             for lic, (count, ids) in sorted(by_licence.items(), key=lambda kv: (-kv[1][0], kv[0]))
         ],
         "dataset_licences": [
-            {"dataset": f"[{_cell(title)}]({url})" if url else _cell(title), "license": _cell(lic),
-             "cases": ", ".join(sorted(dict.fromkeys(ids)))}
+            {"dataset": markdown_link(title, url), "license": _cell(lic),
+             "cases": _cell(", ".join(sorted(dict.fromkeys(ids))))}
             for (title, url, lic), ids in sorted(users.items(), key=lambda kv: (kv[0][0].lower(), kv[0]))
         ],
     }
@@ -172,21 +174,42 @@ def render_card(infos: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
                 notebooks: Sequence[Mapping[str, Any]], report: Mapping[str, Any], *,
                 repo_id: str = DEFAULT_REPO_ID, template: str | Path | None = None) -> str:
     """The card's full text (YAML header and body)."""
+    import jinja2
     from huggingface_hub import DatasetCard
 
+    from junobench.data.snapshot import is_repo_id
+
+    if not is_repo_id(repo_id):
+        raise JunoBenchError(f"not a Hub repo id: {repo_id!r}", hint="use owner/name, e.g. someone/junobench")
     path = Path(template) if template is not None else template_path()
     if not path.is_file():
         raise JunoBenchError("the dataset card template is missing", file=path,
                              hint="reinstall junobench, or pass --template PATH")
+    try:
+        require_regular(path)
+    except OSError as error:
+        raise JunoBenchError(f"cannot read the card template ({error.strerror or error})",
+                             file=path) from None
     context = body_context(cases, notebooks, report)
-    card = DatasetCard.from_template(card_data(infos, max(len(cases), len(notebooks))), template_path=str(path),
-                                     repo_id=repo_id, **context)
+    try:
+        card = DatasetCard.from_template(card_data(infos, max(len(cases), len(notebooks))),
+                                         template_path=str(path), repo_id=repo_id,
+                                         **context)
+    except jinja2.TemplateError as error:
+        line = getattr(error, "lineno", None)  # syntax errors know their line
+        where = f" (line {line})" if line else ""
+        raise JunoBenchError(f"the card template is not a valid Jinja template: {error}{where}",
+                             file=path, hint="fix the template, or leave out --template") from None
+    except (UnicodeDecodeError, ValueError) as error:
+        raise JunoBenchError(f"cannot render the card template ({str(error)[:200]})", file=path,
+                             hint="fix the template, or leave out --template") from None
     return str(card)
 
 
 def _cell(text: Any) -> str:
-    """``text`` safe inside a markdown table cell."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """``text`` safe inside a Markdown table cell (and as HTML): see
+    :func:`junobench.safety.text.markdown_text`."""
+    return markdown_text(text)
 
 
 def _share(count: int, total: int) -> str:
@@ -197,5 +220,5 @@ def _ids(ids: list[str], total: int, limit: int = 12) -> str:
     """`` (a, b, …)`` naming the cases, or nothing when they are all ``total`` of them."""
     if len(ids) == total:
         return ""
-    shown = ", ".join(ids[:limit])
+    shown = ", ".join(markdown_text(i) for i in ids[:limit])
     return f" ({shown}" + (f", … +{len(ids) - limit} more)" if len(ids) > limit else ")")

@@ -14,6 +14,7 @@ ok
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from junobench.hub.read_export import (
     file_digest,
     read_manifest,
 )
+from junobench.safety.paths import is_within, link_root, require_regular
 
 #: Files that may sit in an export directory without being listed: the Hub client's
 #: download bookkeeping.
@@ -58,12 +60,21 @@ def _check_manifest(root: Path, problems: list[Problem]) -> dict[str, Any] | Non
     listed = manifest["files"]
     for name in sorted({CARD, *PARQUET.values()} - set(listed)):
         problems.append(Problem("not listed in the manifest", name, hint="re-export"))
+    base = link_root(root)
     for name, expected in sorted(listed.items()):
         path = root / name
-        if not path.is_file():
+        if not os.path.lexists(path):
             problems.append(Problem("listed in the manifest but missing", name))
             continue
-        actual = file_digest(path)
+        if not is_within(path, base):
+            problems.append(Problem("a link out of the export", name,
+                                    hint="an export holds its files; it never links out"))
+            continue
+        try:
+            actual = file_digest(path)
+        except OSError as error:
+            problems.append(Problem(f"cannot read ({error.strerror or error})", name))
+            continue
         if actual["size"] != expected["size"]:
             problems.append(Problem(f"size {actual['size']} bytes, the manifest says {expected['size']}",
                                     name, hint="the file changed after export: re-export"))
@@ -89,6 +100,8 @@ def _check_card(root: Path, problems: list[Problem]) -> None:
     path = root / CARD
     if not path.is_file():
         problems.append(Problem("the dataset card is missing", CARD, hint="re-export"))
+        return
+    if not _regular(path, CARD, problems):
         return
     try:
         data = DatasetCard.load(path).data
@@ -134,6 +147,8 @@ def _check_parquet(root: Path, config: str, rows: int | None, problems: list[Pro
     if not path.is_file():
         problems.append(Problem(f"the parquet file of config {config!r} is missing", name))
         return
+    if not _regular(path, name, problems):
+        return
     try:
         parquet = pq.ParquetFile(path)
         schema = parquet.schema_arrow
@@ -156,6 +171,18 @@ def _check_parquet(root: Path, config: str, rows: int | None, problems: list[Pro
                                 name, hint="re-export with this version of junobench"))
     if rows is not None and count != rows:
         problems.append(Problem(f"{count} rows, the manifest says {rows}", name))
+
+
+def _regular(path: Path, name: str, problems: list[Problem]) -> bool:
+    """Whether ``path`` is a regular file inside the export (a problem is added if not)."""
+    if not is_within(path, link_root(path.parent if name == CARD else path.parent.parent)):
+        return False  # reported with the manifest
+    try:
+        require_regular(path)
+    except OSError as error:
+        problems.append(Problem(f"cannot read ({error.strerror or error})", name))
+        return False
+    return True
 
 
 def _first_line(error: BaseException) -> str:

@@ -21,12 +21,14 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import atomic_open
+from junobench.safety.paths import open_regular, read_regular, relative_name
 
 CARD = "README.md"
 MANIFEST = "checksums.json"
@@ -45,6 +47,8 @@ def parquet_path(config: str) -> str:
 
 
 PARQUET: dict[str, str] = {config: parquet_path(config) for config in CONFIG_NAMES}
+#: The files an export holds besides its manifest (all listed in the manifest).
+EXPORT_FILES: frozenset[str] = frozenset({CARD, *PARQUET.values()})
 
 
 def is_export(root: str | Path) -> bool:
@@ -53,38 +57,116 @@ def is_export(root: str | Path) -> bool:
 
 
 def file_digest(path: str | Path) -> dict[str, Any]:
-    """``{"sha256": hex, "size": bytes}`` of a file."""
+    """``{"sha256": hex, "size": bytes}`` of a regular file (anything else raises ``OSError``)."""
     digest = hashlib.sha256()
     size = 0
-    with open(path, "rb") as handle:
+    with os.fdopen(open_regular(path), "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
             size += len(block)
     return {"sha256": digest.hexdigest(), "size": size}
 
 
+#: A manifest larger than this is refused unread.
+MAX_MANIFEST_BYTES = 256 << 20
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+
+
 def read_manifest(root: str | Path) -> dict[str, Any]:
-    """The parsed manifest of an export; a missing or malformed one is a :class:`JunoBenchError`."""
+    """The parsed, checked manifest of an export; a missing or malformed one is a
+    :class:`JunoBenchError` naming the problem. Its ``files`` must be exactly files an
+    export writes (relative paths: never absolute, never ``..``), each with its sha256
+    and size; ``rows`` and ``report`` must have the shape :func:`export` gives them."""
     path = Path(root) / MANIFEST
+    hint = "re-export with `junobench export`"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular(path, limit=MAX_MANIFEST_BYTES).decode("utf-8"))
     except FileNotFoundError:
-        raise JunoBenchError("the checksum manifest is missing", file=path,
-                             hint="re-export with `junobench export`") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise JunoBenchError(f"the checksum manifest is unreadable ({error})", file=path,
-                             hint="re-export with `junobench export`") from None
+        raise JunoBenchError("the checksum manifest is missing", file=path, hint=hint) from None
+    except OSError as error:
+        raise JunoBenchError(f"the checksum manifest is unreadable ({error.strerror or error})",
+                             file=path, hint=hint) from None
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        reason = "nested too deeply" if isinstance(error, RecursionError) else str(error)[:200]
+        raise JunoBenchError(f"the checksum manifest is unreadable ({reason})", file=path,
+                             hint=hint) from None
     if not isinstance(data, dict) or data.get("format") != MANIFEST_FORMAT:
         raise JunoBenchError(f"not a {MANIFEST_FORMAT} manifest", file=path,
                              hint="re-export with this version of junobench")
-    files = data.get("files")
-    if not isinstance(files, dict) or not all(
-        isinstance(v, dict) and isinstance(v.get("sha256"), str) and isinstance(v.get("size"), int)
-        for v in files.values()
-    ):
-        raise JunoBenchError("the manifest's 'files' must map each path to its sha256 and size",
-                             file=path, hint="re-export with `junobench export`")
+    problem = _manifest_problem(data)
+    if problem:
+        raise JunoBenchError(f"the checksum manifest is malformed: {problem}", file=path, hint=hint)
     return data
+
+
+def _manifest_problem(data: dict[str, Any]) -> str | None:
+    files = data.get("files")
+    if not isinstance(files, dict):
+        return "'files' must map each path to its sha256 and size"
+    for name, entry in files.items():
+        if relative_name(name) != name:
+            return f"'files' lists {_shown(name)}, which is not a relative path inside the export"
+        if name not in EXPORT_FILES:
+            return f"'files' lists {_shown(name)}, which is not a file an export writes"
+        if not (isinstance(entry, dict) and isinstance(entry.get("sha256"), str)
+                and _SHA256.match(entry["sha256"]) and _count(entry.get("size"))):
+            return f"'files' entry {name!r} must be {{\"sha256\": 64 hex digits, \"size\": bytes}}"
+    rows = data.get("rows", {})
+    if not (isinstance(rows, dict) and all(k in CONFIG_NAMES and _count(v) for k, v in rows.items())):
+        return "'rows' must map each config to its row count"
+    report = data.get("report", {})
+    if not isinstance(report, dict):
+        return "'report' must be an object"
+    lists = {"skipped": report.get("skipped", []), "unlisted_folders": report.get("unlisted_folders", [])}
+    for key, value in lists.items():
+        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            return f"'report.{key}' must be a list of strings"
+    problems = report.get("problems", [])
+    if not (isinstance(problems, list) and all(
+            isinstance(p, dict) and isinstance(p.get("problem"), str)
+            and set(p) <= {"file", "case", "problem", "hint"}
+            and all(v is None or isinstance(v, str) for v in p.values()) for p in problems)):
+        return "'report.problems' must be a list of {file, case, problem, hint}"
+    absent = report.get("absent", {})
+    if not (isinstance(absent, dict) and all(
+            isinstance(ids, list) and all(isinstance(i, str) for i in ids) for ids in absent.values())):
+        return "'report.absent' must map what is absent to lists of case ids"
+    return None
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def _shown(name: Any) -> str:
+    text = repr(name)
+    return text if len(text) <= 80 else text[:80] + "…"
+
+
+def verify_file(root: Path, name: str, data: bytes | None = None) -> bytes:
+    """The bytes of the export's file ``name``, checked against the manifest's size and
+    sha256; a mismatch is a :class:`JunoBenchError` naming the file."""
+    manifest = read_manifest(root)
+    path = root / name
+    expected = manifest["files"].get(name)
+    if expected is None:
+        raise JunoBenchError("not listed in the export's manifest", file=path,
+                             hint="re-export, or run `junobench check` on the export")
+    if data is None:
+        try:
+            data = read_regular(path)
+        except OSError as error:
+            raise JunoBenchError(f"cannot read the parquet file ({error.strerror or error})",
+                                 file=path, hint="check the export with `junobench check`") from None
+    if len(data) != expected["size"]:
+        detail = f"size {len(data)} bytes, the manifest says {expected['size']}"
+    elif hashlib.sha256(data).hexdigest() != expected["sha256"]:
+        detail = "its sha256 is not the manifest's"
+    else:
+        return data
+    raise JunoBenchError(f"the file does not match the export's manifest ({detail}): it changed "
+                         "after export", file=path,
+                         hint="re-export, or run `junobench check` on the export")
 
 
 def read_export(root: str | Path, config: str, criteria: Mapping[str, list[str]],
@@ -108,6 +190,7 @@ def read_export(root: str | Path, config: str, criteria: Mapping[str, list[str]]
     path = root / PARQUET[config]
     features = FEATURES[config]
     info = datasets.DatasetInfo(features=features)
+    read_manifest(root)  # an export without a sound manifest is refused, not trusted
     dataset = _mapped(arrow_copy(path, config, cache_dir), info, path)
     if dataset is None:
         dataset = datasets.Dataset(_read_parquet(path, config, criteria), info=info,
@@ -148,10 +231,13 @@ def arrow_copy(path: Path, config: str, cache_dir: str | Path | None = None) -> 
     """A memory-mappable Arrow copy of the export parquet ``path`` of ``config``.
 
     Kept in ``<cache>/exports/<hash of the parquet's real path>/`` under a name made of the
-    parquet's size and modification time and of the records' schema, so a re-export (or a
-    junobench with other features) makes a new copy and the old one is removed. Written
-    to a temporary file and renamed, so a copy is whole or absent. None when the cache
-    cannot be written: the caller then reads the parquet directly.
+    parquet's size, inode, modification and change times and of the records' schema, so
+    a re-export, any change to the file (even one that keeps its size and modification
+    time: the change time moves) or a junobench with other features makes a new copy,
+    and the old one is removed. The parquet is checked against the export's manifest
+    before it is copied. Written to a temporary file and renamed, so a copy is whole or
+    absent. None when the cache cannot be written: the caller then reads the parquet
+    directly (and checks it each time).
     """
     import pyarrow as pa
 
@@ -166,28 +252,25 @@ def arrow_copy(path: Path, config: str, cache_dir: str | Path | None = None) -> 
                              hint="check the export with `junobench check`") from None
     folder = cache_root(cache_dir) / "exports" / hashlib.sha256(real.encode()).hexdigest()[:20]
     schema = hashlib.sha256(FEATURES[config].arrow_schema.to_string().encode()).hexdigest()[:8]
-    target = folder / f"{config}-{stat.st_size}-{stat.st_mtime_ns}-{schema}.arrow"
+    key = f"{stat.st_size}-{stat.st_ino}-{stat.st_mtime_ns}-{stat.st_ctime_ns}"
+    target = folder / f"{config}-{key}-{schema}.arrow"
     if target.is_file():
         return target
     try:  # a writable cache first, so that without one the parquet is read only once
         folder.mkdir(parents=True, exist_ok=True)
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=f".{config}-", suffix=".tmp")
-    except OSError as error:
-        logger.debug("no Arrow copy of %s in the cache (%s): reading the parquet", path, error)
+        writable = os.access(folder, os.W_OK)
+    except OSError:
+        writable = False
+    if not writable:
+        logger.debug("no Arrow copy of %s: the cache %s cannot be written", path, folder)
         return None
+    table = _read_parquet(path, config, {})  # checked before anything is cached
     try:
-        with os.fdopen(handle, "wb") as sink:
-            table = _read_parquet(path, config, {})  # checked before anything is cached
-            with pa.ipc.new_stream(sink, table.schema) as writer:
-                writer.write_table(table, max_chunksize=1000)
-        os.replace(temporary, target)
-    except OSError as error:  # disk full: read the parquet directly
-        Path(temporary).unlink(missing_ok=True)
+        with atomic_open(target, "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table, max_chunksize=1000)
+    except JunoBenchError as error:  # disk full: read the parquet directly
         logger.debug("no Arrow copy of %s in the cache (%s): reading the parquet", path, error)
         return None
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
     for old in folder.glob(f"{config}-*.arrow"):  # copies of earlier versions of the file
         if old != target:
             with contextlib.suppress(OSError):  # still mapped elsewhere (Windows): next time
@@ -196,16 +279,20 @@ def arrow_copy(path: Path, config: str, cache_dir: str | Path | None = None) -> 
 
 
 def _read_parquet(path: Path, config: str, criteria: Mapping[str, list[str]]) -> Any:
-    """The parquet's table (filters pushed down to the reader), checked against the features."""
+    """The parquet's table (filters pushed down to the reader), checked against the
+    export's manifest and against the features."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from junobench.data.records import FEATURES
 
+    data = verify_file(path.parent.parent, PARQUET[config])
     try:
+        source = pa.BufferReader(data)
         if criteria:
-            _filter_expression(pq.read_table(path, columns=list(criteria)), criteria)
-        table = pq.read_table(path, filters=_filter_expression(None, criteria))
+            _filter_expression(pq.read_table(source, columns=list(criteria)), criteria)
+            source = pa.BufferReader(data)
+        table = pq.read_table(source, filters=_filter_expression(None, criteria))
     except (OSError, pa.ArrowException) as error:
         raise JunoBenchError(f"cannot read the parquet file ({error})", file=path,
                              hint="check the export with `junobench check`") from None

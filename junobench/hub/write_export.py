@@ -14,15 +14,35 @@ leaves a previous ``out`` as it was.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
+import logging
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from junobench.errors import JunoBenchError
-from junobench.hub.read_export import CARD, CONFIG_NAMES, MANIFEST, MANIFEST_FORMAT, PARQUET, file_digest
+from junobench.hub.read_export import (
+    CARD,
+    CONFIG_NAMES,
+    EXPORT_FILES,
+    MANIFEST,
+    MANIFEST_FORMAT,
+    PARQUET,
+    file_digest,
+    read_manifest,
+)
+from junobench.safety.atomic import (
+    locked,
+    recover,
+    remove_files,
+    remove_tree,
+    staging_folder,
+    swap_in,
+    write_text,
+)
+from junobench.safety.paths import unlisted_files
+
+logger = logging.getLogger("junobench")
 
 
 @dataclass
@@ -69,17 +89,20 @@ def export(
         "unpinned": dict(sorted(report.unpinned.items())),
         "environment": snapshot_environment(root).summary(),
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent))
-    try:
-        staging.chmod(0o777 & ~_umask())
-        write_export(staging, records, report_dict, repo_id=repo_id or DEFAULT_REPO_ID,
-                     template=template)
-        manifest = json.loads((staging / MANIFEST).read_text(encoding="utf-8"))
-        _move_into_place(staging, out)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+    with locked(out.parent):
+        recover(out, owned=_is_own_folder)
+        _check_target(root, out)  # again: a recovered export is back, or a folder appeared
+        staging = staging_folder(out)
+        try:
+            write_export(staging, records, report_dict, repo_id=repo_id or DEFAULT_REPO_ID,
+                         template=template)
+            manifest = read_manifest(staging)
+            old = swap_in(staging, out)
+        except BaseException:
+            remove_tree(staging)
+            raise
+        if old is not None:
+            _remove_old_export(old, out)
     return ExportResult(out, {c: len(d) for c, d in records.items()}, manifest["files"], report_dict)
 
 
@@ -104,7 +127,7 @@ def write_export(directory: Path, records: dict[str, Any], report: dict[str, Any
                                              dataset_size=dataset.data.nbytes)
     card = render_card(infos, records["cases"].to_list(), records["notebooks"].to_list(), report,
                        repo_id=repo_id, template=template)
-    (directory / CARD).write_text(card, encoding="utf-8", newline="\n")
+    write_text(directory / CARD, card)
     files = {name: file_digest(directory / name) for name in sorted([CARD, *PARQUET.values()])}
     manifest = {
         "format": MANIFEST_FORMAT,
@@ -112,44 +135,64 @@ def write_export(directory: Path, records: dict[str, Any], report: dict[str, Any
         "rows": {config: len(records[config]) for config in CONFIG_NAMES},
         "report": report,
     }
-    (directory / MANIFEST).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n",
-                                      encoding="utf-8", newline="\n")
+    write_text(directory / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
 
 def _check_target(root: Path, out: Path) -> None:
-    """Refuse an ``out`` that is inside the snapshot, or an existing directory that is not an export."""
+    """Refuse an ``out`` that is inside the snapshot or holds it, a link, a file, or a
+    folder holding anything an earlier export did not write."""
     resolved = out.resolve()
     if resolved == root or root in resolved.parents:
         raise JunoBenchError("the export directory is inside the snapshot", file=out,
                              hint="nothing in a snapshot is ever modified: choose a directory outside it")
+    if resolved in root.parents:
+        raise JunoBenchError("the export directory holds the snapshot being exported", file=out,
+                             hint="an export replaces its directory: choose one outside the snapshot")
+    if out.is_symlink():
+        raise JunoBenchError("the export target is a symbolic link", file=out,
+                             hint="give the real path of the directory")
     if out.exists() and not out.is_dir():
         raise JunoBenchError("the export target exists and is not a directory", file=out,
                              hint="choose a new directory")
-    if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).is_file():
-        raise JunoBenchError(f"the directory is not empty and holds no {MANIFEST}: not an earlier export",
-                             file=out, hint="an export replaces only an earlier export; choose a new "
-                             "or empty directory")
-
-
-def _move_into_place(staging: Path, out: Path) -> None:
-    """Put the complete ``staging`` at ``out``; an earlier ``out`` is swapped out, then removed."""
-    if out.is_dir() and not any(out.iterdir()):
-        out.rmdir()
-    if not out.exists():
-        os.rename(staging, out)
+    if not out.is_dir() or not any(out.iterdir()):
         return
-    old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=".old", dir=out.parent))
-    old.rmdir()
-    os.rename(out, old)
+    hint = ("an export replaces only an earlier export, and nothing else: choose a new or "
+            "empty directory, or move those files away")
+    if not (out / MANIFEST).is_file():
+        raise JunoBenchError(f"the directory is not empty and holds no {MANIFEST}: not an earlier export",
+                             file=out, hint=hint)
     try:
-        os.rename(staging, out)
-    except BaseException:
-        os.rename(old, out)
-        raise
-    shutil.rmtree(old, ignore_errors=True)
+        listed = set(read_manifest(out)["files"])
+    except JunoBenchError as error:
+        raise JunoBenchError(f"the directory holds no readable earlier export ({error.problem_.problem})",
+                             file=out, hint=hint) from None
+    foreign = unlisted_files(out, listed | {MANIFEST})
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f", … (+{len(foreign) - 5})" if len(foreign) > 5 else "")
+        raise JunoBenchError(f"the earlier export holds files it did not write: {shown}", file=out,
+                             hint=hint)
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+#: What an export folder holds: its files, and the temporary files written on the way.
+_EXPORT_FILES = EXPORT_FILES | {MANIFEST}
+_TEMPORARY = re.compile(r"^(?:[^/]+/)?\.[^/]+\.tmp$")
+
+
+def _is_own_folder(folder: Path) -> bool:
+    """Whether a folder left beside an export by a killed run holds only what an export
+    writes (so that removing or restoring it loses nothing else)."""
+    return not [name for name in unlisted_files(folder, set(_EXPORT_FILES))
+                if not _TEMPORARY.match(name)]
+
+
+def _remove_old_export(old: Path, out: Path) -> None:
+    """Delete the files of the swapped-out earlier export (those its manifest lists);
+    anything else that appeared there meanwhile stays, with a warning."""
+    try:
+        listed = list(read_manifest(old)["files"])
+    except JunoBenchError:
+        listed = []
+    left = remove_files(old, [*listed, MANIFEST])
+    if left:
+        logger.warning("%s: the earlier export of %s held files it did not write (%s); they "
+                       "were kept there", old, out, ", ".join(left[:5]))

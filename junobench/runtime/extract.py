@@ -35,6 +35,7 @@ from junobench.envs.kernel import KernelTarget, env_kernel, own_kernel
 from junobench.errors import JunoBenchError
 from junobench.runtime.names import target_names
 from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS, summarise
+from junobench.safety.atomic import check_file_target
 from junobench.verify.judge import OK, TIMEOUT, RunLog
 from junobench.verify.runner import require_run_extra, run_sync
 from junobench.verify.session import DEFAULT_TIMEOUT, default_jobs, replay_in_copy
@@ -150,6 +151,7 @@ def runtime_info(
     progress: bool | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
     env: str | Path | None = None,
+    pass_env: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Runtime information of the notebooks of ``case_ids`` (default: every case, or those
     matching ``filters``) in ``versions``, one record each (fields :data:`RECORD_FIELDS`).
@@ -161,7 +163,7 @@ def runtime_info(
     ``status`` is ``ok``, ``failed`` (``problem`` says why, and which pins of the
     snapshot's environment the kernel did not meet) or ``skipped`` (no input data).
     Kernels run in the interpreter of ``env`` (made by ``junobench env create``), else in
-    junobench's own.
+    junobench's own, and see no credential-like variables but those named in ``pass_env``.
     """
     require_run_extra()
     categories = categories_without(exclude)
@@ -174,6 +176,8 @@ def runtime_info(
         raise JunoBenchError(f"unknown version {bad[0] if bad else '(none)'!r}",
                              hint="use reproduced or fixed")
     options = _check_options(options)
+    if out is not None:
+        check_file_target(out)  # before the notebooks run, not after
     target = env_kernel(env) if env is not None else own_kernel()
     root = resolve(source, revision=revision, include_data=True)
     specs = case_specs(root, case_ids, filters=filters)
@@ -184,7 +188,7 @@ def runtime_info(
     found = kernel_environment(target, snapshot_environment(root))
     try:
         records = run_sync(_extract_all(root, work, categories, options, jobs or default_jobs(),
-                                        timeout, progress, on_record, target, found))
+                                        timeout, progress, on_record, target, found, tuple(pass_env)))
     except asyncio.CancelledError:  # Ctrl-C: the kernels are stopped
         raise KeyboardInterrupt from None
     if out is not None:
@@ -209,7 +213,8 @@ def _check_options(options: Mapping[str, int] | None) -> dict[str, int]:
 async def _extract_all(root: Path, work: Sequence[tuple[CaseSpec, str]], categories: Sequence[str],
                        options: Mapping[str, int], jobs: int, timeout: float | None,
                        progress: bool | None, on_record: Callable[[dict[str, Any]], None] | None,
-                       target: KernelTarget, found: KernelEnvironment) -> list[dict[str, Any]]:
+                       target: KernelTarget, found: KernelEnvironment,
+                       pass_env: Sequence[str] = ()) -> list[dict[str, Any]]:
     from tqdm import tqdm
 
     slots = asyncio.Semaphore(jobs)
@@ -218,7 +223,8 @@ async def _extract_all(root: Path, work: Sequence[tuple[CaseSpec, str]], categor
 
     async def one(spec: CaseSpec, version: str) -> dict[str, Any]:
         async with slots:
-            record = await extract_notebook(root, spec, version, categories, options, timeout, target)
+            record = await extract_notebook(root, spec, version, categories, options, timeout, target,
+                                            pass_env=pass_env)
         unmet = found.mismatches(spec.requirements)
         if record["status"] == "failed" and unmet:
             record["problem"] += f" (environment: {'; '.join(unmet)})"
@@ -235,9 +241,11 @@ async def _extract_all(root: Path, work: Sequence[tuple[CaseSpec, str]], categor
 
 async def extract_notebook(root: Path, spec: CaseSpec, version: str, categories: Sequence[str],
                            options: Mapping[str, int], timeout: float | None,
-                           target: KernelTarget | None = None) -> dict[str, Any]:
+                           target: KernelTarget | None = None, *,
+                           pass_env: Sequence[str] = ()) -> dict[str, Any]:
     """The runtime-information record of one notebook of a case spec, from a kernel of
-    ``target`` (default: junobench's own interpreter)."""
+    ``target`` (default: junobench's own interpreter) that sees the credential-like
+    variables named in ``pass_env``, no others."""
     record = new_record(spec.case_id, version, spec.target, categories)
     if spec.problem is not None or spec.data_absent:
         record.update(status="skipped" if spec.problem is None else "failed",
@@ -254,7 +262,8 @@ async def extract_notebook(root: Path, spec: CaseSpec, version: str, categories:
     steps = spec.orders[version][:-1]  # everything before the target's (last) run
     inspection = Inspection(request, timeout)
     started = time.perf_counter()
-    log = await replay_in_copy(spec, version, steps, timeout=timeout, after=inspection, target=target)
+    log = await replay_in_copy(spec, version, steps, timeout=timeout, after=inspection, target=target,
+                               pass_env=pass_env)
     record["seconds"] = round(time.perf_counter() - started, 3)
     problem = run_problem(log) or inspection.problem
     if problem is None and inspection.payload is None:

@@ -23,6 +23,7 @@ from junobench.envs.check import kernel_environment
 from junobench.envs.environment import snapshot_environment
 from junobench.envs.kernel import env_kernel, own_kernel
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import check_file_target
 from junobench.verify.executor import Executor, LocalExecutor, ReplayOutcome, ReplayTask
 from junobench.verify.judge import RunLog, StepOutcome, Verdict, judge
 from junobench.verify.report import CaseResult, VerifyReport
@@ -68,6 +69,7 @@ def verify(
     on_case: Callable[[CaseResult], None] | None = None,
     filters: Mapping[str, str | Iterable[str]] | None = None,
     env: str | Path | None = None,
+    pass_env: Sequence[str] = (),
 ) -> VerifyReport:
     """Verify ``case_ids`` (default: every case, or those matching ``filters``) of ``source``.
 
@@ -78,7 +80,9 @@ def verify(
     ``junobench env create``), else in junobench's own; either way the report records that
     interpreter against the snapshot's environment, and each case's unmet pins
     (``mismatches``). With ``report``, the JSON report is written there. The snapshot is
-    only read. ``report.ok`` is True when every case passed.
+    only read. ``report.ok`` is True when every case passed. The kernels get our
+    environment without credential-like variables (:mod:`junobench.safety.env`), except
+    those named in ``pass_env``.
     """
     require_run_extra()
     if jobs is not None and jobs < 1:
@@ -91,6 +95,8 @@ def verify(
     if not specs:
         raise JunoBenchError("no cases to verify", file=root,
                              hint="check the case ids and filters (`junobench ls`)")
+    if report is not None:
+        check_file_target(report)  # before the notebooks run, not after
     found = kernel_environment(target, snapshot_environment(root))
 
     def judged(case: CaseResult) -> None:
@@ -100,7 +106,7 @@ def verify(
 
     by_id = {spec.case_id: spec for spec in specs}
     result = verify_specs(specs, jobs=jobs, timeout=timeout, progress=progress, on_case=judged,
-                          target=target)
+                          target=target, pass_env=pass_env)
     result.environment = found.to_json(r for spec in specs for r in spec.requirements)
     if report is not None:
         result.write(report)

@@ -38,6 +38,7 @@ from typing import Any
 
 from junobench.data.notebook import Step
 from junobench.errors import JunoBenchError
+from junobench.safety.paths import relative_name
 from junobench.verify.judge import RunLog
 from junobench.verify.runner import replay
 
@@ -166,11 +167,11 @@ def place_all(places: Sequence[Place], workspace: Path) -> None:
 
 
 def inside(root: Path, relative: str) -> Path:
-    """``root / relative``, refused when it is absolute or climbs out of ``root``."""
-    path = Path(relative)
-    if path.is_absolute() or ".." in path.parts:
+    """``root / relative``, refused when it is absolute or climbs out of ``root``
+    (:func:`junobench.safety.paths.relative_name`)."""
+    if relative_name(relative) is None:
         raise JunoBenchError(f"path {relative!r} leaves the task's workspace")
-    return root / path
+    return root / relative
 
 
 async def execute(task: ReplayTask, scratch: Path) -> tuple[RunLog, Any]:
@@ -188,7 +189,7 @@ async def execute(task: ReplayTask, scratch: Path) -> tuple[RunLog, Any]:
     if task.prepare is not None:
         task.prepare(notebook, workspace)
     log = await replay(notebook, task.steps, cwd=cwd, timeout=task.timeout,
-                       kernel_log=scratch / "kernel.log", after=task.after)
+                       kernel_log=scratch / "kernel.log", after=task.after, pass_env=task.pass_env)
     return log, task.after
 
 

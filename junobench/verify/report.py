@@ -12,13 +12,12 @@ the pins a case needs that it did not meet (``pandas 3.1.1 where the benchmark p
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from junobench.safety.atomic import atomic_open
 from junobench.verify.judge import RunLog, Verdict
 
 PASSED, FAILED, TIMED_OUT, SKIPPED = "passed", "failed", "timed out", "skipped"
@@ -130,14 +129,6 @@ class VerifyReport:
 
     def write(self, path: str | Path) -> None:
         """Write the JSON report atomically (a failed write keeps the previous file)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(self.to_json(), out, indent=2, ensure_ascii=False)
-                out.write("\n")
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        with atomic_open(path) as out:
+            json.dump(self.to_json(), out, indent=2, ensure_ascii=False)
+            out.write("\n")

@@ -25,13 +25,14 @@ import concurrent.futures
 import math
 import os
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from junobench.data.notebook import Step
 from junobench.envs.kernel import KERNEL_NAME, KernelTarget, StartedKernel, own_kernel, start_kernel
 from junobench.errors import JunoBenchError
+from junobench.safety.env import scrub
 from junobench.verify.judge import ERROR, OK, TIMEOUT, RunLog, StepOutcome
 
 T = TypeVar("T")
@@ -63,10 +64,12 @@ def require_run_extra() -> None:
                              hint="pip install 'junobench[run]'")
 
 
-def kernel_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The kernel's environment: ``base`` (default: ours) plus :data:`KERNEL_ENV_DEFAULTS`
-    where unset; ``MPLBACKEND`` is dropped so figures render inline as in Jupyter."""
-    env = dict(os.environ if base is None else base)
+def kernel_env(base: Mapping[str, str] | None = None, *, keep: Iterable[str] = ()) -> dict[str, str]:
+    """The kernel's environment: ``base`` (default: ours) without its credential-like
+    variables (:mod:`junobench.safety.env`; those named in ``keep`` stay), plus
+    :data:`KERNEL_ENV_DEFAULTS` where unset; ``MPLBACKEND`` is dropped so figures render
+    inline as in Jupyter."""
+    env = scrub(os.environ if base is None else base, keep=keep)
     env.pop("MPLBACKEND", None)
     for key, value in KERNEL_ENV_DEFAULTS.items():
         env.setdefault(key, value)
@@ -84,6 +87,7 @@ async def replay(
     after: Callable[[Any], Awaitable[None]] | None = None,
     target: KernelTarget | None = None,
     kernel: Awaitable[StartedKernel] | None = None,
+    pass_env: Iterable[str] = (),
 ) -> RunLog:
     """Run ``steps`` (code-cell indices, in order) of ``notebook`` (an nbformat
     ``NotebookNode``, updated in place) in a new kernel started in ``cwd``.
@@ -96,7 +100,9 @@ async def replay(
     discarded); its last line is quoted when the kernel fails. ``after``, when given, is
     awaited with the nbclient ``NotebookClient`` once every step has run without error,
     before the kernel stops (to inspect the kernel's state, e.g. :mod:`junobench.runtime`).
-    ``RunLog.kernel_seconds`` is the time spent waiting for the kernel.
+    ``RunLog.kernel_seconds`` is the time spent waiting for the kernel. The kernel's
+    environment is ``env`` (default: ours) without credentials (:func:`kernel_env`), but
+    for the variables named in ``pass_env`` (a pooled ``kernel`` has the pool's).
     """
     from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
@@ -128,7 +134,7 @@ async def replay(
         # takes over SIGINT: Ctrl-C must cancel the whole run (and kill every kernel).
         try:
             if kernel is None:
-                kernel = start_kernel(target or own_kernel(), cwd=cwd, env=kernel_env(env),
+                kernel = start_kernel(target or own_kernel(), cwd=cwd, env=kernel_env(env, keep=pass_env),
                                       log=kernel_log, timeout=STARTUP_TIMEOUT)
             running = await kernel
             kernel_log = running.log

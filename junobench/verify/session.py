@@ -19,6 +19,8 @@ from typing import Any
 from junobench.data import layout
 from junobench.data.notebook import Step
 from junobench.envs.kernel import KernelTarget, StartedKernel, own_kernel
+from junobench.errors import JunoBenchError
+from junobench.safety.paths import copy_tree, link_root
 from junobench.verify.judge import RunLog, Verdict, judge
 from junobench.verify.pool import KernelPool
 from junobench.verify.report import CaseResult, VerifyReport
@@ -48,17 +50,19 @@ def verify_specs(
     on_case: Callable[[CaseResult], None] | None = None,
     target: KernelTarget | None = None,
     pool: int | None = None,
+    pass_env: Sequence[str] = (),
 ) -> VerifyReport:
     """Replay and judge every spec in kernels of ``target`` (default: junobench's own
     interpreter), ``pool`` of them started ahead (default: ``jobs``; 0: each kernel starts
-    when its notebook's turn comes); ``progress`` None shows a bar only on a terminal."""
+    when its notebook's turn comes); ``progress`` None shows a bar only on a terminal. The
+    kernels see the credential-like variables named in ``pass_env``, no others."""
     jobs = jobs or default_jobs()
     if jobs < 1:
         raise ValueError("jobs must be at least 1")
     started = time.perf_counter()
     try:
         results = run_sync(_verify_all(specs, jobs, timeout, progress, on_case, target,
-                                       jobs if pool is None else pool))
+                                       jobs if pool is None else pool, tuple(pass_env)))
     except asyncio.CancelledError:  # Ctrl-C cancelled the run; the kernels are stopped
         raise KeyboardInterrupt from None
     return VerifyReport(results, time.perf_counter() - started, jobs)
@@ -67,13 +71,14 @@ def verify_specs(
 async def _verify_all(
     specs: Sequence[CaseSpec], jobs: int, timeout: float | None, progress: bool | None,
     on_case: Callable[[CaseResult], None] | None, target: KernelTarget | None, pool_size: int,
+    pass_env: Sequence[str] = (),
 ) -> list[CaseResult]:
     from tqdm import tqdm
 
     slots = asyncio.Semaphore(jobs)
     notebooks = len(VERSIONS) * sum(1 for spec in specs if spec.runnable)
     pool = KernelPool(target or own_kernel(), size=pool_size, notebooks=notebooks,
-                      env=kernel_env()) if pool_size > 0 else None
+                      env=kernel_env(keep=pass_env)) if pool_size > 0 else None
     bar = tqdm(total=len(specs), unit="case", desc="verify", disable=None if progress is None
                else not progress, dynamic_ncols=True)
     tally: dict[str, int] = {}
@@ -89,7 +94,7 @@ async def _verify_all(
     async def one_case(spec: CaseSpec) -> CaseResult:
         if not spec.runnable:
             return finished(_not_run(spec))
-        logs = await asyncio.gather(*(_replay_version(spec, v, timeout, slots, target, pool)
+        logs = await asyncio.gather(*(_replay_version(spec, v, timeout, slots, target, pool, pass_env)
                                       for v in VERSIONS))
         by_version = dict(zip(VERSIONS, logs, strict=True))
         verdicts = {v: _judge(spec, v, log) for v, log in by_version.items()}
@@ -107,10 +112,10 @@ async def _verify_all(
 
 async def _replay_version(spec: CaseSpec, version: str, timeout: float | None,
                           slots: asyncio.Semaphore, target: KernelTarget | None,
-                          pool: KernelPool | None) -> RunLog:
+                          pool: KernelPool | None, pass_env: Sequence[str] = ()) -> RunLog:
     async with slots:
         return await replay_in_copy(spec, version, spec.orders[version], timeout=timeout, target=target,
-                                    pool=pool)
+                                    pool=pool, pass_env=pass_env)
 
 
 async def replay_in_copy(
@@ -118,11 +123,15 @@ async def replay_in_copy(
     after: Callable[[Any], Awaitable[None]] | None = None,
     target: KernelTarget | None = None,
     pool: KernelPool | None = None,
+    pass_env: Sequence[str] = (),
 ) -> RunLog:
     """Replay ``steps`` of the case's ``version`` notebook in a fresh kernel of ``target``
-    working in a temporary copy of the case folder (removed afterwards); ``after`` as in
-    :func:`replay`. With ``pool``, the kernel is one the pool started ahead (of the pool's
-    target), and the case folder is copied into its empty working directory."""
+    working in a temporary copy of the case folder (removed afterwards); ``after`` and
+    ``pass_env`` as in :func:`replay`. With ``pool``, the kernel is one the pool started
+    ahead (of the pool's target and environment), and the case folder is copied into its
+    empty working directory. The copy never follows a link out of the snapshot nor reads
+    a FIFO (:func:`junobench.safety.paths.copy_tree`): such a case is a failed run, naming
+    the file."""
     import nbformat
 
     if pool is not None:
@@ -130,13 +139,24 @@ async def replay_in_copy(
     scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=f"junobench-{spec.case_id}-"))
     try:
         work = scratch / spec.case_id
-        await asyncio.to_thread(shutil.copytree, spec.folder, work)
+        try:
+            await _copy_case(spec, work)
+        except JunoBenchError as error:
+            return RunLog(steps=(), planned=len(steps), failure=f"cannot copy the case folder: {error}",
+                          timeout=timeout)
         path = work / layout.notebook_name(spec.case_id, version)
         notebook = await asyncio.to_thread(nbformat.read, path, as_version=4)
         return await replay(notebook, steps, cwd=work, timeout=timeout,
-                            kernel_log=scratch / "kernel.log", after=after, target=target)
+                            kernel_log=scratch / "kernel.log", after=after, target=target,
+                            pass_env=pass_env)
     finally:
         await asyncio.to_thread(shutil.rmtree, scratch, True)
+
+
+async def _copy_case(spec: CaseSpec, work: Path) -> None:
+    """The case folder copied into ``work`` (links inside it kept, none followed out)."""
+    await asyncio.to_thread(copy_tree, spec.folder, work, case=spec.case_id,
+                            trusted=link_root(spec.folder.parent.parent))
 
 
 async def _replay_in_pooled_kernel(spec: CaseSpec, version: str, steps: Sequence[Step],
@@ -151,7 +171,10 @@ async def _replay_in_pooled_kernel(spec: CaseSpec, version: str, steps: Sequence
     async def ready() -> StartedKernel:
         kernel = await pool.acquire()
         taken.append(kernel)
-        await asyncio.to_thread(shutil.copytree, spec.folder, kernel.cwd, dirs_exist_ok=True)
+        try:
+            await _copy_case(spec, Path(kernel.cwd))
+        except JunoBenchError as error:  # the replay reports it as the run's failure
+            raise RuntimeError(f"cannot copy the case folder: {error}") from None
         return kernel
 
     try:

@@ -92,6 +92,9 @@ def case_spec(root: str | Path, row: DescRow) -> CaseSpec:
     """The spec of one case of the table (problems recorded, not raised)."""
     root = Path(root)
     case_id = row.case_id
+    if not vocab.is_case_id(case_id):
+        return CaseSpec(case_id, layout.benchmark_dir(root), problem=f"case id {case_id!r} is not "
+                        "of the form <library>_<number>")
     folder = layout.case_dir(root, case_id)
     if not folder.is_dir():
         return CaseSpec(case_id, folder, problem=f"case folder {layout.relative(root, folder)} "

@@ -1,0 +1,257 @@
+"""Paths built from data stay inside the folder the user named; only regular files are read.
+
+- :func:`relative_name` / :func:`check_relative`: a relative POSIX path from data (a
+  manifest entry, an archive member, a listed data file) that neither is absolute nor
+  climbs out with ``..``.
+- :func:`check_component`: one path component from data (a case id, a dataset name).
+- :func:`inside`: a path joined from data, checked to stay under its root.
+- :func:`open_regular` / :func:`read_regular` / :func:`require_regular`: a FIFO, a
+  device or a socket is refused before anything is read (opening a FIFO never blocks).
+- :func:`link_root` and :func:`copy_tree`: copying a folder keeps links that stay inside
+  it as links and refuses links that lead out (a Hugging Face cache snapshot's links
+  to its own blob store are followed, as they are how that cache stores files).
+
+>>> relative_name("cases/test.parquet"), relative_name("../x"), relative_name("/etc/passwd")
+('cases/test.parquet', None, None)
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path, PurePosixPath
+
+from junobench.errors import JunoBenchError
+
+_KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device",
+          stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory"}
+
+
+class NotRegularFile(OSError):
+    """A path that is a FIFO, a device, a socket or a directory where a file is read."""
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+def kind_of(mode: int) -> str:
+    """``"a FIFO (named pipe)"``, ``"a directory"``, … for a ``st_mode``."""
+    return _KINDS.get(stat.S_IFMT(mode), "not a regular file")
+
+
+# --------------------------------------------------------------------------- names
+
+
+def relative_name(name: object) -> str | None:
+    """``name`` as a normalised relative POSIX path, or None when it is not a string, is
+    empty, absolute (``/x``, ``C:x``, ``\\\\server``), uses backslashes, holds a NUL or a
+    control character, or climbs out (``..``)."""
+    if not isinstance(name, str) or not name or "\\" in name:
+        return None
+    if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
+        return None
+    if any(ord(c) < 32 or ord(c) == 127 for c in name):
+        return None
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        return None
+    return "/".join(parts)
+
+
+def check_relative(name: object, *, what: str, file: str | Path | None = None,
+                   case: str | None = None) -> str:
+    """:func:`relative_name`, or a :class:`JunoBenchError` naming ``what`` it was."""
+    safe = relative_name(name)
+    if safe is None:
+        raise JunoBenchError(f"{what} {name!r} is not a relative path inside the folder "
+                             "(absolute, '..', or not plain text)", file=file, case=case,
+                             hint="paths from data must stay inside the folder they describe")
+    return safe
+
+
+def check_component(name: object, *, what: str, file: str | Path | None = None,
+                    case: str | None = None) -> str:
+    """``name`` when it is one plain path component (no ``/``, not ``.`` or ``..``)."""
+    safe = relative_name(name)
+    if safe is None or "/" in safe or safe != name:
+        raise JunoBenchError(f"{what} {name!r} cannot be a folder or file name", file=file,
+                             case=case, hint="use letters, digits, '_', '-' and '.'")
+    return safe
+
+
+def inside(root: str | Path, *parts: str) -> Path:
+    """``root / parts…`` after checking, lexically, that it stays under ``root``."""
+    joined = Path(root).joinpath(*parts)
+    name = "/".join(parts)
+    if relative_name(name) is None:
+        raise JunoBenchError(f"the path {name!r} leaves {root}", file=joined,
+                             hint="paths from data must stay inside the folder they describe")
+    return joined
+
+
+def is_dir_entry(entry: os.DirEntry[str]) -> bool:
+    """``entry.is_dir()``, False (not an error) for a link loop or an unreadable entry."""
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def is_within(path: str | Path, root: str | Path) -> bool:
+    """Whether the real path of ``path`` is ``root``'s real path or below it."""
+    real, base = os.path.realpath(path), os.path.realpath(root)
+    return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
+
+
+def check_not_linked_out(path: str | Path, root: str | Path, *, case: str | None = None) -> None:
+    """Refuse ``path`` when it is a link that leads out of the folder ``root`` (see
+    :func:`link_root`): a snapshot's files are read only inside it."""
+    if os.path.islink(path) and not is_within(path, link_root(root)):
+        raise JunoBenchError("a link out of the snapshot", file=path, case=case,
+                             hint="a snapshot's files are read only inside it: copy the file "
+                                  "in instead of linking it")
+
+
+def unlisted_files(folder: str | Path, names: set[str]) -> list[str]:
+    """What ``folder`` holds besides the files ``names`` (relative POSIX paths) and the
+    folders on the way to them, as sorted relative paths: what a writer that wrote
+    ``names`` did not write. A link counts as unlisted, whatever it points to."""
+    folder = Path(folder)
+    parents = {str(PurePosixPath(n).parents[i]) for n in names
+               for i in range(len(PurePosixPath(n).parents) - 1)}
+    found = []
+    for current, folders, files in os.walk(folder):
+        for name in sorted(folders + files):
+            path = Path(current, name)
+            relative = path.relative_to(folder).as_posix()
+            if path.is_symlink() or not (
+                (relative in names and path.is_file()) or (relative in parents and path.is_dir())
+            ):
+                found.append(relative)
+                if name in folders:
+                    folders.remove(name)
+    return sorted(found)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def open_regular(path: str | Path) -> int:
+    """A read-only file descriptor of ``path``, which must be a regular file (after links).
+
+    Opened without blocking, so a FIFO is refused instead of waiting for a writer;
+    raises :class:`NotRegularFile` (an ``OSError``) for anything but a regular file.
+    """
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(0, f"{kind_of(mode)}, not a regular file", str(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: str | Path, *, limit: int | None = None) -> bytes:
+    """The bytes of the regular file ``path`` (see :func:`open_regular`); with ``limit``,
+    a file larger than ``limit`` bytes raises ``OSError`` (EFBIG) before it is read."""
+    fd = open_regular(path)
+    try:
+        size = os.fstat(fd).st_size
+        if limit is not None and size > limit:
+            raise OSError(27, f"larger than {limit} bytes", str(path))
+        chunks = [os.read(fd, size + 1)]
+        while chunks[-1]:  # until end of file, should the file have grown
+            chunks.append(os.read(fd, 1 << 20))
+            if limit is not None and sum(map(len, chunks)) > limit:
+                raise OSError(27, f"larger than {limit} bytes", str(path))
+    finally:
+        os.close(fd)
+    return chunks[0] if len(chunks) == 2 else b"".join(chunks)
+
+
+def require_regular(path: str | Path) -> None:
+    """Raise :class:`NotRegularFile` when ``path`` exists and is not a regular file (after
+    links), ``FileNotFoundError`` when it is missing; for readers that open by path."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(0, f"{kind_of(mode)}, not a regular file", str(path))
+
+
+# --------------------------------------------------------------------------- copying
+
+
+def link_root(root: str | Path) -> Path:
+    """The folder links under ``root`` may point into: ``root`` itself, or for a snapshot
+    in the Hugging Face cache (``…/datasets--o--n/snapshots/<rev>``) the repo's cache
+    folder, whose ``blobs/`` hold the files the snapshot links to."""
+    root = Path(root)
+    if root.parent.name == "snapshots" and (root.parent.parent / "blobs").is_dir():
+        return root.parent.parent
+    return root
+
+
+def copy_tree(source: str | Path, target: str | Path, *, trusted: str | Path | None = None,
+              case: str | None = None, display: str | Path | None = None) -> None:
+    """Copy the folder ``source`` to the new folder ``target``, reading only regular files.
+
+    A link whose target stays inside ``source`` is copied as a (relative) link; a link
+    into ``trusted`` (default ``source``; see :func:`link_root`) is copied as the file it
+    points to; any other link, and any FIFO, device or socket, is refused with a
+    :class:`JunoBenchError` naming it (``display`` is how ``source`` is named).
+    """
+    source, target = Path(source), Path(target)
+    base = os.path.realpath(source)
+    trusted_base = os.path.realpath(trusted) if trusted is not None else base
+    shown = Path(display) if display is not None else source
+
+    def refuse(path: Path, problem: str) -> JunoBenchError:
+        return JunoBenchError(problem, file=shown / path.relative_to(source), case=case,
+                              hint="a copy never follows links out of the folder, and reads "
+                                   "regular files only")
+
+    def within(real: str, folder: str) -> bool:
+        return real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)
+
+    target.mkdir(parents=True, exist_ok=True)
+    for current, folders, files in os.walk(source):
+        here = Path(current)
+        into = target / here.relative_to(source)
+        for name in sorted(folders + files):
+            path = here / name
+            try:
+                info = path.lstat()
+            except OSError as error:
+                raise refuse(path, f"cannot read ({error.strerror or error})") from None
+            if stat.S_ISLNK(info.st_mode):
+                real = os.path.realpath(path)
+                if not os.path.exists(real):
+                    raise refuse(path, "a broken link (or a link loop)")
+                if within(real, base):
+                    os.symlink(os.path.relpath(real, os.path.realpath(here)), into / name)
+                    if name in folders:
+                        folders.remove(name)  # the link stands for it; do not walk it twice
+                elif within(real, trusted_base) and os.path.isfile(real):
+                    _copy_file(Path(real), into / name, refuse_path=path, refuse=refuse)
+                else:
+                    raise refuse(path, f"a link out of the folder (to {real})")
+            elif stat.S_ISDIR(info.st_mode):
+                (into / name).mkdir(exist_ok=True)
+            elif stat.S_ISREG(info.st_mode):
+                _copy_file(path, into / name, refuse_path=path, refuse=refuse)
+            else:
+                raise refuse(path, f"{kind_of(info.st_mode)}: only regular files are copied")
+
+
+def _copy_file(source: Path, target: Path, *, refuse_path: Path, refuse: object) -> None:
+    try:
+        fd = open_regular(source)
+    except OSError as error:
+        raise refuse(refuse_path, f"cannot read ({error.strerror or error})") from None  # type: ignore[operator]
+    with os.fdopen(fd, "rb") as reader, open(target, "wb") as writer:
+        shutil.copyfileobj(reader, writer, 1 << 20)
+    shutil.copystat(source, target)

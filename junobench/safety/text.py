@@ -1,0 +1,111 @@
+"""Text stays text: in spreadsheets, on the terminal, in the dataset card.
+
+- :func:`csv_cell`: a CSV cell that no spreadsheet turns into a formula (text starting
+  with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'``, unless
+  it is a plain number). In xlsx files cells are typed, so text is written as a text
+  cell instead (:mod:`junobench.data.tables`), and reads back unchanged.
+- :func:`printable` and :class:`EscapedStream`: text for the terminal, its control
+  characters (ANSI escape sequences among them) shown as ``\\x1b``-style escapes.
+- :func:`markdown_text` / :func:`markdown_link`: text for a Markdown or HTML page (the
+  dataset card) with Markdown and HTML characters escaped, and links only to checked
+  ``http(s)`` URLs (:func:`safe_url`).
+
+>>> csv_cell("=HYPERLINK(\\"http://x\\")"), csv_cell("-1.5"), csv_cell("plain")
+('\\'=HYPERLINK("http://x")', '-1.5', 'plain')
+>>> printable("red \\x1b[31mtext\\x1b[0m")
+'red \\\\x1b[31mtext\\\\x1b[0m'
+>>> markdown_link("Iris <b>", "javascript:alert(1)")
+'Iris &lt;b&gt;'
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+#: First characters that make a spreadsheet read a cell as a formula.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+# C0 controls, DEL, C1 controls and lone surrogates: not printable.
+_CONTROL_ALL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# Characters that make Markdown markup inside a line: code, emphasis, links and images,
+# table cells (HTML's are written as entities first).
+_MARKDOWN = re.compile(r"([\\`*\[\]!|~])")
+_HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
+
+
+def is_formula_like(text: str) -> bool:
+    """Whether a spreadsheet would take the text ``text`` for a formula."""
+    return text.startswith(FORMULA_START) and not _NUMBER.match(text)
+
+
+def csv_cell(value: Any) -> Any:
+    """``value`` for a CSV cell: formula-like text gets a leading ``'``; other values as they are."""
+    if isinstance(value, str) and is_formula_like(value):
+        return "'" + value
+    return value
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x7f else f"\\u{code:04x}"
+
+
+def printable(text: str, *, keep: str = "\n\t") -> str:
+    """``text`` with its control characters (and lone surrogates) written as escapes
+    (``\\x1b``; ``\\u009b`` from DEL on, which is also how JSON writes them), so a
+    terminal shows them instead of acting on them; the characters in ``keep`` stay."""
+    if not _CONTROL_ALL.search(text):
+        return text
+    return _CONTROL_ALL.sub(lambda m: m.group() if m.group() in keep else _escaped(m.group()), text)
+
+
+class EscapedStream:
+    """A text stream that writes through :func:`printable`: everything printed to it
+    shows control characters as escapes. Other attributes are the wrapped stream's."""
+
+    def __init__(self, stream: Any, *, keep: str = "\n\t") -> None:
+        self._stream = stream
+        self._keep = keep
+
+    def write(self, text: str) -> int:
+        self._stream.write(printable(text, keep=self._keep))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def markdown_text(text: Any) -> str:
+    """``text`` safe inside Markdown (and HTML): one line, Markdown and HTML characters
+    escaped, control characters removed."""
+    line = " ".join(_CONTROL_ALL.sub(" ", str(text)).split())
+    line = "".join(_HTML.get(c, c) for c in line)
+    return _MARKDOWN.sub(r"\\\1", line)
+
+
+def safe_url(url: Any) -> str | None:
+    """``url`` when it is a plain ``http``/``https`` URL with a host (no spaces, quotes,
+    angle brackets or control characters), else None."""
+    if not isinstance(url, str) or len(url) > 2048:
+        return None
+    if re.search(r"[\s<>\"'`\\]", url) or _CONTROL_ALL.search(url):
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.netloc or parts.netloc.startswith("@"):
+        return None
+    return url
+
+
+def markdown_link(title: Any, url: Any) -> str:
+    """A Markdown link to ``url`` titled ``title`` when the URL passes :func:`safe_url`;
+    the escaped title alone otherwise."""
+    text = markdown_text(title)
+    checked = safe_url(url)
+    if checked is None:
+        return text
+    return f"[{text}]({checked.replace('(', '%28').replace(')', '%29')})"
