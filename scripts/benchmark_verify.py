@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
 
     notebooks = 2 * len(specs)
     print(f"verify --source {args.source} --env: {len(specs)} cases, {notebooks} notebooks, "
-          f"Python {target.python}")
+          f"interpreter {target.python}")
     for (jobs, pool), report in reports.items():
         share = waiting_share(report)
         goal = f"  (goal <= {SHARE_GOAL:.0%}: {'met' if share <= SHARE_GOAL else 'NOT met'})" if pool else ""

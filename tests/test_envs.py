@@ -209,3 +209,24 @@ def test_the_sample_depends_on_its_environment(sample_env, tmp_path):
 
     record = runtime_info(["numpy_1"], "sample", versions=["reproduced"], progress=False)[0]
     assert record["status"] == "failed" and "numpy" in record["problem"] and "1.26.4" in record["problem"]
+
+
+def test_checkout_with_env_makes_the_cases_environment(tmp_path, capsys):
+    dest, env_dir = tmp_path / "cases", tmp_path / "env"
+    code, out, err = run_cli(capsys, "checkout", "NBspecific_2", "--source", "sample", "--dest", str(dest),
+                             "--env", str(env_dir), "--python", str(current_python()))
+    assert code == 0, err
+    assert (dest / "environment" / "environment.json").read_text().strip() == '{"name": "junobench-2025"}'
+    manifest = read_manifest(env_dir)
+    assert manifest["cases"] == ["NBspecific_2"]
+    assert f"junobench verify --source {dest} --env {env_dir}" in out
+    code, out, err = run_cli(capsys, "verify", "--source", str(dest), "--env", str(env_dir), "--no-progress")
+    assert code == 0, out + err
+
+
+def test_without_uv_the_environment_is_made_with_pip(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUNOBENCH_NO_UV", "1")
+    made = create_environment(tmp_path / "env", "sample", ["NBspecific_2"], python=str(current_python()))
+    assert made.installer == "pip" and made.manifest["installer"] == "pip"
+    _, rows, _ = show_environment(made.path)
+    assert {r.name: r.status for r in rows} == {"ipykernel": "ok", "numpy": "ok", "pandas": "ok"}

@@ -187,3 +187,22 @@ def test_a_closed_pool_kills_the_kernels_nobody_took(tmp_path):
     pids, folders = run_sync(scenario())
     assert not any(alive(pid) for pid in pids)
     assert not any(os.path.exists(folder) for folder in folders)
+
+
+def test_a_pooled_kernel_that_died_while_waiting_is_never_handed_out():
+    async def scenario() -> tuple[int, int, bool]:
+        pool = KernelPool(own_kernel(), size=1, notebooks=2, env=kernel_env())
+        first = await pool.acquire()
+        waiting = await pool._starting[0]  # the kernel started ahead for the second notebook
+        os.kill(waiting.pid, signal.SIGKILL)
+        await asyncio.sleep(0.5)
+        second = await pool.acquire()
+        live = await second.km.is_alive()
+        for kernel in (first, second):
+            await kernel.shutdown()
+        await pool.close()
+        return waiting.pid, second.pid, live
+
+    dead, handed, live = run_sync(scenario())
+    assert handed != dead and live
+    assert not alive(handed)

@@ -45,16 +45,24 @@ class KernelPool:
         while not self._closed and len(self._starting) < min(self.size, self.remaining):
             self._starting.append(asyncio.ensure_future(self._start()))
 
-    async def _start(self) -> StartedKernel:
-        scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="junobench-kernel-"))
-        work = scratch / WORK_DIR
-        work.mkdir()
-        try:
-            return await start_kernel(self.target, cwd=work, env=self.env, log=scratch / KERNEL_LOG,
-                                       timeout=self.startup_timeout)
-        except BaseException:
-            await asyncio.to_thread(shutil.rmtree, scratch, True)
-            raise
+    async def _start(self, attempts: int = 2) -> StartedKernel:
+        """A kernel in a new empty folder; one that dies while starting (a busy machine,
+        a port taken meanwhile) is tried once more."""
+        for attempt in range(1, attempts + 1):
+            scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="junobench-kernel-"))
+            work = scratch / WORK_DIR
+            work.mkdir()
+            try:
+                return await start_kernel(self.target, cwd=work, env=self.env, log=scratch / KERNEL_LOG,
+                                           timeout=self.startup_timeout)
+            except RuntimeError:
+                await asyncio.to_thread(shutil.rmtree, scratch, True)
+                if attempt == attempts:
+                    raise
+            except BaseException:
+                await asyncio.to_thread(shutil.rmtree, scratch, True)
+                raise
+        raise AssertionError("unreachable")
 
     async def acquire(self) -> StartedKernel:
         """A started kernel for one notebook (its ``cwd`` is empty and its own); the caller
@@ -65,7 +73,12 @@ class KernelPool:
         task = self._starting.popleft() if self._starting else asyncio.ensure_future(self._start())
         self.remaining = max(0, self.remaining - 1)
         self._fill()  # the next kernel starts while this one is used
-        return await task
+        kernel = await task
+        if not await kernel.km.is_alive():  # died while it waited: never hand out a dead kernel
+            await kernel.shutdown()
+            await asyncio.to_thread(shutil.rmtree, Path(kernel.cwd).parent, True)
+            kernel = await self._start()
+        return kernel
 
     async def close(self) -> None:
         """Kill every kernel not handed out and remove its directory."""
