@@ -103,6 +103,20 @@ def labelled_snapshot(snapshot_copy, reference_dir):
     return snapshot_copy
 
 
+@pytest.fixture(scope="session")
+def ray_cluster():
+    """One local Ray instance for the whole test session (2 CPUs, a small object store);
+    executors in tests join it."""
+    ray = pytest.importorskip("ray", reason="the Ray executor needs the ray extra")
+    if not ray.is_initialized():
+        # The tests' stand-in Hub speaks the LFS protocol only: workers use the client's switch.
+        ray.init(num_cpus=2, object_store_memory=100 * 1024 * 1024, include_dashboard=False,
+                 log_to_driver=False, logging_level="warning",
+                 runtime_env={"env_vars": {"HF_HUB_DISABLE_XET": "1"}})
+    yield ray
+    ray.shutdown()
+
+
 #: Where the test suite keeps the pinned environments it makes: outside the per-run caches,
 #: so repeated runs (and other checkouts) reuse them; keyed on their requirement set.
 TEST_ENVS = Path(os.environ.get("JUNOBENCH_TEST_ENVS", Path.home() / ".cache" / "junobench-test-envs"))
@@ -125,15 +139,3 @@ def shared_environment(name: str, source: str | Path = "sample", **kwargs):
 def sample_env():
     """The bundled sample's pinned environment (numpy 1.26.4, pandas 2.1.4, …), made once."""
     return shared_environment("sample")
-
-
-@pytest.fixture(scope="session")
-def ray_cluster():
-    """One local Ray instance for the whole test session (2 CPUs, a small object store);
-    executors in tests join it."""
-    ray = pytest.importorskip("ray", reason="the Ray executor needs the ray extra")
-    if not ray.is_initialized():
-        ray.init(num_cpus=2, object_store_memory=100 * 1024 * 1024, include_dashboard=False,
-                 log_to_driver=False, logging_level="warning")
-    yield ray
-    ray.shutdown()

@@ -211,3 +211,22 @@ def test_input_datasets_read_both_layouts(tmp_path):
     (downloads / "owner" / "unrecorded").mkdir()
     assert input_datasets(kaggle) == {"titanic": kaggle / "titanic"}
     assert input_datasets(downloads) == {"flowers": downloads / "owner" / "flowers"}
+
+
+def test_reproduce_in_the_pinned_environment(sample_env, tmp_path):
+    # numpy_1's notebook uses np.NaN, gone in NumPy 2: it reproduces only in the pinned
+    # environment (NumPy 1.26), where its kernels run with --env.
+    notebooks, data = tmp_path / "notebooks", tmp_path / "input"
+    notebooks.mkdir()
+    notebook = _original("numpy_1")
+    (notebooks / "numpy_1.ipynb").write_text(json.dumps(notebook))
+    for slug, name in {m.groups() for c in _code(notebook) for m in _INPUT.finditer("".join(c["source"]))}:
+        (data / slug).mkdir(parents=True, exist_ok=True)
+        shutil.copy(BENCHMARK / "numpy_1" / "data" / name, data / slug / name)
+    table = tmp_path / "sampled.xlsx"
+    write_table(table, [_crash_row("numpy_1")], ["fname", "eid", "ename", "evalue"])
+    own = reproduce(table, notebooks, out=tmp_path / "own.xlsx", data=data, timeout=60, progress=False)
+    pinned = reproduce(table, notebooks, out=tmp_path / "pinned.xlsx", data=data, env=sample_env.path,
+                       timeout=60, progress=False)
+    assert own.rows[0]["reproduced"] == "crashed earlier" and "NaN" in own.rows[0]["reproduced_detail"]
+    assert pinned.rows[0]["reproduced"] == "same exception", pinned.rows[0]["reproduced_detail"]

@@ -4,14 +4,17 @@ and kept apart from verdicts; cancelling leaves no kernel behind."""
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 import signal
+import tarfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import nbformat
 import pytest
+from processes import gone, parent_of
 
 from junobench.data.notebook import Step
 from junobench.data.snapshot import sample_path
@@ -26,19 +29,6 @@ pytest.importorskip("nbclient", reason="replays need the run extra")
 pytestmark = pytest.mark.kernel
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    return not (status.exists() and "State:\tZ" in status.read_text())
-
-
-def parent_of(pid: int) -> int:
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
 def wait_for(path: Path, seconds: float = 120) -> str:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -46,15 +36,6 @@ def wait_for(path: Path, seconds: float = 120) -> str:
             return path.read_text().strip()
         time.sleep(0.2)
     raise AssertionError(f"{path} never appeared")
-
-
-def gone(pid: int, seconds: float = 20) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not alive(pid):
-            return True
-        time.sleep(0.2)
-    return False
 
 
 def one_cell_task(folder: Path, source: str, key: str = "t", timeout: float = 120) -> ReplayTask:
@@ -90,6 +71,30 @@ def test_files_travel_with_the_task_and_the_workspace_is_a_copy(ray_cluster, tmp
     outcome = run_sync(run_tasks(RayExecutor(), [task]))[0]
     assert outcome.log.steps[0].status == "ok"
     assert (folder / "data.txt").read_text() == "shipped"  # the worker wrote to its own copy
+
+
+def test_a_worker_fetches_only_its_case_from_the_hub(ray_cluster, tmp_path, monkeypatch):
+    from hub_server import HubServer, Repo
+
+    from junobench.verify.executor import HubCase, hub_endpoint
+
+    benchmark = sample_path() / "benchmark"
+    tree = {f"benchmark/{case}/{p.relative_to(benchmark / case).as_posix()}": p.read_bytes()
+            for case in ("pandas_1", "numpy_1") for p in (benchmark / case).rglob("*") if p.is_file()}
+    spec = case_specs(sample_path(), ["pandas_1"])[0]
+    with HubServer(token="hf_unused") as hub:
+        repo = hub.repos[("dataset", "someone/junobench")] = Repo(private=False)
+        hub.commit(repo, "main", tree, set(), "the sample's two cases")
+        monkeypatch.setattr("huggingface_hub.constants.ENDPOINT", hub.url)
+        fetch = HubCase("someone/junobench", "pandas_1", "pandas_1", endpoint=hub_endpoint())
+        assert fetch.endpoint == hub.url
+        task = ReplayTask("pandas_1_reproduced", "pandas_1/pandas_1_reproduced.ipynb", spec.orders["reproduced"],
+                          "pandas_1", (), 60, "pandas_1", fetch=(fetch,))
+        outcome = run_sync(run_tasks(RayExecutor(), [task]))[0]
+        fetched = {path for method, path in hub.requests if "/resolve/" in path}
+    assert outcome.ok and outcome.log.steps[-1].ename == "KeyError", outcome.log
+    assert fetched and all("/benchmark/pandas_1/" in path for path in fetched), fetched
+    assert any(path.endswith("/data/passengers.csv") for path in fetched)
 
 
 def test_a_killed_worker_is_retried_and_its_kernel_does_not_survive(ray_cluster, tmp_path):
@@ -175,6 +180,14 @@ def test_an_environment_that_fails_to_build_is_an_infrastructure_error(ray_clust
     assert [f.split(": ", 1)[1].split(" (")[0] for f in outcome.faults] == ["the environment failed to build"] * 2
 
 
+def test_an_environment_missing_on_the_worker_is_an_infrastructure_error(ray_cluster, tmp_path):
+    from junobench.envs.kernel import KernelTarget
+
+    elsewhere = KernelTarget(str(tmp_path / "no-env" / "bin" / "python"), str(tmp_path / "no-env"))
+    outcome = run_sync(run_tasks(RayExecutor(retries=0, target=elsewhere), [one_cell_task(tmp_path / "case", "1")]))[0]
+    assert not outcome.ok and "is not on this worker" in outcome.error
+
+
 def test_ray_options_are_checked(ray_cluster):
     with pytest.raises(JunoBenchError, match="asks for 64 CPUs"):
         run_sync(run_tasks(RayExecutor(cpus=64), []))
@@ -196,5 +209,12 @@ def test_archives_keep_files_and_refuse_escapes(tmp_path):
     with pytest.raises(JunoBenchError, match="leaves the task's workspace"):
         pack([Place(str(folder), "../elsewhere")])
     (folder / "data" / "outside").symlink_to("/etc/passwd")
+    with pytest.raises(JunoBenchError, match="a link out of the folder"):  # packed as a local copy is made
+        pack([Place(str(folder), "case")])
+    hostile = io.BytesIO()  # an archive that did not come from pack(): refused on the worker
+    with tarfile.open(fileobj=hostile, mode="w") as bundle:
+        link = tarfile.TarInfo("case/passwd")
+        link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+        bundle.addfile(link)
     with pytest.raises(JunoBenchError, match="archive member refused"):
-        unpack(pack([Place(str(folder), "case")]), tmp_path / "out2")
+        unpack(hostile.getvalue(), tmp_path / "out2")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import junobench
-from junobench.data.snapshot import HUB_DATA_PATTERNS, HUB_PATTERNS, fetch_hub, fingerprint, resolve
+from junobench.data.snapshot import HUB_DATA_PATTERNS, HUB_PATTERNS, fetch_case, fetch_hub, fingerprint, resolve
 from junobench.errors import JunoBenchError
 
 
@@ -77,6 +77,21 @@ def test_hub_repo_downloads_notebooks_and_tables_but_not_data(repo_with_data, tm
     assert (with_data / "benchmark/pandas_1/data/train.csv").is_file()
     case = {c["case_id"]: c for c in junobench.load(with_data).to_list()}["pandas_1"]
     assert case["datasets"][0]["files"] == ["train.csv"]
+
+
+def test_one_case_is_fetched_alone(repo_with_data, tmp_path):
+    # What a remote worker does: only that case's folder, data included.
+    hub = LocalHub(repo_with_data, tmp_path / "store")
+    folder = fetch_case("someone/junobench", "pandas_1", revision="v1", download=hub)
+    assert hub.calls == [{"repo_id": "someone/junobench", "repo_type": "dataset", "revision": "v1",
+                          "allow_patterns": ["benchmark/pandas_1/**"]}]
+    assert folder.name == "pandas_1" and (folder / "data/train.csv").is_file()
+    assert (folder / "pandas_1_reproduced.ipynb").is_file()
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["pandas_1"]
+    with pytest.raises(JunoBenchError, match="not of the form"):
+        fetch_case("someone/junobench", "*", download=hub)
+    with pytest.raises(JunoBenchError, match="no case folder torch_999"):
+        fetch_case("someone/junobench", "torch_999", download=hub)
 
 
 def test_unreachable_hub_says_so_and_suggests_the_sample(tmp_path, monkeypatch):

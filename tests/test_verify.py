@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from processes import alive
 from snapshot_files import edit_cell, tree_digest  # tests/ is on sys.path under pytest
 
 from junobench.cli import main
@@ -24,17 +25,6 @@ from junobench.verify.session import verify_specs
 
 pytest.importorskip("nbclient", reason="verify needs the run extra")
 pytestmark = pytest.mark.kernel
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    status = Path(f"/proc/{pid}/status")
-    if status.exists():  # a zombie is not a leftover kernel, but say so clearly
-        return "State:\tZ" not in status.read_text()
-    return True
 
 
 def test_verify_sample_cases_pass_and_report(tmp_path, capsys):

@@ -200,7 +200,13 @@ def test_report_json_shape(tmp_path):
         "fixed": {"ok": True, "reason": "all 4 runs succeeded"},
         "seconds": 2.5,
         "mismatches": [],
+        "inputs": None,
+        "attempts": {},
+        "faults": {},
     }}}
+    back = CaseResult.from_json("a_1", json.loads(out.read_text())["cases"]["a_1"])
+    assert (back.status, back.reproduced, back.fixed, back.kept) == ("passed", report["a_1"].reproduced,
+                                                                     report["a_1"].fixed, True)
     assert report.ok
     assert not VerifyReport([]).ok
 

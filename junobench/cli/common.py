@@ -104,6 +104,9 @@ def add_executor(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--retries", type=int, metavar="N",
                        help="Ray: attempts after an infrastructure fault (a worker or node lost, "
                        "an environment that fails to build; default: 2)")
+    group.add_argument("--build-envs", action="store_true",
+                       help="Ray: run each notebook in a runtime environment of its pinned "
+                       "requirements, built on the worker with uv (cached per requirement set)")
 
 
 def executor_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -118,9 +121,12 @@ def executor_options(args: argparse.Namespace) -> dict[str, Any]:
             options[key] = value
     if getattr(args, "memory_per_notebook", None) is not None:
         options["memory"] = parse_size(args.memory_per_notebook)
+    if getattr(args, "build_envs", False):
+        options["build_envs"] = True
     if options and getattr(args, "executor", "local") != "ray":
-        names = ", ".join(f"--{k.replace('_', '-')}" for k in ("ray_address", "cpus_per_notebook",
-                          "memory_per_notebook", "retries") if getattr(args, k, None) is not None)
+        given = [k for k in ("ray_address", "cpus_per_notebook", "memory_per_notebook", "retries", "build_envs")
+                 if getattr(args, k, None) not in (None, False)]
+        names = ", ".join(f"--{k.replace('_', '-')}" for k in given)
         raise JunoBenchError(f"{names} appl{'ies' if ',' not in names else 'y'} to --executor ray only")
     return options
 

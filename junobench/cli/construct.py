@@ -423,6 +423,9 @@ def _reproduce(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                         help="input datasets: DIR/<slug>/ (as Kaggle's /kaggle/input) or construct "
                              "download's DIR/<owner>/<slug>/")
     parser.add_argument("--out", type=Path, required=True, help="table to write (xlsx)")
+    parser.add_argument("--env", type=Path, metavar="DIR",
+                        help="run the kernels in this environment (made by `junobench env create`; "
+                             "with Ray, at the same path on every worker)")
     parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                         help="notebooks running at once (default: number of cores, or what the "
                              "Ray cluster's CPUs hold)")
@@ -443,7 +446,7 @@ def _run_reproduce(args: argparse.Namespace) -> int:
     from junobench.construct.reproduce import DEFAULT_TIMEOUT, reproduce
 
     result = reproduce(
-        args.table, args.notebooks, out=args.out, data=args.data, executor=args.executor,
+        args.table, args.notebooks, out=args.out, data=args.data, env=args.env, executor=args.executor,
         jobs=args.jobs, timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
         notebook_column=args.notebook_column, exception_column=args.exception_column,
         message_column=args.message_column, resume=not args.fresh,

@@ -6,7 +6,15 @@ import argparse
 import sys
 from collections import Counter
 
-from junobench.cli.common import add_env, add_filters, add_pass_env, add_source, filters_from
+from junobench.cli.common import (
+    add_env,
+    add_executor,
+    add_filters,
+    add_pass_env,
+    add_source,
+    executor_options,
+    filters_from,
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,9 +47,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="JSON characters of one object's summary (default: 6000)")
     limits.add_argument("--max-notebook-chars", type=int, metavar="N",
                         help="JSON characters of all summaries of a notebook (default: 30000)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="extract every notebook again, even those --out already has a record for")
     add_env(parser)
     add_pass_env(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_executor(parser)
     parser.set_defaults(handler=_runtime_info)
 
 
@@ -58,7 +69,8 @@ def _runtime_info(args: argparse.Namespace) -> int:
         versions=args.versions or ("reproduced", "fixed"), exclude=args.exclude,
         jobs=args.jobs, timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
         options=options, filters=filters_from(args), out=args.out,
-        progress=False if args.no_progress else None, env=args.env,
+        progress=False if args.no_progress else None, env=args.env, executor=args.executor,
+        executor_options=executor_options(args), resume=not args.fresh,
         pass_env=args.pass_env)
     status = Counter(r["status"] for r in records)
     capped = [r["instance"] for r in records

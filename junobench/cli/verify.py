@@ -6,7 +6,15 @@ import argparse
 import json
 import sys
 
-from junobench.cli.common import add_env, add_filters, add_pass_env, add_source, filters_from
+from junobench.cli.common import (
+    add_env,
+    add_executor,
+    add_filters,
+    add_pass_env,
+    add_source,
+    executor_options,
+    filters_from,
+)
 from junobench.render import render
 
 
@@ -42,9 +50,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--report", metavar="FILE", help="write the verdicts as JSON to FILE")
     parser.add_argument("--format", choices=("table", "json", "csv"), default="table",
                         help="verdicts on stdout (default: table)")
+    parser.add_argument("--fresh", action="store_true",
+                        help="run every case again, even those --report already has a verdict for")
     add_env(parser)
     add_pass_env(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_executor(parser)
     parser.set_defaults(handler=_verify)
 
 
@@ -73,7 +84,9 @@ def _verify(args: argparse.Namespace) -> int:
         args.cases or None, args.source, revision=args.revision, jobs=args.jobs,
         timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
         report=args.report, progress=False if args.no_progress else None,
-        filters=filters_from(args), env=args.env, pass_env=args.pass_env,
+        filters=filters_from(args), env=args.env, executor=args.executor,
+        executor_options=executor_options(args), resume=not args.fresh,
+        pass_env=args.pass_env,
     )
     if args.format == "json":
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))

@@ -36,6 +36,9 @@ from junobench.construct.triage import (
     reproduction_order,
 )
 from junobench.data.notebook import read_notebook
+from junobench.envs.environment import packaged
+from junobench.envs.kernel import env_kernel
+from junobench.envs.requirements import requirements_of
 from junobench.errors import JunoBenchError
 from junobench.verify import make_executor
 from junobench.verify.executor import Executor, Place, ReplayOutcome, ReplayTask
@@ -65,6 +68,7 @@ class Candidate:
     crash: int | None = None
     steps: tuple[Any, ...] = ()
     document_order: bool = False
+    requirements: tuple[str, ...] = ()
     kaggle_paths: bool = False
     datasets: tuple[str, ...] = ()
     problem: str | None = None
@@ -93,11 +97,11 @@ class KagglePaths:
     """A ``prepare`` hook: points ``/kaggle/input`` and ``/kaggle/working`` in the code cells
     at the workspace's ``input/`` and ``working/`` (picklable, runs where the kernel runs)."""
 
-    def __call__(self, notebook: Any, workspace: Path) -> None:
+    def __call__(self, notebook: Any, path: Callable[[str], Path]) -> None:
         for cell in notebook.cells:
             if cell.cell_type == "code" and "/kaggle/" in cell.source:
-                cell.source = (cell.source.replace(KAGGLE_INPUT, str(workspace / "input"))
-                               .replace(KAGGLE_WORKING, str(workspace / "working")))
+                cell.source = (cell.source.replace(KAGGLE_INPUT, str(path("input")))
+                               .replace(KAGGLE_WORKING, str(path("working"))))
 
 
 def reproduce(
@@ -106,6 +110,7 @@ def reproduce(
     *,
     out: str | Path,
     data: str | Path | None = None,
+    env: str | Path | None = None,
     executor: str | Executor = "local",
     jobs: int | None = None,
     timeout: float | None = DEFAULT_TIMEOUT,
@@ -121,8 +126,11 @@ def reproduce(
     ``data``: ``DATA/<slug>/`` or ``construct download``'s ``DATA/<owner>/<slug>/``) and write
     the table with :data:`RESULT_COLUMNS` to ``out`` (xlsx, rewritten as rows finish).
 
-    ``executor`` is ``local``, ``ray`` (``executor_options``: see
-    :func:`~junobench.verify.executor.make_executor`) or an executor object. With ``resume``
+    Kernels run in the interpreter of ``env`` (made by ``junobench env create``; with Ray,
+    at the same path on every worker), else in junobench's own. ``executor`` is ``local``,
+    ``ray`` (``executor_options``: see :func:`~junobench.verify.make_executor`; with
+    ``build_envs``, each notebook runs in a Ray runtime environment of the pins, in
+    junobench's packaged environment, of what its code imports) or an executor. With ``resume``
     and an earlier ``out`` of the same table, rows that already have a verdict are kept and
     not run again (an infrastructure error is run again).
     """
@@ -131,12 +139,12 @@ def reproduce(
     require_run_extra()
     if timeout is not None and timeout <= 0:
         raise JunoBenchError(f"--timeout must be positive, got {timeout:g}")
-    target = Path(out)
-    if target.exists() and target.resolve() == Path(table).resolve():
-        raise JunoBenchError("--out is the sampled table itself", file=target,
+    written = Path(out)
+    if written.exists() and written.resolve() == Path(table).resolve():
+        raise JunoBenchError("--out is the sampled table itself", file=written,
                              hint="write the result to another file")
-    if not target.parent.is_dir():
-        raise JunoBenchError("the output's folder does not exist", file=target)
+    if not written.parent.is_dir():
+        raise JunoBenchError("the output's folder does not exist", file=written)
     folder = Path(notebooks)
     if not folder.is_dir():
         raise JunoBenchError("the notebooks folder does not exist", file=folder,
@@ -151,13 +159,17 @@ def reproduce(
         rows[number].update(kept)
     candidates = [candidate(i + 2, row, folder, datasets, notebook_column, exception_column, message_column)
                   for i, row in enumerate(rows) if i not in earlier]
+    kernels = env_kernel(env) if env is not None else None
     runner = executor if isinstance(executor, Executor) else make_executor(
-        executor, jobs=jobs, **dict(executor_options or {}))
+        executor, jobs=jobs, target=kernels, **dict(executor_options or {}))
+    if isinstance(executor, Executor) and kernels is not None:
+        runner.target = kernels
     result = ReproduceResult(rows, columns, reused=len(earlier), executor=runner.name)
     writer = _Writer(out, result)
     started = time.perf_counter()
     try:
-        run_sync(_run_all(runner, candidates, datasets, timeout, progress, result, writer, on_row))
+        run_sync(_run_all(runner, candidates, datasets, timeout, progress, result, writer, on_row,
+                          None if data is None else str(Path(data).resolve())))
     except BaseException:
         writer.flush()  # what finished is kept for the next run
         raise
@@ -200,6 +212,7 @@ def candidate(number: int, row: dict[str, Any], folder: Path, datasets: Mapping[
     item.document_order = document_order
     item.kaggle_paths = KAGGLE_INPUT in code or KAGGLE_WORKING in code
     item.datasets = used or tuple(datasets)  # none named: all of them, as a notebook may list ../input
+    item.requirements = tuple(requirements_of((c.source for c in cells), packaged()).requirements)
     return item
 
 
@@ -270,7 +283,8 @@ def previous_results(out: str | Path, rows: Sequence[Mapping[str, Any]], noteboo
 
 async def _run_all(executor: Executor, candidates: Sequence[Candidate], datasets: Mapping[str, Path],
                    timeout: float | None, progress: bool | None, result: ReproduceResult,
-                   writer: _Writer, on_row: Callable[[dict[str, Any]], None] | None) -> None:
+                   writer: _Writer, on_row: Callable[[dict[str, Any]], None] | None,
+                   trusted: str | None = None) -> None:
     import asyncio
 
     from tqdm import tqdm
@@ -296,7 +310,7 @@ async def _run_all(executor: Executor, candidates: Sequence[Candidate], datasets
         if item.problem is not None:
             finished(item, Reproduction(NOT_RUN, item.problem), 0.0)
             return
-        outcome = await executor.run(replay_task(item, datasets, timeout))
+        outcome = await executor.run(replay_task(item, datasets, timeout, trusted))
         finished(item, judge_outcome(item, outcome), outcome.log.seconds)
 
     try:
@@ -306,15 +320,17 @@ async def _run_all(executor: Executor, candidates: Sequence[Candidate], datasets
         bar.close()
 
 
-def replay_task(item: Candidate, datasets: Mapping[str, Path], timeout: float | None) -> ReplayTask:
-    """The replay of a candidate: its notebook in ``working/``, its datasets in ``input/``."""
+def replay_task(item: Candidate, datasets: Mapping[str, Path], timeout: float | None,
+                trusted: str | None = None) -> ReplayTask:
+    """The replay of a candidate: its notebook in ``working/``, its datasets in ``input/``
+    (links in them may point anywhere under ``trusted``, the data folder)."""
     assert item.notebook is not None
     name = f"working/{item.notebook.name}"
     places = (Place(str(item.notebook), name),
-              *(Place(str(datasets[slug]), f"input/{slug}") for slug in item.datasets))
+              *(Place(str(datasets[slug]), f"input/{slug}", trusted=trusted) for slug in item.datasets))
     return ReplayTask(key=f"row{item.number}", notebook=name, steps=item.steps, cwd="working",
                       places=places, timeout=timeout, case=str(item.row.get("fname")),
-                      prepare=KagglePaths() if item.kaggle_paths else None)
+                      prepare=KagglePaths() if item.kaggle_paths else None, requirements=item.requirements)
 
 
 def judge_outcome(item: Candidate, outcome: ReplayOutcome) -> Reproduction:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from junobench import vocab
 from junobench.data import layout
 from junobench.envs.environment import SNAPSHOT_FOLDER, environment_files
 from junobench.errors import JunoBenchError
@@ -96,16 +97,21 @@ def fetch_hub(
     revision: str | None = None,
     include_data: bool = False,
     download: Downloader | None = None,
+    patterns: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> Path:
-    """Download (or reuse from the Hugging Face cache) a dataset repo's snapshot files."""
+    """Download (or reuse from the Hugging Face cache) a dataset repo's snapshot files
+    (``patterns``, default :data:`HUB_PATTERNS` and, with ``include_data``, the data)."""
     from huggingface_hub import errors as hf_errors
 
     if download is None:
         from huggingface_hub import snapshot_download
 
         download = snapshot_download
-    patterns = list(HUB_PATTERNS) + (list(HUB_DATA_PATTERNS) if include_data else [])
+    if patterns is None:
+        patterns = list(HUB_PATTERNS) + (list(HUB_DATA_PATTERNS) if include_data else [])
+    else:
+        patterns = list(patterns)
     where = f"{repo_id}" + (f"@{revision}" if revision else "")
     try:
         local = download(repo_id=repo_id, repo_type="dataset", revision=revision,
@@ -127,6 +133,25 @@ def fetch_hub(
             hint=f"use --source {SAMPLE} for the bundled sample, or --source DIR for a local snapshot",
         ) from None
     return Path(local)
+
+
+def case_patterns(case_id: str) -> list[str]:
+    """The Hub patterns of one case folder: its notebooks, data and metadata files."""
+    if not vocab.is_case_id(case_id):  # a pattern built from data must not match more
+        raise JunoBenchError(f"case id {case_id!r} is not of the form <library>_<number>")
+    return [f"{layout.BENCHMARK_DIR}/{case_id}/**"]
+
+
+def fetch_case(repo_id: str, case_id: str, *, revision: str | None = None,
+               download: Downloader | None = None, **kwargs: Any) -> Path:
+    """One case folder of a Hub dataset repo, downloaded alone (or reused from the cache);
+    what a remote worker fetches instead of receiving the files from the driver."""
+    root = fetch_hub(repo_id, revision=revision, download=download, patterns=case_patterns(case_id), **kwargs)
+    folder = layout.case_dir(root, case_id)
+    if not folder.is_dir():
+        raise JunoBenchError(f"no case folder {case_id} in the dataset repo", file=f"{repo_id}/{folder.name}",
+                             case=case_id)
+    return folder
 
 
 def _first_line(error: BaseException) -> str:

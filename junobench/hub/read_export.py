@@ -119,7 +119,7 @@ def _manifest_problem(data: dict[str, Any]) -> str | None:
         return "'report' must be an object"
     lists = {"skipped": report.get("skipped", []), "unlisted_folders": report.get("unlisted_folders", [])}
     for key, value in lists.items():
-        if not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        if not _strings(value):
             return f"'report.{key}' must be a list of strings"
     problems = report.get("problems", [])
     if not (isinstance(problems, list) and all(
@@ -128,10 +128,14 @@ def _manifest_problem(data: dict[str, Any]) -> str | None:
             and all(v is None or isinstance(v, str) for v in p.values()) for p in problems)):
         return "'report.problems' must be a list of {file, case, problem, hint}"
     absent = report.get("absent", {})
-    if not (isinstance(absent, dict) and all(
-            isinstance(ids, list) and all(isinstance(i, str) for i in ids) for ids in absent.values())):
+    if not (isinstance(absent, dict) and all(map(_strings, absent.values()))):
         return "'report.absent' must map what is absent to lists of case ids"
     return None
+
+
+def _strings(value: Any) -> bool:
+    """Whether ``value`` is a list of strings (checked without a Python call per item)."""
+    return isinstance(value, list) and set(map(type, value)) <= {str}
 
 
 def _count(value: Any) -> bool:
@@ -190,7 +194,7 @@ def read_export(root: str | Path, config: str, criteria: Mapping[str, list[str]]
     path = root / PARQUET[config]
     features = FEATURES[config]
     info = datasets.DatasetInfo(features=features)
-    read_manifest(root)  # an export without a sound manifest is refused, not trusted
+    manifest = read_manifest(root)  # an export without a sound manifest is refused, not trusted
     dataset = _mapped(arrow_copy(path, config, cache_dir), info, path)
     if dataset is None:
         dataset = datasets.Dataset(_read_parquet(path, config, criteria), info=info,
@@ -198,7 +202,7 @@ def read_export(root: str | Path, config: str, criteria: Mapping[str, list[str]]
     elif criteria:
         dataset = datasets.Dataset(_filtered(dataset.data.table, criteria), info=info,
                                    split=datasets.Split.TEST)
-    _log_build_report(root)
+    _log_build_report(root, manifest)
     return dataset
 
 
@@ -326,12 +330,10 @@ def _filtered(table: Any, criteria: Mapping[str, list[str]]) -> Any:
     return table.filter(expression).combine_chunks()
 
 
-def _log_build_report(root: Path) -> None:
-    """Log the problems the export's build reported, as a raw build does."""
+def _log_build_report(root: Path, manifest: Mapping[str, Any]) -> None:
+    """Log the problems the export's build reported (in its manifest), as a raw build does."""
     from junobench.data.preparation import BuildReport
 
-    if not (root / MANIFEST).is_file():
-        return
-    report = read_manifest(root).get("report") or {}
+    report = manifest.get("report") or {}
     for line in BuildReport.from_dict(report, snapshot=root).summary():
         logger.warning(line)

@@ -1,7 +1,7 @@
 """Extract runtime information: run a notebook up to its target cell, then look inside.
 
 For each reproduced or fixed notebook, in a fresh kernel working in a temporary copy of
-the case folder (verify's runner, :func:`junobench.verify.session.replay_in_copy`): run
+the case folder (verify's executors, :mod:`junobench.verify.executor`): run
 the executed cells in execution order, stop before the target cell's (last) run, and
 execute one inspection snippet that summarises the names the target cell reads
 (:mod:`.names`) with :mod:`.summarise`, whose source is sent along so that the kernel
@@ -31,14 +31,16 @@ from junobench.data.notebook import read_notebook
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.envs.check import KernelEnvironment, kernel_environment
 from junobench.envs.environment import snapshot_environment
-from junobench.envs.kernel import KernelTarget, env_kernel, own_kernel
+from junobench.envs.kernel import env_kernel, own_kernel
 from junobench.errors import JunoBenchError
 from junobench.runtime.names import target_names
 from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS, summarise
 from junobench.safety.atomic import check_file_target
+from junobench.verify.executor import Executor
 from junobench.verify.judge import OK, TIMEOUT, RunLog
+from junobench.verify.resume import inputs_digest
 from junobench.verify.runner import require_run_extra, run_sync
-from junobench.verify.session import DEFAULT_TIMEOUT, default_jobs, replay_in_copy
+from junobench.verify.session import DEFAULT_TIMEOUT, replay_task
 from junobench.verify.spec import DATA_ABSENT, CaseSpec, case_specs
 
 #: MIME type of the inspection's result in the kernel's display output.
@@ -47,7 +49,13 @@ MIME = "application/vnd.junobench.runtime+json"
 #: Fields of a runtime-information record, in order.
 RECORD_FIELDS = ("instance", "case_id", "version", "target_cell", "status", "problem",
                  "categories", "names", "attributes", "undefined", "objects", "environment",
-                 "capped", "imported_by_inspection", "parsed", "seconds")
+                 "capped", "imported_by_inspection", "parsed", "seconds", "inputs")
+
+#: Seconds between two writes of ``out`` while notebooks finish.
+WRITE_EVERY = 10.0
+
+#: The ``problem`` of a record whose replay was lost to infrastructure faults (no verdict).
+INFRASTRUCTURE = "infrastructure error"
 
 _SNIPPET = """\
 def __junobench_runtime_info(source, request, mime):
@@ -151,6 +159,9 @@ def runtime_info(
     progress: bool | None = None,
     on_record: Callable[[dict[str, Any]], None] | None = None,
     env: str | Path | None = None,
+    executor: str | Executor = "local",
+    executor_options: Mapping[str, Any] | None = None,
+    resume: bool = True,
     pass_env: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Runtime information of the notebooks of ``case_ids`` (default: every case, or those
@@ -163,8 +174,16 @@ def runtime_info(
     ``status`` is ``ok``, ``failed`` (``problem`` says why, and which pins of the
     snapshot's environment the kernel did not meet) or ``skipped`` (no input data).
     Kernels run in the interpreter of ``env`` (made by ``junobench env create``), else in
-    junobench's own, and see no credential-like variables but those named in ``pass_env``.
+    junobench's own. ``executor`` is ``local`` or ``ray`` (``executor_options``: see
+    :func:`junobench.verify.make_executor`) or an executor; a notebook whose replay was
+    lost to infrastructure faults past the retries is ``failed`` with a ``problem``
+    starting ``infrastructure error``. With ``out`` and ``resume``, the records an earlier
+    ``out`` holds for the same inputs (``inputs``), but for infrastructure errors, are kept
+    and not extracted again. The kernels see no credential-like variables but those named
+    in ``pass_env``.
     """
+    from junobench.verify import make_executor
+
     require_run_extra()
     categories = categories_without(exclude)
     if jobs is not None and jobs < 1:
@@ -178,24 +197,72 @@ def runtime_info(
     options = _check_options(options)
     if out is not None:
         check_file_target(out)  # before the notebooks run, not after
-    target = env_kernel(env) if env is not None else own_kernel()
+    target = env_kernel(env) if env is not None else None
+    runner = executor if isinstance(executor, Executor) else make_executor(
+        executor, jobs=jobs, target=target, **dict(executor_options or {}))
+    if isinstance(executor, Executor) and target is not None:
+        runner.target = target
+    runner.pass_env = tuple(pass_env)
     root = resolve(source, revision=revision, include_data=True)
     specs = case_specs(root, case_ids, filters=filters)
     if not specs:
         raise JunoBenchError("no cases to extract runtime information from", file=root,
                              hint="check the case ids and filters (`junobench ls`)")
     work = [(spec, version) for spec in specs for version in dict.fromkeys(versions)]
-    found = kernel_environment(target, snapshot_environment(root))
-    try:
-        records = run_sync(_extract_all(root, work, categories, options, jobs or default_jobs(),
-                                        timeout, progress, on_record, target, found, tuple(pass_env)))
-    except asyncio.CancelledError:  # Ctrl-C: the kernels are stopped
-        raise KeyboardInterrupt from None
-    if out is not None:
-        from junobench.detection.tasks import write_jsonl
+    found = kernel_environment(target or own_kernel(), snapshot_environment(root))
+    context = f"{target.python if target else ''}|{sorted(categories)}|{sorted(options.items())}"
+    digests = {(spec.case_id, version): _inputs(spec, version, timeout, context) for spec, version in work}
+    kept = _earlier(out, digests) if out is not None and resume else {}
+    done: dict[tuple[str, str], dict[str, Any]] = dict(kept)
+    last = [time.monotonic()]
 
-        write_jsonl(out, records)
+    def save() -> None:
+        if out is not None:
+            from junobench.detection.tasks import write_jsonl
+
+            write_jsonl(out, [done[(s.case_id, v)] for s, v in work if (s.case_id, v) in done])
+            last[0] = time.monotonic()
+
+    def finished(record: dict[str, Any]) -> None:
+        done[(record["case_id"], record["version"])] = record
+        if time.monotonic() - last[0] >= WRITE_EVERY:
+            save()  # what finished is kept, whatever happens to the rest
+        if on_record is not None:
+            on_record(record)
+
+    try:
+        records = run_sync(_extract_all(root, work, categories, options, runner, timeout, progress, finished,
+                                        found, digests, kept))
+    except (asyncio.CancelledError, KeyboardInterrupt):  # Ctrl-C: the kernels are stopped
+        save()
+        raise KeyboardInterrupt from None
+    done.update({(r["case_id"], r["version"]): r for r in records})
+    save()
     return records
+
+
+def _inputs(spec: CaseSpec, version: str, timeout: float | None, context: str) -> str | None:
+    try:
+        return inputs_digest(spec.folder, timeout=timeout, extra=context,
+                             notebooks=[layout.notebook_name(spec.case_id, version)])
+    except JunoBenchError:
+        return None
+
+
+def _earlier(out: str | Path, digests: Mapping[tuple[str, str], str | None]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Records of an earlier ``out`` to keep: same instance and inputs, not an infrastructure error."""
+    from junobench.runtime.info import read_runtime_info
+
+    if not Path(out).exists():
+        return {}
+    earlier = read_runtime_info(out)
+    kept = {}
+    for (case_id, version), digest in digests.items():
+        record = earlier.get(vocab.instance_id(case_id, version))
+        if (record is not None and digest is not None and record.get("inputs") == digest
+                and not str(record.get("problem") or "").startswith(INFRASTRUCTURE)):
+            kept[(case_id, version)] = record
+    return kept
 
 
 def _check_options(options: Mapping[str, int] | None) -> dict[str, int]:
@@ -211,20 +278,22 @@ def _check_options(options: Mapping[str, int] | None) -> dict[str, int]:
 
 
 async def _extract_all(root: Path, work: Sequence[tuple[CaseSpec, str]], categories: Sequence[str],
-                       options: Mapping[str, int], jobs: int, timeout: float | None,
+                       options: Mapping[str, int], executor: Executor, timeout: float | None,
                        progress: bool | None, on_record: Callable[[dict[str, Any]], None] | None,
-                       target: KernelTarget, found: KernelEnvironment,
-                       pass_env: Sequence[str] = ()) -> list[dict[str, Any]]:
+                       found: KernelEnvironment, digests: Mapping[tuple[str, str], str | None],
+                       kept: Mapping[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
     from tqdm import tqdm
 
-    slots = asyncio.Semaphore(jobs)
-    bar = tqdm(total=len(work), unit="notebook", desc="runtime-info", dynamic_ncols=True,
+    todo = [(spec, version) for spec, version in work if (spec.case_id, version) not in kept]
+    executor.expect(sum(1 for spec, _ in todo if spec.runnable))
+    bar = tqdm(total=len(todo), unit="notebook", desc="runtime-info", dynamic_ncols=True,
                disable=None if progress is None else not progress)
 
     async def one(spec: CaseSpec, version: str) -> dict[str, Any]:
-        async with slots:
-            record = await extract_notebook(root, spec, version, categories, options, timeout, target,
-                                            pass_env=pass_env)
+        if (spec.case_id, version) in kept:
+            return kept[(spec.case_id, version)]
+        record = await extract_notebook(root, spec, version, categories, options, timeout, executor)
+        record["inputs"] = digests.get((spec.case_id, version))
         unmet = found.mismatches(spec.requirements)
         if record["status"] == "failed" and unmet:
             record["problem"] += f" (environment: {'; '.join(unmet)})"
@@ -234,18 +303,17 @@ async def _extract_all(root: Path, work: Sequence[tuple[CaseSpec, str]], categor
         return record
 
     try:
-        return list(await asyncio.gather(*(one(spec, version) for spec, version in work)))
+        async with executor:
+            return list(await asyncio.gather(*(one(spec, version) for spec, version in work)))
     finally:
         bar.close()
 
 
 async def extract_notebook(root: Path, spec: CaseSpec, version: str, categories: Sequence[str],
                            options: Mapping[str, int], timeout: float | None,
-                           target: KernelTarget | None = None, *,
-                           pass_env: Sequence[str] = ()) -> dict[str, Any]:
-    """The runtime-information record of one notebook of a case spec, from a kernel of
-    ``target`` (default: junobench's own interpreter) that sees the credential-like
-    variables named in ``pass_env``, no others."""
+                           executor: Executor) -> dict[str, Any]:
+    """The runtime-information record of one notebook of a case spec, replayed by
+    ``executor`` (entered by the caller)."""
     record = new_record(spec.case_id, version, spec.target, categories)
     if spec.problem is not None or spec.data_absent:
         record.update(status="skipped" if spec.problem is None else "failed",
@@ -260,12 +328,14 @@ async def extract_notebook(root: Path, spec: CaseSpec, version: str, categories:
     request = request_for(notebook.code_cells[spec.target].source, categories, options)
     record.update(names=request["names"], attributes=request["attributes"], parsed=request.pop("parsed"))
     steps = spec.orders[version][:-1]  # everything before the target's (last) run
-    inspection = Inspection(request, timeout)
-    started = time.perf_counter()
-    log = await replay_in_copy(spec, version, steps, timeout=timeout, after=inspection, target=target,
-                               pass_env=pass_env)
-    record["seconds"] = round(time.perf_counter() - started, 3)
-    problem = run_problem(log) or inspection.problem
+    outcome = await executor.run(replay_task(spec, version, steps, timeout=timeout,
+                                             after=Inspection(request, timeout)))
+    record["seconds"] = round(outcome.log.seconds, 3)  # the replay's, not the time it waited
+    if outcome.error is not None:
+        record.update(status="failed", problem=f"{INFRASTRUCTURE}: {outcome.error}")
+        return record
+    inspection: Inspection = outcome.after  # as the kernel's host left it
+    problem = run_problem(outcome.log) or inspection.problem
     if problem is None and inspection.payload is None:
         problem = "the inspection did not run"
     if problem is not None:
@@ -282,7 +352,7 @@ def new_record(case_id: str, version: str, target: int | None, categories: Seque
     return {"instance": vocab.instance_id(case_id, version), "case_id": case_id, "version": version,
             "target_cell": target, "status": "failed", "problem": None, "categories": list(categories),
             "names": [], "attributes": {}, "undefined": [], "objects": {}, "environment": {},
-            "capped": None, "imported_by_inspection": [], "parsed": True, "seconds": 0.0}
+            "capped": None, "imported_by_inspection": [], "parsed": True, "seconds": 0.0, "inputs": None}
 
 
 def run_problem(log: RunLog) -> str | None:

@@ -18,15 +18,17 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from junobench.data import layout
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.envs.check import kernel_environment
 from junobench.envs.environment import snapshot_environment
-from junobench.envs.kernel import env_kernel, own_kernel
+from junobench.envs.kernel import KernelTarget, env_kernel, own_kernel
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import check_file_target
 from junobench.verify.executor import Executor, LocalExecutor, ReplayOutcome, ReplayTask
 from junobench.verify.judge import RunLog, StepOutcome, Verdict, judge
 from junobench.verify.report import CaseResult, VerifyReport
+from junobench.verify.resume import earlier_results, inputs_digest, kept_results
 from junobench.verify.runner import replay, require_run_extra
 from junobench.verify.session import DEFAULT_TIMEOUT, default_jobs, verify_specs
 from junobench.verify.spec import DATA_ABSENT, CaseSpec, case_specs
@@ -69,19 +71,26 @@ def verify(
     on_case: Callable[[CaseResult], None] | None = None,
     filters: Mapping[str, str | Iterable[str]] | None = None,
     env: str | Path | None = None,
+    executor: str | Executor = "local",
+    executor_options: Mapping[str, Any] | None = None,
+    resume: bool = True,
     pass_env: Sequence[str] = (),
 ) -> VerifyReport:
     """Verify ``case_ids`` (default: every case, or those matching ``filters``) of ``source``.
 
     ``filters`` maps the filter keywords of :func:`junobench.load` (``library``,
     ``root_cause``, ``crash_type``, ``pipeline_stage``, ``origin``) to a value or a list.
-    ``jobs`` kernels run at once (default: the number of cores); ``timeout`` is the limit
-    per cell run, in seconds. Kernels run in the interpreter of ``env`` (a folder made by
-    ``junobench env create``), else in junobench's own; either way the report records that
-    interpreter against the snapshot's environment, and each case's unmet pins
-    (``mismatches``). With ``report``, the JSON report is written there. The snapshot is
-    only read. ``report.ok`` is True when every case passed. The kernels get our
-    environment without credential-like variables (:mod:`junobench.safety.env`), except
+    ``jobs`` kernels run at once (default: the number of cores, or what a Ray cluster's
+    CPUs hold); ``timeout`` is the limit per cell run, in seconds. ``executor`` is
+    ``local``, ``ray`` (``executor_options``: see :func:`make_executor`) or an executor.
+    Kernels run in the interpreter of ``env`` (a folder made by ``junobench env create``;
+    with Ray, at the same path on every worker), else in junobench's own; either way the
+    report records that interpreter (as this machine sees it) against the snapshot's
+    environment, and each case's unmet pins (``mismatches``). With ``report``, the JSON
+    report is written there as cases finish; with ``resume``, the cases an earlier report
+    there gave a verdict for, with the same inputs, are kept and not run again. The
+    snapshot is only read. ``report.ok`` is True when every case passed. The kernels get
+    our environment without credential-like variables (:mod:`junobench.safety.env`), except
     those named in ``pass_env``.
     """
     require_run_extra()
@@ -89,7 +98,12 @@ def verify(
         raise JunoBenchError(f"--jobs must be at least 1, got {jobs}")
     if timeout is not None and timeout <= 0:
         raise JunoBenchError(f"--timeout must be positive, got {timeout:g}")
-    target = env_kernel(env) if env is not None else own_kernel()
+    target = env_kernel(env) if env is not None else None
+    runner = executor if isinstance(executor, Executor) else make_executor(
+        executor, jobs=jobs, target=target, **dict(executor_options or {}))
+    if isinstance(executor, Executor) and target is not None:
+        runner.target = target
+    runner.pass_env = tuple(pass_env)
     root = resolve(source, revision=revision, include_data=True)
     specs = case_specs(root, case_ids, filters=filters)
     if not specs:
@@ -97,33 +111,54 @@ def verify(
                              hint="check the case ids and filters (`junobench ls`)")
     if report is not None:
         check_file_target(report)  # before the notebooks run, not after
-    found = kernel_environment(target, snapshot_environment(root))
+    found = kernel_environment(target or own_kernel(), snapshot_environment(root))
+    environment = found.to_json(r for spec in specs for r in spec.requirements)
+    digests = {spec.case_id: digest for spec in specs
+               if (digest := _inputs(spec, timeout, "" if target is None else target.python))}
+    kept = kept_results(earlier_results(report), digests) if report is not None and resume else {}
+    done: dict[str, CaseResult] = dict(kept)
+    by_id = {spec.case_id: spec for spec in specs}
 
     def judged(case: CaseResult) -> None:
         case.mismatches = found.mismatches(by_id[case.case_id].requirements)
+        case.inputs = digests.get(case.case_id)
+        done[case.case_id] = case
+        if report is not None:  # what finished is kept, whatever happens to the rest
+            VerifyReport([done[s.case_id] for s in specs if s.case_id in done],
+                         environment=environment).write(report)
         if on_case is not None:
             on_case(case)
 
-    by_id = {spec.case_id: spec for spec in specs}
-    result = verify_specs(specs, jobs=jobs, timeout=timeout, progress=progress, on_case=judged,
-                          target=target, pass_env=pass_env)
-    result.environment = found.to_json(r for spec in specs for r in spec.requirements)
+    result = verify_specs(specs, timeout=timeout, progress=progress, on_case=judged, executor=runner,
+                          kept=kept)
+    result.environment = environment
     if report is not None:
         result.write(report)
     return result
 
 
-def make_executor(name: str = "local", *, jobs: int | None = None, **options: Any) -> Executor:
-    """The executor called ``name`` (:data:`EXECUTORS`). ``jobs`` defaults to the number
+def _inputs(spec: CaseSpec, timeout: float | None, environment: str) -> str | None:
+    """The digest of what the case's verdict depends on (None when its folder is unreadable)."""
+    names = [layout.notebook_name(spec.case_id, version) for version in ("reproduced", "fixed")]
+    try:
+        return inputs_digest(spec.folder, timeout=timeout, notebooks=names, extra=environment)
+    except JunoBenchError:
+        return None
+
+
+def make_executor(name: str = "local", *, jobs: int | None = None, target: KernelTarget | None = None,
+                  **options: Any) -> Executor:
+    """The executor called ``name`` (:data:`EXECUTORS`), its kernels in ``target``'s
+    interpreter (None: that of the process running the replay). ``jobs`` defaults to the number
     of cores (local) or to what the Ray cluster's CPUs hold; ``options`` are the
     :class:`~junobench.verify.ray_executor.RayExecutor`'s (``address``, ``cpus``,
     ``memory``, ``retries``, ``build_envs``)."""
     if name == "local":
         if options:
             raise JunoBenchError(f"option(s) {', '.join(sorted(options))} apply to --executor ray only")
-        return LocalExecutor(jobs or default_jobs())
+        return LocalExecutor(jobs or default_jobs(), target=target)
     if name == "ray":
         from junobench.verify.ray_executor import RayExecutor
 
-        return RayExecutor(jobs=jobs or 0, **options)
+        return RayExecutor(jobs=jobs or 0, target=target, **options)
     raise JunoBenchError(f"unknown executor {name!r}", hint=f"use one of {', '.join(EXECUTORS)}")

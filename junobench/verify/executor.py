@@ -32,15 +32,20 @@ import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Any
 
 from junobench.data.notebook import Step
+from junobench.envs.kernel import KernelTarget, StartedKernel, own_kernel
 from junobench.errors import JunoBenchError
-from junobench.safety.paths import relative_name
+from junobench.safety.paths import copy_tree, link_root, relative_name, require_regular
 from junobench.verify.judge import RunLog
-from junobench.verify.runner import replay
+from junobench.verify.pool import KernelPool
+from junobench.verify.runner import kernel_env, replay
+
+#: The Hugging Face Hub's own address (a worker is told the Hub's address only when it differs).
+DEFAULT_HUB = "https://huggingface.co"
 
 #: Name of the workspace folder inside a task's scratch folder (the kernel's log lies beside it).
 WORKSPACE = "work"
@@ -53,6 +58,19 @@ class Place:
 
     source: str
     dest: str
+    trusted: str | None = None  # where links under ``source`` may point (see safety.paths.copy_tree)
+
+
+@dataclass(frozen=True)
+class HubCase:
+    """A case folder that the machine running the task fetches from the Hub itself (only
+    that case's files, :func:`~junobench.data.snapshot.fetch_case`), copied to ``dest``."""
+
+    repo_id: str
+    case_id: str
+    dest: str
+    revision: str | None = None
+    endpoint: str | None = None  # the Hub's address, when not the default
 
 
 @dataclass(frozen=True)
@@ -67,10 +85,10 @@ class ReplayTask:
     places: tuple[Place, ...]
     timeout: float | None
     case: str | None = None
-    prepare: Any = None  # callable(notebook, workspace: Path) -> None, picklable
+    prepare: Any = None  # callable(notebook, path: workspace-relative str -> Path) -> None, picklable
     after: Any = None  # async callable(nbclient client) -> None, picklable, returned with its state
-    pass_env: tuple[str, ...] = ()
     requirements: tuple[str, ...] = ()  # pinned requirements of the notebook's environment
+    fetch: tuple[HubCase, ...] = ()  # case folders fetched from the Hub where the task runs
 
 
 @dataclass
@@ -95,15 +113,25 @@ class ReplayOutcome:
 
 @dataclass
 class Executor:
-    """Runs replay tasks, ``jobs`` at a time (the base: local, this process's kernels)."""
+    """Runs replay tasks, ``jobs`` at a time, in kernels of ``target`` (an environment's
+    interpreter, :func:`junobench.envs.kernel.env_kernel`; None: the interpreter of
+    whichever process runs the task) whose environment is scrubbed of credentials
+    (:mod:`junobench.safety.env`) but for the variables named in ``pass_env``."""
 
     jobs: int = 1
+    target: KernelTarget | None = None
+    pass_env: tuple[str, ...] = ()  # credential-like variables the kernels may see
     name: str = field(default="local", init=False)
 
     def __post_init__(self) -> None:
         if self.jobs < 1:
             raise JunoBenchError(f"--jobs must be at least 1, got {self.jobs}")
         self._slots: asyncio.Semaphore | None = None
+        self.expected = 0
+
+    def expect(self, notebooks: int) -> None:
+        """Say how many replays are coming (an executor may start kernels ahead for them)."""
+        self.expected = notebooks
 
     async def __aenter__(self) -> Executor:
         self._slots = asyncio.Semaphore(self.jobs)
@@ -129,41 +157,135 @@ class Executor:
 
 @dataclass
 class LocalExecutor(Executor):
-    """Kernels on this machine, ``jobs`` at a time, each in a temporary copy of its files."""
+    """Kernels on this machine, ``jobs`` at a time, each in a temporary copy of its files;
+    ``pool`` kernels (default: ``jobs``; 0: none) are started ahead so that start-up
+    overlaps execution (:class:`~junobench.verify.pool.KernelPool`)."""
+
+    pool: int | None = None
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._pool: KernelPool | None = None
+
+    async def __aenter__(self) -> LocalExecutor:
+        await super().__aenter__()
+        size = self.jobs if self.pool is None else self.pool
+        if size > 0 and self.expected > 0:
+            self._pool = KernelPool(self.target or own_kernel(), size=size, notebooks=self.expected,
+                                    env=kernel_env(keep=self.pass_env))
+        return self
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        trace: TracebackType | None) -> None:
+        try:
+            if self._pool is not None:
+                await self._pool.close()
+        finally:
+            self._pool = None
+            await super().__aexit__(kind, error, trace)
 
     async def run(self, task: ReplayTask) -> ReplayOutcome:
         async with self.slots:
+            if self._pool is not None:
+                return await self._run_pooled(task, self._pool)
             scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=f"junobench-{task.key}-"))
             try:
+                workspace = Workspace(scratch / WORKSPACE, task.cwd)
                 try:
-                    await asyncio.to_thread(place_all, task.places, scratch / WORKSPACE)
+                    await asyncio.to_thread(materialize, task, workspace)
                 except (JunoBenchError, OSError) as error:
                     return ReplayOutcome(task, not_run(task, f"cannot copy the task's files: {error}"))
-                log, after = await execute(task, scratch)
+                log, after = await execute(task, workspace, self.target, kernel_log=scratch / "kernel.log",
+                                           pass_env=self.pass_env)
                 return ReplayOutcome(task, log, after)
             finally:
                 await asyncio.to_thread(shutil.rmtree, scratch, True)
 
+    async def _run_pooled(self, task: ReplayTask, pool: KernelPool) -> ReplayOutcome:
+        """Replay in a kernel the pool started ahead: the task's working directory is the
+        kernel's own (the task's other files go beside it), filled once it is handed out."""
+        try:
+            kernel = await pool.acquire()
+        except (RuntimeError, OSError, TimeoutError) as error:  # as replay() reports a failed start
+            return ReplayOutcome(task, not_run(task, f"{type(error).__name__}: {error}"))
+        try:
+            workspace = Workspace(Path(kernel.cwd).parent, task.cwd, Path(kernel.cwd))
+            try:
+                await asyncio.to_thread(materialize, task, workspace)
+            except (JunoBenchError, OSError) as error:
+                return ReplayOutcome(task, not_run(task, f"cannot copy the task's files: {error}"))
+            log, after = await execute(task, workspace, self.target, kernel=kernel)
+            return ReplayOutcome(task, log, after)
+        finally:
+            await kernel.shutdown()
+            await asyncio.to_thread(shutil.rmtree, Path(kernel.cwd).parent, True)
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Where a task's files lie: paths relative to the workspace under ``root``, except
+    (``cwd_at``) the task's working directory ``cwd`` and what it holds, placed at a
+    directory of their own (a pooled kernel's)."""
+
+    root: Path
+    cwd: str
+    cwd_at: Path | None = None
+
+    def path(self, relative: str) -> Path:
+        """The absolute place of a workspace-relative path (refused when it climbs out)."""
+        path = inside(self.root, relative)
+        if self.cwd_at is None:
+            return path
+        rel, cwd = PurePosixPath(relative), PurePosixPath(self.cwd)
+        if rel == cwd or cwd in rel.parents:
+            return self.cwd_at / rel.relative_to(cwd)
+        return path
+
+    @property
+    def working(self) -> Path:
+        return self.path(self.cwd)
+
 
 async def run_tasks(executor: Executor, tasks: Sequence[ReplayTask]) -> list[ReplayOutcome]:
     """Run ``tasks`` with ``executor`` (entered here); outcomes in the tasks' order."""
+    executor.expect(len(tasks))
     async with executor:
         return list(await asyncio.gather(*(executor.run(t) for t in tasks)))
 
 
-def place_all(places: Sequence[Place], workspace: Path) -> None:
-    """Copy every place into ``workspace`` (created); a destination that leaves it is refused."""
-    workspace.mkdir(parents=True, exist_ok=True)
-    for item in places:
-        target = inside(workspace, item.dest)
-        source = Path(item.source)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_dir():
-            shutil.copytree(source, target, dirs_exist_ok=True)
-        elif source.is_file():
-            shutil.copy2(source, target)
-        else:
-            raise JunoBenchError("not a file or folder", file=source)
+def materialize(task: ReplayTask, workspace: Workspace) -> None:
+    """Copy the task's places, and its Hub cases (fetched here), into ``workspace``."""
+    for item in task.places:
+        place(Path(item.source), workspace.path(item.dest), trusted=item.trusted, case=task.case)
+    if task.fetch:
+        from junobench.data.snapshot import fetch_case
+
+        for case in task.fetch:
+            options: dict[str, Any] = {"endpoint": case.endpoint} if case.endpoint else {}
+            folder = fetch_case(case.repo_id, case.case_id, revision=case.revision, **options)
+            place(folder, workspace.path(case.dest), trusted=str(link_root(folder.parent.parent)), case=case.case_id)
+
+
+def place(source: Path, target: Path, *, trusted: str | None = None, case: str | None = None) -> None:
+    """Copy a folder (links inside kept, links into ``trusted`` read as files, any other link
+    or special file refused: :func:`~junobench.safety.paths.copy_tree`) or a regular file to
+    ``target``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if source.is_dir():
+        copy_tree(source, target, trusted=trusted, case=case)
+        return
+    try:
+        require_regular(source)
+    except OSError as error:
+        raise JunoBenchError(f"not a regular file ({error.strerror or error})", file=source, case=case) from None
+    shutil.copyfile(source, target)
+
+
+def hub_endpoint() -> str | None:
+    """The Hub address this process uses, when it is not the default one (workers use it too)."""
+    from huggingface_hub import constants
+
+    return None if constants.ENDPOINT.rstrip("/") == DEFAULT_HUB else constants.ENDPOINT
 
 
 def inside(root: Path, relative: str) -> Path:
@@ -174,23 +296,30 @@ def inside(root: Path, relative: str) -> Path:
     return root / relative
 
 
-async def execute(task: ReplayTask, scratch: Path) -> tuple[RunLog, Any]:
-    """Replay ``task`` whose files are in ``scratch``/work (the kernel's own log beside it);
-    returns the log and the ``after`` hook. Runs on whichever machine holds the files."""
+async def execute(task: ReplayTask, workspace: Workspace, target: KernelTarget | None, *,
+                  kernel_log: Path | None = None, kernel: StartedKernel | None = None,
+                  pass_env: Sequence[str] = ()) -> tuple[RunLog, Any]:
+    """Replay ``task`` whose files are in ``workspace``, in a new kernel of ``target`` (None:
+    this interpreter's; its environment keeps the credential-like variables of ``pass_env``
+    only) or in ``kernel`` (started ahead in the working directory); returns the log and the
+    ``after`` hook. Runs on whichever machine holds the files."""
     import nbformat
 
-    workspace = scratch / WORKSPACE
     try:
-        path = inside(workspace, task.notebook)
-        cwd = inside(workspace, task.cwd)
+        path = workspace.path(task.notebook)
         notebook = await asyncio.to_thread(nbformat.read, path, as_version=4)
     except (JunoBenchError, OSError, ValueError) as error:
         return not_run(task, f"cannot read the notebook {task.notebook}: {error}"), task.after
     if task.prepare is not None:
-        task.prepare(notebook, workspace)
-    log = await replay(notebook, task.steps, cwd=cwd, timeout=task.timeout,
-                       kernel_log=scratch / "kernel.log", after=task.after, pass_env=task.pass_env)
+        task.prepare(notebook, workspace.path)
+    log = await replay(notebook, task.steps, cwd=workspace.working, timeout=task.timeout, kernel_log=kernel_log,
+                       after=task.after, target=target, kernel=None if kernel is None else _given(kernel),
+                       pass_env=pass_env)
     return log, task.after
+
+
+async def _given(kernel: StartedKernel) -> StartedKernel:
+    return kernel
 
 
 def not_run(task: ReplayTask, why: str) -> RunLog:
@@ -201,10 +330,3 @@ def not_run(task: ReplayTask, why: str) -> RunLog:
 def without_places(task: ReplayTask) -> ReplayTask:
     """``task`` with its places dropped (they travel separately, as an archive)."""
     return replace(task, places=())
-
-
-async def cancel_quietly(coroutines: Sequence[asyncio.Future[Any]]) -> None:
-    """Cancel ``coroutines`` and wait until they are done."""
-    for item in coroutines:
-        item.cancel()
-    await asyncio.gather(*coroutines, return_exceptions=True)

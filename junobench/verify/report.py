@@ -2,7 +2,11 @@
 
 The JSON report is ``{"environment": {...}, "cases": {case_id: {"status", "reproduced":
 {"ok", "reason", "exception", "cell"}, "fixed": {"ok", "reason"}, "seconds",
-"mismatches"}}}``; ``status`` is ``passed``, ``failed``, ``timed out`` or ``skipped``;
+"mismatches", "inputs", "attempts", "faults"}}}``; ``status`` is ``passed``, ``failed``,
+``timed out``, ``skipped`` or ``infrastructure error`` (a replay lost to worker, node or
+environment faults past its retries: no verdict, run again by a rerun); ``attempts``
+counts the tries of each notebook and ``faults`` says what went wrong with the failed
+ones; ``inputs`` digests what the verdict depends on (:mod:`.resume`);
 ``environment`` is what the kernels ran in (Python, each pinned package's installed
 version, see :meth:`junobench.envs.check.KernelEnvironment.to_json`) and ``mismatches``
 the pins a case needs that it did not meet (``pandas 3.1.1 where the benchmark pins
@@ -21,6 +25,9 @@ from junobench.safety.atomic import atomic_open
 from junobench.verify.judge import RunLog, Verdict
 
 PASSED, FAILED, TIMED_OUT, SKIPPED = "passed", "failed", "timed out", "skipped"
+INFRASTRUCTURE = "infrastructure error"
+#: Statuses that are verdicts (a rerun keeps them).
+VERDICT_STATUSES = frozenset({PASSED, FAILED, TIMED_OUT, SKIPPED})
 
 #: Columns of the verdict table printed by ``junobench verify`` (``environment``: the pins a
 #: failing case needs that the kernels' environment does not meet).
@@ -38,9 +45,16 @@ class CaseResult:
     skipped: bool = False
     logs: dict[str, RunLog] = field(default_factory=dict)
     mismatches: list[str] = field(default_factory=list)
+    attempts: dict[str, int] = field(default_factory=dict)
+    faults: dict[str, list[str]] = field(default_factory=dict)
+    infrastructure: bool = False
+    inputs: str | None = None
+    kept: bool = False  # taken from an earlier report, not run again
 
     @property
     def status(self) -> str:
+        if self.infrastructure:
+            return INFRASTRUCTURE
         if self.skipped:
             return SKIPPED
         if self.reproduced.ok and self.fixed.ok:
@@ -61,7 +75,21 @@ class CaseResult:
             "fixed": {"ok": self.fixed.ok, "reason": self.fixed.reason},
             "seconds": round(self.seconds, 3),
             "mismatches": self.mismatches,
+            "inputs": self.inputs,
+            "attempts": self.attempts,
+            "faults": self.faults,
         }
+
+    @classmethod
+    def from_json(cls, case_id: str, entry: dict[str, Any]) -> CaseResult:
+        """A result read back from a report (its replays' logs are not kept)."""
+        reproduced, fixed = entry["reproduced"], entry["fixed"]
+        return cls(case_id, Verdict(bool(reproduced["ok"]), str(reproduced["reason"]), reproduced.get("exception"),
+                                    reproduced.get("cell")),
+                   Verdict(bool(fixed["ok"]), str(fixed["reason"])), float(entry.get("seconds") or 0.0),
+                   skipped=entry.get("status") == SKIPPED, mismatches=list(entry.get("mismatches") or []),
+                   attempts=dict(entry.get("attempts") or {}), faults=dict(entry.get("faults") or {}),
+                   infrastructure=entry.get("status") == INFRASTRUCTURE, inputs=entry.get("inputs"), kept=True)
 
     def row(self) -> dict[str, Any]:
         failed = self.status in (FAILED, TIMED_OUT)
@@ -78,6 +106,7 @@ class VerifyReport:
     seconds: float = 0.0
     jobs: int = 1
     environment: dict[str, Any] | None = None
+    executor: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -103,10 +132,12 @@ class VerifyReport:
         return out
 
     def summary(self) -> str:
-        """``8 cases: 7 passed, 1 failed (41.2 s, 2 jobs)``, then where the kernels ran and
+        """``8 cases: 7 passed, 1 failed (41.2 s, local, 2 jobs)``, then where the kernels ran and
         what they did not meet of the environment."""
         parts = ", ".join(f"{n} {status}" for status, n in self.counts().items())
-        text = f"{len(self.cases)} cases: {parts} ({self.seconds:.1f} s, {self.jobs} jobs)"
+        kept = sum(case.kept for case in self)
+        again = f"; {kept} kept from the report" if kept else ""
+        text = f"{len(self.cases)} cases: {parts} ({self.seconds:.1f} s, {self.executor or f'{self.jobs} jobs'}{again})"
         env = self.environment
         if env:
             where = (f"{env.get('env_name') or 'the environment'} at {env['env_dir']}" if env.get("env_dir")

@@ -1,30 +1,30 @@
-"""Verify many cases at once: one fresh kernel per notebook, ``jobs`` kernels at a time.
+"""Verify many cases at once: one fresh kernel per notebook, through an executor.
 
-Each reproduced or fixed notebook is replayed in a temporary copy of its case folder (so
-relative data paths work and the snapshot is never touched), judged, and the copy
-removed. A progress bar (tqdm, on stderr when it is a terminal) counts finished cases.
+Each reproduced or fixed notebook becomes a replay task (:func:`replay_task`: a temporary
+copy of its case folder, so that relative data paths work and the snapshot is never
+touched) that an executor runs (:mod:`.executor`: local kernels, by default with kernels
+started ahead, or Ray tasks), then judged. Cases finish in completion order: a progress
+bar (tqdm, on stderr when it is a terminal) counts them and ``on_case`` sees each one. A
+replay lost to an infrastructure fault past its retries is no verdict: the case's status
+is ``infrastructure error``, and a rerun runs it again.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import shutil
-import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from junobench import vocab
 from junobench.data import layout
 from junobench.data.notebook import Step
-from junobench.envs.kernel import KernelTarget, StartedKernel, own_kernel
-from junobench.errors import JunoBenchError
-from junobench.safety.paths import copy_tree, link_root
+from junobench.envs.kernel import KernelTarget
+from junobench.safety.paths import link_root
+from junobench.verify.executor import Executor, HubCase, LocalExecutor, Place, ReplayOutcome, ReplayTask
 from junobench.verify.judge import RunLog, Verdict, judge
-from junobench.verify.pool import KernelPool
 from junobench.verify.report import CaseResult, VerifyReport
-from junobench.verify.runner import kernel_env, replay, run_sync
+from junobench.verify.runner import run_sync
 from junobench.verify.spec import DATA_ABSENT, CaseSpec
 
 #: Default per-cell time limit, in seconds.
@@ -35,6 +35,8 @@ VERSIONS = ("reproduced", "fixed")
 
 def default_jobs() -> int:
     """Number of cores this process may use."""
+    import os
+
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
@@ -48,38 +50,39 @@ def verify_specs(
     timeout: float | None = DEFAULT_TIMEOUT,
     progress: bool | None = None,
     on_case: Callable[[CaseResult], None] | None = None,
+    executor: Executor | None = None,
     target: KernelTarget | None = None,
     pool: int | None = None,
+    kept: Mapping[str, CaseResult] | None = None,
+    fetch: Callable[[CaseSpec], HubCase] | None = None,
     pass_env: Sequence[str] = (),
 ) -> VerifyReport:
-    """Replay and judge every spec in kernels of ``target`` (default: junobench's own
-    interpreter), ``pool`` of them started ahead (default: ``jobs``; 0: each kernel starts
-    when its notebook's turn comes); ``progress`` None shows a bar only on a terminal. The
-    kernels see the credential-like variables named in ``pass_env``, no others."""
-    jobs = jobs or default_jobs()
-    if jobs < 1:
-        raise ValueError("jobs must be at least 1")
+    """Replay and judge every spec with ``executor`` (default: ``jobs`` local kernels of
+    ``target``, ``pool`` of them started ahead: see :class:`.LocalExecutor`); cases in
+    ``kept`` (case id → an earlier result) are not run again. With ``fetch``, whoever runs a
+    replay fetches the case folder from the Hub instead of receiving it. ``progress`` None
+    shows a bar only on a terminal. The default executor's kernels see the credential-like
+    variables named in ``pass_env``, no others."""
+    runner = executor if executor is not None else LocalExecutor(jobs or default_jobs(), target=target, pool=pool,
+                                                                 pass_env=tuple(pass_env))
     started = time.perf_counter()
     try:
-        results = run_sync(_verify_all(specs, jobs, timeout, progress, on_case, target,
-                                       jobs if pool is None else pool, tuple(pass_env)))
+        results = run_sync(_verify_all(specs, runner, timeout, progress, on_case, kept or {}, fetch))
     except asyncio.CancelledError:  # Ctrl-C cancelled the run; the kernels are stopped
         raise KeyboardInterrupt from None
-    return VerifyReport(results, time.perf_counter() - started, jobs)
+    return VerifyReport(results, time.perf_counter() - started, runner.jobs, executor=runner.describe())
 
 
 async def _verify_all(
-    specs: Sequence[CaseSpec], jobs: int, timeout: float | None, progress: bool | None,
-    on_case: Callable[[CaseResult], None] | None, target: KernelTarget | None, pool_size: int,
-    pass_env: Sequence[str] = (),
+    specs: Sequence[CaseSpec], executor: Executor, timeout: float | None, progress: bool | None,
+    on_case: Callable[[CaseResult], None] | None, kept: Mapping[str, CaseResult],
+    fetch: Callable[[CaseSpec], HubCase] | None,
 ) -> list[CaseResult]:
     from tqdm import tqdm
 
-    slots = asyncio.Semaphore(jobs)
-    notebooks = len(VERSIONS) * sum(1 for spec in specs if spec.runnable)
-    pool = KernelPool(target or own_kernel(), size=pool_size, notebooks=notebooks,
-                      env=kernel_env(keep=pass_env)) if pool_size > 0 else None
-    bar = tqdm(total=len(specs), unit="case", desc="verify", disable=None if progress is None
+    todo = [spec for spec in specs if spec.case_id not in kept]
+    executor.expect(len(VERSIONS) * sum(1 for spec in todo if spec.runnable))
+    bar = tqdm(total=len(todo), unit="case", desc="verify", disable=None if progress is None
                else not progress, dynamic_ncols=True)
     tally: dict[str, int] = {}
 
@@ -92,97 +95,63 @@ async def _verify_all(
         return result
 
     async def one_case(spec: CaseSpec) -> CaseResult:
+        if spec.case_id in kept:
+            return kept[spec.case_id]
         if not spec.runnable:
             return finished(_not_run(spec))
-        logs = await asyncio.gather(*(_replay_version(spec, v, timeout, slots, target, pool, pass_env)
-                                      for v in VERSIONS))
-        by_version = dict(zip(VERSIONS, logs, strict=True))
-        verdicts = {v: _judge(spec, v, log) for v, log in by_version.items()}
-        seconds = sum(log.seconds for log in logs)  # kernel time, not time queued
-        return finished(CaseResult(spec.case_id, verdicts["reproduced"], verdicts["fixed"],
-                                   seconds, logs=by_version))
+        source = fetch(spec) if fetch is not None else None
+        outcomes = await asyncio.gather(*(executor.run(replay_task(spec, v, spec.orders[v], timeout=timeout,
+                                                                   fetch=source)) for v in VERSIONS))
+        return finished(case_result(spec, dict(zip(VERSIONS, outcomes, strict=True))))
 
     try:
-        return list(await asyncio.gather(*(one_case(spec) for spec in specs)))
+        async with executor:
+            return list(await asyncio.gather(*(one_case(spec) for spec in specs)))
     finally:
         bar.close()
-        if pool is not None:
-            await pool.close()
 
 
-async def _replay_version(spec: CaseSpec, version: str, timeout: float | None,
-                          slots: asyncio.Semaphore, target: KernelTarget | None,
-                          pool: KernelPool | None, pass_env: Sequence[str] = ()) -> RunLog:
-    async with slots:
-        return await replay_in_copy(spec, version, spec.orders[version], timeout=timeout, target=target,
-                                    pool=pool, pass_env=pass_env)
+async def replay_in_copy(spec: CaseSpec, version: str, steps: Sequence[Step], *, timeout: float | None,
+                         after: Any = None, target: KernelTarget | None = None,
+                         pass_env: Sequence[str] = ()) -> RunLog:
+    """One replay of a case's notebook on this machine (a fresh kernel of ``target`` in a
+    temporary copy of the case folder); ``after`` and ``pass_env`` as in
+    :func:`~junobench.verify.runner.replay`."""
+    async with LocalExecutor(1, target=target, pool=0, pass_env=tuple(pass_env)) as executor:
+        outcome = await executor.run(replay_task(spec, version, steps, timeout=timeout, after=after))
+    return outcome.log
 
 
-async def replay_in_copy(
-    spec: CaseSpec, version: str, steps: Sequence[Step], *, timeout: float | None,
-    after: Callable[[Any], Awaitable[None]] | None = None,
-    target: KernelTarget | None = None,
-    pool: KernelPool | None = None,
-    pass_env: Sequence[str] = (),
-) -> RunLog:
-    """Replay ``steps`` of the case's ``version`` notebook in a fresh kernel of ``target``
-    working in a temporary copy of the case folder (removed afterwards); ``after`` and
-    ``pass_env`` as in :func:`replay`. With ``pool``, the kernel is one the pool started
-    ahead (of the pool's target and environment), and the case folder is copied into its
-    empty working directory. The copy never follows a link out of the snapshot nor reads
-    a FIFO (:func:`junobench.safety.paths.copy_tree`): such a case is a failed run, naming
-    the file."""
-    import nbformat
-
-    if pool is not None:
-        return await _replay_in_pooled_kernel(spec, version, steps, timeout, after, pool)
-    scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=f"junobench-{spec.case_id}-"))
-    try:
-        work = scratch / spec.case_id
-        try:
-            await _copy_case(spec, work)
-        except JunoBenchError as error:
-            return RunLog(steps=(), planned=len(steps), failure=f"cannot copy the case folder: {error}",
-                          timeout=timeout)
-        path = work / layout.notebook_name(spec.case_id, version)
-        notebook = await asyncio.to_thread(nbformat.read, path, as_version=4)
-        return await replay(notebook, steps, cwd=work, timeout=timeout,
-                            kernel_log=scratch / "kernel.log", after=after, target=target,
-                            pass_env=pass_env)
-    finally:
-        await asyncio.to_thread(shutil.rmtree, scratch, True)
+def replay_task(spec: CaseSpec, version: str, steps: Sequence[Step], *, timeout: float | None,
+                after: Any = None, fetch: HubCase | None = None, **options: Any) -> ReplayTask:
+    """The replay of a case's ``version`` notebook: ``steps`` in a copy of its case folder
+    (or, with ``fetch``, the folder fetched from the Hub where the replay runs), working
+    there. ``after`` as in :func:`~junobench.verify.runner.replay`; ``options`` go to the
+    :class:`~junobench.verify.executor.ReplayTask`."""
+    places = () if fetch is not None else (
+        Place(str(spec.folder), spec.case_id, trusted=str(link_root(spec.folder.parent.parent))),)
+    return ReplayTask(key=vocab.instance_id(spec.case_id, version),
+                      notebook=f"{spec.case_id}/{layout.notebook_name(spec.case_id, version)}",
+                      steps=tuple(steps), cwd=spec.case_id, places=places, timeout=timeout, case=spec.case_id,
+                      after=after, fetch=() if fetch is None else (fetch,),
+                      requirements=tuple(spec.requirements), **options)
 
 
-async def _copy_case(spec: CaseSpec, work: Path) -> None:
-    """The case folder copied into ``work`` (links inside it kept, none followed out)."""
-    await asyncio.to_thread(copy_tree, spec.folder, work, case=spec.case_id,
-                            trusted=link_root(spec.folder.parent.parent))
-
-
-async def _replay_in_pooled_kernel(spec: CaseSpec, version: str, steps: Sequence[Step],
-                                   timeout: float | None, after: Callable[[Any], Awaitable[None]] | None,
-                                   pool: KernelPool) -> RunLog:
-    import nbformat
-
-    path = spec.folder / layout.notebook_name(spec.case_id, version)
-    notebook = await asyncio.to_thread(nbformat.read, path, as_version=4)
-    taken: list[StartedKernel] = []
-
-    async def ready() -> StartedKernel:
-        kernel = await pool.acquire()
-        taken.append(kernel)
-        try:
-            await _copy_case(spec, Path(kernel.cwd))
-        except JunoBenchError as error:  # the replay reports it as the run's failure
-            raise RuntimeError(f"cannot copy the case folder: {error}") from None
-        return kernel
-
-    try:
-        return await replay(notebook, steps, cwd=spec.folder, timeout=timeout, after=after, kernel=ready())
-    finally:
-        for kernel in taken:
-            await kernel.shutdown()
-            await asyncio.to_thread(shutil.rmtree, Path(kernel.cwd).parent, True)
+def case_result(spec: CaseSpec, outcomes: Mapping[str, ReplayOutcome]) -> CaseResult:
+    """The judged result of a case's replays; a replay lost to infrastructure faults is no
+    verdict (the case's status says so), and every retry is recorded."""
+    verdicts = {}
+    for version, outcome in outcomes.items():
+        if outcome.error is not None:
+            verdicts[version] = Verdict(False, f"infrastructure error: {outcome.error}")
+        else:
+            verdicts[version] = _judge(spec, version, outcome.log)
+    logs: dict[str, RunLog] = {v: o.log for v, o in outcomes.items()}
+    return CaseResult(spec.case_id, verdicts["reproduced"], verdicts["fixed"],
+                      sum(log.seconds for log in logs.values()),  # kernel time, not time queued
+                      logs=logs, attempts={v: o.attempts for v, o in outcomes.items()},
+                      faults={v: list(o.faults) for v, o in outcomes.items() if o.faults},
+                      infrastructure=any(o.error is not None for o in outcomes.values()))
 
 
 def _judge(spec: CaseSpec, version: str, log: RunLog) -> Verdict:

@@ -1,0 +1,32 @@
+"""Helpers for tests that check which processes (kernels, workers) are left running."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+
+def alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie does not: it is no leftover kernel)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/status")
+    return not (status.exists() and "State:\tZ" in status.read_text())
+
+
+def gone(pid: int, seconds: float = 20) -> bool:
+    """Whether process ``pid`` ends within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def parent_of(pid: int) -> int:
+    """The parent process of ``pid`` (Linux)."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])

@@ -1,0 +1,129 @@
+"""``verify`` and ``runtime-info`` through the executors: Ray gives the local verdicts, a
+killed worker is retried and the report says so, a rerun resumes from the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+
+import pytest
+from cli_run import run_cli
+from processes import parent_of
+from snapshot_files import edit_cell
+
+from junobench.data.checkout import checkout
+from junobench.runtime import runtime_info
+from junobench.verify import verify
+
+pytest.importorskip("nbclient", reason="verify needs the run extra")
+pytestmark = pytest.mark.kernel
+
+
+def _verdicts(report: dict) -> dict:
+    return {case: (entry["status"], entry["reproduced"]["reason"], entry["fixed"]["reason"])
+            for case, entry in report["cases"].items()}
+
+
+def test_verify_on_ray_gives_the_local_verdicts(ray_cluster, tmp_path, capsys):
+    local, remote = tmp_path / "local.json", tmp_path / "ray.json"
+    code_local, _, _ = run_cli(capsys, "verify", "--source", "sample", "--report", str(local), "--no-progress")
+    code_ray, _, err = run_cli(capsys, "verify", "--source", "sample", "--report", str(remote), "--no-progress",
+                                 "--executor", "ray", "--cpus-per-notebook", "1", "--retries", "1")
+    assert code_ray == code_local
+    local_report, ray_report = json.loads(local.read_text()), json.loads(remote.read_text())
+    assert len(ray_report["cases"]) == 10
+    assert _verdicts(ray_report) == _verdicts(local_report)
+    assert all(entry["attempts"] == {"reproduced": 1, "fixed": 1} and entry["faults"] == {}
+               for entry in ray_report["cases"].values() if entry["status"] != "skipped")
+    assert "ray, 2 jobs, 1 CPU per notebook" in err
+
+
+def test_a_killed_worker_is_retried_and_the_report_says_so(ray_cluster, tmp_path):
+    snap = checkout(["pandas_1"], "sample", tmp_path / "snap")
+    marker = tmp_path / "kernel.pid"
+    edit_cell(snap, "pandas_1", "reproduced", 0,
+              f"import os, pathlib, time\nmarker = pathlib.Path({str(marker)!r})\nfirst = not marker.exists()\n"
+              "marker.write_text(str(os.getpid()))\nif first:\n    time.sleep(120)\nimport numpy as np\n"
+              "import pandas as pd")
+
+    def kill_the_first_worker() -> None:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and not (marker.exists() and marker.read_text()):
+            time.sleep(0.2)
+        kernel = int(marker.read_text())
+        os.kill(parent_of(kernel), signal.SIGKILL)  # the Ray worker that started the kernel
+
+    killer = threading.Thread(target=kill_the_first_worker)
+    killer.start()
+    report_file = tmp_path / "r.json"
+    report = verify(source=snap, executor="ray", report=report_file, progress=False)
+    killer.join()
+    case = report["pandas_1"]
+    assert case.status == "passed", case.reproduced.reason
+    written = json.loads(report_file.read_text())["cases"]["pandas_1"]
+    assert written["status"] == "passed"
+    assert written["attempts"] == {"reproduced": 2, "fixed": 1}
+    (fault,) = written["faults"]["reproduced"]
+    assert fault.startswith("attempt 1: the worker died")
+
+
+def test_a_rerun_resumes_from_the_report(tmp_path):
+    snap = checkout(["pandas_1", "pandas_2", "NBspecific_2"], "sample", tmp_path / "snap")
+    report_file = tmp_path / "r.json"
+    first = verify(source=snap, report=report_file, jobs=2, progress=False)
+    assert first.ok
+    written = json.loads(report_file.read_text())
+    # pandas_2 was lost to the infrastructure; NBspecific_2 never reached.
+    written["cases"]["pandas_2"]["status"] = "infrastructure error"
+    del written["cases"]["NBspecific_2"]
+    report_file.write_text(json.dumps(written))
+    seen = []
+    again = verify(source=snap, report=report_file, jobs=2, progress=False,
+                   on_case=lambda c: seen.append(c.case_id))
+    assert sorted(seen) == ["NBspecific_2", "pandas_2"]
+    assert again.ok and {c.case_id: c.kept for c in again} == {"pandas_1": True, "pandas_2": False,
+                                                                "NBspecific_2": False}
+    assert "1 kept from the report" in again.summary()
+    assert set(json.loads(report_file.read_text())["cases"]) == {"pandas_1", "pandas_2", "NBspecific_2"}
+
+    # A changed notebook is run again; --fresh runs everything.
+    edit_cell(snap, "pandas_1", "fixed", 0, "import numpy as np\nimport pandas as pd\nx = 1")
+    seen.clear()
+    verify(source=snap, report=report_file, jobs=2, progress=False, on_case=lambda c: seen.append(c.case_id))
+    assert seen == ["pandas_1"]
+    seen.clear()
+    verify(source=snap, report=report_file, jobs=2, progress=False, resume=False,
+           on_case=lambda c: seen.append(c.case_id))
+    assert sorted(seen) == ["NBspecific_2", "pandas_1", "pandas_2"]
+
+
+def test_a_report_file_that_is_not_a_report_is_refused(tmp_path, capsys):
+    other = tmp_path / "notes.json"
+    other.write_text('["not a report"]')
+    code, _, err = run_cli(capsys, "verify", "pandas_1", "--source", "sample", "--report", str(other))
+    assert code == 1 and "not a verify report" in err
+    assert other.read_text() == '["not a report"]'
+
+
+def test_runtime_info_on_ray_and_resumed(ray_cluster, tmp_path):
+    out = tmp_path / "runtime.jsonl"
+    records = runtime_info(["pandas_1"], "sample", executor="ray", out=out, progress=False)
+    assert [r["status"] for r in records] == ["ok", "ok"], [r["problem"] for r in records]
+    assert "df" in records[0]["objects"] and records[0]["inputs"]
+    local = runtime_info(["pandas_1"], "sample", progress=False)
+    assert [r["objects"] for r in local] == [r["objects"] for r in records]
+    seen = []
+    again = runtime_info(["pandas_1"], "sample", out=out, progress=False, on_record=seen.append)
+    assert seen == [] and again == records  # every record kept
+
+
+def test_ray_workers_run_kernels_in_a_shared_environment(ray_cluster, sample_env):
+    # numpy_1 depends on the pinned NumPy: it passes only when the workers' kernels run in
+    # the environment at the path given (shared: this machine is every worker).
+    pinned = verify(["numpy_1"], "sample", env=sample_env.path, executor="ray", progress=False)
+    assert pinned.ok, pinned["numpy_1"].reproduced.reason
+    own = verify(["numpy_1"], "sample", executor="ray", progress=False)
+    assert own["numpy_1"].status == "failed"
