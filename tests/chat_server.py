@@ -1,7 +1,10 @@
 """A small local server that speaks the OpenAI chat-completions protocol, for tests.
 
 It answers ``POST /v1/chat/completions`` with a completion whose text ``answer(body)``
-decides (after ``delay`` seconds), records every request and the most it served at once,
+decides (after ``delay`` seconds), and ``POST /v1/responses`` (the Responses API, which
+Inspect's ``openai`` provider uses for model names it does not know) likewise; a
+Responses request is recorded with its input as chat ``messages`` too, so ``answer`` and
+the tests read both the same way. It records every request and the most it served at once,
 checks a bearer key when given one, and can be told to fail requests (``fail(number,
 body)`` returns an HTTP status, ``"drop"`` to close the connection without a reply,
 ``"garbage"`` for a 200 that is not JSON, or None). It runs on aiohttp's event loop in a
@@ -31,6 +34,23 @@ def target_of(body: dict[str, Any]) -> str:
     """The target cell's text in a request built by junobench.detection.prompt."""
     user = body["messages"][-1]["content"]
     return user.rsplit("# Target Cell:\n", 1)[1].strip()
+
+
+def chat_messages(body: dict[str, Any]) -> list[dict[str, str]]:
+    """A Responses API request's ``instructions`` and ``input`` as chat messages."""
+    out = []
+    if body.get("instructions"):
+        out.append({"role": "system", "content": str(body["instructions"])})
+    items = body.get("input")
+    if isinstance(items, str):
+        return [*out, {"role": "user", "content": items}]
+    for item in items or []:
+        content = item.get("content")
+        if isinstance(content, list):
+            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        role = {"developer": "system"}.get(item.get("role", "user"), item.get("role", "user"))
+        out.append({"role": role, "content": content or ""})
+    return out
 
 
 class ChatServer:
@@ -90,11 +110,14 @@ class ChatServer:
             body = json.loads(raw) if raw else {}
         except ValueError:
             body = {}
+        responses = request.path == "/v1/responses"
+        if responses and isinstance(body, dict):
+            body = {**body, "messages": chat_messages(body)}
         with self._lock:
             self.requests.append(body)
             self.headers.append(request.headers)
             number = len(self.requests)
-        if request.method != "POST" or request.path != "/v1/chat/completions":
+        if request.method != "POST" or request.path not in ("/v1/chat/completions", "/v1/responses"):
             return _json(404, {"error": {"message": f"no route {request.method} {request.path}"}})
         if self.api_key and request.headers.get("Authorization") != f"Bearer {self.api_key}":
             return _json(401, {"error": {"message": "invalid api key"}})
@@ -119,6 +142,10 @@ class ChatServer:
         finally:
             with self._lock:
                 self.in_flight -= 1
+        with self._lock:
+            self.served += 1
+        if responses:
+            return _json(200, _response(number, body, content))
         reply = {
             "id": f"chatcmpl-{number}", "object": "chat.completion", "created": 0,
             "model": body.get("model"),
@@ -126,9 +153,24 @@ class ChatServer:
                          "message": {"role": "assistant", "content": content}}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
         }
-        with self._lock:
-            self.served += 1
         return _json(200, reply)
+
+
+def _response(number: int, body: dict[str, Any], text: str) -> dict[str, Any]:
+    """A completed Responses API reply carrying ``text``."""
+    return {
+        "id": f"resp-{number}", "object": "response", "created_at": 0, "status": "completed",
+        "model": body.get("model"), "error": None, "incomplete_details": None,
+        "instructions": body.get("instructions"), "metadata": {}, "parallel_tool_calls": True,
+        "temperature": body.get("temperature"), "tool_choice": "auto", "tools": [],
+        "top_p": None, "max_output_tokens": body.get("max_output_tokens"),
+        "output": [{"type": "message", "id": f"msg-{number}", "status": "completed",
+                    "role": "assistant",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}]}],
+        "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2,
+                  "input_tokens_details": {"cached_tokens": 0},
+                  "output_tokens_details": {"reasoning_tokens": 0}},
+    }
 
 
 def _json(status: int, data: Any, extra: dict[str, str] | None = None) -> web.Response:

@@ -66,6 +66,20 @@ def reference_snapshot(reference_dir: Path) -> Path:
     return _require(reference_dir / "junobench-snapshot")
 
 
+@pytest.fixture(scope="session")
+def qwen(reference_dir: Path) -> Path:
+    """Published runs of the CRANE-LLM paper's Qwen2.5-Coder-32B-Instruct, code only:
+    a folder of ``<instance>.json`` files, 5 runs each (Table 2(b))."""
+    return _require(reference_dir / "llm_outputs" / "qwen_2_5_32b_instruct" / "code")
+
+
+@pytest.fixture(scope="session")
+def mistral(reference_dir: Path) -> Path:
+    """Published runs of the JunoBench paper's mistral-small3.1: ``buggy/`` and ``fixed/``
+    folders of ``<case>.json``, 108 cases."""
+    return _require(reference_dir / "llm_outputs" / "mistral_small_3_1")
+
+
 @pytest.fixture
 def snapshot_copy(reference_snapshot: Path, tmp_path: Path) -> Path:
     """A writable copy of the reference snapshot, for tests that break or edit it."""

@@ -23,17 +23,6 @@ MISTRAL_BY_LIBRARY = {
 }
 
 
-
-@pytest.fixture(scope="module")
-def qwen(reference_dir):
-    return reference_dir / "llm_outputs" / "qwen_2_5_32b_instruct" / "code"
-
-
-@pytest.fixture(scope="module")
-def mistral(reference_dir):
-    return reference_dir / "llm_outputs" / "mistral_small_3_1"
-
-
 def test_qwen_code_only_majority_vote_matches_table_2b(qwen, reference_snapshot, capsys):
     code, out, _ = run_cli(capsys, "evaluate", str(qwen), "--source", str(reference_snapshot),
                        "--format", "json")

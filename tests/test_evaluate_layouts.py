@@ -16,16 +16,6 @@ from junobench.errors import JunoBenchError
 
 
 @pytest.fixture(scope="module")
-def qwen(reference_dir):
-    return reference_dir / "llm_outputs" / "qwen_2_5_32b_instruct" / "code"
-
-
-@pytest.fixture(scope="module")
-def mistral(reference_dir):
-    return reference_dir / "llm_outputs" / "mistral_small_3_1"
-
-
-@pytest.fixture(scope="module")
 def crane(tmp_path_factory, qwen):
     root = tmp_path_factory.mktemp("crane_llm")
     code = crane_raw_setting(root, qwen)
@@ -132,3 +122,24 @@ def test_a_folder_with_both_version_folder_names_is_refused(tmp_path):
         (tmp_path / name).mkdir()
     with pytest.raises(JunoBenchError, match="both buggy/ and reproduced/"):
         read_predictions(tmp_path)
+
+
+def test_links_are_refused_and_fifos_never_opened(tmp_path, qwen):
+    import os
+
+    folder = tmp_path / "preds"
+    folder.mkdir()
+    shutil.copy(qwen / "torch_1_fixed.json", folder / "torch_1_fixed.json")
+    os.mkfifo(folder / "torch_2_fixed.json")  # reading it would block: it must be skipped
+    assert set(read_predictions(folder).runs) == {"torch_1_fixed"}
+    outside = tmp_path / "outside.json"
+    outside.write_text('["TRUE"]')
+    (folder / "torch_1_reproduced.json").symlink_to(outside)
+    with pytest.raises(JunoBenchError, match="symbolic link") as info:
+        read_predictions(folder)
+    assert "torch_1_reproduced.json" in str(info.value)
+    cases = tmp_path / "cases"
+    (cases / "results_fixed").mkdir(parents=True)
+    (cases / "results_buggy").symlink_to(folder)
+    with pytest.raises(JunoBenchError, match="symbolic link"):
+        read_predictions(cases)

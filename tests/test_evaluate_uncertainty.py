@@ -32,16 +32,6 @@ METRICS = ("precision", "recall", "f1", "accuracy")
 
 
 @pytest.fixture(scope="module")
-def qwen(reference_dir):
-    return reference_dir / "llm_outputs" / "qwen_2_5_32b_instruct" / "code"
-
-
-@pytest.fixture(scope="module")
-def mistral(reference_dir):
-    return reference_dir / "llm_outputs" / "mistral_small_3_1"
-
-
-@pytest.fixture(scope="module")
 def qwen_report(qwen, reference_snapshot):
     return evaluate(qwen, reference_snapshot)
 

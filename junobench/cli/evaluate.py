@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
 from junobench.cli.common import add_filters, add_format, add_source, filters_from
-from junobench.render import render
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -229,7 +227,7 @@ def _report_runtime_info(args: argparse.Namespace, items: list[dict[str, Any]]) 
 
 
 def _evaluate(args: argparse.Namespace) -> int:
-    from junobench.detection.evaluate import BREAKDOWNS, evaluate, format_report, plot, summary_rows
+    from junobench.detection.evaluate import evaluate, plot, render_report
     from junobench.errors import JunoBenchError
 
     if len(args.predictions) > 1:
@@ -242,36 +240,11 @@ def _evaluate(args: argparse.Namespace) -> int:
     report = evaluate(args.predictions[0], args.source, vote=args.vote, revision=args.revision,
                       fallback=args.fallback, layout=args.layout, truth=args.truth,
                       resamples=args.resamples, seed=args.seed, **filters_from(args))
-    if args.format == "json":
-        print(json.dumps(report.to_dict(), indent=2, ensure_ascii=False))
-    elif args.format == "csv":
-        rows = [_flat(row) for row in report.breakdown_rows(args.by, intervals=True)]
-        overall = {"intervals": {k: list(v) if v else None for k, v in report.intervals().items()}}
-        rows.append(_flat({BREAKDOWNS[args.by][1]: "all", **score_row_of(report), **overall}))
-        print(render(rows, "csv"), end="")
-    elif args.format in ("markdown", "latex"):
-        print(render(summary_rows(report, args.by, percent=args.format == "latex"), args.format),
-              end="")
-    else:
-        print(format_report(report, args.by), end="")
+    print(render_report(report, args.format, args.by), end="")
     if args.plot:
         path = plot(report, args.plot, args.by)
         print(f"plot written to {path}", file=sys.stderr)
     return 0
-
-
-def score_row_of(report: Any) -> dict[str, Any]:
-    from junobench.detection.evaluate import score_row
-
-    return score_row(report.overall)
-
-
-def _flat(row: dict[str, Any]) -> dict[str, Any]:
-    """A breakdown row with its intervals as ``<metric>_low`` / ``<metric>_high`` columns."""
-    out = {k: v for k, v in row.items() if k != "intervals"}
-    for metric, bounds in (row.get("intervals") or {}).items():
-        out[f"{metric}_low"], out[f"{metric}_high"] = bounds if bounds else (None, None)
-    return out
 
 
 def _compare(args: argparse.Namespace) -> int:

@@ -505,6 +505,37 @@ def _share(part: int, whole: int) -> float:
 # --------------------------------------------------------------------------- text report
 
 
+def render_report(report: Report, fmt: str = "table", by: str = "library") -> str:
+    """The report in ``fmt``: ``table`` (:func:`format_report`), ``json`` (full precision),
+    ``csv`` (a row per group and ``all``, intervals as ``<metric>_low``/``_high``),
+    ``markdown`` or ``latex`` (:func:`summary_rows`, percentages in LaTeX)."""
+    import json
+
+    from junobench.render import render
+
+    if fmt == "json":
+        return json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n"
+    if fmt == "csv":
+        rows = report.breakdown_rows(by, intervals=True)
+        rows.append({BREAKDOWNS[by][1]: "all", **score_row(report.overall),
+                     "intervals": _listed(report.intervals())})
+        return render([_flat(row) for row in rows], "csv")
+    if fmt in ("markdown", "latex"):
+        return render(summary_rows(report, by, percent=fmt == "latex"), fmt)
+    if fmt == "table":
+        return format_report(report, by)
+    raise JunoBenchError(f"unknown format {fmt!r}",
+                         hint="use table, json, csv, markdown or latex")
+
+
+def _flat(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row with its intervals as ``<metric>_low`` / ``<metric>_high`` columns."""
+    out = {k: v for k, v in row.items() if k != "intervals"}
+    for metric, bounds in (row.get("intervals") or {}).items():
+        out[f"{metric}_low"], out[f"{metric}_high"] = bounds if bounds else (None, None)
+    return out
+
+
 def format_report(report: Report, by: str = "library") -> str:
     """The report as text: provenance, exclusions, unparsable runs, scores, a breakdown."""
     from junobench.render import table

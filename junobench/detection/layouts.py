@@ -151,10 +151,24 @@ def _names_instance(stem: str) -> bool:
 
 def _json_files(folder: Path) -> list[Path]:
     """``*.json`` files of a folder of instance files: in it and in its ``other/``."""
-    files = [f for f in folder.glob("*.json") if f.is_file()]
-    if (folder / OTHER).is_dir():
-        files += [f for f in (folder / OTHER).glob("*.json") if f.is_file()]
+    files = regular_files(folder, "*.json")
+    other = folder / OTHER
+    if other.is_dir() and not other.is_symlink():
+        files += regular_files(other, "*.json")
     return sorted(files)
+
+
+def regular_files(folder: Path, pattern: str) -> list[Path]:
+    """The regular files of ``folder`` matching ``pattern``, sorted; a symbolic link among
+    them is an error (predictions are read from the folder named, never through a link)."""
+    found = []
+    for path in sorted(folder.glob(pattern)):
+        if path.is_symlink():
+            raise JunoBenchError("is a symbolic link; predictions are read from regular files "
+                                 "only", file=path, hint="copy the file into the folder")
+        if path.is_file():
+            found.append(path)
+    return found
 
 
 def _is_inspect_log(path: Path) -> bool:
@@ -266,9 +280,10 @@ def _read_case_folders(folder: Path, layout: str, folders: dict[str, str]) -> Pr
                              hint=f"the {layout} layout keeps each version's runs in its folder")
     for name in present:
         version = folders[name]
-        for file in sorted((folder / name).glob("*.json")):
-            if not file.is_file():
-                continue
+        if (folder / name).is_symlink():
+            raise JunoBenchError("is a symbolic link; predictions are read from regular files "
+                                 "only", file=folder / name, hint="copy the folder instead")
+        for file in regular_files(folder / name, "*.json"):
             case_id = file.stem.removeprefix(CONSTRUCT_PREFIX)
             if not vocab.is_case_id(case_id):
                 raise JunoBenchError(
