@@ -354,9 +354,10 @@ _DASHED_HEAD = "['" + "-" * 75
 _DASHES_END = len(_DASHED_HEAD) - 1
 _QUOTES = frozenset("'\"")
 _LAST_ITEM_ENDS = ("']", '"]')
-#: ``Name: message`` or a bare ``Name`` (dotted module prefixes allowed).
+#: ``Name: message`` or a bare ``Name`` (dotted module prefixes allowed; a prefix's
+#: ``\w*+`` is possessive: giving characters back could never reach a dot).
 _EXCEPTION_LINE = re.compile(
-    r"\s*((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Iteration))"
+    r"\s*((?:[A-Za-z_]\w*+\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Iteration))"
     r"(?:: (.{0,240})|:?(?:\s|\\n|['\"\]])*$)", re.DOTALL)
 #: Libraries whose errors often come from compiled code, with no Python frame of their own.
 _COMPILED = frozenset({"numpy", "torch"})
@@ -534,7 +535,9 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
 
     One function on purpose: it runs once per crash of a pool of tens of thousands.
     """
-    if type(traceback) is str and traceback[:2] == "['" and "x1b[" not in traceback[:_ANSI_HEAD]:
+    # (find with bounds, not "in" a slice: no copy of the head)
+    if type(traceback) is str and traceback.startswith("['") \
+            and traceback.find("x1b[", 0, _ANSI_HEAD) < 0:
         text, newline = traceback, "\\n"  # the tables' usual form, needing no change
     else:
         text, newline = _normalise(traceback)
@@ -685,19 +688,23 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
     lines = [(crash_end, "crash", libraries if complete else None)]
     # The innermost user line: the last arrow before the first library frame (or in the
     # user's own function frames when no library frame follows); arrows cannot overlap.
+    # (Its ">" is looked for, then the dash: a one-character rfind is a fast memrchr, a
+    # two-character one crawls, and without library frames it crawls the whole text.)
     end = first_frame
-    while (i := text.rfind("->", crash_end, end)) >= 0:
-        if call := _ARROW.match(text, i, first_frame):
+    while (i := text.rfind(">", crash_end + 1, end)) >= 0:
+        if text[i - 1] == "-" and (call := _ARROW.match(text, i - 1, first_frame)):
             lines.append((call.end(), "call", None))
             break
-        end = i + 1
+        end = i
     known = vocabulary.known
     for start, where, framed in lines:
-        end = text.find(newline, start, start + 300)  # up to the end of the line
-        line = text[start:end if end >= 0 else start + 300]
-        if newline != "\n" and "', " in line:  # the item ends on this line
-            line = line[:line.find("', ")]
-        data = line.encode()
+        stop = start + 300
+        end = text.find(newline, start, stop)  # up to the end of the line
+        if end < 0:
+            end = stop
+        if newline != "\n" and (i := text.find("', ", start, end)) >= 0:
+            end = i  # the item ends on this line
+        data = text[start:end].encode()
         words = known.intersection(data.translate(_WORDS).split())
         if not words:
             continue
@@ -782,15 +789,18 @@ def _cell_libraries(where: tuple[str, int, int], code: str | None) -> set[str] |
     """The libraries the cell uses through an alias (``sns.…``), as tie-breakers: in the
     lines the traceback shows above the crash line, and in ``code`` when given."""
     text, start, end = where
-    context = text[start:end]
     aliases, words = _VOCABULARY.aliases, _ALIAS_WORDS
     if code:
-        context = f"{context}\n{code}"
+        context = f"{text[start:end]}\n{code}"
         if "import" in code:
             aliases = {**aliases, **_Vocabulary.of(_imports(code)[0], {}).aliases}
             words = frozenset(aliases)
-    if "." not in context:  # no alias.attr
+        if "." not in context:  # no alias.attr
+            return _NO_LIBRARIES
+    elif text.find(".", start, end) < 0:  # (looked for in place: no copy)
         return _NO_LIBRARIES
+    else:
+        context = text[start:end]
     data = context.encode()
     words = words.intersection(data.translate(_WORDS).split())
     return {aliases[word] for word in words if data.find(word + b".") >= 0} if words else _NO_LIBRARIES
