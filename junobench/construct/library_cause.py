@@ -36,6 +36,7 @@ takes seconds (``scripts/benchmark_library_cause.py``).
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import re
 from collections import Counter
@@ -354,11 +355,12 @@ _DASHED_HEAD = "['" + "-" * 75
 _DASHES_END = len(_DASHED_HEAD) - 1
 _QUOTES = frozenset("'\"")
 _LAST_ITEM_ENDS = ("']", '"]')
-#: ``Name: message`` or a bare ``Name`` (dotted module prefixes allowed; a prefix's
-#: ``\w*+`` is possessive: giving characters back could never reach a dot).
+#: An exception's name (dotted module prefixes allowed; a prefix's ``\w*+`` is
+#: possessive: giving characters back could never reach a dot).
+_EXCEPTION_NAME = r"(?:[A-Za-z_]\w*+\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Iteration)"
+#: ``Name: message`` or a bare ``Name``.
 _EXCEPTION_LINE = re.compile(
-    r"\s*((?:[A-Za-z_]\w*+\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Warning|Iteration))"
-    r"(?:: (.{0,240})|:?(?:\s|\\n|['\"\]])*$)", re.DOTALL)
+    rf"\s*({_EXCEPTION_NAME})(?:: (.{{0,240}})|:?(?:\s|\\n|['\"\]])*$)", re.DOTALL)
 #: Libraries whose errors often come from compiled code, with no Python frame of their own.
 _COMPILED = frozenset({"numpy", "torch"})
 _NO_LIBRARIES: frozenset[str] = frozenset()
@@ -405,6 +407,12 @@ _KNOWN_MODULES: dict[str, str] = {**OTHER_MODULES, **MODULES}
 _ALL_ALIASES: dict[str, str] = {**OTHER_MODULES, **OTHER_ALIASES, **ALIASES}
 _ALL_API_NAMES: dict[str, str] = {**OTHER_API_NAMES, **API_NAMES}
 _ALL_EXCEPTIONS: dict[str, str] = {**OTHER_EXCEPTIONS, **EXCEPTIONS}
+#: Exception names known beforehand (Python's own, the libraries' above): an item
+#: ``Name: message`` with one of them is read without a pattern match.
+_KNOWN_EXCEPTION_NAMES = frozenset(
+    name for name in [*vars(builtins), *_ALL_EXCEPTIONS] if re.fullmatch(_EXCEPTION_NAME, name))
+#: How far from an item's start the ``": "`` after a known name can be.
+_NAME_SPAN = max(map(len, _KNOWN_EXCEPTION_NAMES)) + 3
 _ALL_TYPES: dict[str, str] = {**OTHER_TYPES, **TYPES}
 _VOCABULARY = _Vocabulary.of(_ALL_ALIASES, _ALL_API_NAMES)
 _FRAGMENT_WORDS = frozenset(_FRAGMENTS)
@@ -612,9 +620,16 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
             if start <= 0:  # no opening quote: beyond the window, or not a literal
                 listed = False if low else None
                 break
-            if text[start + 1].isalpha() and (matched := _EXCEPTION_LINE.match(text, start + 1)):
-                name, message = matched.groups("")
-                break
+            if text[start + 1].isalpha():
+                # ``Name: message`` with a known name: what the pattern would read (a
+                # name ends where ": " starts, the message runs for 240 characters)
+                colon = text.find(": ", start + 1, start + _NAME_SPAN)
+                if colon > 0 and text[start + 1:colon] in _KNOWN_EXCEPTION_NAMES:
+                    name, message = text[start + 1:colon], text[colon + 2:colon + 242]
+                    break
+                if matched := _EXCEPTION_LINE.match(text, start + 1):
+                    name, message = matched.groups("")
+                    break
             if text[start - 1] == "[":
                 listed = False
                 break
