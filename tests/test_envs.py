@@ -224,6 +224,14 @@ def test_checkout_with_env_makes_the_cases_environment(tmp_path, capsys):
     assert code == 0, out + err
 
 
+def test_the_environment_s_modules_are_compiled_at_install(tmp_path, monkeypatch):
+    """Every kernel would compile pandas' imports again where no bytecode is written."""
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    made = create_environment(tmp_path / "env", "sample", ["NBspecific_2"], python=str(current_python()))
+    assert made.installer.startswith("uv")
+    assert list(made.path.glob("lib/python*/site-packages/pandas/__pycache__/*.pyc"))
+
+
 def test_without_uv_the_environment_is_made_with_pip(tmp_path, monkeypatch):
     monkeypatch.setenv("JUNOBENCH_NO_UV", "1")
     made = create_environment(tmp_path / "env", "sample", ["NBspecific_2"], python=str(current_python()))

@@ -158,8 +158,11 @@ class Executor:
 @dataclass
 class LocalExecutor(Executor):
     """Kernels on this machine, ``jobs`` at a time, each in a temporary copy of its files;
-    ``pool`` kernels (default: ``jobs``; 0: none) are started ahead so that start-up
-    overlaps execution (:class:`~junobench.verify.pool.KernelPool`)."""
+    ``pool`` kernels (default: ``jobs + 1``; 0: none) are started ahead so that start-up
+    overlaps execution (:class:`~junobench.verify.pool.KernelPool`). One more than the
+    jobs because a kernel takes about as long to start as a short notebook takes to run:
+    measured on the sample, the share of time waiting for a kernel fell from 16% to 6%
+    (1 job) and to 10% (2 jobs), most of what is left being the first start."""
 
     pool: int | None = None
 
@@ -169,7 +172,7 @@ class LocalExecutor(Executor):
 
     async def __aenter__(self) -> LocalExecutor:
         await super().__aenter__()
-        size = self.jobs if self.pool is None else self.pool
+        size = self.jobs + 1 if self.pool is None else self.pool
         if size > 0 and self.expected > 0:
             self._pool = KernelPool(self.target or own_kernel(), size=size, notebooks=self.expected,
                                     env=kernel_env(keep=self.pass_env))
