@@ -122,6 +122,8 @@ class Executor:
     target: KernelTarget | None = None
     pass_env: tuple[str, ...] = ()  # credential-like variables the kernels may see
     name: str = field(default="local", init=False)
+    #: Whether tasks may run on other machines, which then fetch Hub cases themselves.
+    remote: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         if self.jobs < 1:
