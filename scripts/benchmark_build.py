@@ -34,11 +34,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from reference import reference_dir
+
 from junobench.data import layout
 from junobench.data.tables import read_table, write_table
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_SOURCE = REPO.parent / "shared" / "reference" / "junobench-snapshot"
+DEFAULT_SOURCE = reference_dir() / "junobench-snapshot"
 _CASE = re.compile(r"^(?P<library>.+)_(?P<number>\d+)$")
 
 

@@ -26,6 +26,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from reference import reference_dir  # noqa: E402
+
 from junobench.detection.detect import detect  # noqa: E402
 from junobench.detection.tasks import tasks  # noqa: E402
 
@@ -49,8 +51,7 @@ def _cpu() -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--source", default=str(REPO.parent / "shared" / "reference"
-                                                / "junobench-snapshot"))
+    parser.add_argument("--source", default=str(reference_dir() / "junobench-snapshot"))
     parser.add_argument("--delay", type=float, default=1.0,
                         help="seconds per answer (default 1: a short LLM answer)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[8, 32])

@@ -34,8 +34,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from reference import reference_dir
+
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_SOURCE = REPO.parent / "shared" / "reference" / "junobench-snapshot"
+DEFAULT_SOURCE = reference_dir() / "junobench-snapshot"
 CONFIGS = ("cases", "notebooks")
 FILTER = [("library", "==", "torch")]
 

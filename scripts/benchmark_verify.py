@@ -2,7 +2,7 @@
 """Benchmark ``junobench verify`` on the bundled sample, in its pinned environment, and
 ``junobench env create``; every figure from this one run.
 
-Prints, for 1 and 2 jobs, with kernels started ahead (a pool of ``jobs`` kernels) and
+Prints, for 1 and 2 jobs, with kernels started ahead (the default pool of ``jobs + 1`` kernels) and
 without (each kernel started when its notebook's turn comes): the wall time and the
 share of wall time spent waiting for a kernel (the sum of the waits over jobs × wall
 time; goal with the pool: <= 10%); the speed-up of 2 jobs over 1 (target >= 1.6 on 2
@@ -80,9 +80,9 @@ def main(argv: list[str] | None = None) -> int:
 
         target = env_kernel(env_dir)
         specs = case_specs(_root(args.source))
-        run(specs, target, 2, 2, args.timeout)  # warm-up, not timed
+        run(specs, target, 2, 3, args.timeout)  # warm-up, not timed
         reports = {(jobs, pool): run(specs, target, jobs, pool, args.timeout)
-                   for jobs in (1, 2) for pool in (0, jobs)}
+                   for jobs in (1, 2) for pool in (0, jobs + 1)}
 
     notebooks = 2 * len(specs)
     print(f"verify --source {args.source} --env: {len(specs)} cases, {notebooks} notebooks, "
@@ -93,8 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  --jobs {jobs}, {'pool of ' + str(pool) if pool else 'no pool  '}  {report.seconds:7.2f} s   "
               f"waiting for a kernel {share:5.1%} of wall time{goal}")
     for pool_on in (False, True):
-        one = reports[(1, 1 if pool_on else 0)].seconds
-        two = reports[(2, 2 if pool_on else 0)].seconds
+        one = reports[(1, 2 if pool_on else 0)].seconds
+        two = reports[(2, 3 if pool_on else 0)].seconds
         print(f"  speed-up 2 jobs / 1 job ({'pool' if pool_on else 'no pool'}): {one / two:.2f}x "
               f"(target >= {SPEEDUP_TARGET})")
     print(f"env create ({len(selection.requirements)} requirements): cold {cold:.1f} s (empty uv cache), "

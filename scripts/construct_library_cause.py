@@ -7,12 +7,12 @@ default the dev labeled crashes in ../shared/reference) and print its confusion 
 """
 
 import sys
-from pathlib import Path
+
+from reference import reference_dir
 
 from junobench.cli import main
 
-DEV = Path(__file__).resolve().parent.parent.parent / "shared" / "reference" / \
-    "empirical_labeled_crashes.dev.xlsx"
+DEV = reference_dir() / "empirical_labeled_crashes.dev.xlsx"
 
 if __name__ == "__main__":
     args = sys.argv[1:]

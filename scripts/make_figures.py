@@ -13,12 +13,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from reference import reference_dir
+
 from junobench.errors import JunoBenchError
 from junobench.plots import save_plots
 from junobench.stats import DIMENSIONS, stats
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE = REPO.parent / "shared" / "reference" / "junobench-snapshot"
+REFERENCE = reference_dir() / "junobench-snapshot"
 
 
 def main(argv: list[str] | None = None) -> int:

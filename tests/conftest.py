@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,16 +18,13 @@ import pytest
 from junobench.data.tables import read_table, write_table
 
 REPO = Path(__file__).resolve().parent.parent
+# The scripts' folder, where scripts (and tests loading them) find their shared helpers,
+# among them where the reference data is (one rule for tests and scripts).
+sys.path.insert(0, str(REPO / "scripts"))
 
+from reference import reference_dir  # noqa: E402
 
-def reference_location() -> Path:
-    """Where the reference data is looked for: ``$JUNOBENCH_REFERENCE``, else
-    ``../shared/reference`` beside the checkout."""
-    configured = os.environ.get("JUNOBENCH_REFERENCE")
-    return Path(configured).expanduser() if configured else REPO.parent / "shared" / "reference"
-
-
-REFERENCE = reference_location()
+REFERENCE = reference_dir()
 HOW_TO_GET_IT = ("set JUNOBENCH_REFERENCE to the reference folder, or put it at ../shared/reference "
                  "beside the checkout (see docs/development.md)")
 

@@ -176,6 +176,37 @@ def test_a_failed_create_keeps_the_previous_environment(sample_env, tmp_path, mo
     assert [p.name for p in tmp_path.iterdir()] == ["env"]  # nothing half-made left beside it
 
 
+def test_a_create_killed_while_installing_leaves_the_previous_environment(tmp_path):
+    """SIGKILL while the new environment is half-built in place: the next create puts the
+    previous one back (and reuses it), and leaves nothing beside it."""
+    import os
+    import signal
+    import subprocess
+    import time
+
+    target = tmp_path / "env"
+    python = str(current_python())
+    create_environment(target, "sample", ["NBspecific_2"], python=python)
+    before = read_manifest(target)
+    script = ("import sys; from junobench.envs.create import create_environment; "
+              "create_environment(sys.argv[1], 'sample', ['pandas_2'], python=sys.argv[2])")
+    run = subprocess.Popen([sys.executable, "-c", script, str(target), python])
+    try:
+        deadline = time.monotonic() + 120
+        while not ((target / "pyvenv.cfg").is_file() and any(tmp_path.glob(".env.*.old"))):
+            assert run.poll() is None and time.monotonic() < deadline, "create finished before the kill"
+            time.sleep(0.05)
+        os.kill(run.pid, signal.SIGKILL)
+        run.wait()
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert not (target / MANIFEST).exists()  # killed half-way: a half-built environment
+    again = create_environment(target, "sample", ["NBspecific_2"], python=python)
+    assert again.reused and read_manifest(target) == before
+    assert [p.name for p in tmp_path.iterdir()] == ["env"]
+
+
 def test_unknown_cases_and_bad_selections_are_one_error(capsys, tmp_path):
     code, _, err = run_cli(capsys, "env", "create", str(tmp_path / "e"), "pandas_9", "--source", "sample")
     assert code == 1 and "no case 'pandas_9'" in err and len(err.splitlines()) == 1
@@ -222,6 +253,14 @@ def test_checkout_with_env_makes_the_cases_environment(tmp_path, capsys):
     assert f"junobench verify --source {dest} --env {env_dir}" in out
     code, out, err = run_cli(capsys, "verify", "--source", str(dest), "--env", str(env_dir), "--no-progress")
     assert code == 0, out + err
+
+
+def test_the_environment_s_modules_are_compiled_at_install(tmp_path, monkeypatch):
+    """Every kernel would compile pandas' imports again where no bytecode is written."""
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    made = create_environment(tmp_path / "env", "sample", ["NBspecific_2"], python=str(current_python()))
+    assert made.installer.startswith("uv")
+    assert list(made.path.glob("lib/python*/site-packages/pandas/__pycache__/*.pyc"))
 
 
 def test_without_uv_the_environment_is_made_with_pip(tmp_path, monkeypatch):

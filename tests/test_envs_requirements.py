@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import warnings
 from pathlib import Path
@@ -240,6 +241,18 @@ def test_a_link_as_environment_file_is_not_followed(snapshot_copy, tmp_path):
     (snapshot_copy / "environment" / "environment.json").symlink_to(outside)
     with pytest.raises(JunoBenchError, match="not a regular file"):
         snapshot_environment(snapshot_copy)
+
+
+def test_an_environment_file_of_a_snapshot_in_the_hub_cache_is_read(tmp_path):
+    """The Hugging Face cache keeps a snapshot's files as links into the repo's blobs."""
+    repo = tmp_path / "datasets--someone--bench"
+    blob = repo / "blobs" / "0a1b2c"
+    blob.parent.mkdir(parents=True)
+    blob.write_text('{"name": "junobench-2025"}')
+    snapshot = repo / "snapshots" / "abc123"
+    (snapshot / "environment").mkdir(parents=True)
+    (snapshot / "environment" / "environment.json").symlink_to(os.path.relpath(blob, snapshot / "environment"))
+    assert snapshot_environment(snapshot).name == "junobench-2025"
 
 
 def test_a_module_in_the_case_folder_is_local(snapshot_copy):

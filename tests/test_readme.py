@@ -60,7 +60,7 @@ def sample_examples() -> list[list[str]]:
     """The README's ``junobench`` shell commands that read the bundled sample."""
     commands = []
     for block in re.findall(r"^```bash\n(.*?)^```", README, re.M | re.S):
-        for line in block.splitlines():
+        for line in block.replace("\\\n", " ").splitlines():  # continuation lines joined
             argv = shlex.split(line, comments=True)
             if argv[:1] == ["junobench"] and "sample" in argv and argv[argv.index("sample") - 1] == "--source":
                 commands.append(argv[1:])
@@ -75,7 +75,8 @@ def test_readme_has_sample_examples():
     pytest.param(argv, marks=[pytest.mark.kernel] if argv[0] in KERNEL_VERBS else [], id=" ".join(argv))
     for argv in sample_examples()
 ])
-def test_readme_sample_example_runs(argv, capsys):
+def test_readme_sample_example_runs(argv, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # what an example writes (tasks.jsonl, mybench/) lands here
     code, out, err = run_cli(capsys, *argv)
     assert code == 0, err
     assert out.strip(), f"`junobench {' '.join(argv)}` printed nothing"

@@ -127,3 +127,33 @@ def test_ray_workers_run_kernels_in_a_shared_environment(ray_cluster, sample_env
     assert pinned.ok, pinned["numpy_1"].reproduced.reason
     own = verify(["numpy_1"], "sample", executor="ray", progress=False)
     assert own["numpy_1"].status == "failed"
+
+
+def test_verify_from_the_hub_on_ray_lets_each_worker_fetch_its_case(ray_cluster, tmp_path, monkeypatch):
+    """The driver reads the tables and notebooks only; each worker fetches its case's
+    folder, data included, from the Hub."""
+    from hub_server import HubServer, Repo
+
+    from junobench.data.snapshot import sample_path
+
+    sample = sample_path()
+    tree = {p.relative_to(sample).as_posix(): p.read_bytes() for p in sample.rglob("*")
+            if p.is_file() and "__pycache__" not in p.parts}
+    driver_cache = tmp_path / "driver-cache"
+    with HubServer(token="hf_unused") as hub:
+        repo = hub.repos[("dataset", "someone/junobench-hub")] = Repo(private=False)
+        hub.commit(repo, "main", tree, set(), "the sample")
+        monkeypatch.setattr("huggingface_hub.constants.ENDPOINT", hub.url)  # as HF_ENDPOINT would set
+        monkeypatch.setattr("huggingface_hub.constants.HUGGINGFACE_CO_URL_TEMPLATE",
+                            hub.url + "/{repo_id}/resolve/{revision}/{filename}")
+        monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(driver_cache))
+        report = verify(["pandas_1", "sklearn_1"], "someone/junobench-hub", executor="ray", progress=False)
+        fetched = [path for method, path in hub.requests if "/resolve/" in path]
+    assert report.ok, [case.row() for case in report]
+    assert [case.status for case in report] == ["passed", "passed"]
+    on_driver = {p.name for p in driver_cache.rglob("*") if p.is_file()}
+    assert "pandas_1_reproduced.ipynb" in on_driver
+    assert "passengers.csv" not in on_driver  # the data went to the worker only
+    assert any(path.endswith("/benchmark/pandas_1/data/passengers.csv") for path in fetched)
+    assert not any("/benchmark/numpy_1/data/" in path and not path.endswith(".metadata.json")
+                   for path in fetched)  # only the verified cases' data

@@ -13,7 +13,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -102,8 +103,6 @@ def fetch_hub(
 ) -> Path:
     """Download (or reuse from the Hugging Face cache) a dataset repo's snapshot files
     (``patterns``, default :data:`HUB_PATTERNS` and, with ``include_data``, the data)."""
-    from huggingface_hub import errors as hf_errors
-
     if download is None:
         from huggingface_hub import snapshot_download
 
@@ -112,10 +111,20 @@ def fetch_hub(
         patterns = list(HUB_PATTERNS) + (list(HUB_DATA_PATTERNS) if include_data else [])
     else:
         patterns = list(patterns)
-    where = f"{repo_id}" + (f"@{revision}" if revision else "")
-    try:
+    with _hub_errors(repo_id, revision):
         local = download(repo_id=repo_id, repo_type="dataset", revision=revision,
                          allow_patterns=patterns, **kwargs)
+    return Path(local)
+
+
+@contextmanager
+def _hub_errors(repo_id: str, revision: str | None) -> Iterator[None]:
+    """The Hub client's errors as one-line :class:`JunoBenchError` s naming the repo."""
+    from huggingface_hub import errors as hf_errors
+
+    where = f"{repo_id}" + (f"@{revision}" if revision else "")
+    try:
+        yield
     except hf_errors.RepositoryNotFoundError:
         raise JunoBenchError(f"no dataset repo {repo_id!r} on the Hugging Face Hub (or no access)",
                              file=where, hint="check the repo id, or log in with `hf auth login`"
@@ -132,7 +141,24 @@ def fetch_hub(
             file=where,
             hint=f"use --source {SAMPLE} for the bundled sample, or --source DIR for a local snapshot",
         ) from None
-    return Path(local)
+
+
+def hub_repo(source: str | Path) -> str | None:
+    """The Hub dataset repo ``source`` names (None for the sample or a local directory):
+    how :func:`resolve` reads it."""
+    text = str(source)
+    if isinstance(source, Path) or text == SAMPLE or Path(text).expanduser().exists() or not is_repo_id(text):
+        return None
+    return text
+
+
+def hub_files(repo_id: str, *, revision: str | None = None) -> list[str]:
+    """Every file of a Hub dataset repo at ``revision``, repo-relative, without downloading
+    any (:meth:`huggingface_hub.HfApi.list_repo_files`)."""
+    from huggingface_hub import HfApi
+
+    with _hub_errors(repo_id, revision):
+        return HfApi().list_repo_files(repo_id, repo_type="dataset", revision=revision)
 
 
 def case_patterns(case_id: str) -> list[str]:

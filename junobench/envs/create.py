@@ -42,7 +42,7 @@ from junobench.envs.installer import (
     venv_python,
 )
 from junobench.errors import JunoBenchError
-from junobench.safety.atomic import write_text
+from junobench.safety.atomic import OLD, recover, write_text
 
 #: The manifest a junobench environment folder holds.
 MANIFEST = "junobench-env.json"
@@ -196,6 +196,7 @@ def create_environment(
     dest = Path(dest).expanduser().absolute()
     interpreter, version, note = choose_python(env, python)
     key = selection_key(selection, version)
+    recover_environment(dest)
     existing = _existing(dest)
     if existing is not None and existing.get("key") == key and venv_python(dest).is_file() \
             and python_version(venv_python(dest)) == version:
@@ -204,6 +205,9 @@ def create_environment(
                        selection.unpinned, existing)
     uv = uv_binary()
     installer = f"uv {run([uv, '--version'], what='uv').split()[1]}" if uv else "pip"
+    journal = _journal(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    write_text(journal, f"building {dest.name}; the environment it replaces is kept beside it\n")
     old = _move_aside(dest) if existing is not None else None
     try:
         dest.mkdir(parents=True, exist_ok=True)
@@ -234,9 +238,11 @@ def create_environment(
         shutil.rmtree(dest, ignore_errors=True)
         if old is not None:
             old.rename(dest)
+        journal.unlink(missing_ok=True)
         raise
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
+    journal.unlink(missing_ok=True)
     return Created(dest, venv, selection.requirements, False, time.perf_counter() - started, note,
                    installer, selection.unpinned, manifest)
 
@@ -259,10 +265,36 @@ def _existing(dest: Path) -> dict[str, Any] | None:
 
 
 def _move_aside(dest: Path) -> Path:
-    aside = Path(tempfile.mkdtemp(prefix=f".{dest.name}.old-", dir=dest.parent))
+    """Rename the environment at ``dest`` to a ``.old`` folder beside it (see
+    :func:`recover_environment`)."""
+    aside = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=OLD, dir=dest.parent))
     aside.rmdir()
     dest.rename(aside)
     return aside
+
+
+def _journal(dest: Path) -> Path:
+    """The file beside ``dest`` that says an environment is being built there."""
+    return dest.parent / f".{dest.name}.building"
+
+
+def recover_environment(dest: str | Path) -> list[Path]:
+    """Clean up after a create that was killed (a virtual environment is built in place,
+    its paths being absolute): the half-built environment at ``dest`` is removed and the
+    one it was replacing, kept beside it, is put back; a finished one keeps its place.
+    Only folders holding a junobench environment's manifest are touched. Returns what was
+    removed or restored."""
+    dest = Path(dest).expanduser().absolute()
+    journal = _journal(dest)
+    touched: list[Path] = []
+    if journal.is_file() and not journal.is_symlink():
+        finished = (dest / MANIFEST).is_file() and not (dest / MANIFEST).is_symlink()
+        if os.path.isdir(dest) and not os.path.islink(dest) and not finished \
+                and (not any(dest.iterdir()) or (dest / "pyvenv.cfg").is_file()):  # what create makes
+            shutil.rmtree(dest)
+            touched.append(dest)
+        journal.unlink()
+    return touched + recover(dest, owned=lambda folder: (folder / MANIFEST).is_file())
 
 
 def read_manifest(folder: str | Path) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from junobench.errors import JunoBenchError
+from junobench.safety.paths import link_inside
 
 #: Where the packaged environments live (one folder each).
 PACKAGE_ENVS = Path(__file__).resolve().parent
@@ -142,7 +143,7 @@ def read_environment(folder: str | Path, *, origin: str = "package") -> Environm
     """Read an environment folder; every problem is a :class:`JunoBenchError` naming the file."""
     folder = Path(folder)
     spec_path = folder / SPEC_FILE
-    spec = _json_object(_read_text(spec_path), spec_path)
+    spec = _json_object(_read_text(spec_path, folder.parent), spec_path)
     if not isinstance(spec, dict):
         raise JunoBenchError("not a JSON object", file=spec_path,
                              hint="write the environment as {\"name\": …, \"python\": …}")
@@ -167,12 +168,12 @@ def read_environment(folder: str | Path, *, origin: str = "package") -> Environm
         raise JunoBenchError(f"unknown platform {platform!r}", file=spec_path,
                              hint=f"use one of {', '.join(_PLATFORMS)}")
     req_path = _member(folder, _string(spec, "requirements", spec_path), spec_path)
-    pins, kernel = parse_requirements(_read_text(req_path), req_path)
+    pins, kernel = parse_requirements(_read_text(req_path, folder.parent), req_path)
     locked: dict[str, str] = {}
     lock_path = None
     if spec.get("lock") is not None:
         lock_path = _member(folder, _string(spec, "lock", spec_path), spec_path)
-        locked = parse_lock(_read_text(lock_path), lock_path, python=python, platform=platform)
+        locked = parse_lock(_read_text(lock_path, folder.parent), lock_path, python=python, platform=platform)
         for dist, version in pins.items():
             if locked.get(dist, version) != version:
                 raise JunoBenchError(f"the lock has {dist}=={locked[dist]} but the requirements pin "
@@ -269,9 +270,11 @@ def _member(folder: Path, name: str, spec_path: Path) -> Path:
     return folder / name
 
 
-def _read_text(path: Path) -> str:
+def _read_text(path: Path, root: Path) -> str:
+    """The text of ``path``, a regular file, or a link to one inside the snapshot ``root``
+    (or its Hub cache's blobs, where a snapshot in the Hugging Face cache links)."""
     try:
-        info = path.lstat()
+        info = path.stat() if link_inside(path, root) else path.lstat()
     except FileNotFoundError:
         raise JunoBenchError("file is missing", file=path) from None
     except OSError as error:

@@ -112,9 +112,13 @@ def venv_python(folder: Path) -> Path:
 def install(python: Path, requirements: Path, constraints: Path | None, uv: str | None, *,
             exclude_newer: str | None = None) -> None:
     """Install ``requirements`` (a file) into the environment of ``python``, every other
-    distribution held to ``constraints`` (a lock)."""
+    distribution held to ``constraints`` (a lock). Modules are compiled to bytecode at
+    install time, as pip does (uv does not by default): every kernel of the environment
+    would otherwise compile its imports again where bytecode is not written
+    (``PYTHONDONTWRITEBYTECODE``, a read-only folder), which made verify 2.5x slower."""
     if uv is not None:
-        command = [uv, "pip", "install", "--quiet", "--python", str(python), "-r", str(requirements)]
+        command = [uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", str(python),
+                   "-r", str(requirements)]
         if constraints is not None:
             command += ["-c", str(constraints)]
         if exclude_newer:

@@ -76,7 +76,8 @@ def env_kernel(env_dir: str | Path) -> KernelTarget:
 @dataclass
 class StartedKernel:
     """A started, ready kernel: its manager and client, its process id, the file its own
-    output goes to, and how long it took to start."""
+    output goes to, how long it took to start and, for a kernel started ahead, how long
+    its user waited for it (``waited``)."""
 
     km: Any
     kc: Any
@@ -85,6 +86,7 @@ class StartedKernel:
     log: str | None = None
     seconds: float = 0.0
     pid: int | None = None
+    waited: float = 0.0
     _sinks: ExitStack = field(default_factory=ExitStack)
 
     async def shutdown(self) -> None:

@@ -195,6 +195,15 @@ def link_root(root: str | Path) -> Path:
     return root
 
 
+def link_inside(path: str | Path, root: str | Path) -> bool:
+    """Whether ``path`` is a link whose target, followed to the end, exists inside
+    :func:`link_root` of ``root`` (a snapshot's own files, or its Hub cache's blobs)."""
+    if not os.path.islink(path):
+        return False
+    real = os.path.realpath(path)
+    return os.path.exists(real) and is_within(real, link_root(root))
+
+
 def copy_tree(source: str | Path, target: str | Path, *, trusted: str | Path | None = None,
               case: str | None = None, display: str | Path | None = None) -> None:
     """Copy the folder ``source`` to the new folder ``target``, reading only regular files.
@@ -214,9 +223,6 @@ def copy_tree(source: str | Path, target: str | Path, *, trusted: str | Path | N
                               hint="a copy never follows links out of the folder, and reads "
                                    "regular files only")
 
-    def within(real: str, folder: str) -> bool:
-        return real == folder or real.startswith(folder.rstrip(os.sep) + os.sep)
-
     target.mkdir(parents=True, exist_ok=True)
     for current, folders, files in os.walk(source):
         here = Path(current)
@@ -231,11 +237,11 @@ def copy_tree(source: str | Path, target: str | Path, *, trusted: str | Path | N
                 real = os.path.realpath(path)
                 if not os.path.exists(real):
                     raise refuse(path, "a broken link (or a link loop)")
-                if within(real, base):
+                if is_within(real, base):
                     os.symlink(os.path.relpath(real, os.path.realpath(here)), into / name)
                     if name in folders:
                         folders.remove(name)  # the link stands for it; do not walk it twice
-                elif within(real, trusted_base) and os.path.isfile(real):
+                elif is_within(real, trusted_base) and os.path.isfile(real):
                     _copy_file(Path(real), into / name, refuse_path=path, refuse=refuse)
                 else:
                     raise refuse(path, f"a link out of the folder (to {real})")

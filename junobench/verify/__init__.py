@@ -15,17 +15,18 @@ succeed. What to run (:mod:`.spec`), running it (:mod:`.runner`), judging it
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from junobench.data import layout
-from junobench.data.snapshot import DEFAULT_SOURCE, resolve
+from junobench.data.snapshot import DEFAULT_SOURCE, hub_files, hub_repo, resolve
 from junobench.envs.check import kernel_environment
 from junobench.envs.environment import snapshot_environment
 from junobench.envs.kernel import KernelTarget, env_kernel, own_kernel
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import check_file_target
-from junobench.verify.executor import Executor, LocalExecutor, ReplayOutcome, ReplayTask
+from junobench.verify.executor import Executor, HubCase, LocalExecutor, ReplayOutcome, ReplayTask, hub_endpoint
 from junobench.verify.judge import RunLog, StepOutcome, Verdict, judge
 from junobench.verify.report import CaseResult, VerifyReport
 from junobench.verify.resume import earlier_results, inputs_digest, kept_results
@@ -104,8 +105,12 @@ def verify(
     if isinstance(executor, Executor) and target is not None:
         runner.target = target
     runner.pass_env = tuple(pass_env)
-    root = resolve(source, revision=revision, include_data=True)
-    specs = case_specs(root, case_ids, filters=filters)
+    # On a cluster, workers fetch their own case from the Hub (with its data) rather than
+    # receiving it from here: this machine reads the tables and notebooks only.
+    repo = hub_repo(source) if runner.remote else None
+    root = resolve(source, revision=revision, include_data=repo is None)
+    present = None if repo is None else hub_files(repo, revision=revision)
+    specs = case_specs(root, case_ids, filters=filters, present=present)
     if not specs:
         raise JunoBenchError("no cases to verify", file=root,
                              hint="check the case ids and filters (`junobench ls`)")
@@ -129,12 +134,18 @@ def verify(
         if on_case is not None:
             on_case(case)
 
+    fetch = None if repo is None else partial(_hub_case, repo, revision, hub_endpoint())
     result = verify_specs(specs, timeout=timeout, progress=progress, on_case=judged, executor=runner,
-                          kept=kept)
+                          kept=kept, fetch=fetch)
     result.environment = environment
     if report is not None:
         result.write(report)
     return result
+
+
+def _hub_case(repo: str, revision: str | None, endpoint: str | None, spec: CaseSpec) -> HubCase:
+    """The case folder a worker fetches from the Hub for ``spec``."""
+    return HubCase(repo, spec.case_id, spec.case_id, revision=revision, endpoint=endpoint)
 
 
 def _inputs(spec: CaseSpec, timeout: float | None, environment: str) -> str | None:

@@ -122,6 +122,8 @@ class Executor:
     target: KernelTarget | None = None
     pass_env: tuple[str, ...] = ()  # credential-like variables the kernels may see
     name: str = field(default="local", init=False)
+    #: Whether tasks may run on other machines, which then fetch Hub cases themselves.
+    remote: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         if self.jobs < 1:
@@ -158,8 +160,11 @@ class Executor:
 @dataclass
 class LocalExecutor(Executor):
     """Kernels on this machine, ``jobs`` at a time, each in a temporary copy of its files;
-    ``pool`` kernels (default: ``jobs``; 0: none) are started ahead so that start-up
-    overlaps execution (:class:`~junobench.verify.pool.KernelPool`)."""
+    ``pool`` kernels (default: ``jobs + 1``; 0: none) are started ahead so that start-up
+    overlaps execution (:class:`~junobench.verify.pool.KernelPool`). One more than the
+    jobs because a kernel takes about as long to start as a short notebook takes to run:
+    measured on the sample, the share of time waiting for a kernel fell from 16% to 6%
+    (1 job) and to 10% (2 jobs), most of what is left being the first start."""
 
     pool: int | None = None
 
@@ -169,7 +174,7 @@ class LocalExecutor(Executor):
 
     async def __aenter__(self) -> LocalExecutor:
         await super().__aenter__()
-        size = self.jobs if self.pool is None else self.pool
+        size = self.jobs + 1 if self.pool is None else self.pool
         if size > 0 and self.expected > 0:
             self._pool = KernelPool(self.target or own_kernel(), size=size, notebooks=self.expected,
                                     env=kernel_env(keep=self.pass_env))

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
+import time
 from collections import deque
 from collections.abc import Mapping
 from pathlib import Path
@@ -69,6 +70,7 @@ class KernelPool:
         shuts it down and removes ``Path(kernel.cwd).parent`` when done."""
         if self._closed:
             raise RuntimeError("the kernel pool is closed")
+        asked = time.perf_counter()
         self._fill()
         task = self._starting.popleft() if self._starting else asyncio.ensure_future(self._start())
         self.remaining = max(0, self.remaining - 1)
@@ -78,6 +80,7 @@ class KernelPool:
             await kernel.shutdown()
             await asyncio.to_thread(shutil.rmtree, Path(kernel.cwd).parent, True)
             kernel = await self._start()
+        kernel.waited = time.perf_counter() - asked
         return kernel
 
     async def close(self) -> None:

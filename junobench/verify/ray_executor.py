@@ -99,6 +99,7 @@ class RayExecutor(Executor):
 
     def __post_init__(self) -> None:
         self.name = "ray"
+        self.remote = True
         if self.jobs < 0:
             raise JunoBenchError(f"--jobs must be at least 1, got {self.jobs}")
         if self.cpus <= 0:

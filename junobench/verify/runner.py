@@ -138,7 +138,8 @@ async def replay(
                                       log=kernel_log, timeout=STARTUP_TIMEOUT)
             running = await kernel
             kernel_log = running.log
-            kernel_seconds = time.perf_counter() - started
+            # (a kernel started ahead: the time its user waited for the pool to hand it out)
+            kernel_seconds = time.perf_counter() - started + running.waited
             kernel_pid = running.pid
             client.km, client.kc = running.km, running.kc
             for step in steps:

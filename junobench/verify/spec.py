@@ -15,7 +15,7 @@ other cases still run and this one is reported as failed.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,12 +57,16 @@ def case_specs(
     case_ids: Sequence[str] | None = None,
     *,
     filters: Mapping[str, str | Iterable[str] | None] | None = None,
+    present: Collection[str] | None = None,
 ) -> list[CaseSpec]:
     """Specs of the snapshot's cases (table order), or of ``case_ids`` (given order).
 
     ``filters`` are the filter keywords of :func:`junobench.load` (``library``,
     ``root_cause``, ``crash_type``, ``pipeline_stage``, ``origin``) → a value or a list.
-    Unknown case ids raise :class:`JunoBenchError`.
+    ``present`` lists the snapshot's files (root-relative, ``/``-separated) when its input
+    data is not on this disk but elsewhere (a Hub repo whose workers fetch their cases):
+    whether a case's data is there is then read from it. Unknown case ids raise
+    :class:`JunoBenchError`.
     """
     root = Path(root)
     rows, _ = read_desc(root)
@@ -79,7 +83,8 @@ def case_specs(
     if filters:
         criteria = normalise_filters(filters)
         rows = [row for row in rows if matches(_labels(row), criteria)]
-    return [case_spec(root, row) for row in rows]
+    listed = None if present is None else frozenset(present)
+    return [case_spec(root, row, listed) for row in rows]
 
 
 def _labels(row: DescRow) -> dict[str, object]:
@@ -88,8 +93,9 @@ def _labels(row: DescRow) -> dict[str, object]:
     return {**row.fields, "library": library}
 
 
-def case_spec(root: str | Path, row: DescRow) -> CaseSpec:
-    """The spec of one case of the table (problems recorded, not raised)."""
+def case_spec(root: str | Path, row: DescRow, present: Collection[str] | None = None) -> CaseSpec:
+    """The spec of one case of the table (problems recorded, not raised); ``present`` as in
+    :func:`case_specs`."""
     root = Path(root)
     case_id = row.case_id
     if not vocab.is_case_id(case_id):
@@ -112,7 +118,7 @@ def case_spec(root: str | Path, row: DescRow) -> CaseSpec:
                             f"{error.problem_.problem}")
         cells[version] = notebook.code_cells
     try:
-        absent = data_absent(root, row)
+        absent = data_absent(root, row, present)
     except JunoBenchError as error:
         return CaseSpec(case_id, folder, problem=str(error))
     reproduced = cells["reproduced"]
@@ -147,22 +153,30 @@ def case_spec(root: str | Path, row: DescRow) -> CaseSpec:
                     tuple(needs.requirements))
 
 
-def data_absent(root: str | Path, row: DescRow) -> bool:
+def data_absent(root: str | Path, row: DescRow, present: Collection[str] | None = None) -> bool:
     """True when the case's input data is not in the snapshot.
 
     With metadata files, every file they list must exist under ``data/``; without them,
-    a case whose table row names datasets needs some file under ``data/``. Raises
-    :class:`JunoBenchError` for an invalid metadata file.
+    a case whose table row names datasets needs some file under ``data/``. With
+    ``present`` (the snapshot's files, root-relative), existence is read from that list
+    rather than the disk. Raises :class:`JunoBenchError` for an invalid metadata file.
     """
     data = layout.data_dir(root, row.case_id)
     files = layout.metadata_files(root, row.case_id)
     if files:
         for path in files:
             meta = read_metadata(path, case=row.case_id)
-            if any(not (data / name).exists() for name in meta["files"]):
+            wanted = [data / name for name in meta["files"]]
+            if present is None and any(not p.exists() for p in wanted):
+                return True
+            if present is not None and any(layout.relative(root, p) not in present for p in wanted):
                 return True
         return False
     if not row.datasets:
         return False
+    if present is not None:
+        prefix = layout.relative(root, data) + "/"
+        return not any(name.startswith(prefix) and not name.endswith(layout.METADATA_SUFFIX)
+                       for name in present)
     return not data.is_dir() or not any(
         p.is_file() and not p.name.endswith(layout.METADATA_SUFFIX) for p in data.rglob("*"))
