@@ -1,6 +1,6 @@
 """Throughput and accuracy of library-cause estimation, against the published heuristic.
 
-Scores N tracebacks (the dev labeled crashes of ../shared/reference repeated; default
+Scores N tracebacks (the dev labeled crashes of the reference folder repeated; default
 64,000) with :func:`junobench.construct.library_cause.estimate` (any library) and with the
 published heuristic as its repository describes it (strip ANSI codes, ``literal_eval`` the
 stored list, count keyword hits of 24 libraries line by line, ``---->`` lines x3, ties to
@@ -14,7 +14,9 @@ Prints tracebacks/s and the ratios, then each estimator's accuracy on the rows
 labelled with one of the benchmark's ten libraries and on those labelled with another
 library, on the held-out third (never tuned on) and on the tuning rows apart.
 
-    python scripts/benchmark_library_cause.py [--n 64000] [--rounds 3] [--reference ../shared/reference]
+    python scripts/benchmark_library_cause.py [--n 64000] [--rounds 3] [--reference DIR]
+
+The reference folder is ``$JUNOBENCH_REFERENCE`` when set, else ``../shared/reference``.
 
 Each repeated copy gets its own execution count in the cell frame, so no cache of
 whole tracebacks could help either estimator.
@@ -31,10 +33,11 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
+from reference import reference_dir
+
 from junobench.construct import library_cause
 from junobench.data.tables import read_table
 
-REPO = Path(__file__).resolve().parent.parent
 DEV_TABLE = "empirical_labeled_crashes.dev.xlsx"
 
 #: The published heuristic's keyword table, in its order (the order breaks ties).
@@ -174,7 +177,8 @@ def timed_round(estimators: dict[str, Callable[[str], str]], tracebacks: list[st
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--n", type=int, default=64_000, help="tracebacks to score")
-    parser.add_argument("--reference", type=Path, default=REPO.parent / "shared" / "reference")
+    parser.add_argument("--reference", type=Path, default=reference_dir(),
+                        help="the reference folder (default: $JUNOBENCH_REFERENCE, else ../shared/reference)")
     parser.add_argument("--chunk", type=int, default=2_000, help="tracebacks per timed chunk")
     parser.add_argument("--rounds", type=int, default=3,
                         help="times the whole workload is scored; each estimator's best round counts")
