@@ -31,7 +31,7 @@ from junobench.data.notebook import read_notebook
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.envs.check import KernelEnvironment, kernel_environment
 from junobench.envs.environment import snapshot_environment
-from junobench.envs.kernel import env_kernel, own_kernel
+from junobench.envs.kernel import own_kernel
 from junobench.errors import JunoBenchError
 from junobench.runtime.names import target_names
 from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS, summarise
@@ -182,27 +182,20 @@ def runtime_info(
     and not extracted again. The kernels see no credential-like variables but those named
     in ``pass_env``.
     """
-    from junobench.verify import make_executor
+    from junobench.verify import runner_for
 
     require_run_extra()
     categories = categories_without(exclude)
-    if jobs is not None and jobs < 1:
-        raise JunoBenchError(f"--jobs must be at least 1, got {jobs}")
-    if timeout is not None and timeout <= 0:
-        raise JunoBenchError(f"--timeout must be positive, got {timeout:g}")
     bad = [v for v in versions if v not in vocab.EVALUATED_VERSIONS]
     if bad or not versions:
         raise JunoBenchError(f"unknown version {bad[0] if bad else '(none)'!r}",
                              hint="use reproduced or fixed")
     options = _check_options(options)
+    runner = runner_for(executor, jobs=jobs, timeout=timeout, env=env, executor_options=executor_options,
+                        pass_env=pass_env)
+    target = runner.target
     if out is not None:
         check_file_target(out)  # before the notebooks run, not after
-    target = env_kernel(env) if env is not None else None
-    runner = executor if isinstance(executor, Executor) else make_executor(
-        executor, jobs=jobs, target=target, **dict(executor_options or {}))
-    if isinstance(executor, Executor) and target is not None:
-        runner.target = target
-    runner.pass_env = tuple(pass_env)
     root = resolve(source, revision=revision, include_data=True)
     specs = case_specs(root, case_ids, filters=filters)
     if not specs:

@@ -95,16 +95,9 @@ def verify(
     those named in ``pass_env``.
     """
     require_run_extra()
-    if jobs is not None and jobs < 1:
-        raise JunoBenchError(f"--jobs must be at least 1, got {jobs}")
-    if timeout is not None and timeout <= 0:
-        raise JunoBenchError(f"--timeout must be positive, got {timeout:g}")
-    target = env_kernel(env) if env is not None else None
-    runner = executor if isinstance(executor, Executor) else make_executor(
-        executor, jobs=jobs, target=target, **dict(executor_options or {}))
-    if isinstance(executor, Executor) and target is not None:
-        runner.target = target
-    runner.pass_env = tuple(pass_env)
+    runner = runner_for(executor, jobs=jobs, timeout=timeout, env=env, executor_options=executor_options,
+                        pass_env=pass_env)
+    target = runner.target
     # On a cluster, workers fetch their own case from the Hub (with its data) rather than
     # receiving it from here: this machine reads the tables and notebooks only.
     repo = hub_repo(source) if runner.remote else None
@@ -141,6 +134,26 @@ def verify(
     if report is not None:
         result.write(report)
     return result
+
+
+def runner_for(executor: str | Executor = "local", *, jobs: int | None = None, timeout: float | None = None,
+               env: str | Path | None = None, executor_options: Mapping[str, Any] | None = None,
+               pass_env: Sequence[str] = ()) -> Executor:
+    """The executor a run of notebooks uses: ``executor`` itself, or the one
+    :func:`make_executor` makes of its name (``jobs``, ``executor_options``), with kernels
+    in the interpreter of ``env`` (None: this one) that see no credential-like variables but
+    those of ``pass_env``. ``jobs`` and ``timeout`` (per cell) are checked here."""
+    if jobs is not None and jobs < 1:
+        raise JunoBenchError(f"--jobs must be at least 1, got {jobs}")
+    if timeout is not None and timeout <= 0:
+        raise JunoBenchError(f"--timeout must be positive, got {timeout:g}")
+    target = env_kernel(env) if env is not None else None
+    runner = executor if isinstance(executor, Executor) else make_executor(
+        executor, jobs=jobs, target=target, **dict(executor_options or {}))
+    if isinstance(executor, Executor) and target is not None:
+        runner.target = target
+    runner.pass_env = tuple(pass_env)
+    return runner
 
 
 def _hub_case(repo: str, revision: str | None, endpoint: str | None, spec: CaseSpec) -> HubCase:
