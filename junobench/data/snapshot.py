@@ -85,11 +85,12 @@ def resolve(
             raise JunoBenchError("a snapshot must be a directory", file=path,
                                  hint="pass the folder that holds benchmark_desc.xlsx")
         return path.resolve()
-    if isinstance(source, Path) or not is_repo_id(text):
+    repo = hub_repo(source)
+    if repo is None:
         raise JunoBenchError("no such snapshot directory", file=path,
                              hint="pass an existing directory, 'sample', or a Hub repo id like "
                              f"{DEFAULT_SOURCE}")
-    return fetch_hub(text, revision=revision, include_data=include_data, download=download)
+    return fetch_hub(repo, revision=revision, include_data=include_data, download=download)
 
 
 def fetch_hub(
