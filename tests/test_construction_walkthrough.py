@@ -12,15 +12,21 @@ REPO = Path(__file__).resolve().parent.parent
 PAGE = REPO / "docs" / "construction.md"
 
 
-def test_the_walkthrough_runs_on_the_bundled_sample(tmp_path: Path) -> None:
-    text = PAGE.read_text(encoding="utf-8")
-    section = text.split("\n## Extending the benchmark by one case\n", 1)[1]
+def run_first_bash_block(page: Path, heading: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run the first ``bash`` block under ``heading`` of ``page`` in ``cwd``, strictly
+    (``-euo pipefail``), with this interpreter's scripts first on the PATH."""
+    section = page.read_text(encoding="utf-8").split(f"\n{heading}\n", 1)[1]
     script = re.search(r"^```bash\n(.*?)^```", section, re.S | re.M)
-    assert script, "no bash block in the walk-through"
+    assert script, f"no bash block under {heading!r} in {page.name}"
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script.group(1)], cwd=tmp_path,
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script.group(1)], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
+    return done
+
+
+def test_the_walkthrough_runs_on_the_bundled_sample(tmp_path: Path) -> None:
+    done = run_first_bash_block(PAGE, "## Extending the benchmark by one case", tmp_path)
     assert "added pandas_3: pandas_3.ipynb, pandas_3_reproduced.ipynb, pandas_3_fixed.ipynb; " \
            "datasets passengers" in done.stdout
     assert "mybench: valid (4 cases" in done.stdout
@@ -30,12 +36,5 @@ def test_the_walkthrough_runs_on_the_bundled_sample(tmp_path: Path) -> None:
 
 
 def test_the_readme_s_extension_example_runs_on_the_bundled_sample(tmp_path: Path) -> None:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("\n## Extending the benchmark\n", 1)[1]
-    script = re.search(r"^```bash\n(.*?)^```", section, re.S | re.M)
-    assert script, "no bash block in the README's extension section"
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script.group(1)], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
+    done = run_first_bash_block(REPO / "README.md", "## Extending the benchmark", tmp_path)
     assert "added pandas_3:" in done.stdout and "mybench: valid (4 cases" in done.stdout
