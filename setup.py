@@ -45,8 +45,13 @@ def _warn(error: BaseException) -> None:
           "installing the pure-Python one", file=sys.stderr)
 
 
+#: Commands that only read the project's metadata: the module is not compiled for them
+#: (pip runs this file for its metadata before it builds).
+METADATA_ONLY = {"egg_info", "dist_info", "sdist"}
+
+
 def extensions() -> list[Any]:
-    if os.environ.get("JUNOBENCH_PURE_PYTHON") == "1":
+    if os.environ.get("JUNOBENCH_PURE_PYTHON") == "1" or METADATA_ONLY & set(sys.argv[1:]):
         return []
     try:
         from mypyc.build import mypycify
