@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from junobench import vocab
 from junobench.data import layout
 from junobench.data.snapshot import DEFAULT_SOURCE, hub_files, hub_repo, resolve
 from junobench.envs.check import kernel_environment
@@ -163,7 +164,7 @@ def _hub_case(repo: str, revision: str | None, endpoint: str | None, spec: CaseS
 
 def _inputs(spec: CaseSpec, timeout: float | None, environment: str) -> str | None:
     """The digest of what the case's verdict depends on (None when its folder is unreadable)."""
-    names = [layout.notebook_name(spec.case_id, version) for version in ("reproduced", "fixed")]
+    names = [layout.notebook_name(spec.case_id, version) for version in vocab.EVALUATED_VERSIONS]
     try:
         return inputs_digest(spec.folder, timeout=timeout, notebooks=names, extra=environment)
     except JunoBenchError:

@@ -162,14 +162,15 @@ def data_absent(root: str | Path, row: DescRow, present: Collection[str] | None 
     rather than the disk. Raises :class:`JunoBenchError` for an invalid metadata file.
     """
     data = layout.data_dir(root, row.case_id)
+
+    def exists(path: Path) -> bool:
+        return path.exists() if present is None else layout.relative(root, path) in present
+
     files = layout.metadata_files(root, row.case_id)
     if files:
         for path in files:
             meta = read_metadata(path, case=row.case_id)
-            wanted = [data / name for name in meta["files"]]
-            if present is None and any(not p.exists() for p in wanted):
-                return True
-            if present is not None and any(layout.relative(root, p) not in present for p in wanted):
+            if any(not exists(data / name) for name in meta["files"]):
                 return True
         return False
     if not row.datasets:
