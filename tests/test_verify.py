@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -174,6 +175,7 @@ def test_a_closed_pool_kills_the_kernels_nobody_took(tmp_path):
         await asyncio.sleep(0.5)
         waiting = [task for task in pool._starting]
         await kernel.shutdown()
+        shutil.rmtree(Path(kernel.cwd).parent)  # the taker removes what it took
         await pool.close()
         started = [t.result() for t in waiting if t.done() and not t.cancelled() and not t.exception()]
         return [k.pid for k in started if k.pid], [k.cwd for k in started]
@@ -194,6 +196,7 @@ def test_a_pooled_kernel_that_died_while_waiting_is_never_handed_out():
         live = await second.km.is_alive()
         for kernel in (first, second):
             await kernel.shutdown()
+            shutil.rmtree(Path(kernel.cwd).parent)  # the taker removes what it took
         await pool.close()
         return waiting.pid, second.pid, live
 
