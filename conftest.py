@@ -21,7 +21,7 @@ import pytest  # noqa: E402
 from _pytest.doctest import DoctestItem  # noqa: E402
 
 # The bundled sample is benchmark data (Kaggle-style notebooks), not project code.
-collect_ignore = ["junobench/sample", "junobench/construct/_library_cause_c.py"]  # data; a build copy
+collect_ignore = ["junobench/sample"]
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,7 @@ process; also the keyword loop this script compared with before (the same approa
 the 26 libraries the study names as causes, the raw text when the list does not parse).
 The whole workload is scored ``--rounds`` times (default 3) and each estimator's fastest
 round counts, so that a burst of load on a shared machine does not decide the ratio.
-junobench's estimator is timed as installed: compiled with mypyc where junobench was built
-with a C compiler (setup.py), and then its pure-Python module is timed too. Prints
+Prints
 tracebacks/s and the ratios, then each estimator's accuracy on the rows
 labelled with one of the benchmark's ten libraries and on those labelled with another
 library, on the held-out third (never tuned on) and on the tuning rows apart.
@@ -41,8 +40,6 @@ from junobench.construct import library_cause
 from junobench.data.tables import read_table
 
 DEV_TABLE = "empirical_labeled_crashes.dev.xlsx"
-#: The pure-Python estimator's row, timed too where the compiled copy runs.
-PURE = "junobench, pure Python"
 
 #: The published heuristic's keyword table, in its order (the order breaks ties).
 KEYWORDS: dict[str, tuple[str, ...]] = {
@@ -132,11 +129,6 @@ def junobench_estimate(traceback: str) -> str:
     return library_cause.estimate(traceback) or "None"
 
 
-def junobench_pure_estimate(traceback: str) -> str:
-    """The pure-Python estimator, where the compiled copy is what runs."""
-    return library_cause.PURE["estimate"](traceback) or "None"
-
-
 def workload(rows: list[dict], n: int) -> list[str]:
     """``n`` tracebacks: the dev ones repeated, each copy with its own cell counts."""
     tracebacks = [str(r["traceback"]) for r in rows if r.get("traceback")]
@@ -203,27 +195,18 @@ def main(argv: list[str] | None = None) -> int:
         "published heuristic": published_estimate,
         "study keyword loop": study_keyword_estimate,
     }
-    if library_cause.COMPILED:
-        estimators[PURE] = junobench_pure_estimate
     rounds = [timed_round(estimators, tracebacks, args.chunk) for _ in range(max(1, args.rounds))]
     timings = {name: min(times[name] for times in rounds) for name in estimators}
     print(f"{len(tracebacks):,} tracebacks ({len(rows)} dev tracebacks repeated), "
           f"best of {len(rounds)} round(s)")
     for name, seconds in timings.items():
         print(f"  {name:24} {len(tracebacks) / seconds:9,.0f} tracebacks/s  {seconds:6.2f} s")
-    print(f"  junobench's estimator as installed: "
-          f"{'compiled with mypyc' if library_cause.COMPILED else 'pure Python (built without the compiled copy)'}")
     for name in ("published heuristic", "study keyword loop"):
         print(f"  speed-up over the {name}: {timings[name] / timings['junobench']:.1f}x")
-    if PURE in timings:
-        for name in ("published heuristic", "study keyword loop"):
-            print(f"  {PURE}: speed-up over the {name}: {timings[name] / timings[PURE]:.1f}x")
     print("  (one process, CPU time, chunks interleaved in rotating order; each estimator's "
           "fastest round)")
     print("accuracy (held-out third: never tuned on | tuning rows):")
     for name, estimator in estimators.items():
-        if name == PURE:
-            continue  # the same answers (tests/test_construct_library_cause_answers.py)
         cells = []
         for target in (True, False):
             for held in (True, False):

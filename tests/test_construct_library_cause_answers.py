@@ -20,7 +20,6 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from junobench.construct import library_cause
 from junobench.construct.library_cause import estimate, explain
 from junobench.data.tables import read_table
 
@@ -72,16 +71,9 @@ def crashes(reference_dir: Path) -> list[tuple[str, str]]:
     return out
 
 
-#: What runs (the compiled copy where junobench was built with it) and the pure-Python
-#: module: both must give the pinned answers.
-IMPLEMENTATIONS = {"installed": (estimate, explain),
-                   "pure": (library_cause.PURE["estimate"], library_cause.PURE["explain"])}
-
-
-def answers(crashes: list[tuple[str, str]], form: str, implementation: str = "installed") -> list[object]:
+def answers(crashes: list[tuple[str, str]], form: str) -> list[object]:
     """estimate and explain on every crash in one form, with and without code and
     benchmark."""
-    estimate, explain = IMPLEMENTATIONS[implementation]
     out: list[object] = []
     for traceback, code in crashes:
         for value in forms(traceback)[form]:
@@ -93,20 +85,10 @@ def answers(crashes: list[tuple[str, str]], form: str, implementation: str = "in
     return out
 
 
-@pytest.mark.parametrize("implementation", list(IMPLEMENTATIONS))
 @pytest.mark.parametrize("form", list(PINNED))
-def test_answers_on_every_reference_traceback_are_pinned(crashes, form: str, implementation: str) -> None:
-    found = answers(crashes, form, implementation)
+def test_answers_on_every_reference_traceback_are_pinned(crashes, form: str) -> None:
+    found = answers(crashes, form)
     assert len(found) > 1000
     digest = hashlib.sha256(json.dumps(found).encode()).hexdigest()
     assert digest == PINNED[form], f"the {form} answers changed"
 
-
-def test_a_compiled_copy_runs_only_when_built_from_this_source(tmp_path, monkeypatch) -> None:
-    if not library_cause.COMPILED:
-        pytest.skip("junobench was built without the compiled library-cause estimator (no C compiler)")
-    assert estimate is not library_cause.PURE["estimate"] and library_cause._compiled() is not None
-    edited = tmp_path / "library_cause.py"  # the source edited since the build
-    edited.write_bytes(Path(library_cause.__file__).read_bytes() + b"# edited\n")
-    monkeypatch.setattr(library_cause, "__file__", str(edited))
-    assert library_cause._compiled() is None

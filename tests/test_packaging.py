@@ -35,6 +35,14 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> zipfile.ZipFile:
 
 
 @pytest.mark.slow
+def test_the_wheel_is_pure_python(wheel: zipfile.ZipFile) -> None:
+    """One wheel for every platform and Python: no compiled module, a py3-none-any tag."""
+    assert wheel.filename is not None and wheel.filename.endswith(f"junobench-{VERSION}-py3-none-any.whl")
+    assert not [n for n in wheel.namelist() if n.endswith((".so", ".pyd", ".c"))]
+    assert "Root-Is-Purelib: true" in wheel.read(f"junobench-{VERSION}.dist-info/WHEEL").decode()
+
+
+@pytest.mark.slow
 def test_the_wheel_carries_types_data_and_licence(wheel: zipfile.ZipFile) -> None:
     names = set(wheel.namelist())
     assert "junobench/py.typed" in names  # type checkers read the package's annotations

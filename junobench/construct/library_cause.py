@@ -1055,35 +1055,3 @@ def evaluate(table: str | Path, *, traceback_column: str = "traceback",
             "other": "rows labelled with another library"}[rows]
     return Evaluation(len(chosen), correct, confusion, misses, f"{name} ({split} split)")
 
-
-# ----------------------------------------------------------------- the compiled copy
-# Everything above this line is also compiled with mypyc when junobench is built where a
-# C compiler is at hand (setup.py): about 1.4x the speed, the same answers. What follows
-# puts the compiled functions in place of the ones above, but only when the copy was
-# built from this very file: an edited source is never shadowed by a stale build.
-
-#: The names the compiled copy provides (what runs per crash).
-_HOT = ("estimate", "estimate_many", "score", "explain", "Evidence")
-#: The pure-Python versions, whatever runs (tests compare the two).
-PURE: dict[str, Any] = {name: globals()[name] for name in _HOT}
-
-
-def _compiled() -> Any:
-    """The compiled copy of this module when it was built from this file, else None."""
-    import importlib
-    import importlib.machinery
-
-    try:
-        compiled = importlib.import_module("junobench.construct._library_cause_c")
-    except ImportError:
-        return None
-    built = str(getattr(compiled, "__file__", "")).endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
-    digest = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
-    return compiled if built and getattr(compiled, "SOURCE_DIGEST", None) == digest else None
-
-
-#: Whether the compiled copy runs (False: the pure-Python module above).
-COMPILED = False
-if (_copy := _compiled()) is not None:
-    globals().update({name: getattr(_copy, name) for name in _HOT})
-    COMPILED = True
