@@ -3,8 +3,13 @@
 A :class:`KernelTarget` names the interpreter a notebook's kernel runs in: junobench's own
 (:func:`own_kernel`) or that of an environment made by ``junobench env create``
 (:func:`env_kernel`). :func:`start_kernel` starts an IPython kernel of that interpreter in
-a working directory, with an environment dictionary, and returns it connected and ready.
-Verify's runner and its pool call it here; a remote worker can call it the same way.
+a working directory, with an environment dictionary, inside a sandbox
+(:mod:`junobench.envs.sandbox`; by default ``auto`` with its default limits: a caller that
+says nothing still gets one), and returns it connected and ready. A confined kernel talks
+over Unix sockets in a runtime folder of its own; the client's sockets refuse messages
+larger than the output kept per cell (plus a margin), so that a kernel cannot make
+junobench itself hold what it prints. Verify's runner and its pool call it here; a remote
+worker calls it the same way.
 
 >>> target = own_kernel()                                             # doctest: +SKIP
 >>> kernel = run_sync(start_kernel(target, cwd=".", env=dict(os.environ)))  # doctest: +SKIP
@@ -15,9 +20,12 @@ from __future__ import annotations
 
 import inspect
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,10 +33,14 @@ from typing import IO, Any
 
 from junobench.envs.create import read_manifest
 from junobench.envs.installer import venv_python
+from junobench.envs.sandbox import Sandbox, confine, limit_reached, stop_argv
 from junobench.errors import JunoBenchError
 
 #: The kernel name clients ask for (any name resolves to the target's spec).
 KERNEL_NAME = "python3"
+#: Largest message a client socket takes beyond the output kept per cell (headers, an
+#: error's traceback); a larger one is refused by ZeroMQ before it is read into memory.
+MESSAGE_MARGIN = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -87,7 +99,13 @@ class StartedKernel:
     seconds: float = 0.0
     pid: int | None = None
     waited: float = 0.0
+    sandbox: Sandbox = field(default_factory=lambda: Sandbox("none"))
+    runtime: str | None = None
     _sinks: ExitStack = field(default_factory=ExitStack)
+
+    def limit(self) -> str | None:
+        """The sandbox's limit that ended the kernel (``out of memory: …``), if one did."""
+        return None if self.runtime is None else limit_reached(self.runtime, self.sandbox)
 
     async def shutdown(self) -> None:
         """Kill the kernel and release its channels and connection files, with
@@ -106,17 +124,29 @@ class StartedKernel:
                         await _maybe_await(km.cleanup_resources())
             finally:
                 self._sinks.close()
+                self._remove_runtime()
+
+    def _remove_runtime(self) -> None:
+        runtime, self.runtime = self.runtime, None
+        if runtime is None:
+            return
+        stop = stop_argv(self.sandbox, runtime)
+        if stop is not None:  # a container outlives its killed client
+            subprocess.run(stop, capture_output=True, timeout=60, check=False)
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
-def kernel_manager_class(target: KernelTarget) -> type:
-    """An ``AsyncKernelManager`` whose every kernel name means ``target``'s interpreter (no
-    kernelspec directories are searched)."""
+def kernel_manager_class(target: KernelTarget, argv: list[str] | None = None) -> type:
+    """An ``AsyncKernelManager`` whose every kernel name means ``target``'s interpreter,
+    started with ``argv`` (default: :meth:`KernelTarget.argv`; no kernelspec directories are
+    searched). Interrupts travel as messages (a signal would reach the sandbox, not the
+    kernel)."""
     from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager
     from traitlets import default
 
-    spec = KernelSpec(argv=target.argv(), display_name=target.environment or "Python 3 (ipykernel)",
-                      language="python", metadata={"debugger": False})
+    spec = KernelSpec(argv=argv or target.argv(), display_name=target.environment or "Python 3 (ipykernel)",
+                      language="python", metadata={"debugger": False}, interrupt_mode="message")
 
     class TargetSpecs(KernelSpecManager):
         def get_kernel_spec(self, kernel_name: str) -> KernelSpec:
@@ -134,18 +164,41 @@ def kernel_manager_class(target: KernelTarget) -> type:
 
 
 async def start_kernel(target: KernelTarget, *, cwd: str | Path, env: Mapping[str, str],
-                       log: str | Path | None = None, timeout: float = 120) -> StartedKernel:
+                       log: str | Path | None = None, timeout: float = 120, sandbox: Sandbox | None = None,
+                       writable: Iterable[str | Path] = ()) -> StartedKernel:
     """Start a kernel of ``target`` working in ``cwd`` with environment ``env`` (its own
-    stdout/stderr appended to ``log``, default discarded); returns it once it answers.
-    A kernel that does not start is killed and raises ``RuntimeError``/``TimeoutError``."""
+    stdout/stderr appended to ``log``, default discarded) in ``sandbox`` (default: the
+    default :class:`~junobench.envs.sandbox.Sandbox`), where ``cwd`` and the folders
+    ``writable`` are the only places it may write; returns it once it answers. A kernel
+    that does not start is killed and raises ``RuntimeError``/``TimeoutError``."""
+    import zmq
+    import zmq.asyncio
+
     started = time.perf_counter()
-    manager = kernel_manager_class(target)(kernel_name=KERNEL_NAME)
-    kernel = StartedKernel(manager, None, target, str(cwd), None if log is None else str(log))
+    policy = (sandbox or Sandbox()).resolved()
+    runtime = tempfile.mkdtemp(prefix="junobench-rt-")
+    kernel = StartedKernel(None, None, target, str(cwd), None if log is None else str(log), sandbox=policy,
+                           runtime=runtime)
+    try:
+        argv = confine(target.argv(), policy, python=target.python, cwd=str(cwd),
+                       writable=[str(cwd), *(str(w) for w in writable)], runtime=runtime)
+        context = zmq.asyncio.Context()
+        if policy.max_output:
+            context.setsockopt(zmq.MAXMSGSIZE, policy.max_output + MESSAGE_MARGIN)
+        kernel._sinks.callback(context.destroy, linger=0)
+        transport = {"transport": "ipc", "ip": os.path.join(runtime, "k")} if policy.confined else {}
+        kernel.km = kernel_manager_class(target, argv)(
+            kernel_name=KERNEL_NAME, context=context, connection_file=os.path.join(runtime, "kernel.json"),
+            **transport)
+    except BaseException:
+        await kernel.shutdown()
+        raise
+    manager = kernel.km
     sink: IO[bytes] = kernel._sinks.enter_context(open(log if log is not None else os.devnull, "ab"))  # noqa: SIM115
     try:
         await manager.start_kernel(cwd=str(cwd), env=target.environ(env), stdout=sink, stderr=sink,
                                    extra_arguments=["--HistoryManager.hist_file=:memory:"])
-        kernel.kc = manager.client()
+        kernel.kc = manager.client(context=context)
         kernel.kc.start_channels()
         await kernel.kc.wait_for_ready(timeout=timeout)
         kernel.kc.allow_stdin = False

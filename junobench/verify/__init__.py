@@ -21,10 +21,11 @@ from typing import Any
 
 from junobench import vocab
 from junobench.data import layout
-from junobench.data.snapshot import DEFAULT_SOURCE, hub_files, hub_repo, resolve
+from junobench.data.snapshot import DEFAULT_SOURCE, SAMPLE, hub_files, hub_repo, resolve
 from junobench.envs.check import kernel_environment
 from junobench.envs.environment import snapshot_environment
 from junobench.envs.kernel import KernelTarget, env_kernel, own_kernel
+from junobench.envs.sandbox import Sandbox, require_sandbox
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import check_file_target
 from junobench.verify.executor import Executor, HubCase, LocalExecutor, ReplayOutcome, ReplayTask, hub_endpoint
@@ -49,6 +50,7 @@ __all__ = [
     "ReplayOutcome",
     "ReplayTask",
     "RunLog",
+    "Sandbox",
     "StepOutcome",
     "Verdict",
     "VerifyReport",
@@ -77,6 +79,7 @@ def verify(
     executor_options: Mapping[str, Any] | None = None,
     resume: bool = True,
     pass_env: Sequence[str] = (),
+    sandbox: Sandbox | None = None,
 ) -> VerifyReport:
     """Verify ``case_ids`` (default: every case, or those matching ``filters``) of ``source``.
 
@@ -93,11 +96,12 @@ def verify(
     there gave a verdict for, with the same inputs, are kept and not run again. The
     snapshot is only read. ``report.ok`` is True when every case passed. The kernels get
     our environment without credential-like variables (:mod:`junobench.safety.env`), except
-    those named in ``pass_env``.
+    those named in ``pass_env``, and run in ``sandbox`` (default: ``auto``, no network, the
+    default limits; see :func:`runner_for`); the report names it for every case.
     """
     require_run_extra()
     runner = runner_for(executor, jobs=jobs, timeout=timeout, env=env, executor_options=executor_options,
-                        pass_env=pass_env)
+                        pass_env=pass_env, sandbox=sandbox, trusted=bundled(source))
     target = runner.target
     # On a cluster, workers fetch their own case from the Hub (with its data) rather than
     # receiving it from here: this machine reads the tables and notebooks only.
@@ -112,8 +116,9 @@ def verify(
         check_file_target(report)  # before the notebooks run, not after
     found = kernel_environment(target or own_kernel(), snapshot_environment(root))
     environment = found.to_json(r for spec in specs for r in spec.requirements)
-    digests = {spec.case_id: digest for spec in specs
-               if (digest := _inputs(spec, timeout, "" if target is None else target.python))}
+    environment["sandbox"] = runner.sandbox.to_json()
+    context = f"{'' if target is None else target.python}{sandbox_key(runner.sandbox)}"
+    digests = {spec.case_id: digest for spec in specs if (digest := _inputs(spec, timeout, context))}
     kept = kept_results(earlier_results(report), digests) if report is not None and resume else {}
     done: dict[str, CaseResult] = dict(kept)
     by_id = {spec.case_id: spec for spec in specs}
@@ -139,11 +144,15 @@ def verify(
 
 def runner_for(executor: str | Executor = "local", *, jobs: int | None = None, timeout: float | None = None,
                env: str | Path | None = None, executor_options: Mapping[str, Any] | None = None,
-               pass_env: Sequence[str] = ()) -> Executor:
+               pass_env: Sequence[str] = (), sandbox: Sandbox | None = None, trusted: bool = False) -> Executor:
     """The executor a run of notebooks uses: ``executor`` itself, or the one
     :func:`make_executor` makes of its name (``jobs``, ``executor_options``), with kernels
     in the interpreter of ``env`` (None: this one) that see no credential-like variables but
-    those of ``pass_env``. ``jobs`` and ``timeout`` (per cell) are checked here."""
+    those of ``pass_env``, confined by ``sandbox`` (default ``auto``: bubblewrap where it
+    runs). Where no sandbox runs, notebooks that are not ``trusted`` (junobench's own
+    sample) are refused unless ``sandbox`` says ``none``. ``jobs`` and ``timeout`` (per
+    cell) are checked here."""
+    policy = require_sandbox(sandbox or Sandbox(), trusted=trusted)
     if jobs is not None and jobs < 1:
         raise JunoBenchError(f"--jobs must be at least 1, got {jobs}")
     if timeout is not None and timeout <= 0:
@@ -154,7 +163,25 @@ def runner_for(executor: str | Executor = "local", *, jobs: int | None = None, t
     if isinstance(executor, Executor) and target is not None:
         runner.target = target
     runner.pass_env = tuple(pass_env)
+    runner.sandbox = policy
     return runner
+
+
+def bundled(source: str | Path) -> bool:
+    """Whether ``source`` names junobench's own sample (whose notebooks the package ships)."""
+    if str(source) == SAMPLE:
+        return True
+    try:
+        return Path(source).resolve() == (layout.PACKAGE_DIR / SAMPLE).resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
+def sandbox_key(sandbox: Sandbox) -> str:
+    """What of a sandbox a verdict depends on (the network and the limits), for digests."""
+    if not sandbox.confined:
+        return "|none"
+    return f"|net={int(sandbox.network)}|mem={sandbox.memory}|tasks={sandbox.processes}"
 
 
 def _hub_case(repo: str, revision: str | None, endpoint: str | None, spec: CaseSpec) -> HubCase:

@@ -38,6 +38,7 @@ from typing import Any
 
 from junobench.data.notebook import Step
 from junobench.envs.kernel import KernelTarget, StartedKernel, own_kernel
+from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
 from junobench.safety.paths import copy_tree, link_root, relative_name, require_regular
 from junobench.verify.judge import RunLog
@@ -116,11 +117,13 @@ class Executor:
     """Runs replay tasks, ``jobs`` at a time, in kernels of ``target`` (an environment's
     interpreter, :func:`junobench.envs.kernel.env_kernel`; None: the interpreter of
     whichever process runs the task) whose environment is scrubbed of credentials
-    (:mod:`junobench.safety.env`) but for the variables named in ``pass_env``."""
+    (:mod:`junobench.safety.env`) but for the variables named in ``pass_env``, confined by
+    ``sandbox`` (:mod:`junobench.envs.sandbox`)."""
 
     jobs: int = 1
     target: KernelTarget | None = None
     pass_env: tuple[str, ...] = ()  # credential-like variables the kernels may see
+    sandbox: Sandbox = field(default_factory=Sandbox)
     name: str = field(default="local", init=False)
     #: Whether tasks may run on other machines, which then fetch Hub cases themselves.
     remote: bool = field(default=False, init=False)
@@ -177,7 +180,7 @@ class LocalExecutor(Executor):
         size = self.jobs + 1 if self.pool is None else self.pool
         if size > 0 and self.expected > 0:
             self._pool = KernelPool(self.target or own_kernel(), size=size, notebooks=self.expected,
-                                    env=kernel_env(keep=self.pass_env))
+                                    env=kernel_env(keep=self.pass_env), sandbox=self.sandbox)
         return self
 
     async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
@@ -201,7 +204,7 @@ class LocalExecutor(Executor):
                 except (JunoBenchError, OSError) as error:
                     return ReplayOutcome(task, not_run(task, f"cannot copy the task's files: {error}"))
                 log, after = await execute(task, workspace, self.target, kernel_log=scratch / "kernel.log",
-                                           pass_env=self.pass_env)
+                                           pass_env=self.pass_env, sandbox=self.sandbox)
                 return ReplayOutcome(task, log, after)
             finally:
                 await asyncio.to_thread(shutil.rmtree, scratch, True)
@@ -303,11 +306,12 @@ def inside(root: Path, relative: str) -> Path:
 
 async def execute(task: ReplayTask, workspace: Workspace, target: KernelTarget | None, *,
                   kernel_log: Path | None = None, kernel: StartedKernel | None = None,
-                  pass_env: Sequence[str] = ()) -> tuple[RunLog, Any]:
+                  pass_env: Sequence[str] = (), sandbox: Sandbox | None = None) -> tuple[RunLog, Any]:
     """Replay ``task`` whose files are in ``workspace``, in a new kernel of ``target`` (None:
     this interpreter's; its environment keeps the credential-like variables of ``pass_env``
-    only) or in ``kernel`` (started ahead in the working directory); returns the log and the
-    ``after`` hook. Runs on whichever machine holds the files."""
+    only) confined by ``sandbox`` with the workspace its only writable folder, or in
+    ``kernel`` (started ahead in the working directory); returns the log and the ``after``
+    hook. Runs on whichever machine holds the files."""
     import nbformat
 
     try:
@@ -319,7 +323,7 @@ async def execute(task: ReplayTask, workspace: Workspace, target: KernelTarget |
         task.prepare(notebook, workspace.path)
     log = await replay(notebook, task.steps, cwd=workspace.working, timeout=task.timeout, kernel_log=kernel_log,
                        after=task.after, target=target, kernel=None if kernel is None else _given(kernel),
-                       pass_env=pass_env)
+                       pass_env=pass_env, sandbox=sandbox, writable=[workspace.root])
     return log, task.after
 
 

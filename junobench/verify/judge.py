@@ -18,6 +18,10 @@ from dataclasses import dataclass
 
 #: Status of one run of a cell.
 OK, ERROR, TIMEOUT = "ok", "error", "timeout"
+#: How a verdict on a notebook that ran out of memory starts.
+OUT_OF_MEMORY = "out of memory"
+#: Failures that are a limit of the sandbox, not a broken kernel (said as they are).
+LIMITS = (OUT_OF_MEMORY, "too many processes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +51,7 @@ class RunLog:
     seconds: float = 0.0
     kernel_seconds: float = 0.0
     kernel_pid: int | None = None
+    sandbox: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +91,9 @@ def judge_reproduced(log: RunLog, *, target: int, expected: str) -> Verdict:
         if step.status == OK:
             continue
         where = _where(step.code_cell_index, target, first_run=position < log.planned - 1)
+        if same_exception(step.ename, "MemoryError") and not same_exception(expected, "MemoryError"):
+            return Verdict(False, f"{OUT_OF_MEMORY} at {where}: expected {expected}, got {_exc(step)}",
+                           step.ename, step.code_cell_index)
         if position < log.planned - 1:
             return Verdict(False, f"crashed before the target: {where} raised {_exc(step)}",
                            step.ename, step.code_cell_index)
@@ -109,6 +117,9 @@ def judge_fixed(log: RunLog, *, target: int) -> Verdict:
     for position, step in enumerate(log.steps):
         if step.status != OK:
             where = _where(step.code_cell_index, target, first_run=position < log.planned - 1)
+            if same_exception(step.ename, "MemoryError"):
+                return Verdict(False, f"{OUT_OF_MEMORY} at {where}: {_exc(step)}", step.ename,
+                               step.code_cell_index)
             return Verdict(False, f"still crashes: {where} raised {_exc(step)}",
                            step.ename, step.code_cell_index)
     if len(log.steps) < log.planned:
@@ -136,6 +147,8 @@ def _interrupted(log: RunLog, target: int) -> Verdict | None:
             return Verdict(False, f"timed out{limit} at {where}", None, step.code_cell_index)
     if log.failure is not None:
         cell = log.steps[-1].code_cell_index if log.steps else None
+        if log.failure.startswith(LIMITS):
+            return Verdict(False, log.failure, None, cell)
         return Verdict(False, f"kernel failure: {log.failure}", None, cell)
     return None
 

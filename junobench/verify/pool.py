@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from junobench.envs.kernel import KernelTarget, StartedKernel, start_kernel
+from junobench.envs.sandbox import Sandbox
 
 #: Name of the working directory inside each kernel's scratch folder.
 WORK_DIR = "case"
@@ -30,11 +31,13 @@ KERNEL_LOG = "kernel.log"
 
 
 class KernelPool:
-    """Up to ``size`` kernels of ``target`` started ahead for ``notebooks`` notebooks."""
+    """Up to ``size`` kernels of ``target`` started ahead for ``notebooks`` notebooks, each
+    in ``sandbox`` (default: the default one) with its scratch folder writable."""
 
     def __init__(self, target: KernelTarget, *, size: int, notebooks: int, env: Mapping[str, str],
-                 startup_timeout: float = 120) -> None:
+                 startup_timeout: float = 120, sandbox: Sandbox | None = None) -> None:
         self.target = target
+        self.sandbox = sandbox or Sandbox()
         self.size = max(0, size)
         self.remaining = notebooks  # kernels still to hand out
         self.env = dict(env)
@@ -54,8 +57,9 @@ class KernelPool:
             work = scratch / WORK_DIR
             work.mkdir()
             try:
+                # the whole scratch folder is the task's: its other files go beside the case
                 return await start_kernel(self.target, cwd=work, env=self.env, log=scratch / KERNEL_LOG,
-                                           timeout=self.startup_timeout)
+                                          timeout=self.startup_timeout, sandbox=self.sandbox, writable=[scratch])
             except RuntimeError:
                 await asyncio.to_thread(shutil.rmtree, scratch, True)
                 if attempt == attempts:

@@ -45,6 +45,7 @@ from types import TracebackType
 from typing import Any
 
 from junobench.envs.kernel import KernelTarget, own_kernel
+from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
 from junobench.verify.executor import (
     WORKSPACE,
@@ -167,7 +168,7 @@ class RayExecutor(Executor):
             options["memory"] = self.memory
         if self.runtime_env:
             options["runtime_env"] = self.runtime_env
-        return self._actor.options(**options).remote(self.target, self.pass_env)
+        return self._actor.options(**options).remote(self.target, self.pass_env, self.sandbox)
 
     async def _close_workers(self) -> None:
         """Stop the long-lived workers: their kernels started ahead first, then the processes."""
@@ -249,7 +250,8 @@ class RayExecutor(Executor):
         runtime_env = self.task_runtime_env(task)
         if runtime_env:
             options["runtime_env"] = runtime_env
-        return self._remote.options(**options).remote(without_places(task), archive, self.target, self.pass_env)
+        return self._remote.options(**options).remote(without_places(task), archive, self.target, self.pass_env,
+                                                      self.sandbox)
 
     def task_runtime_env(self, task: ReplayTask) -> dict[str, Any] | None:
         """Ray's runtime environment for ``task``: the executor's, plus (``build_envs``) a
@@ -381,7 +383,7 @@ def unpack(archive: bytes, workspace: Path | Workspace) -> None:
 
 
 def replay_on_worker(task: ReplayTask, archive: bytes, target: KernelTarget | None,
-                     pass_env: Sequence[str] = ()) -> tuple[RunLog, Any, str]:
+                     pass_env: Sequence[str] = (), sandbox: Sandbox | None = None) -> tuple[RunLog, Any, str]:
     """The Ray task: unpack the files into a scratch folder (and fetch its Hub cases),
     replay in a kernel of ``target`` (None: this worker's interpreter, e.g. the runtime
     environment Ray built), clean up. Returns the log, the ``after`` hook and where it ran
@@ -392,7 +394,8 @@ def replay_on_worker(task: ReplayTask, archive: bytes, target: KernelTarget | No
         workspace = Workspace(scratch / WORKSPACE, task.cwd)
         unpack(archive, workspace)
         materialize(task, workspace)  # the places are in the archive; this fetches Hub cases
-        log, after = run_sync(execute(task, workspace, target, kernel_log=scratch / "kernel.log", pass_env=pass_env))
+        log, after = run_sync(execute(task, workspace, target, kernel_log=scratch / "kernel.log", pass_env=pass_env,
+                                      sandbox=sandbox))
         return log, after, _where()
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -403,9 +406,11 @@ class ReplayWorker:
     time, each in a fresh kernel of ``target``, and starts the next notebook's kernel while
     the current one runs (verify's :class:`~junobench.verify.pool.KernelPool`, size 1)."""
 
-    def __init__(self, target: KernelTarget | None, pass_env: Sequence[str] = ()) -> None:
+    def __init__(self, target: KernelTarget | None, pass_env: Sequence[str] = (),
+                 sandbox: Sandbox | None = None) -> None:
         self.target = target
         self.pass_env = tuple(pass_env)
+        self.sandbox = sandbox or Sandbox()
         self.pool: KernelPool | None = None
 
     async def replay(self, task: ReplayTask, archive: bytes, more: bool) -> tuple[RunLog, Any, str]:
@@ -413,7 +418,7 @@ class ReplayWorker:
         _check_target(self.target)
         if self.pool is None:
             self.pool = KernelPool(self.target or own_kernel(), size=1, notebooks=0,
-                                   env=kernel_env(keep=self.pass_env))
+                                   env=kernel_env(keep=self.pass_env), sandbox=self.sandbox)
         self.pool.remaining = 1 + int(more)
         kernel = await self.pool.acquire()
         try:

@@ -2,11 +2,13 @@
 
 The JSON report is ``{"environment": {...}, "cases": {case_id: {"status", "reproduced":
 {"ok", "reason", "exception", "cell"}, "fixed": {"ok", "reason"}, "seconds",
-"mismatches", "inputs", "attempts", "faults"}}}``; ``status`` is ``passed``, ``failed``,
-``timed out``, ``skipped`` or ``infrastructure error`` (a replay lost to worker, node or
+"mismatches", "inputs", "attempts", "faults", "sandbox"}}}``; ``status`` is ``passed``,
+``failed``, ``timed out``, ``out of memory`` (a notebook past the sandbox's memory limit),
+``skipped`` or ``infrastructure error`` (a replay lost to worker, node or
 environment faults past its retries: no verdict, run again by a rerun); ``attempts``
 counts the tries of each notebook and ``faults`` says what went wrong with the failed
-ones; ``inputs`` digests what the verdict depends on (:mod:`.resume`);
+ones; ``inputs`` digests what the verdict depends on (:mod:`.resume`); ``sandbox`` says
+where the case's notebooks ran (``bwrap, network off``, ``none, network on``);
 ``environment`` is what the kernels ran in (Python, each pinned package's installed
 version, see :meth:`junobench.envs.check.KernelEnvironment.to_json`) and ``mismatches``
 the pins a case needs that it did not meet (``pandas 3.1.1 where the benchmark pins
@@ -22,16 +24,16 @@ from pathlib import Path
 from typing import Any
 
 from junobench.safety.atomic import atomic_open
-from junobench.verify.judge import RunLog, Verdict
+from junobench.verify.judge import OUT_OF_MEMORY, RunLog, Verdict
 
 PASSED, FAILED, TIMED_OUT, SKIPPED = "passed", "failed", "timed out", "skipped"
 INFRASTRUCTURE = "infrastructure error"
 #: Statuses that are verdicts (a rerun keeps them).
-VERDICT_STATUSES = frozenset({PASSED, FAILED, TIMED_OUT, SKIPPED})
+VERDICT_STATUSES = frozenset({PASSED, FAILED, TIMED_OUT, OUT_OF_MEMORY, SKIPPED})
 
 #: Columns of the verdict table printed by ``junobench verify`` (``environment``: the pins a
 #: failing case needs that the kernels' environment does not meet).
-TABLE_COLUMNS: tuple[str, ...] = ("case_id", "status", "reproduced", "fixed", "environment", "seconds")
+TABLE_COLUMNS: tuple[str, ...] = ("case_id", "status", "reproduced", "fixed", "environment", "sandbox", "seconds")
 
 
 @dataclass
@@ -50,6 +52,7 @@ class CaseResult:
     infrastructure: bool = False
     inputs: str | None = None
     kept: bool = False  # taken from an earlier report, not run again
+    sandbox: str | None = None  # where its notebooks ran (``bwrap, network off``)
 
     @property
     def status(self) -> str:
@@ -61,6 +64,8 @@ class CaseResult:
             return PASSED
         if any(v.reason.startswith("timed out") for v in (self.reproduced, self.fixed)):
             return TIMED_OUT
+        if any(v.reason.startswith(OUT_OF_MEMORY) for v in (self.reproduced, self.fixed)):
+            return OUT_OF_MEMORY
         return FAILED
 
     @property
@@ -78,6 +83,7 @@ class CaseResult:
             "inputs": self.inputs,
             "attempts": self.attempts,
             "faults": self.faults,
+            "sandbox": self.sandbox,
         }
 
     @classmethod
@@ -89,13 +95,15 @@ class CaseResult:
                    Verdict(bool(fixed["ok"]), str(fixed["reason"])), float(entry.get("seconds") or 0.0),
                    skipped=entry.get("status") == SKIPPED, mismatches=list(entry.get("mismatches") or []),
                    attempts=dict(entry.get("attempts") or {}), faults=dict(entry.get("faults") or {}),
-                   infrastructure=entry.get("status") == INFRASTRUCTURE, inputs=entry.get("inputs"), kept=True)
+                   infrastructure=entry.get("status") == INFRASTRUCTURE, inputs=entry.get("inputs"), kept=True,
+                   sandbox=entry.get("sandbox"))
 
     def row(self) -> dict[str, Any]:
         failed = self.status in (FAILED, TIMED_OUT)
         return {"case_id": self.case_id, "status": self.status,
                 "reproduced": self.reproduced.reason, "fixed": self.fixed.reason,
-                "environment": self.mismatches if failed else [], "seconds": self.seconds}
+                "environment": self.mismatches if failed else [], "sandbox": self.sandbox or "",
+                "seconds": self.seconds}
 
 
 @dataclass

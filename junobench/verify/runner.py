@@ -31,9 +31,11 @@ from typing import Any, TypeVar
 
 from junobench.data.notebook import Step
 from junobench.envs.kernel import KERNEL_NAME, KernelTarget, StartedKernel, own_kernel, start_kernel
+from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
 from junobench.safety.env import scrub
 from junobench.verify.judge import ERROR, OK, TIMEOUT, RunLog, StepOutcome
+from junobench.verify.outputs import bounded_client
 
 T = TypeVar("T")
 
@@ -88,6 +90,8 @@ async def replay(
     target: KernelTarget | None = None,
     kernel: Awaitable[StartedKernel] | None = None,
     pass_env: Iterable[str] = (),
+    sandbox: Sandbox | None = None,
+    writable: Iterable[str | Path] = (),
 ) -> RunLog:
     """Run ``steps`` (code-cell indices, in order) of ``notebook`` (an nbformat
     ``NotebookNode``, updated in place) in a new kernel started in ``cwd``.
@@ -102,14 +106,19 @@ async def replay(
     before the kernel stops (to inspect the kernel's state, e.g. :mod:`junobench.runtime`).
     ``RunLog.kernel_seconds`` is the time spent waiting for the kernel. The kernel's
     environment is ``env`` (default: ours) without credentials (:func:`kernel_env`), but
-    for the variables named in ``pass_env`` (a pooled ``kernel`` has the pool's).
+    for the variables named in ``pass_env`` (a pooled ``kernel`` has the pool's). The kernel
+    runs in ``sandbox`` (default: the default :class:`~junobench.envs.sandbox.Sandbox`; a
+    pooled ``kernel`` is in the pool's), where ``cwd`` and ``writable`` are the only folders
+    it may write; the output kept per cell run is the sandbox's ``max_output``, and a kernel
+    that a limit ended says so in ``RunLog.failure`` (``out of memory: …``).
     """
-    from nbclient import NotebookClient
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
+    policy = sandbox or Sandbox()
     positions = [i for i, cell in enumerate(notebook.cells) if cell.cell_type == "code"]
-    client = NotebookClient(
+    client = bounded_client(
         notebook,
+        max_output=policy.max_output,
         kernel_name=KERNEL_NAME,
         timeout=max(1, math.ceil(timeout)) if timeout else None,
         startup_timeout=STARTUP_TIMEOUT,
@@ -129,14 +138,16 @@ async def replay(
     current: int | None = None  # code cell running, for failure messages
     started = time.perf_counter()
     running: StartedKernel | None = None
+    limit: str | None = None
     try:
         # Started and stopped here rather than with client.async_setup_kernel(), which
         # takes over SIGINT: Ctrl-C must cancel the whole run (and kill every kernel).
         try:
             if kernel is None:
                 kernel = start_kernel(target or own_kernel(), cwd=cwd, env=kernel_env(env, keep=pass_env),
-                                      log=kernel_log, timeout=STARTUP_TIMEOUT)
+                                      log=kernel_log, timeout=STARTUP_TIMEOUT, sandbox=policy, writable=writable)
             running = await kernel
+            client.set_max_output(running.sandbox.max_output)
             kernel_log = running.log
             # (a kernel started ahead: the time its user waited for the pool to hand it out)
             kernel_seconds = time.perf_counter() - started + running.waited
@@ -147,6 +158,7 @@ async def replay(
                 position = positions[current]
                 cell = notebook.cells[position]
                 replies.clear()
+                client.new_run()
                 try:
                     await client.async_execute_cell(cell, position)
                 except CellTimeoutError:
@@ -162,10 +174,11 @@ async def replay(
         finally:
             client.km = client.kc = None
             if running is not None:
+                limit = running.limit()  # before its runtime folder goes
                 await running.shutdown()
     except DeadKernelError:
         where = f" while running code cell {current}" if current is not None else ""
-        failure = f"the kernel died{where}" + _last_line(kernel_log)
+        failure = f"{limit}{where}" if limit else f"the kernel died{where}" + _last_line(kernel_log)
     except (RuntimeError, OSError, TimeoutError) as error:
         failure = f"{type(error).__name__}: {error}" + _last_line(kernel_log)
     if not kernel_seconds:
@@ -178,6 +191,7 @@ async def replay(
         seconds=time.perf_counter() - started,
         kernel_seconds=kernel_seconds,
         kernel_pid=kernel_pid,
+        sandbox=(running.sandbox if running is not None else policy).describe(),
     )
 
 

@@ -20,6 +20,7 @@ from junobench import vocab
 from junobench.data import layout
 from junobench.data.notebook import Step
 from junobench.envs.kernel import KernelTarget
+from junobench.envs.sandbox import Sandbox
 from junobench.safety.paths import link_root
 from junobench.verify.executor import Executor, HubCase, LocalExecutor, Place, ReplayOutcome, ReplayTask
 from junobench.verify.judge import RunLog, Verdict, judge
@@ -56,15 +57,18 @@ def verify_specs(
     kept: Mapping[str, CaseResult] | None = None,
     fetch: Callable[[CaseSpec], HubCase] | None = None,
     pass_env: Sequence[str] = (),
+    sandbox: Sandbox | None = None,
 ) -> VerifyReport:
     """Replay and judge every spec with ``executor`` (default: ``jobs`` local kernels of
     ``target``, ``pool`` of them started ahead: see :class:`.LocalExecutor`); cases in
     ``kept`` (case id → an earlier result) are not run again. With ``fetch``, whoever runs a
     replay fetches the case folder from the Hub instead of receiving it. ``progress`` None
     shows a bar only on a terminal. The default executor's kernels see the credential-like
-    variables named in ``pass_env``, no others."""
+    variables named in ``pass_env``, no others, and run in ``sandbox`` (default: the default
+    :class:`~junobench.envs.sandbox.Sandbox`)."""
     runner = executor if executor is not None else LocalExecutor(jobs or default_jobs(), target=target, pool=pool,
-                                                                 pass_env=tuple(pass_env))
+                                                                 pass_env=tuple(pass_env),
+                                                                 sandbox=sandbox or Sandbox())
     started = time.perf_counter()
     try:
         results = run_sync(_verify_all(specs, runner, timeout, progress, on_case, kept or {}, fetch))
@@ -113,11 +117,12 @@ async def _verify_all(
 
 async def replay_in_copy(spec: CaseSpec, version: str, steps: Sequence[Step], *, timeout: float | None,
                          after: Any = None, target: KernelTarget | None = None,
-                         pass_env: Sequence[str] = ()) -> RunLog:
+                         pass_env: Sequence[str] = (), sandbox: Sandbox | None = None) -> RunLog:
     """One replay of a case's notebook on this machine (a fresh kernel of ``target`` in a
-    temporary copy of the case folder); ``after`` and ``pass_env`` as in
+    temporary copy of the case folder); ``after``, ``pass_env`` and ``sandbox`` as in
     :func:`~junobench.verify.runner.replay`."""
-    async with LocalExecutor(1, target=target, pool=0, pass_env=tuple(pass_env)) as executor:
+    async with LocalExecutor(1, target=target, pool=0, pass_env=tuple(pass_env),
+                             sandbox=sandbox or Sandbox()) as executor:
         outcome = await executor.run(replay_task(spec, version, steps, timeout=timeout, after=after))
     return outcome.log
 
@@ -151,7 +156,8 @@ def case_result(spec: CaseSpec, outcomes: Mapping[str, ReplayOutcome]) -> CaseRe
                       sum(log.seconds for log in logs.values()),  # kernel time, not time queued
                       logs=logs, attempts={v: o.attempts for v, o in outcomes.items()},
                       faults={v: list(o.faults) for v, o in outcomes.items() if o.faults},
-                      infrastructure=any(o.error is not None for o in outcomes.values()))
+                      infrastructure=any(o.error is not None for o in outcomes.values()),
+                      sandbox="; ".join(dict.fromkeys(log.sandbox for log in logs.values() if log.sandbox)) or None)
 
 
 def _judge(spec: CaseSpec, version: str, log: RunLog) -> Verdict:

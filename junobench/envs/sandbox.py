@@ -1,0 +1,337 @@
+"""The sandbox every notebook kernel runs in, and the command line that makes it.
+
+A :class:`Sandbox` is a policy: which sandbox (``auto``, ``bwrap``, ``docker``, ``podman``,
+``none``), whether the notebook has a network, and its limits (memory, tasks, output kept
+per cell). :func:`confine` turns a kernel's command line into the command that runs it
+confined; :func:`junobench.envs.kernel.start_kernel` is its one caller.
+
+- ``bwrap`` (bubblewrap, Linux): new user, PID, IPC, UTS, cgroup and network namespaces, a
+  fresh ``/proc`` (the kernel sees only its own processes, never the parent's environment),
+  ``--die-with-parent`` and a new session; read-only: the system folders, the interpreter's
+  prefixes (the environment and the Python it was made from); writable: the task's working
+  copy, a private ``/tmp`` and ``/dev/shm`` (tmpfs, bounded), an empty ``HOME`` in ``/tmp``;
+  nothing else of the machine, the user's home included. The root is read-only.
+- ``docker`` / ``podman``: the image of ``junobench env dockerfile`` (``--image``), run with
+  no network, a read-only root, a private ``/tmp``, the working copy mounted at the same
+  path, ``--memory`` and ``--pids-limit``.
+- ``none``: the kernel runs as any program of the user (``--sandbox none``).
+
+In all but ``none``, :mod:`junobench.envs.watchdog` runs first inside and applies the
+limits; kernels talk to junobench over Unix sockets in a folder bound in (the private
+network namespace shares no loopback).
+
+>>> Sandbox().describe()
+'auto, network off'
+>>> Sandbox("bwrap", network=True).describe()
+'bwrap, network on'
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from junobench.errors import JunoBenchError
+
+#: Sandboxes accepted by ``--sandbox``.
+SANDBOXES: tuple[str, ...] = ("auto", "bwrap", "docker", "podman", "none")
+#: Container engines.
+ENGINES: tuple[str, ...] = ("docker", "podman")
+#: Default limits: memory of a notebook's processes, their tasks (processes and threads),
+#: and the output kept per cell.
+DEFAULT_MEMORY = 4 << 30
+DEFAULT_PROCESSES = 512
+DEFAULT_MAX_OUTPUT = 10 << 20
+#: Default image of ``--sandbox docker|podman`` (as ``env dockerfile`` suggests building it).
+DEFAULT_IMAGE = "junobench-env"
+
+#: Inside the sandbox: the user, its home and what it is told of itself.
+SANDBOX_UID = 1000
+SANDBOX_HOME = "/tmp/home"
+HOSTNAME = "junobench"
+#: System folders bound read-only (those that exist; a link is recreated as a link).
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/conda")
+#: Files and folders of /etc a program may need (the rest of /etc stays out).
+ETC_FILES = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "ssl", "ca-certificates",
+             "ca-certificates.conf", "pki", "crypto-policies", "fonts", "localtime", "timezone",
+             "mime.types", "os-release", "lsb-release", "debian_version", "matplotlibrc")
+#: ... and with the network on.
+NETWORK_ETC_FILES = ("resolv.conf", "hosts", "nsswitch.conf", "gai.conf", "host.conf", "services",
+                     "protocols")
+#: Read-only folders of /sys that numerical libraries read (core counts, caches).
+SYS_DIRS = ("/sys/devices/system/cpu",)
+#: Variables that point at the user's desktop, agents or folders: never passed in.
+HOST_VARIABLES = ("XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY",
+                  "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "TMPDIR", "TEMP", "TMP", "PWD", "OLDPWD", "MAIL",
+                  "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "JPY_SESSION_NAME")
+
+#: What to do where no sandbox can run.
+INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Fedora: "
+                "`sudo dnf install bubblewrap`; Arch: `sudo pacman -S bubblewrap`), or use "
+                "--sandbox docker|podman; --sandbox none runs the notebooks unconfined")
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """How notebook kernels are confined (see the module docstring). ``memory`` (bytes,
+    the notebook's processes together), ``processes`` (tasks: processes and threads) and
+    ``max_output`` (bytes kept per cell) are limits, 0 meaning none; ``image`` is the
+    container image of ``docker``/``podman``."""
+
+    kind: str = "auto"
+    network: bool = False
+    memory: int = DEFAULT_MEMORY
+    processes: int = DEFAULT_PROCESSES
+    max_output: int = DEFAULT_MAX_OUTPUT
+    image: str = DEFAULT_IMAGE
+
+    def __post_init__(self) -> None:
+        if self.kind not in SANDBOXES:
+            raise JunoBenchError(f"unknown sandbox {self.kind!r}", hint=f"use one of {', '.join(SANDBOXES)}")
+        for name in ("memory", "processes", "max_output"):
+            if getattr(self, name) < 0:
+                raise JunoBenchError(f"--{name.replace('_', '-')} must not be negative")
+        if self.processes and self.processes < 8:
+            raise JunoBenchError(f"--max-processes {self.processes} is too few for a kernel (at least 8)")
+        if self.memory and self.memory < 256 << 20:
+            raise JunoBenchError("--memory below 256M is too little for a kernel")
+
+    @property
+    def confined(self) -> bool:
+        return self.kind != "none"
+
+    def resolved(self) -> Sandbox:
+        """The policy with ``auto`` made concrete: ``bwrap`` where it works here, else
+        ``none``; an explicit ``bwrap`` that cannot run here is an error."""
+        if self.kind == "auto":
+            return replace(self, kind="bwrap" if bwrap_problem() is None else "none")
+        if self.kind == "bwrap" and (problem := bwrap_problem()) is not None:
+            raise JunoBenchError(f"--sandbox bwrap cannot run here: {problem}", hint=INSTALL_HINT)
+        return self
+
+    def describe(self) -> str:
+        """``bwrap, network off``: for reports and summaries."""
+        return f"{self.kind}, network {'on' if self.network else 'off'}"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def require_sandbox(sandbox: Sandbox, *, trusted: bool) -> Sandbox:
+    """``sandbox`` resolved; refused when it resolves to no sandbox though the user did not
+    ask for none and the notebooks are not ``trusted`` (junobench's own sample)."""
+    resolved = sandbox.resolved()
+    if sandbox.kind == "auto" and not resolved.confined and not trusted:
+        raise JunoBenchError(f"no sandbox to run these notebooks in: {bwrap_problem()}", hint=INSTALL_HINT)
+    return resolved
+
+
+@functools.lru_cache(maxsize=1)
+def bwrap_problem() -> str | None:
+    """Why bubblewrap cannot make a sandbox here (None: it can)."""
+    if not sys.platform.startswith("linux"):
+        return f"bubblewrap runs on Linux only, not {sys.platform}"
+    path = shutil.which("bwrap")
+    if path is None:
+        return "bubblewrap (bwrap) is not installed"
+    try:
+        done = subprocess.run([path, "--unshare-all", "--unshare-user", "--die-with-parent", "--ro-bind", "/", "/",
+                               "--proc", "/proc", "true"], capture_output=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"bwrap did not run ({error})"
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip().splitlines()
+        return f"bwrap cannot make a sandbox ({said[-1] if said else f'exit status {done.returncode}'}; " \
+               "are user namespaces disabled?)"
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _bwrap_options() -> frozenset[str]:
+    """The options this bubblewrap knows (older ones lack ``--disable-userns``, ``--size``)."""
+    try:
+        text = subprocess.run(["bwrap", "--help"], capture_output=True, text=True, timeout=30, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return frozenset()
+    return frozenset(word for line in text.splitlines() for word in line.split() if word.startswith("--"))
+
+
+@functools.lru_cache(maxsize=32)
+def interpreter_prefixes(python: str) -> tuple[str, ...]:
+    """The folders an interpreter runs from: its prefixes (a virtual environment's and the
+    Python it was made from), the folder of its real executable."""
+    if os.path.realpath(python) == os.path.realpath(sys.executable):
+        found = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
+    else:
+        code = "import sys, json; print(json.dumps([sys.prefix, sys.exec_prefix, sys.base_prefix, " \
+               "sys.base_exec_prefix]))"
+        try:
+            done = subprocess.run([python, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=60,
+                                  check=True)
+            found = [str(p) for p in json.loads(done.stdout)]
+        except (OSError, subprocess.SubprocessError, ValueError) as error:
+            raise JunoBenchError(f"cannot ask the interpreter where it lives: {error}", file=python) from None
+    found += [str(Path(python).absolute().parent), str(Path(os.path.realpath(python)).parent)]
+    return tuple(dict.fromkeys(os.path.realpath(p) for p in found))
+
+
+def confine(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: str, writable: Iterable[str],
+            runtime: str) -> list[str]:
+    """The command line running ``command`` (a kernel of ``python``) in ``sandbox`` (a
+    resolved one), working in ``cwd``, with the folders ``writable`` (the task's) and
+    ``runtime`` (connection file, sockets, status) bound read-write at their own paths."""
+    if sandbox.kind == "none":
+        return list(command)
+    status = str(Path(runtime) / STATUS_FILE)
+    if sandbox.kind == "bwrap":
+        inner = watched(command, sandbox, python=python, status=status)
+        return bwrap_argv(inner, sandbox, python=python, cwd=cwd, writable=[*writable, runtime], runtime=runtime)
+    if sandbox.kind in ENGINES:
+        return container_argv(sandbox.kind, command, sandbox, cwd=cwd, writable=[*writable, runtime],
+                              name=container_name(runtime), status=status)
+    raise JunoBenchError(f"sandbox {sandbox.kind!r} is not resolved")
+
+
+#: The file inside the runtime folder where the watchdog says which limit ended a notebook.
+STATUS_FILE = "limit"
+
+
+def watched(command: Sequence[str], sandbox: Sandbox, *, python: str, status: str) -> list[str]:
+    """``command`` run under :mod:`junobench.envs.watchdog` by ``python``."""
+    from junobench.envs import watchdog
+
+    source = base64.b64encode(Path(watchdog.__file__).read_bytes()).decode()
+    # base64: no braces for Jupyter's {connection_file} templating to touch
+    loader = f"import base64;exec(compile(base64.b64decode('{source}'),'watchdog','exec'))"
+    return [python, "-I", "-S", "-c", loader, str(sandbox.memory), str(sandbox.processes), status, "--", *command]
+
+
+def bwrap_argv(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: str, writable: Iterable[str],
+               runtime: str) -> list[str]:
+    """The bubblewrap command line (see the module docstring)."""
+    known = _bwrap_options()
+    argv = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user", "--die-with-parent",
+            "--new-session", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", HOSTNAME]
+    if sandbox.network:
+        argv.append("--share-net")
+    if "--disable-userns" in known:
+        argv.append("--disable-userns")
+    for folder in SYSTEM_DIRS:
+        if os.path.islink(folder):
+            argv += ["--symlink", os.readlink(folder), folder]
+        elif os.path.isdir(folder):
+            argv += ["--ro-bind", folder, folder]
+    for name in ETC_FILES + (NETWORK_ETC_FILES if sandbox.network else ()):
+        if os.path.exists(f"/etc/{name}"):
+            argv += ["--ro-bind", f"/etc/{name}", f"/etc/{name}"]
+    passwd, group = _identity(runtime)
+    argv += ["--ro-bind", passwd, "/etc/passwd", "--ro-bind", group, "/etc/group"]
+    for folder in SYS_DIRS:
+        if os.path.isdir(folder):
+            argv += ["--ro-bind", folder, folder]
+    home = _user_home()
+    for prefix in interpreter_prefixes(python):
+        if prefix == "/" or (home is not None and prefix == home):
+            raise JunoBenchError(f"the interpreter's prefix {prefix} is a folder the sandbox must not show",
+                                 file=python, hint="make the environment with `junobench env create`")
+        if not _under_bound(prefix):
+            argv += ["--ro-bind", prefix, prefix]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    size = ["--size", str(sandbox.memory)] if sandbox.memory and "--size" in known else []
+    argv += ["--perms", "1777", *size, "--tmpfs", "/tmp", "--perms", "1777", *size, "--tmpfs", "/dev/shm",
+             "--dir", SANDBOX_HOME]
+    for folder in dict.fromkeys(writable):
+        argv += ["--bind", folder, folder]
+    argv += ["--remount-ro", "/", "--chdir", cwd, "--setenv", "HOME", SANDBOX_HOME, "--setenv", "TMPDIR", "/tmp",
+             "--setenv", "USER", "junobench", "--setenv", "LOGNAME", "junobench"]
+    for name in HOST_VARIABLES:
+        if name not in ("TMPDIR",):
+            argv += ["--unsetenv", name]
+    return [*argv, "--", *command]
+
+
+def container_argv(engine: str, command: Sequence[str], sandbox: Sandbox, *, cwd: str, writable: Iterable[str],
+                   name: str, status: str) -> list[str]:
+    """The ``docker run`` / ``podman run`` command line running ``command`` (its interpreter
+    replaced by the image's environment) in ``sandbox.image``."""
+    from junobench.envs.dockerfile import IMAGE_ENV
+
+    python = f"{IMAGE_ENV}/bin/python"
+    inner = watched([python, *command[1:]], sandbox, python=python, status=status)
+    argv = [engine, "run", "--rm", "-i", "--init", "--name", name, "--network", "bridge" if sandbox.network else "none",
+            "--read-only", "--tmpfs", f"/tmp:rw,exec,size={sandbox.memory or DEFAULT_MEMORY}",
+            "--user", f"{os.getuid()}:{os.getgid()}" if hasattr(os, "getuid") else "1000:1000",
+            "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--ipc", "private",
+            "--env", f"HOME={SANDBOX_HOME}", "--workdir", cwd]
+    if sandbox.memory:
+        argv += ["--memory", str(sandbox.memory), "--memory-swap", str(sandbox.memory)]
+    if sandbox.processes:
+        argv += ["--pids-limit", str(sandbox.processes)]
+    for folder in dict.fromkeys(writable):
+        argv += ["--volume", f"{folder}:{folder}:rw"]
+    return [*argv, sandbox.image, *inner]
+
+
+def container_name(runtime: str) -> str:
+    """The container of the kernel whose runtime folder is ``runtime`` (to stop it by name)."""
+    return "junobench-" + Path(runtime).name.rsplit("-", 1)[-1].lower()
+
+
+def stop_argv(sandbox: Sandbox, runtime: str) -> list[str] | None:
+    """The command that removes what a kernel left behind in ``sandbox`` when it was killed
+    (a container outlives its client), None when nothing can be left."""
+    if sandbox.kind in ENGINES:
+        return [sandbox.kind, "rm", "--force", container_name(runtime)]
+    return None
+
+
+def limit_reached(runtime: str | Path, sandbox: Sandbox) -> str | None:
+    """What the watchdog said ended the notebook (``out of memory …``), None when nothing."""
+    try:
+        said = (Path(runtime) / STATUS_FILE).read_text(errors="replace").strip()
+    except OSError:
+        return None
+    if said == "memory":
+        return f"out of memory: the notebook's processes used more than {format_size(sandbox.memory)}"
+    if said == "processes":
+        return f"too many processes: the notebook ran more than {sandbox.processes} processes and threads"
+    return None
+
+
+def format_size(size: int) -> str:
+    """``4 GiB``, ``512 MiB``, ``10 KiB``, ``12 B``."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if size >= 1 << shift:
+            value = size / (1 << shift)
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{size} B"
+
+
+def _identity(runtime: str) -> tuple[str, str]:
+    """``/etc/passwd`` and ``/etc/group`` naming the sandbox's user only (in ``runtime``)."""
+    passwd, group = Path(runtime) / "passwd", Path(runtime) / "group"
+    passwd.write_text(f"junobench:x:{SANDBOX_UID}:{SANDBOX_UID}:junobench:{SANDBOX_HOME}:/bin/sh\n"
+                      "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+    group.write_text(f"junobench:x:{SANDBOX_UID}:\nnogroup:x:65534:\n")
+    return str(passwd), str(group)
+
+
+def _user_home() -> str | None:
+    home = os.environ.get("HOME")
+    return os.path.realpath(home) if home else None
+
+
+def _under_bound(prefix: str) -> bool:
+    """Whether ``prefix`` is already visible through a bound system folder."""
+    path = Path(prefix)
+    return any(path == Path(folder) or Path(folder) in path.parents
+               for folder in SYSTEM_DIRS if os.path.isdir(folder) and not os.path.islink(folder))
