@@ -70,6 +70,56 @@ def add_pass_env(parser: argparse.ArgumentParser) -> None:
              "by default); repeatable")
 
 
+def add_sandbox(parser: argparse.ArgumentParser) -> None:
+    """How notebook kernels are confined: ``--sandbox``, ``--network`` and the limits."""
+    from junobench.envs.sandbox import DEFAULT_IMAGE, DEFAULT_MAX_OUTPUT, DEFAULT_MEMORY, DEFAULT_PROCESSES, SANDBOXES
+    from junobench.envs.sandbox import format_size as size
+
+    group = parser.add_argument_group("sandbox (every notebook runs confined)")
+    group.add_argument("--sandbox", choices=SANDBOXES, default="auto",
+                       help="auto (default): bubblewrap where it runs, else refuse notebooks that are "
+                       "not junobench's own sample; docker/podman: the image of `env dockerfile`; "
+                       "none: unconfined, with your user's rights")
+    group.add_argument("--network", action="store_true",
+                       help="let the notebooks reach the network (default: none, loopback included)")
+    group.add_argument("--memory", metavar="SIZE", default=None,
+                       help=f"memory of a notebook's processes together, e.g. 8GiB; 0: no limit "
+                       f"(default: {size(DEFAULT_MEMORY)})")
+    group.add_argument("--max-processes", type=int, metavar="N", default=None,
+                       help=f"processes and threads of a notebook; 0: no limit (default: {DEFAULT_PROCESSES})")
+    group.add_argument("--max-output", metavar="SIZE", default=None,
+                       help=f"output kept per cell run, the rest cut and marked; 0: no limit "
+                       f"(default: {size(DEFAULT_MAX_OUTPUT)})")
+    group.add_argument("--image", metavar="NAME", default=DEFAULT_IMAGE,
+                       help=f"--sandbox docker|podman: the image (default: {DEFAULT_IMAGE}, as "
+                       "`docker build -t junobench-env` of `env dockerfile`'s context makes it)")
+
+
+def sandbox_from(args: argparse.Namespace) -> Any:
+    """The :class:`~junobench.envs.sandbox.Sandbox` the options of :func:`add_sandbox` say;
+    ``--sandbox none`` prints its one warning line here."""
+    import sys
+
+    from junobench.envs.sandbox import Sandbox
+
+    options: dict[str, Any] = {"kind": args.sandbox, "network": args.network, "image": args.image}
+    if args.memory is not None:
+        options["memory"] = _size_or_zero(args.memory)
+    if args.max_processes is not None:
+        options["processes"] = args.max_processes
+    if args.max_output is not None:
+        options["max_output"] = _size_or_zero(args.max_output)
+    sandbox = Sandbox(**options)
+    if not sandbox.confined:
+        print("warning: --sandbox none: notebooks run unconfined, with your user's rights over your files, "
+              "network and credentials", file=sys.stderr)
+    return sandbox
+
+
+def _size_or_zero(text: str) -> int:
+    return 0 if text.strip() in ("0", "none") else parse_size(text)
+
+
 def add_format(parser: argparse.ArgumentParser, *, choices: tuple[str, ...] = ("table", "json", "csv")) -> None:
     parser.add_argument("--format", choices=choices, default=choices[0], help="output format")
 

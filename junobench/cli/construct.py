@@ -405,7 +405,7 @@ def _run_synthetic(args: argparse.Namespace) -> int:
 
 
 def _reproduce(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from junobench.cli.common import add_executor
+    from junobench.cli.common import add_executor, add_sandbox
 
     parser = steps.add_parser(
         "reproduce", help="replay sampled crashes up to their crashing cell and classify them",
@@ -438,11 +438,12 @@ def _reproduce(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                         help="run every row again, even those --out already has a verdict for")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_executor(parser)
+    add_sandbox(parser)
     parser.set_defaults(handler=_run_reproduce)
 
 
 def _run_reproduce(args: argparse.Namespace) -> int:
-    from junobench.cli.common import executor_options
+    from junobench.cli.common import executor_options, sandbox_from
     from junobench.construct.reproduce import DEFAULT_TIMEOUT, reproduce
 
     result = reproduce(
@@ -450,11 +451,12 @@ def _run_reproduce(args: argparse.Namespace) -> int:
         jobs=args.jobs, timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
         notebook_column=args.notebook_column, exception_column=args.exception_column,
         message_column=args.message_column, resume=not args.fresh,
-        progress=False if args.no_progress else None, executor_options=executor_options(args))
+        progress=False if args.no_progress else None, executor_options=executor_options(args),
+        sandbox=sandbox_from(args))
     counts = ", ".join(f"{n} {outcome}" for outcome, n in result.counts().items())
     reused = f", {result.reused} kept from the earlier run" if result.reused else ""
     print(f"wrote {len(result.rows)} rows to {args.out}: {counts}{reused} "
-          f"({result.seconds:.1f} s, {result.executor})")
+          f"({result.seconds:.1f} s, {result.executor}, sandbox {result.sandbox})")
     return 0
 
 

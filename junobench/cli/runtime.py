@@ -11,9 +11,11 @@ from junobench.cli.common import (
     add_executor,
     add_filters,
     add_pass_env,
+    add_sandbox,
     add_source,
     executor_options,
     filters_from,
+    sandbox_from,
 )
 
 
@@ -53,6 +55,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_pass_env(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_executor(parser)
+    add_sandbox(parser)
     parser.set_defaults(handler=_runtime_info)
 
 
@@ -71,7 +74,7 @@ def _runtime_info(args: argparse.Namespace) -> int:
         options=options, filters=filters_from(args), out=args.out,
         progress=False if args.no_progress else None, env=args.env, executor=args.executor,
         executor_options=executor_options(args), resume=not args.fresh,
-        pass_env=args.pass_env)
+        pass_env=args.pass_env, sandbox=sandbox_from(args))
     status = Counter(r["status"] for r in records)
     capped = [r["instance"] for r in records
               if r["capped"] or any("truncated" in s for s in (r["objects"] or {}).values())]

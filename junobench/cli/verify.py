@@ -11,9 +11,11 @@ from junobench.cli.common import (
     add_executor,
     add_filters,
     add_pass_env,
+    add_sandbox,
     add_source,
     executor_options,
     filters_from,
+    sandbox_from,
 )
 from junobench.render import render
 
@@ -56,6 +58,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_pass_env(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_executor(parser)
+    add_sandbox(parser)
     parser.set_defaults(handler=_verify)
 
 
@@ -86,7 +89,7 @@ def _verify(args: argparse.Namespace) -> int:
         report=args.report, progress=False if args.no_progress else None,
         filters=filters_from(args), env=args.env, executor=args.executor,
         executor_options=executor_options(args), resume=not args.fresh,
-        pass_env=args.pass_env,
+        pass_env=args.pass_env, sandbox=sandbox_from(args),
     )
     if args.format == "json":
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))

@@ -39,6 +39,7 @@ from junobench.data.notebook import read_notebook
 from junobench.envs.environment import packaged
 from junobench.envs.kernel import env_kernel
 from junobench.envs.requirements import requirements_of
+from junobench.envs.sandbox import Sandbox, require_sandbox
 from junobench.errors import JunoBenchError
 from junobench.verify import make_executor
 from junobench.verify.executor import Executor, Place, ReplayOutcome, ReplayTask
@@ -84,6 +85,7 @@ class ReproduceResult:
     seconds: float = 0.0
     executor: str = "local"
     outcomes: dict[int, Reproduction] = field(default_factory=dict)
+    sandbox: str = ""  # where the notebooks ran (``bwrap, network off``)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -121,6 +123,7 @@ def reproduce(
     progress: bool | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
     executor_options: Mapping[str, Any] | None = None,
+    sandbox: Sandbox | None = None,
 ) -> ReproduceResult:
     """Replay each sampled crash of ``table`` (notebooks in ``notebooks``, input datasets in
     ``data``: ``DATA/<slug>/`` or ``construct download``'s ``DATA/<owner>/<slug>/``) and write
@@ -132,7 +135,9 @@ def reproduce(
     ``build_envs``, each notebook runs in a Ray runtime environment of the pins, in
     junobench's packaged environment, of what its code imports) or an executor. With ``resume``
     and an earlier ``out`` of the same table, rows that already have a verdict are kept and
-    not run again (an infrastructure error is run again).
+    not run again (an infrastructure error is run again). The notebooks run in ``sandbox``
+    (default ``auto``: bubblewrap; refused where no sandbox runs, unless it says ``none``),
+    which the result names (``ReproduceResult.sandbox``).
     """
     from junobench.data.tables import read_table
 
@@ -159,12 +164,14 @@ def reproduce(
         rows[number].update(kept)
     candidates = [candidate(i + 2, row, folder, datasets, notebook_column, exception_column, message_column)
                   for i, row in enumerate(rows) if i not in earlier]
+    policy = require_sandbox(sandbox or Sandbox(), trusted=False)  # notebooks from Kaggle: never trusted
     kernels = env_kernel(env) if env is not None else None
     runner = executor if isinstance(executor, Executor) else make_executor(
         executor, jobs=jobs, target=kernels, **dict(executor_options or {}))
     if isinstance(executor, Executor) and kernels is not None:
         runner.target = kernels
-    result = ReproduceResult(rows, columns, reused=len(earlier), executor=runner.name)
+    runner.sandbox = policy
+    result = ReproduceResult(rows, columns, reused=len(earlier), executor=runner.name, sandbox=policy.describe())
     writer = _Writer(out, result)
     started = time.perf_counter()
     try:

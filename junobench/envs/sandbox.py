@@ -175,7 +175,7 @@ def interpreter_prefixes(python: str) -> tuple[str, ...]:
         code = "import sys, json; print(json.dumps([sys.prefix, sys.exec_prefix, sys.base_prefix, " \
                "sys.base_exec_prefix]))"
         try:
-            done = subprocess.run([python, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=60,
+            done = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, timeout=60,
                                   check=True)
             found = [str(p) for p in json.loads(done.stdout)]
         except (OSError, subprocess.SubprocessError, ValueError) as error:
@@ -238,17 +238,17 @@ def bwrap_argv(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: st
     for folder in SYS_DIRS:
         if os.path.isdir(folder):
             argv += ["--ro-bind", folder, folder]
+    argv += ["--proc", "/proc", "--dev", "/dev"]
+    size = ["--size", str(sandbox.memory)] if sandbox.memory and "--size" in known else []
+    argv += ["--perms", "1777", *size, "--tmpfs", "/tmp", "--perms", "1777", *size, "--tmpfs", "/dev/shm",
+             "--dir", SANDBOX_HOME]
     home = _user_home()
-    for prefix in interpreter_prefixes(python):
+    for prefix in interpreter_prefixes(python):  # after /tmp: an environment may live there
         if prefix == "/" or (home is not None and prefix == home):
             raise JunoBenchError(f"the interpreter's prefix {prefix} is a folder the sandbox must not show",
                                  file=python, hint="make the environment with `junobench env create`")
         if not _under_bound(prefix):
             argv += ["--ro-bind", prefix, prefix]
-    argv += ["--proc", "/proc", "--dev", "/dev"]
-    size = ["--size", str(sandbox.memory)] if sandbox.memory and "--size" in known else []
-    argv += ["--perms", "1777", *size, "--tmpfs", "/tmp", "--perms", "1777", *size, "--tmpfs", "/dev/shm",
-             "--dir", SANDBOX_HOME]
     for folder in dict.fromkeys(writable):
         argv += ["--bind", folder, folder]
     argv += ["--remount-ro", "/", "--chdir", cwd, "--setenv", "HOME", SANDBOX_HOME, "--setenv", "TMPDIR", "/tmp",

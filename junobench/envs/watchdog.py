@@ -30,7 +30,7 @@ def limit(kind: int, value: int) -> None:
     """Set a soft and hard limit (lowering only; a hard limit above ours stays ours)."""
     if value <= 0:
         return
-    soft, hard = resource.getrlimit(kind)
+    _soft, hard = resource.getrlimit(kind)
     if hard != resource.RLIM_INFINITY:
         value = min(value, hard)
     resource.setrlimit(kind, (value, value))

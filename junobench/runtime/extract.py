@@ -32,6 +32,7 @@ from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.envs.check import KernelEnvironment, kernel_environment
 from junobench.envs.environment import snapshot_environment
 from junobench.envs.kernel import own_kernel
+from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
 from junobench.runtime.names import target_names
 from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS, summarise
@@ -49,7 +50,7 @@ MIME = "application/vnd.junobench.runtime+json"
 #: Fields of a runtime-information record, in order.
 RECORD_FIELDS = ("instance", "case_id", "version", "target_cell", "status", "problem",
                  "categories", "names", "attributes", "undefined", "objects", "environment",
-                 "capped", "imported_by_inspection", "parsed", "seconds", "inputs")
+                 "capped", "imported_by_inspection", "parsed", "seconds", "inputs", "sandbox")
 
 #: Seconds between two writes of ``out`` while notebooks finish.
 WRITE_EVERY = 10.0
@@ -163,6 +164,7 @@ def runtime_info(
     executor_options: Mapping[str, Any] | None = None,
     resume: bool = True,
     pass_env: Sequence[str] = (),
+    sandbox: Sandbox | None = None,
 ) -> list[dict[str, Any]]:
     """Runtime information of the notebooks of ``case_ids`` (default: every case, or those
     matching ``filters``) in ``versions``, one record each (fields :data:`RECORD_FIELDS`).
@@ -180,9 +182,9 @@ def runtime_info(
     starting ``infrastructure error``. With ``out`` and ``resume``, the records an earlier
     ``out`` holds for the same inputs (``inputs``), but for infrastructure errors, are kept
     and not extracted again. The kernels see no credential-like variables but those named
-    in ``pass_env``.
+    in ``pass_env``, and run in ``sandbox`` (as ``verify``'s: default ``auto``).
     """
-    from junobench.verify import runner_for
+    from junobench.verify import bundled, runner_for
 
     require_run_extra()
     categories = categories_without(exclude)
@@ -192,7 +194,7 @@ def runtime_info(
                              hint="use reproduced or fixed")
     options = _check_options(options)
     runner = runner_for(executor, jobs=jobs, timeout=timeout, env=env, executor_options=executor_options,
-                        pass_env=pass_env)
+                        pass_env=pass_env, sandbox=sandbox, trusted=bundled(source))
     target = runner.target
     if out is not None:
         check_file_target(out)  # before the notebooks run, not after
@@ -324,6 +326,7 @@ async def extract_notebook(root: Path, spec: CaseSpec, version: str, categories:
     outcome = await executor.run(replay_task(spec, version, steps, timeout=timeout,
                                              after=Inspection(request, timeout)))
     record["seconds"] = round(outcome.log.seconds, 3)  # the replay's, not the time it waited
+    record["sandbox"] = outcome.log.sandbox
     if outcome.error is not None:
         record.update(status="failed", problem=f"{INFRASTRUCTURE}: {outcome.error}")
         return record
@@ -345,7 +348,8 @@ def new_record(case_id: str, version: str, target: int | None, categories: Seque
     return {"instance": vocab.instance_id(case_id, version), "case_id": case_id, "version": version,
             "target_cell": target, "status": "failed", "problem": None, "categories": list(categories),
             "names": [], "attributes": {}, "undefined": [], "objects": {}, "environment": {},
-            "capped": None, "imported_by_inspection": [], "parsed": True, "seconds": 0.0, "inputs": None}
+            "capped": None, "imported_by_inspection": [], "parsed": True, "seconds": 0.0, "inputs": None,
+            "sandbox": None}
 
 
 def run_problem(log: RunLog) -> str | None:

@@ -49,7 +49,7 @@ def bounded_client(notebook: Any, *, max_output: int, **options: Any) -> Any:
     from nbclient import NotebookClient
     from nbformat.v4 import new_output
 
-    class BoundedClient(NotebookClient):  # type: ignore[misc]
+    class BoundedClient(NotebookClient):
         limit = max_output
 
         def set_max_output(self, limit: int) -> None:
