@@ -33,7 +33,7 @@ from typing import IO, Any
 
 from junobench.envs.create import read_manifest
 from junobench.envs.installer import venv_python
-from junobench.envs.sandbox import Sandbox, confine, limit_reached, stop_argv
+from junobench.envs.sandbox import Sandbox, confine, confined_environ, limit_reached, stop_argv
 from junobench.errors import JunoBenchError
 
 #: The kernel name clients ask for (any name resolves to the target's spec).
@@ -165,17 +165,22 @@ def kernel_manager_class(target: KernelTarget, argv: list[str] | None = None) ->
 
 async def start_kernel(target: KernelTarget, *, cwd: str | Path, env: Mapping[str, str],
                        log: str | Path | None = None, timeout: float = 120, sandbox: Sandbox | None = None,
-                       writable: Iterable[str | Path] = ()) -> StartedKernel:
+                       writable: Iterable[str | Path] = (), pass_env: Iterable[str] = ()) -> StartedKernel:
     """Start a kernel of ``target`` working in ``cwd`` with environment ``env`` (its own
     stdout/stderr appended to ``log``, default discarded) in ``sandbox`` (default: the
     default :class:`~junobench.envs.sandbox.Sandbox`), where ``cwd`` and the folders
-    ``writable`` are the only places it may write; returns it once it answers. A kernel
-    that does not start is killed and raises ``RuntimeError``/``TimeoutError``."""
+    ``writable`` are the only places it may write, and ``env`` is cut down to what
+    :func:`~junobench.envs.sandbox.confined_environ` lets through (and ``pass_env``); returns
+    it once it answers. A kernel that does not start is killed and raises
+    ``RuntimeError``/``TimeoutError``."""
     import zmq
     import zmq.asyncio
 
     started = time.perf_counter()
+    cwd = Path(cwd).absolute()
     policy = (sandbox or Sandbox()).resolved()
+    if policy.confined:
+        env = confined_environ(env, pass_env)
     runtime = tempfile.mkdtemp(prefix="junobench-rt-")
     kernel = StartedKernel(None, None, target, str(cwd), None if log is None else str(log), sandbox=policy,
                            runtime=runtime)

@@ -35,7 +35,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,28 @@ SYS_DIRS = ("/sys/devices/system/cpu",)
 HOST_VARIABLES = ("XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY",
                   "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "TMPDIR", "TEMP", "TMP", "PWD", "OLDPWD", "MAIL",
                   "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "JPY_SESSION_NAME")
+
+#: The variables a confined kernel gets of the caller's (exact names, then prefixes): the
+#: locale, the time zone, the interpreter's and the numerical libraries' settings; every
+#: other variable stays out (a secret under any name), unless named with ``--pass-env``.
+PASSED_VARIABLES = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "VIRTUAL_ENV", "PYTHONHASHSEED",
+                              "PYTHONIOENCODING", "PYTHONUNBUFFERED", "PYTHONWARNINGS", "PYTHONDONTWRITEBYTECODE",
+                              "PYDEVD_DISABLE_FILE_VALIDATION", "MPLBACKEND", "CUDA_VISIBLE_DEVICES",
+                              "KERAS_BACKEND", "JPY_PARENT_PID", "JPY_SESSION_NAME"})
+PASSED_PREFIXES = ("LC_", "OMP_", "OPENBLAS_", "MKL_", "NUMEXPR_", "TF_CPP_", "JUPYTER_")
+
+
+def confined_environ(env: Mapping[str, str], keep: Iterable[str] = ()) -> dict[str, str]:
+    """What of ``env`` a confined kernel sees: :data:`PASSED_VARIABLES` and the names in
+    ``keep``.
+
+    >>> confined_environ({"PATH": "/bin", "MY_DB_URL": "postgres://u:p@h", "LC_ALL": "C"})
+    {'PATH': '/bin', 'LC_ALL': 'C'}
+    """
+    kept = set(keep)
+    return {name: value for name, value in env.items()
+            if name in kept or name in PASSED_VARIABLES or name.startswith(PASSED_PREFIXES)}
+
 
 #: What to do where no sandbox can run.
 INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Fedora: "

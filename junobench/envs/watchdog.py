@@ -23,7 +23,7 @@ import sys
 import time
 
 #: Seconds between two looks at the sandbox's processes.
-INTERVAL = 0.01
+INTERVAL = 0.02
 
 
 def limit(kind: int, value: int) -> None:
@@ -37,7 +37,8 @@ def limit(kind: int, value: int) -> None:
 
 
 def usage(page: int) -> "tuple[int, int]":
-    """(resident bytes, tasks) of every process this one can see but itself."""
+    """(resident bytes, tasks) of every process this one can see but itself; the bytes are
+    an upper bound (pages a fork shares are counted in each process)."""
     rss = tasks = 0
     me = os.getpid()
     for name in os.listdir("/proc"):
@@ -52,6 +53,34 @@ def usage(page: int) -> "tuple[int, int]":
             tasks += int(fields[17])
             rss += int(fields[21]) * page
     return rss, tasks
+
+
+def proportional() -> int:
+    """The bytes the processes hold, each shared page split between its sharers (PSS:
+    exact, slower to read than :func:`usage`, so read only past the limit)."""
+    total = 0
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open("/proc/" + name + "/smaps_rollup", "rb") as smaps:
+                for line in smaps:
+                    if line.startswith(b"Pss:"):
+                        total += int(line.split()[1]) * 1024
+                        break
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+def data_size(pid: int, page: int) -> int:
+    """The bytes of ``pid``'s data segment and private mappings (what RLIMIT_DATA counts)."""
+    try:
+        with open("/proc/" + str(pid) + "/statm", "rb") as statm:
+            return int(statm.read().split()[5]) * page
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 def kill_all() -> None:
@@ -77,19 +106,33 @@ def main(argv: "list[str]") -> int:
         finally:
             os._exit(127)
     page = os.sysconf("SC_PAGE_SIZE")
+    near = 0  # the kernel's data size at the last look
     while True:
         done, code = os.waitpid(kernel, os.WNOHANG)
         if done:
+            sys.stderr.write("junobench sandbox: the kernel ended (wait status " + str(code) + ", data "
+                             + str(near >> 20) + " MiB)\n")
+            if memory > 0 and near >= memory * 0.9:
+                # an allocation a library did not check (C++ new, a thread's stack) killed it
+                record(status, "memory")
             return os.waitstatus_to_exitcode(code) if hasattr(os, "waitstatus_to_exitcode") else code >> 8
+        near = data_size(kernel, page) or near  # 0 once it is a zombie: keep the last size
         rss, running = usage(page)
-        reason = "memory" if memory > 0 and rss > memory else (
-            "processes" if tasks > 0 and running > tasks else "")
+        reason = ""
+        if tasks > 0 and running > tasks:
+            reason = "processes"
+        elif memory > 0 and rss > memory and proportional() > memory:
+            reason = "memory"
         if reason:
-            with open(status, "w") as out:
-                out.write(reason + "\n")
+            record(status, reason)
             kill_all()
             return 137
         time.sleep(INTERVAL)
+
+
+def record(status: str, reason: str) -> None:
+    with open(status, "w") as out:
+        out.write(reason + "\n")
 
 
 if __name__ == "__main__":

@@ -180,7 +180,8 @@ class LocalExecutor(Executor):
         size = self.jobs + 1 if self.pool is None else self.pool
         if size > 0 and self.expected > 0:
             self._pool = KernelPool(self.target or own_kernel(), size=size, notebooks=self.expected,
-                                    env=kernel_env(keep=self.pass_env), sandbox=self.sandbox)
+                                    env=kernel_env(keep=self.pass_env), sandbox=self.sandbox,
+                                    pass_env=self.pass_env)
         return self
 
     async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,

@@ -18,7 +18,7 @@ import shutil
 import tempfile
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from junobench.envs.kernel import KernelTarget, StartedKernel, start_kernel
@@ -35,9 +35,11 @@ class KernelPool:
     in ``sandbox`` (default: the default one) with its scratch folder writable."""
 
     def __init__(self, target: KernelTarget, *, size: int, notebooks: int, env: Mapping[str, str],
-                 startup_timeout: float = 120, sandbox: Sandbox | None = None) -> None:
+                 startup_timeout: float = 120, sandbox: Sandbox | None = None,
+                 pass_env: Sequence[str] = ()) -> None:
         self.target = target
         self.sandbox = sandbox or Sandbox()
+        self.pass_env = tuple(pass_env)
         self.size = max(0, size)
         self.remaining = notebooks  # kernels still to hand out
         self.env = dict(env)
@@ -59,7 +61,8 @@ class KernelPool:
             try:
                 # the whole scratch folder is the task's: its other files go beside the case
                 return await start_kernel(self.target, cwd=work, env=self.env, log=scratch / KERNEL_LOG,
-                                          timeout=self.startup_timeout, sandbox=self.sandbox, writable=[scratch])
+                                          timeout=self.startup_timeout, sandbox=self.sandbox, writable=[scratch],
+                                          pass_env=self.pass_env)
             except RuntimeError:
                 await asyncio.to_thread(shutil.rmtree, scratch, True)
                 if attempt == attempts:

@@ -418,7 +418,8 @@ class ReplayWorker:
         _check_target(self.target)
         if self.pool is None:
             self.pool = KernelPool(self.target or own_kernel(), size=1, notebooks=0,
-                                   env=kernel_env(keep=self.pass_env), sandbox=self.sandbox)
+                                   env=kernel_env(keep=self.pass_env), sandbox=self.sandbox,
+                                   pass_env=self.pass_env)
         self.pool.remaining = 1 + int(more)
         kernel = await self.pool.acquire()
         try:

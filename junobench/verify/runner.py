@@ -115,6 +115,7 @@ async def replay(
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
     policy = sandbox or Sandbox()
+    pass_env = tuple(pass_env)
     positions = [i for i, cell in enumerate(notebook.cells) if cell.cell_type == "code"]
     client = bounded_client(
         notebook,
@@ -145,7 +146,8 @@ async def replay(
         try:
             if kernel is None:
                 kernel = start_kernel(target or own_kernel(), cwd=cwd, env=kernel_env(env, keep=pass_env),
-                                      log=kernel_log, timeout=STARTUP_TIMEOUT, sandbox=policy, writable=writable)
+                                      log=kernel_log, timeout=STARTUP_TIMEOUT, sandbox=policy, writable=writable,
+                                      pass_env=pass_env)
             running = await kernel
             client.set_max_output(running.sandbox.max_output)
             kernel_log = running.log

@@ -1,0 +1,228 @@
+"""Containment: hostile notebooks verified from a snapshot cannot reach the user's machine.
+
+A snapshot is built here whose notebooks try what a hostile author would: read every
+visible ``/proc/*/environ`` for a secret set in verify's environment, write to ``$HOME``,
+``/tmp``, the snapshot and another case, connect to a TCP server on 127.0.0.1, leave a
+``setsid`` child and a double-forked one, allocate past the memory limit, run too many
+processes, print a gigabyte. An attempt that works raises ``LeakError`` inside the notebook,
+so the verdict says so; the test checks the same from outside (hashes of the snapshot and
+of a fake HOME, the server's connections, ``ps``, verify's own peak memory).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from snapshot_files import edit_cell, tree_digest  # tests/ is on sys.path under pytest
+
+from junobench.data.checkout import checkout
+from junobench.envs.sandbox import Sandbox, bwrap_problem
+from junobench.verify.runner import replay, run_sync
+
+pytest.importorskip("nbclient", reason="verify needs the run extra")
+pytestmark = [pytest.mark.kernel,
+              pytest.mark.skipif(bwrap_problem() is not None, reason=f"no bubblewrap sandbox: {bwrap_problem()}")]
+
+SECRET = "hf_containment_secret_6ad1f0"
+MARK = "987650"  # in the command line of every process a notebook tries to leave behind
+
+ATTACKS = '''
+import glob, os, socket, subprocess, sys, time
+class LeakError(Exception):
+    pass
+for path in glob.glob("/proc/*/environ") + glob.glob("/proc/*/task/*/environ"):
+    try:
+        text = open(path, "rb").read()
+    except OSError:
+        continue
+    if b"{secret}" in text:
+        raise LeakError("read the secret in " + path)
+for path in ["{home}/stolen", os.path.expanduser("~") + "/.bashrc-x", "{outside}",
+             "{snapshot}/benchmark/{other}/planted.py", "{snapshot}/benchmark/{case}/planted.py",
+             "{snapshot}/benchmark_desc.xlsx"]:
+    try:
+        with open(path, "a") as out:
+            out.write("planted")
+    except OSError:
+        continue
+    if not path.startswith("/tmp/home"):
+        raise LeakError("wrote " + path)
+for path in ["{home}/.netrc", "{home}/.cache/huggingface/token"]:
+    try:
+        open(path).read()
+    except OSError:
+        continue
+    raise LeakError("read " + path)
+try:
+    socket.create_connection(("127.0.0.1", {port}), timeout=3).close()
+except OSError:
+    pass
+else:
+    raise LeakError("connected to 127.0.0.1:{port}")
+subprocess.Popen(["setsid", "sh", "-c", "sleep {mark}1"], start_new_session=True)
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp("sleep", ["sleep", "{mark}2"])
+    os._exit(0)
+time.sleep(0.5)
+'''
+
+PRINT_GIGABYTE = '''
+chunk = "x" * (1 << 20) + "\\n"
+for _ in range(1024):
+    print(chunk, end="")
+'''
+
+ALLOCATE = '''
+hog = []
+for _ in range(64):
+    hog.append(bytearray(64 << 20))
+'''
+
+FORK_BOMB = '''
+import os, time
+for _ in range(400):
+    try:
+        if os.fork() == 0:
+            time.sleep(30)
+            os._exit(0)
+    except OSError:
+        pass
+'''
+
+
+def _source(snapshot: Path, case_id: str, version: str, index: int) -> str:
+    path = snapshot / "benchmark" / case_id / f"{case_id}_{version}.ipynb"
+    cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
+    return str(cells[index].source)
+
+
+@pytest.fixture
+def listener():
+    """A TCP server on 127.0.0.1 counting the connections it accepts."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.2)
+    accepted: list[object] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            accepted.append(conn)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1], accepted
+    stop.set()
+    thread.join()
+    server.close()
+
+
+def _leftovers() -> list[str]:
+    ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
+    return [line for line in ps.splitlines() if MARK in line and "ps -eo" not in line]
+
+
+def test_hostile_notebooks_are_contained(tmp_path, listener):
+    port, accepted = listener
+    snapshot = checkout(["NBspecific_2", "pandas_2"], "sample", tmp_path / "snap")
+    home = tmp_path / "home"
+    (home / ".cache" / "huggingface").mkdir(parents=True)
+    (home / ".cache" / "huggingface" / "token").write_text(SECRET)
+    (home / ".netrc").write_text(f"machine example.org password {SECRET}\n")
+    outside = tmp_path / "outside.txt"
+    attacks = ATTACKS.format(secret=SECRET, home=home, outside=outside, snapshot=snapshot, other="pandas_2",
+                             case="NBspecific_2", port=port, mark=MARK)
+    # NBspecific_2: every attack in both notebooks, a gigabyte printed, then the recorded crash
+    for version in ("reproduced", "fixed"):
+        first = _source(snapshot, "NBspecific_2", version, 0)
+        edit_cell(snapshot, "NBspecific_2", version, 0, attacks + PRINT_GIGABYTE + first)
+    # pandas_2: past the memory limit (reproduced), a fork bomb (fixed)
+    edit_cell(snapshot, "pandas_2", "reproduced", 0, ALLOCATE + _source(snapshot, "pandas_2", "reproduced", 0))
+    edit_cell(snapshot, "pandas_2", "fixed", 0, FORK_BOMB + _source(snapshot, "pandas_2", "fixed", 0))
+    before = {"snapshot": tree_digest(snapshot), "home": tree_digest(home)}
+
+    report = tmp_path / "report.json"
+    measure = (
+        "import resource, sys\n"
+        "from junobench.cli import main\n"
+        "code = main(sys.argv[1:])\n"
+        "print('maxrss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+        "sys.exit(code)\n")
+    env = {**os.environ, "HOME": str(home), "HF_TOKEN": SECRET, "MY_SECRET_VALUE": SECRET}
+    done = subprocess.run(
+        [sys.executable, "-c", measure, "verify", "--source", str(snapshot), "--jobs", "2", "--no-progress",
+         "--report", str(report), "--memory", "1GiB", "--max-processes", "64", "--timeout", "120"],
+        capture_output=True, text=True, env=env, timeout=600, check=False)
+    assert done.returncode == 1, done.stderr[-3000:]
+    cases = json.loads(report.read_text())["cases"]
+
+    contained = cases["NBspecific_2"]
+    assert contained["status"] == "passed", contained
+    assert contained["reproduced"]["exception"] == "KeyError"
+    assert contained["sandbox"] == "bwrap, network off"
+
+    hog = cases["pandas_2"]
+    assert hog["status"] == "out of memory", hog
+    assert hog["reproduced"]["reason"].startswith("out of memory"), hog
+    # the bomb: forks refused by the process limit (the cell goes on), or the notebook ended
+    fixed = hog["fixed"]
+    assert fixed["ok"] or fixed["reason"].startswith("too many processes"), fixed
+
+    assert tree_digest(snapshot) == before["snapshot"], "a notebook changed the snapshot"
+    assert tree_digest(home) == before["home"], "a notebook changed HOME"
+    assert not outside.exists()
+    assert not accepted, "a notebook connected to 127.0.0.1"
+    time.sleep(0.5)
+    assert _leftovers() == [], "processes outlived verify"
+    rss = int(done.stderr.rsplit("maxrss", 1)[1].split()[0]) * 1024  # kilobytes on Linux
+    assert rss < 500 << 20, f"verify itself peaked at {rss >> 20} MiB"
+
+
+def test_the_output_kept_of_a_cell_is_bounded_and_marked(tmp_path):
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("for _ in range(40):\n    print('y' * (1 << 20))"),
+        nbformat.v4.new_code_cell("print('after')"),
+    ])
+    from junobench.data.notebook import Step
+
+    log = run_sync(replay(notebook, [Step(0, 1), Step(1, 2)], cwd=tmp_path, timeout=120,
+                          sandbox=Sandbox(max_output=2 << 20)))
+    assert [s.status for s in log.steps] == ["ok", "ok"], log
+    outputs = notebook.cells[0].outputs
+    kept = sum(len(o.get("text", "")) for o in outputs)
+    assert kept < (2 << 20) + (1 << 20) + 200
+    assert "output cut" in outputs[-1]["text"] or any("output cut" in o.get("text", "") for o in outputs)
+    assert notebook.cells[1].outputs[0]["text"] == "after\n"  # the next cell starts afresh
+    assert log.sandbox == "bwrap, network off"
+
+
+def test_network_on_reaches_the_loopback_and_the_report_says_so(tmp_path, listener):
+    port, accepted = listener
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=5).close()")])
+    from junobench.data.notebook import Step
+
+    off = run_sync(replay(notebook, [Step(0, 1)], cwd=tmp_path, timeout=60, sandbox=Sandbox()))
+    assert off.steps[0].status == "error" and off.steps[0].ename == "ConnectionRefusedError"
+    on = run_sync(replay(notebook, [Step(0, 1)], cwd=tmp_path, timeout=60, sandbox=Sandbox(network=True)))
+    assert on.steps[0].status == "ok" and on.sandbox == "bwrap, network on"
+    deadline = time.monotonic() + 5
+    while not accepted and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert len(accepted) == 1
