@@ -196,7 +196,7 @@ def test_hostile_notebooks_are_contained(tmp_path, listener):
 
 def test_the_output_kept_of_a_cell_is_bounded_and_marked(tmp_path):
     notebook = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell("for _ in range(40):\n    print('y' * (1 << 20))"),
+        nbformat.v4.new_code_cell("import sys\nfor _ in range(400):\n    print('y' * 100_000)\n    sys.stdout.flush()"),
         nbformat.v4.new_code_cell("print('after')"),
     ])
     from junobench.data.notebook import Step
