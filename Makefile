@@ -10,7 +10,14 @@ BIN := $(VENV)/bin
 # The bundled sample's pinned environment (numpy 1.26.4, pandas 2.1.4, …; made by uv).
 SAMPLE_ENV ?= .venv-sample
 
-.PHONY: quickstart test lint docs install
+.PHONY: quickstart test lint docs install sandbox
+
+# Notebooks run inside bubblewrap: install it where it is missing (root or sudo).
+sandbox:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap; \
+	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq bubblewrap; \
+	  else echo "error: bubblewrap (bwrap) is missing and cannot be installed here: install the bubblewrap package" >&2; exit 1; fi; }
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,7 +26,7 @@ $(BIN)/python:
 install: $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
 
-quickstart: $(BIN)/python
+quickstart: $(BIN)/python sandbox
 	$(BIN)/python -m pip install --quiet -e ".[run]"
 	$(BIN)/junobench ls --source sample
 	$(BIN)/junobench env create $(SAMPLE_ENV) --source sample
@@ -33,5 +40,5 @@ lint: install
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
-test: lint docs
+test: sandbox lint docs
 	$(BIN)/python -m pytest

@@ -1,0 +1,85 @@
+"""The sandbox's command lines and options, without running a kernel."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from junobench.cli import main
+from junobench.envs.sandbox import Sandbox, bwrap_argv, confined_environ, container_argv, require_sandbox
+from junobench.errors import JunoBenchError
+
+
+def test_the_container_command_has_no_network_a_read_only_root_and_the_limits():
+    argv = container_argv("podman", ["/env/bin/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+                          Sandbox("podman", memory=2 << 30, processes=64, image="img:1"), cwd="/w/case",
+                          writable=["/w", "/rt"], name="junobench-x", status="/rt/limit")
+    assert argv[:3] == ["podman", "run", "--rm"]
+    assert argv[argv.index("--network") + 1] == "none"
+    assert "--read-only" in argv and argv[argv.index("--memory") + 1] == str(2 << 30)
+    assert argv[argv.index("--pids-limit") + 1] == "64"
+    assert "/w:/w:rw" in argv and "/rt:/rt:rw" in argv
+    assert argv[argv.index("--workdir") + 1] == "/w/case"
+    image = argv.index("img:1")
+    assert argv[image + 1] == "/opt/junobench-env/bin/python" and argv[-5:] == [
+        "/opt/junobench-env/bin/python", "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+    on = container_argv("docker", ["p"], Sandbox("docker", network=True), cwd="/w", writable=["/w"], name="n",
+                        status="/s")
+    assert on[on.index("--network") + 1] == "bridge"
+
+
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_bwrap_shows_only_what_it_binds(tmp_path):
+    import sys
+
+    argv = bwrap_argv(["true"], Sandbox("bwrap"), python=sys.executable, cwd=str(tmp_path), writable=[str(tmp_path)],
+                      runtime=str(tmp_path))
+    binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--bind"]
+    assert binds == [str(tmp_path)]
+    assert "--share-net" not in argv and "--die-with-parent" in argv and "--unshare-all" in argv
+    assert argv[argv.index("--remount-ro") + 1] == "/"
+    networked = bwrap_argv(["true"], Sandbox("bwrap", network=True), python=sys.executable, cwd=str(tmp_path),
+                           writable=[], runtime=str(tmp_path))
+    assert "--share-net" in networked
+
+
+def test_a_confined_kernel_gets_only_the_allowlisted_variables():
+    env = {"PATH": "/bin", "DATABASE_URL": "postgres://u:p@h/db", "LC_ALL": "C", "OMP_NUM_THREADS": "1", "X": "1"}
+    assert confined_environ(env) == {"PATH": "/bin", "LC_ALL": "C", "OMP_NUM_THREADS": "1"}
+    assert confined_environ(env, keep=["X"])["X"] == "1"
+
+
+def test_no_sandbox_refuses_untrusted_notebooks(monkeypatch):
+    import junobench.envs.sandbox as sandbox
+
+    monkeypatch.setattr(sandbox, "bwrap_problem", lambda: "bubblewrap (bwrap) is not installed")
+    with pytest.raises(JunoBenchError, match="no sandbox") as caught:
+        require_sandbox(Sandbox(), trusted=False)
+    assert "apt-get install bubblewrap" in str(caught.value.problem_.hint)
+    assert require_sandbox(Sandbox(), trusted=True).kind == "none"
+    assert require_sandbox(Sandbox("none"), trusted=False).kind == "none"
+    with pytest.raises(JunoBenchError, match="--sandbox bwrap cannot run here"):
+        Sandbox("bwrap").resolved()
+
+
+def test_bad_limits_are_one_error(capsys):
+    assert main(["verify", "--source", "sample", "--memory", "lots"]) == 1
+    assert "error: cannot read the size 'lots'" in capsys.readouterr().err
+    assert main(["verify", "--source", "sample", "--max-processes", "2"]) == 1
+    assert "too few" in capsys.readouterr().err
+
+
+@pytest.mark.kernel
+def test_a_real_container_run(tmp_path):
+    engine = shutil.which("docker") or shutil.which("podman")
+    if engine is None:
+        pytest.skip("no container engine (docker, podman) installed")
+    info = subprocess.run([engine, "info"], capture_output=True, timeout=60, check=False)
+    if info.returncode != 0:
+        pytest.skip(f"`{engine} info` failed: the engine does not answer")
+    from junobench.verify import verify
+
+    report = verify(["NBspecific_2"], "sample", sandbox=Sandbox(engine.rsplit("/", 1)[-1]), progress=False)
+    assert report["NBspecific_2"].sandbox == f"{engine.rsplit('/', 1)[-1]}, network off"
