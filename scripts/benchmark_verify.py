@@ -8,10 +8,14 @@ share of wall time spent waiting for a kernel (the sum of the waits over jobs ×
 time; goal with the pool: <= 10%); the speed-up of 2 jobs over 1 (target >= 1.6 on 2
 free cores); and the time ``env create`` takes cold (an empty uv cache: every wheel
 downloaded), cached (a new folder, uv's cache warm) and reused (the same selection in
-the same folder). A warm-up run first brings the libraries into the file cache. Numbers
-depend on what else the machine is doing; report them with that caveat.
+the same folder). A warm-up run first brings the libraries into the file cache. Then the
+cost of the sandbox: 2 jobs with the pool, sandboxed (bubblewrap) and unsandboxed
+(``--sandbox none``), alternated three times each, the best of each compared (target:
+sandboxed <= 1.10x unsandboxed; the waiting share sandboxed <= 10%). Numbers depend on what
+else the machine is doing; report them with that caveat. ``--sandbox-only`` (with
+``--env``) runs only that comparison.
 
-    python scripts/benchmark_verify.py [--source sample] [--env DIR] [--timeout 600]
+    python scripts/benchmark_verify.py [--source sample] [--env DIR] [--timeout 600] [--sandbox-only]
 """
 
 from __future__ import annotations
@@ -27,11 +31,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from junobench.envs.create import create_environment, select
 from junobench.envs.kernel import env_kernel
+from junobench.envs.sandbox import Sandbox
 from junobench.verify import VerifyReport, case_specs
 from junobench.verify.session import verify_specs
 
 SHARE_GOAL = 0.10
 SPEEDUP_TARGET = 1.6
+SANDBOX_TARGET = 1.10
 
 
 def waiting_share(report: VerifyReport) -> float:
@@ -40,8 +46,9 @@ def waiting_share(report: VerifyReport) -> float:
     return waits / (report.seconds * report.jobs) if report.seconds else 0.0
 
 
-def run(specs: list, target, jobs: int, pool: int, timeout: float) -> VerifyReport:
-    report = verify_specs(specs, jobs=jobs, timeout=timeout, progress=False, target=target, pool=pool)
+def run(specs: list, target, jobs: int, pool: int, timeout: float, sandbox: Sandbox | None = None) -> VerifyReport:
+    report = verify_specs(specs, jobs=jobs, timeout=timeout, progress=False, target=target, pool=pool,
+                          sandbox=(sandbox or Sandbox()).resolved())
     if not report.ok:
         failed = [f"{c.case_id}: {c.reproduced.reason} / {c.fixed.reason}" for c in report if not c.passed]
         raise SystemExit(f"verify did not pass (jobs {jobs}, pool {pool}): {'; '.join(failed)}")
@@ -60,7 +67,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env", type=Path, default=None,
                         help="the environment to verify in (default: made in a temporary folder)")
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--sandbox-only", action="store_true",
+                        help="only the sandboxed / unsandboxed comparison (needs --env)")
     args = parser.parse_args(argv)
+    if args.sandbox_only:
+        if args.env is None:
+            parser.error("--sandbox-only needs --env")
+        target = env_kernel(args.env)
+        specs = case_specs(_root(args.source))
+        run(specs, target, 2, 3, args.timeout)  # warm-up, not timed
+        sandbox_cost(specs, target, args.timeout)
+        return 0
 
     with tempfile.TemporaryDirectory(prefix="junobench-bench-") as tmp:
         scratch = Path(tmp)
@@ -99,7 +116,29 @@ def main(argv: list[str] | None = None) -> int:
               f"(target >= {SPEEDUP_TARGET})")
     print(f"env create ({len(selection.requirements)} requirements): cold {cold:.1f} s (empty uv cache), "
           f"cached {cached:.1f} s (new folder), reused {reused:.1f} s (same folder)")
+    sandbox_cost(specs, target, args.timeout)
     return 0
+
+
+def sandbox_cost(specs: list, target, timeout: float, rounds: int = 3) -> None:
+    """Print verify's wall time sandboxed against unsandboxed (2 jobs, pool of 3)."""
+    times: dict[str, list[float]] = {"none": [], "bwrap": []}
+    shares: list[float] = []
+    for _ in range(rounds):
+        for kind in ("none", "bwrap"):
+            report = run(specs, target, 2, 3, timeout, Sandbox(kind))
+            times[kind].append(report.seconds)
+            if kind == "bwrap":
+                shares.append(waiting_share(report))
+    bare, boxed = min(times["none"]), min(times["bwrap"])
+    share = min(shares)
+    met = "met" if boxed / bare <= SANDBOX_TARGET else "NOT met"
+    print(f"sandbox (--jobs 2, pool of 3, best of {rounds}): unsandboxed {bare:.2f} s, bubblewrap {boxed:.2f} s: "
+          f"{boxed / bare:.2f}x (target <= {SANDBOX_TARGET:.2f}x: {met}); "
+          f"waiting for a kernel {share:.1%} of wall time sandboxed (goal <= {SHARE_GOAL:.0%}: "
+          f"{'met' if share <= SHARE_GOAL else 'NOT met'})")
+    print(f"  every run, s: unsandboxed {', '.join(f'{t:.2f}' for t in times['none'])}; "
+          f"bubblewrap {', '.join(f'{t:.2f}' for t in times['bwrap'])}")
 
 
 def _root(source: str) -> Path:

@@ -203,6 +203,7 @@ def test_report_json_shape(tmp_path):
         "inputs": None,
         "attempts": {},
         "faults": {},
+        "sandbox": None,
     }}}
     back = CaseResult.from_json("a_1", json.loads(out.read_text())["cases"]["a_1"])
     assert (back.status, back.reproduced, back.fixed, back.kept) == ("passed", report["a_1"].reproduced,
@@ -232,3 +233,25 @@ def test_progress_bar_counts_cases(reference_snapshot, capsys):
     assert "verify: 100%" in err and "2/2" in err and "2 skipped" in err
     verify(["NBspecific_1"], reference_snapshot, progress=False)
     assert "verify:" not in capsys.readouterr().err
+
+
+def test_a_notebook_out_of_memory_is_its_own_verdict_and_status():
+    from junobench.verify.judge import judge
+    from junobench.verify.report import CaseResult
+
+    memory = RunLog(steps=(StepOutcome(0, "ok"), StepOutcome(1, "error", "MemoryError", "")), planned=3)
+    reproduced = judge("reproduced", memory, target=2, expected="KeyError")
+    assert not reproduced.ok and reproduced.reason == "out of memory at code cell 1: expected KeyError, got MemoryError"
+    fixed = judge("fixed", memory, target=2)
+    assert fixed.reason == "out of memory at code cell 1: MemoryError"
+    recorded = RunLog(steps=(StepOutcome(2, "error", "MemoryError", ""),), planned=1)
+    assert judge("reproduced", recorded, target=2, expected="MemoryError").ok  # a recorded MemoryError crash
+    killed = RunLog(steps=(StepOutcome(0, "ok"),), planned=3,
+                    failure="out of memory: the notebook's processes used more than 4 GiB while running code cell 1")
+    assert judge("fixed", killed, target=2).reason.startswith("out of memory: the notebook's processes")
+    died = RunLog(steps=(), planned=3, failure="the kernel died while running code cell 0")
+    assert judge("fixed", died, target=2).reason == "kernel failure: the kernel died while running code cell 0"
+    case = CaseResult("a_1", reproduced, judge("fixed", RunLog((StepOutcome(2, "ok"),), 1), target=2),
+                      sandbox="bwrap, network off")
+    assert case.status == "out of memory" and case.to_json()["sandbox"] == "bwrap, network off"
+    assert CaseResult.from_json("a_1", case.to_json()).status == "out of memory"
