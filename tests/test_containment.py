@@ -226,3 +226,46 @@ def test_network_on_reaches_the_loopback_and_the_report_says_so(tmp_path, listen
     while not accepted and time.monotonic() < deadline:
         time.sleep(0.05)
     assert len(accepted) == 1
+
+
+@pytest.mark.parametrize("executor", ["local", "ray"])
+def test_cancelling_a_sandboxed_run_leaves_no_process(executor, tmp_path, request):
+    import asyncio
+
+    from junobench.data.notebook import Step
+    from junobench.verify import make_executor
+    from junobench.verify.executor import Place, ReplayTask, run_tasks
+
+    if executor == "ray":
+        request.getfixturevalue("ray_cluster")
+    mark = f"{MARK}{3 if executor == 'local' else 4}"
+    tasks = []
+    for i in range(2):
+        folder = tmp_path / f"case{i}"
+        folder.mkdir()
+        source = f"import subprocess, time\nsubprocess.Popen(['sleep', '{mark}{i}'], start_new_session=True)\n" \
+                 "while True: time.sleep(0.1)"
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]), folder / "nb.ipynb")
+        tasks.append(ReplayTask(f"t{i}", "case/nb.ipynb", (Step(0, 1),), "case", (Place(str(folder), "case"),), 120))
+
+    def started() -> bool:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if sum(mark in line for line in _leftovers()) >= 2:
+                return True
+            time.sleep(0.2)
+        return False
+
+    async def main() -> bool:
+        run = asyncio.ensure_future(run_tasks(make_executor(executor, jobs=2), tasks))
+        both = await asyncio.to_thread(started)
+        run.cancel()  # what Ctrl-C does
+        with pytest.raises(asyncio.CancelledError):
+            await run
+        return both
+
+    assert run_sync(main()), "the notebooks' children never showed"
+    deadline = time.monotonic() + 20
+    while any(mark in line for line in _leftovers()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not [line for line in _leftovers() if mark in line], "a sandboxed process outlived the cancelled run"

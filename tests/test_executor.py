@@ -18,6 +18,7 @@ from processes import gone, parent_of
 
 from junobench.data.notebook import Step
 from junobench.data.snapshot import sample_path
+from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
 from junobench.verify import make_executor
 from junobench.verify.executor import LocalExecutor, Place, ReplayTask, run_tasks
@@ -27,6 +28,10 @@ from junobench.verify.spec import case_specs
 
 pytest.importorskip("nbclient", reason="replays need the run extra")
 pytestmark = pytest.mark.kernel
+
+#: The fault tests find a kernel by the pid it writes outside its working copy, which a
+#: sandbox forbids: they run unconfined (tests/test_containment.py cancels sandboxed runs).
+UNCONFINED = Sandbox("none")
 
 
 def wait_for(path: Path, seconds: float = 120) -> str:
@@ -109,7 +114,7 @@ def test_a_killed_worker_is_retried_and_its_kernel_does_not_survive(ray_cluster,
         assert await asyncio.to_thread(gone, kernel), "the first attempt's kernel was left behind"
 
     async def main():
-        async with RayExecutor(retries=1) as executor:
+        async with RayExecutor(retries=1, sandbox=UNCONFINED) as executor:
             run = asyncio.ensure_future(executor.run(task))
             await kill_first_worker()
             return await run
@@ -126,7 +131,7 @@ def test_faults_past_the_retries_are_infrastructure_errors(ray_cluster, tmp_path
                          ".write_text(str(os.getpid()))\ntime.sleep(120)")
 
     async def main():
-        async with RayExecutor(retries=0) as executor:
+        async with RayExecutor(retries=0, sandbox=UNCONFINED) as executor:
             run = asyncio.ensure_future(executor.run(task))
             kernel = int(await asyncio.to_thread(wait_for, marker))
             os.kill(parent_of(kernel), signal.SIGKILL)
@@ -148,7 +153,9 @@ def test_cancelling_stops_the_kernels(executor, tmp_path, request):
              for i, m in enumerate(markers)]
 
     async def main() -> list[int]:
-        run = asyncio.ensure_future(run_tasks(make_executor(executor, jobs=2), tasks))
+        runner = make_executor(executor, jobs=2)
+        runner.sandbox = UNCONFINED
+        run = asyncio.ensure_future(run_tasks(runner, tasks))
         kernels = [int(await asyncio.to_thread(wait_for, m)) for m in markers]
         run.cancel()  # what Ctrl-C does to the run
         with pytest.raises(asyncio.CancelledError):
