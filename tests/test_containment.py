@@ -208,8 +208,24 @@ def test_the_output_kept_of_a_cell_is_bounded_and_marked(tmp_path):
     kept = sum(len(o.get("text", "")) for o in outputs)
     assert kept < (2 << 20) + (1 << 20) + 200
     assert "output cut" in outputs[-1]["text"] or any("output cut" in o.get("text", "") for o in outputs)
-    assert notebook.cells[1].outputs[0]["text"] == "after\n"  # the next cell starts afresh
+    assert "".join(o.get("text", "") for o in notebook.cells[1].outputs) == "after\n"  # a fresh budget
     assert log.sandbox == "bwrap, network off"
+
+
+def test_a_message_too_large_is_refused_marked_and_the_next_cell_still_heard(tmp_path):
+    from junobench.data.notebook import Step
+
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("print('z' * (8 << 20))"),  # one message of 8 MiB
+        nbformat.v4.new_code_cell("print('after')\n1 / 0"),
+    ])
+    log = run_sync(replay(notebook, [Step(0, 1), Step(1, 2)], cwd=tmp_path, timeout=120,
+                          sandbox=Sandbox(max_output=1 << 20)))
+    assert [s.status for s in log.steps] == ["ok", "error"] and log.steps[1].ename == "ZeroDivisionError"
+    assert [o["text"] for o in notebook.cells[0].outputs] == [
+        "[junobench: output cut: a message larger than 1 MiB was refused]\n"]
+    assert "".join(o.get("text", "") for o in notebook.cells[1].outputs) == "after\n"
+    assert notebook.cells[1].outputs[-1]["ename"] == "ZeroDivisionError"
 
 
 def test_network_on_reaches_the_loopback_and_the_report_says_so(tmp_path, listener):
@@ -269,3 +285,20 @@ def test_cancelling_a_sandboxed_run_leaves_no_process(executor, tmp_path, reques
     while any(mark in line for line in _leftovers()) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not [line for line in _leftovers() if mark in line], "a sandboxed process outlived the cancelled run"
+
+
+def test_sandbox_none_and_network_show_in_the_report(tmp_path, capsys):
+    from junobench.cli import main
+
+    report = tmp_path / "r.json"
+    code = main(["verify", "NBspecific_2", "--source", "sample", "--sandbox", "none", "--network", "--no-progress",
+                 "--report", str(report)])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert err.count("warning: --sandbox none") == 1
+    saved = json.loads(report.read_text())
+    assert saved["cases"]["NBspecific_2"]["sandbox"] == "none, network on"
+    assert saved["environment"]["sandbox"]["kind"] == "none" and saved["environment"]["sandbox"]["network"]
+    code = main(["verify", "NBspecific_2", "--source", "sample", "--network", "--no-progress", "--format", "json"])
+    out = capsys.readouterr().out
+    assert code == 0 and json.loads(out)["cases"]["NBspecific_2"]["sandbox"] == "bwrap, network on"

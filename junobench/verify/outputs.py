@@ -6,7 +6,8 @@ A kernel is untrusted: it may print a gigabyte. :func:`bounded_client` makes an 
 but the error (trimmed) and the idle status, appending one line that says how much was
 cut. The client's sockets refuse any single message larger than the limit plus a margin
 (:data:`junobench.envs.kernel.MESSAGE_MARGIN`), so no message is read whole into memory
-either.
+either; ZeroMQ then drops the connection, which the client notices (a socket monitor),
+says in the cell's output and opens again for the next cell.
 
 >>> marker_text(10 << 20, 3 << 30)
 '[junobench: output cut: 10 MiB kept of this cell run, 3 GiB more not kept]\\n'
@@ -58,6 +59,34 @@ def bounded_client(notebook: Any, *, max_output: int, **options: Any) -> Any:
         def new_run(self) -> None:
             self.received = 0
             self.marker: Any = None
+
+        def watch(self) -> None:
+            """Watch the kernel client's IOPub socket for a connection dropped over a refused message."""
+            import zmq
+
+            self.monitor = self.kc.iopub_channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+
+        async def recover(self, cell: Any) -> None:
+            """After a cell run: when a message was refused, mark ``cell``'s output as cut
+            and connect IOPub again (the refused connection stays down)."""
+            monitor = getattr(self, "monitor", None)
+            refused = False
+            while monitor is not None and await monitor.poll(0):
+                await monitor.recv_multipart()
+                refused = True
+            if not refused:
+                return
+            if self.marker is None:
+                self.marker = new_output("stream", name="stderr", text="")
+                cell.setdefault("outputs", []).append(self.marker)
+            self.marker["text"] = (f"[junobench: output cut: a message larger than {format_size(self.limit)} "
+                                   "was refused]\n")
+            self.kc.iopub_channel.socket.disable_monitor()
+            monitor.close(linger=0)
+            self.kc.iopub_channel.close()
+            self.kc._iopub_channel = None  # the client makes a new channel on first use
+            self.kc.iopub_channel.start()
+            self.watch()
 
         def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
             kind = msg.get("msg_type")

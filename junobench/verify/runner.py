@@ -155,6 +155,8 @@ async def replay(
             kernel_seconds = time.perf_counter() - started + running.waited
             kernel_pid = running.pid
             client.km, client.kc = running.km, running.kc
+            if running.sandbox.max_output:
+                client.watch()
             for step in steps:
                 current = step.code_cell_index
                 position = positions[current]
@@ -166,6 +168,7 @@ async def replay(
                 except CellTimeoutError:
                     outcomes.append(StepOutcome(step.code_cell_index, TIMEOUT))
                     break
+                await client.recover(cell)
                 outcomes.append(_outcome(step.code_cell_index, cell, replies))
                 if outcomes[-1].status != OK:
                     break
