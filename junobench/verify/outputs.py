@@ -64,7 +64,8 @@ def bounded_client(notebook: Any, *, max_output: int, **options: Any) -> Any:
             """Watch the kernel client's IOPub socket for a connection dropped over a refused message."""
             import zmq
 
-            self.monitor = self.kc.iopub_channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+            kc: Any = self.kc
+            self.monitor = kc.iopub_channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
 
         async def recover(self, cell: Any) -> None:
             """After a cell run: when a message was refused, mark ``cell``'s output as cut
@@ -81,11 +82,12 @@ def bounded_client(notebook: Any, *, max_output: int, **options: Any) -> Any:
                 cell.setdefault("outputs", []).append(self.marker)
             self.marker["text"] = (f"[junobench: output cut: a message larger than {format_size(self.limit)} "
                                    "was refused]\n")
-            self.kc.iopub_channel.socket.disable_monitor()
+            kc: Any = self.kc
+            kc.iopub_channel.socket.disable_monitor()
             monitor.close(linger=0)
-            self.kc.iopub_channel.close()
-            self.kc._iopub_channel = None  # the client makes a new channel on first use
-            self.kc.iopub_channel.start()
+            kc.iopub_channel.close()
+            kc._iopub_channel = None  # the client makes a new channel on first use
+            kc.iopub_channel.start()
             self.watch()
 
         def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
