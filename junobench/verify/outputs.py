@@ -70,7 +70,7 @@ def bounded_client(notebook: Any, *, max_output: int, **options: Any) -> Any:
         async def recover(self, cell: Any) -> None:
             """After a cell run: when a message was refused, mark ``cell``'s output as cut
             and connect IOPub again (the refused connection stays down)."""
-            monitor = getattr(self, "monitor", None)
+            monitor: Any = getattr(self, "monitor", None)
             refused = False
             while monitor is not None and await monitor.poll(0):
                 await monitor.recv_multipart()
