@@ -191,7 +191,7 @@ def _bwrap_options() -> frozenset[str]:
 def interpreter_prefixes(python: str) -> tuple[str, ...]:
     """The folders an interpreter runs from: its prefixes (a virtual environment's and the
     Python it was made from), the folder of its real executable."""
-    if os.path.realpath(python) == os.path.realpath(sys.executable):
+    if os.path.abspath(python) == os.path.abspath(sys.executable):  # links differ: a venv's python links to its base
         found = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
     else:
         code = "import sys, json; print(json.dumps([sys.prefix, sys.exec_prefix, sys.base_prefix, " \
