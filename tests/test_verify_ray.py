@@ -15,8 +15,8 @@ from processes import parent_of
 from snapshot_files import edit_cell
 
 from junobench.data.checkout import checkout
-from junobench.runtime import runtime_info
 from junobench.envs.sandbox import Sandbox
+from junobench.runtime import runtime_info
 from junobench.verify import verify
 
 pytest.importorskip("nbclient", reason="verify needs the run extra")
