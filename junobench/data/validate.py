@@ -368,7 +368,7 @@ def licence_policy_problems(root: Path, rows: list[DescRow], metadata: dict[str,
                 "a --licences file, or replace the data (construct synthetic)"))
 
     for row in rows:
-        for slot, dataset in enumerate(row.datasets, start=1):
+        for dataset in row.datasets:
             title = dataset.get("title")
             if vocab.is_no_data(title) or not dataset.get("license"):
                 continue  # no licence at all is a problem of its own
