@@ -65,11 +65,13 @@ def export(
     repo_id: str | None = None,
     template: str | Path | None = None,
     cache_dir: str | Path | None = None,
+    version: str | None = None,
 ) -> ExportResult:
     """Write the records of ``source`` (a snapshot, ``"sample"`` or a Hub repo) to ``out``.
 
     ``repo_id`` is the repo the card's loading examples name (default the published one);
-    ``template`` replaces ``data_cards/junobench.md``.
+    ``template`` replaces ``data_cards/junobench.md``; ``version`` is the dataset version
+    recorded (default: the snapshot's ``VERSION`` file, if any).
     """
     from junobench.data.build import build
     from junobench.data.release_files import data_digests, dataset_version
@@ -80,7 +82,7 @@ def export(
     root = resolve(source, revision=revision)
     out = Path(out).expanduser().absolute()
     _check_target(root, out)
-    version = dataset_version(root)
+    version = version or dataset_version(root)
     cases, report = build(root, "cases", skip_invalid=skip_invalid, cache_dir=cache_dir)
     notebooks, _ = build(root, "notebooks", skip_invalid=skip_invalid, cache_dir=cache_dir)
     records = {"cases": cases, "notebooks": notebooks}

@@ -1,0 +1,141 @@
+"""junobench release against the local Hub stand-in: a first release, a dry run, a second
+release with its changelog entry and card diff, tags, and what is refused."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hub_server import HubServer  # tests/ is on sys.path under pytest
+from snapshot_files import tree_digest
+from test_diff import edit_rows
+
+from junobench.data import layout
+from junobench.data.snapshot import resolve
+from junobench.errors import JunoBenchError
+from junobench.hub.push import commit_export, plan
+from junobench.hub.read_export import CARD, CROISSANT
+from junobench.hub.release import merge_changelog
+from junobench.hub.write_export import export
+
+TOKEN = "hf_junobenchReleaseToken123456789"
+REPO = "someone/bench"
+
+
+@pytest.fixture
+def hub():
+    with HubServer(token=TOKEN) as server:
+        yield server
+
+
+@pytest.fixture
+def snapshot(tmp_path: Path) -> Path:
+    root = tmp_path / "bench"
+    shutil.copytree(resolve("sample"), root)
+    return root
+
+
+def cli(hub: HubServer, tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    env.update({"HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp_path / "hf-home"),
+                "HF_HUB_DISABLE_TELEMETRY": "1", "HF_TOKEN": TOKEN,
+                "JUNOBENCH_CACHE": str(tmp_path / "cache")})
+    return subprocess.run([sys.executable, "-m", "junobench", *argv], env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def writes(hub: HubServer) -> list[tuple[str, str]]:
+    return [(m, p) for m, p in hub.requests if m in ("POST", "PUT", "DELETE") and "validate-yaml" not in p]
+
+
+def test_two_releases_with_changelog_card_diff_and_tags(hub, snapshot, tmp_path) -> None:
+    # a first release: the repo does not exist; the version is written into the snapshot
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.0.0",
+              "--date", "2026-01-02")
+    assert run.returncode == 0, run.stderr
+    assert (snapshot / "VERSION").read_text() == "1.0.0\n"
+    repo = hub.repos[("dataset", REPO)]
+    first = repo.branches["main"]
+    assert repo.tags == {"v1.0.0": first}
+    tree = hub.head_tree("dataset", REPO)
+    assert {CARD, CROISSANT, "CHANGELOG.md", "checksums.json"} <= set(tree)
+    changelog = tree["CHANGELOG.md"].decode()
+    assert changelog.startswith("# Changelog\n\n## 1.0.0 (2026-01-02)\n")
+    assert "10 added, 0 removed" in changelog and "`pandas_1`" in changelog
+    assert b"version: 1.0.0" in tree[CARD]
+
+    # an edited snapshot, then a dry run: it reads the Hub, writes and sends nothing
+    edit_rows(snapshot, layout.DESC_TABLE, "nb_name", "pandas_1", label_root_cause="API misuse")
+    before = tree_digest(snapshot)
+    hub.requests.clear()
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.1.0",
+              "--date", "2026-02-03", "--dry-run")
+    assert run.returncode == 0, run.stderr
+    assert writes(hub) == []
+    assert tree_digest(snapshot) == before  # VERSION not written by a dry run
+    out = run.stdout
+    assert f"compared with: {REPO}@{first[:12]}: 0 added, 0 removed, 0 renamed, 1 changed" in out
+    assert "## 1.1.0 (2026-02-03)" in out and "root cause: data confusion → API misuse" in out
+    assert f"--- {REPO}@{first}/README.md" in out and "-version: 1.0.0" in out and "+version: 1.1.0" in out
+    assert "dry run: nothing was written or sent" in out
+
+    # the release itself: one commit on top of the first, tagged; the changelog grows
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.1.0",
+              "--date", "2026-02-03")
+    assert run.returncode == 0, run.stderr
+    second = repo.branches["main"]
+    assert second != first and repo.tags == {"v1.0.0": first, "v1.1.0": second}
+    assert repo.tag_messages["v1.1.0"] == "JunoBench 1.1.0"
+    changelog = hub.head_tree("dataset", REPO)["CHANGELOG.md"].decode()
+    assert changelog.index("## 1.1.0") < changelog.index("## 1.0.0") and changelog.count("# Changelog") == 1
+    assert posts_to(hub, f"/api/datasets/{REPO}/commit/main") == 1
+
+    # each release reads back at its tag
+    run = cli(hub, tmp_path, "diff", REPO, REPO, "--old-revision", "v1.0.0", "--new-revision", "v1.1.0")
+    assert run.returncode == 0, run.stderr
+    assert "changed  pandas_1" in run.stdout and "root cause: data confusion → API misuse" in run.stdout
+
+    # the same version again: refused before anything is sent
+    hub.requests.clear()
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO)
+    assert run.returncode == 1 and "the tag v1.1.0 exists already" in run.stderr
+    assert "Traceback" not in run.stderr and writes(hub) == []
+
+
+def posts_to(hub: HubServer, path: str) -> int:
+    return sum(1 for m, p in hub.requests if m == "POST" and p == path)
+
+
+def test_an_invalid_snapshot_or_no_version_is_refused(hub, snapshot, tmp_path) -> None:
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--dry-run")
+    assert run.returncode == 1 and "declares no version" in run.stderr
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "one")
+    assert run.returncode == 1 and "not a dataset version" in run.stderr
+    (snapshot / layout.DIAGNOSIS_TABLE).write_bytes(b"not a table")
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.0.0")
+    assert run.returncode == 1 and "the snapshot is not valid" in run.stderr
+    assert not (snapshot / "VERSION").exists() and hub.requests == []
+
+
+def test_a_commit_on_a_moved_branch_is_refused(hub, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    out = export("sample", tmp_path / "export").out
+    first = commit_export(out, plan(out), REPO, revision=None, private=False, message="one", endpoint=hub.url)
+    stale = first.oid
+    commit_export(out, plan(out), REPO, revision=None, private=False, message="two", endpoint=hub.url,
+                  extra={"CHANGELOG.md": b"# Changelog\n"})
+    with pytest.raises(JunoBenchError, match="HTTP 412"):
+        commit_export(out, plan(out), REPO, revision=None, private=False, message="three", endpoint=hub.url,
+                      extra={"CHANGELOG.md": b"# Changelog\n\nmore\n"}, parent_commit=stale)
+
+
+def test_the_changelog_keeps_one_title() -> None:
+    merged = merge_changelog("## 2.0.0 (d)\n\nnew\n", "# Changelog\n\n## 1.0.0 (d)\n\nold\n")
+    assert merged == "# Changelog\n\n## 2.0.0 (d)\n\nnew\n\n## 1.0.0 (d)\n\nold\n"
+    assert merge_changelog("## 1.0.0 (d)\n", None) == "# Changelog\n\n## 1.0.0 (d)\n"
