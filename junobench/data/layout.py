@@ -4,6 +4,7 @@
 
     <root>/benchmark_desc.xlsx
     <root>/ground_truth_crash_prediction.xlsx            (optional)
+    <root>/VERSION                                       (optional) the dataset's version, e.g. 1.1.0
     <root>/benchmark/<case>/<case>.ipynb                 original (may be absent)
     <root>/benchmark/<case>/<case>_reproduced.ipynb
     <root>/benchmark/<case>/<case>_fixed.ipynb
