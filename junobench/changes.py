@@ -7,8 +7,9 @@ does not hold is *added*, the reverse *removed*, and a matched case under anothe
 *renamed*. For each matched case the diff lists the changed labels, diagnosis, crash
 (exception, message, crash line, target cell), notebooks (their code cells, outputs and
 metadata aside, and execution orders), input datasets (title, URL, licence,
-modifications, files), requirements, and input-data files (by sha256; compared only
-where both sides hold the data: an export records its snapshot's digests).
+modifications, and the files when both sides hold the data), requirements, and
+input-data files (by sha256; compared only where both sides hold the data: an export
+records its snapshot's digests, a Hub snapshot is read without its data).
 
 >>> d = diff("sample", "sample")
 >>> d.empty, d.summary()
@@ -193,10 +194,12 @@ def compare(old_cases: Sequence[Mapping[str, Any]], new_cases: Sequence[Mapping[
     result.added = [_case_summary(c) for c in added]
     result.removed = [_case_summary(c) for c in removed]
     unknown_data: list[str] = []
+    records_only = old_data is None and new_data is None
     for a, b in pairs:
-        change = _case_change(a, b)
         a_data = None if old_data is None else old_data.get(a["case_id"])
         b_data = None if new_data is None else new_data.get(b["case_id"])
+        # the datasets' file lists are what each side holds: compared only with the data
+        change = _case_change(a, b, files=records_only or (a_data is not None and b_data is not None))
         if a_data is not None and b_data is not None:
             change.data = _data_change(a_data, b_data)
         elif (a_data is None) != (b_data is None) or (a_data is None and _has_data(b)):
@@ -246,25 +249,30 @@ def _match(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]
                       list[Mapping[str, Any]]]:
     """Pairs matched by eid (a repeated eid: by case id among those), then by case id."""
     pairs = []
-    left = list(old)
+    by_eid: dict[str, list[int]] = {}
+    for index, case in enumerate(old):
+        if case.get("eid"):
+            by_eid.setdefault(case["eid"], []).append(index)
+    taken: set[int] = set()
     unmatched_new = []
     for b in new:
-        same = [a for a in left if b.get("eid") and a.get("eid") == b.get("eid")]
-        a = next((x for x in same if x["case_id"] == b["case_id"]), same[0] if same else None)
-        if a is None:
+        same = [j for j in by_eid.get(b.get("eid") or "", []) if j not in taken]
+        match = next((j for j in same if old[j]["case_id"] == b["case_id"]), same[0] if same else None)
+        if match is None:
             unmatched_new.append(b)
         else:
-            left.remove(a)
-            pairs.append((a, b))
+            taken.add(match)
+            pairs.append((old[match], b))
+    by_id = {a["case_id"]: j for j, a in enumerate(old) if j not in taken}
     added = []
-    for b in unmatched_new:  # no eid in common: the same case id, if that case has no eid match
-        a = next((x for x in left if x["case_id"] == b["case_id"]
-                  and not (x.get("eid") and b.get("eid"))), None)
-        if a is None:
+    for b in unmatched_new:  # no eid in common: the same case id, unless both have other eids
+        found = by_id.get(b["case_id"])
+        if found is None or found in taken or (old[found].get("eid") and b.get("eid")):
             added.append(b)
         else:
-            left.remove(a)
-            pairs.append((a, b))
+            taken.add(found)
+            pairs.append((old[found], b))
+    left = [a for j, a in enumerate(old) if j not in taken]
     key = _id_key
     return (sorted(pairs, key=lambda p: key(p[1]["case_id"])), sorted(added, key=lambda c: key(c["case_id"])),
             sorted(left, key=lambda c: key(c["case_id"])))
@@ -290,7 +298,7 @@ def _case_words(summary: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- one case
 
 
-def _case_change(a: Mapping[str, Any], b: Mapping[str, Any]) -> CaseChange:
+def _case_change(a: Mapping[str, Any], b: Mapping[str, Any], *, files: bool = True) -> CaseChange:
     change = CaseChange(b["case_id"], a["case_id"], b.get("eid") or a.get("eid"))
     change.labels = {k: [a.get(k), b.get(k)] for k in LABELS if a.get(k) != b.get(k)}
     if _words(a.get("diagnosis")) != _words(b.get("diagnosis")):
@@ -304,7 +312,7 @@ def _case_change(a: Mapping[str, Any], b: Mapping[str, Any]) -> CaseChange:
                 what = "execution order changed"
         if what:
             change.notebooks[version] = what
-    change.datasets = _dataset_changes(a.get("datasets") or [], b.get("datasets") or [])
+    change.datasets = _dataset_changes(a.get("datasets") or [], b.get("datasets") or [], files=files)
     old_req, new_req = set(a.get("requirements") or []), set(b.get("requirements") or [])
     change.requirements = {k: sorted(v) for k, v in (("added", new_req - old_req),
                                                      ("removed", old_req - new_req)) if v}
@@ -369,7 +377,8 @@ def _notebook_change(a: str | None, b: str | None) -> str | None:
     return "; ".join(parts)
 
 
-def _dataset_changes(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]) -> list[str]:
+def _dataset_changes(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]], *,
+                     files: bool = True) -> list[str]:
     def ident(d: Mapping[str, Any]) -> str:
         return str(d.get("name") or d.get("url") or d.get("title"))
 
@@ -383,7 +392,7 @@ def _dataset_changes(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str
         for key in ("title", "url", "license"):
             if a.get(key) != b.get(key):
                 lines.append(f"{name!r} {key}: {_short(a.get(key))} → {_short(b.get(key))}")
-        for key in ("modifications", "files"):
+        for key in ("modifications", "files") if files else ("modifications",):
             gained = sorted(set(b.get(key) or []) - set(a.get(key) or []))
             lost = sorted(set(a.get(key) or []) - set(b.get(key) or []))
             if gained:

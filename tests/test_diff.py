@@ -144,3 +144,21 @@ def test_code_cells_ignore_outputs_and_metadata() -> None:
     a = {"case_id": "torch_1", "eid": "e1", "reproduced": json.dumps(nb)}
     b = {"case_id": "torch_1", "eid": "e1", "reproduced": json.dumps(other)}
     assert compare([a], [b]).empty
+
+
+def test_a_case_added_twice_under_one_eid_shows_as_added() -> None:
+    """Two cases with one eid (a case added twice): one is matched, the other is new."""
+    a = {"case_id": "pandas_3", "eid": "e3", "diagnosis": "d"}
+    twice = [a, {**a, "case_id": "pandas_4"}]
+    d = compare([a], twice)
+    assert [c["case_id"] for c in d.added] == ["pandas_4"] and d.changes == []
+    assert [c["case_id"] for c in compare(twice, [a]).removed] == ["pandas_4"]
+    # without eids, cases are matched by id
+    plain = [{"case_id": "torch_1", "diagnosis": "x"}]
+    assert compare(plain, [{"case_id": "torch_1", "diagnosis": "y"}]).changed[0].diagnosis == ["x", "y"]
+
+
+def test_a_bad_source_is_one_error_line(tmp_path: Path, capsys) -> None:
+    assert main(["diff", "sample", str(tmp_path / "absent")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "absent" in err and "Traceback" not in err

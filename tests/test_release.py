@@ -121,6 +121,33 @@ def test_an_invalid_snapshot_or_no_version_is_refused(hub, snapshot, tmp_path) -
     assert not (snapshot / "VERSION").exists() and hub.requests == []
 
 
+def test_a_repo_holding_a_snapshot_is_the_previous_release(hub, snapshot, tmp_path, monkeypatch) -> None:
+    """The published repo holds the snapshot layout, not an export: it is compared as such."""
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    files = {p.relative_to(snapshot).as_posix(): p.read_bytes() for p in snapshot.rglob("*") if p.is_file()}
+    commit_export(snapshot, [], REPO, revision=None, private=False, message="snapshot", endpoint=hub.url,
+                  extra=files)
+    edit_rows(snapshot, layout.DESC_TABLE, "nb_name", "numpy_1", label_ML_pipeline="training")
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "2.0.0", "--dry-run")
+    assert run.returncode == 0, run.stderr
+    assert "0 added, 0 removed, 0 renamed, 1 changed" in run.stdout
+    assert "pipeline stage: " in run.stdout and "→ training" in run.stdout
+    assert "files added" not in run.stdout  # the Hub's snapshot is read without its data
+    assert "input-data files not compared for 10 case(s)" in run.stdout
+
+
+def test_the_sample_and_a_linked_version_file_are_refused(hub, snapshot, tmp_path) -> None:
+    run = cli(hub, tmp_path, "release", "sample", "--repo-id", REPO, "--version", "1.0.0", "--dry-run")
+    assert run.returncode == 1 and "the bundled sample is not released" in run.stderr
+    (tmp_path / "elsewhere").write_text("9.9.9\n")
+    (snapshot / "VERSION").symlink_to(tmp_path / "elsewhere")
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--dry-run")
+    assert run.returncode == 1 and "VERSION" in run.stderr and "symbolic link" in run.stderr
+    assert hub.requests == []
+
+
 def test_a_commit_on_a_moved_branch_is_refused(hub, tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")

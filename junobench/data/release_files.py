@@ -49,6 +49,9 @@ def dataset_version(root: str | Path) -> str | None:
     path = Path(root) / VERSION_FILE
     if not os.path.lexists(path):
         return None
+    if path.is_symlink():
+        raise JunoBenchError("the dataset version is a symbolic link", file=path,
+                             hint="VERSION is a regular file holding one line such as 1.1.0")
     try:
         raw = read_regular(path, limit=_MAX_VERSION_BYTES)
     except OSError as error:

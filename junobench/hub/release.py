@@ -46,7 +46,7 @@ class HubState:
     tags: list[str] = field(default_factory=list)
     card: str | None = None
     changelog: str | None = None
-    has_export: bool = False
+    has_export: bool = False           # an export or a snapshot: a previous release
     note: str = ""
 
 
@@ -111,6 +111,9 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
     if offline and not dry_run:
         raise JunoBenchError("a release is sent to the Hub: offline works for a dry run only",
                              hint="add --dry-run, or leave out offline")
+    if str(snapshot) == "sample":
+        raise JunoBenchError("the bundled sample is not released", file="sample",
+                             hint="copy it first: junobench checkout --source sample --dest DIR CASE…")
     root = snapshot_root(snapshot)
     recorded = dataset_version(root)
     version = check_version(version, file=root / VERSION_FILE) if version else recorded
@@ -137,19 +140,18 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
                              hint="a release is never moved: release a new version")
 
     steps: list[str] = []
-    if version != recorded:
-        steps.append(f"write {version} into {VERSION_FILE} of the snapshot")
-        if not dry_run:
-            from junobench.safety.atomic import write_text
-
-            write_text(root / VERSION_FILE, version + "\n")
-
     temporary = None if out is not None else tempfile.TemporaryDirectory(prefix="junobench-release-")
     try:
         export_dir = Path(temporary.name) / "export" if temporary else Path(out)  # type: ignore[arg-type]
         result = _prepare(root, repo_id, revision, version, tag, date, previous, hub, export_dir, dry_run, steps)
+        if version != recorded:
+            result.steps.append(f"once tagged, write {version} into {VERSION_FILE} of the snapshot")
         if not dry_run:
             _publish(result, private=private, endpoint=endpoint)
+            if version != recorded:  # the snapshot records the version it was released as
+                from junobench.safety.atomic import write_text
+
+                write_text(root / VERSION_FILE, version + "\n")
         if temporary is not None:
             result.export_dir = None
         return result
@@ -214,6 +216,7 @@ def read_hub(repo_id: str, revision: str, *, endpoint: str | None = None, dry_ru
     from huggingface_hub import HfApi
     from huggingface_hub import errors as hf_errors
 
+    from junobench.data.layout import DESC_TABLE
     from junobench.hub.read_export import PARQUET
 
     api = HfApi(endpoint=endpoint)
@@ -229,12 +232,12 @@ def read_hub(repo_id: str, revision: str, *, endpoint: str | None = None, dry_ru
         siblings = {s.rfilename for s in info.siblings or []}
         head = info.sha or revision
         state = HubState(True, True, info.sha, [t.name for t in refs.tags],
-                         has_export=all(p in siblings for p in PARQUET.values()))
+                         has_export=all(p in siblings for p in PARQUET.values()) or DESC_TABLE in siblings)
         state.card = _read(api, repo_id, head, "README.md") if "README.md" in siblings else None
         state.changelog = _read(api, repo_id, head, CHANGELOG) if CHANGELOG in siblings else None
         tags = ", ".join(state.tags) or "none"
         state.note = (f"{repo_id} at {revision} is commit {info.sha}; tags: {tags}; "
-                      + ("it holds an export" if state.has_export else "it holds no export"))
+                      + ("it holds a release" if state.has_export else "it holds no export or snapshot"))
         return state
     except hf_errors.RepositoryNotFoundError:
         return HubState(True, False, note=f"{repo_id} does not exist yet: a first release")
