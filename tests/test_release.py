@@ -19,7 +19,7 @@ from junobench.data.snapshot import resolve
 from junobench.errors import JunoBenchError
 from junobench.hub.push import commit_export, plan
 from junobench.hub.read_export import CARD, CROISSANT
-from junobench.hub.release import merge_changelog
+from junobench.hub.release import latest_entry, merge_changelog
 from junobench.hub.write_export import export
 
 TOKEN = "hf_junobenchReleaseToken123456789"
@@ -30,6 +30,17 @@ REPO = "someone/bench"
 def hub():
     with HubServer(token=TOKEN) as server:
         yield server
+
+
+@pytest.fixture
+def in_process(monkeypatch, tmp_path):
+    """huggingface_hub in this process speaking to the stand-in (git-LFS, not Xet: the
+    client reads that switch when it is imported, so its constant is set too)."""
+    from huggingface_hub import constants
+
+    monkeypatch.setenv("HF_TOKEN", TOKEN)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
 
 
 @pytest.fixture
@@ -52,7 +63,7 @@ def writes(hub: HubServer) -> list[tuple[str, str]]:
     return [(m, p) for m, p in hub.requests if m in ("POST", "PUT", "DELETE") and "validate-yaml" not in p]
 
 
-def test_two_releases_with_changelog_card_diff_and_tags(hub, snapshot, tmp_path) -> None:
+def test_two_releases_with_changelog_card_diff_and_tags(hub, snapshot, tmp_path, in_process) -> None:
     # a first release: the repo does not exist; the version is written into the snapshot
     run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.0.0",
               "--date", "2026-01-02")
@@ -94,6 +105,17 @@ def test_two_releases_with_changelog_card_diff_and_tags(hub, snapshot, tmp_path)
     assert changelog.index("## 1.1.0") < changelog.index("## 1.0.0") and changelog.count("# Changelog") == 1
     assert posts_to(hub, f"/api/datasets/{REPO}/commit/main") == 1
 
+    # a release interrupted after its commit (here: its tag deleted) is finished by a rerun
+    from huggingface_hub import HfApi
+
+    HfApi(endpoint=hub.url).delete_tag(REPO, tag="v1.1.0", repo_type="dataset")
+    commits = len(repo.commits)
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--date", "2026-03-04")
+    assert run.returncode == 0, run.stderr
+    assert "already holds version 1.1.0 (not tagged)" in run.stdout
+    assert len(repo.commits) == commits and repo.tags["v1.1.0"] == second
+    assert hub.head_tree("dataset", REPO)["CHANGELOG.md"].decode() == changelog
+
     # each release reads back at its tag
     run = cli(hub, tmp_path, "diff", REPO, REPO, "--old-revision", "v1.0.0", "--new-revision", "v1.1.0")
     assert run.returncode == 0, run.stderr
@@ -121,11 +143,8 @@ def test_an_invalid_snapshot_or_no_version_is_refused(hub, snapshot, tmp_path) -
     assert not (snapshot / "VERSION").exists() and hub.requests == []
 
 
-def test_a_repo_holding_a_snapshot_is_the_previous_release(hub, snapshot, tmp_path, monkeypatch) -> None:
+def test_a_repo_holding_a_snapshot_is_the_previous_release(hub, snapshot, tmp_path, in_process) -> None:
     """The published repo holds the snapshot layout, not an export: it is compared as such."""
-    monkeypatch.setenv("HF_TOKEN", TOKEN)
-    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
     files = {p.relative_to(snapshot).as_posix(): p.read_bytes() for p in snapshot.rglob("*") if p.is_file()}
     commit_export(snapshot, [], REPO, revision=None, private=False, message="snapshot", endpoint=hub.url,
                   extra=files)
@@ -148,10 +167,7 @@ def test_the_sample_and_a_linked_version_file_are_refused(hub, snapshot, tmp_pat
     assert hub.requests == []
 
 
-def test_a_commit_on_a_moved_branch_is_refused(hub, tmp_path, monkeypatch) -> None:
-    monkeypatch.setenv("HF_TOKEN", TOKEN)
-    monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
-    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+def test_a_commit_on_a_moved_branch_is_refused(hub, tmp_path, in_process) -> None:
     out = export("sample", tmp_path / "export").out
     first = commit_export(out, plan(out), REPO, revision=None, private=False, message="one", endpoint=hub.url)
     stale = first.oid
@@ -160,6 +176,12 @@ def test_a_commit_on_a_moved_branch_is_refused(hub, tmp_path, monkeypatch) -> No
     with pytest.raises(JunoBenchError, match="HTTP 412"):
         commit_export(out, plan(out), REPO, revision=None, private=False, message="three", endpoint=hub.url,
                       extra={"CHANGELOG.md": b"# Changelog\n\nmore\n"}, parent_commit=stale)
+
+
+def test_the_latest_entry_of_a_version() -> None:
+    log = "# Changelog\n\n## 1.1.0 (d)\n\nnew\n\n## 1.0.0 (d)\n\nold\n"
+    assert latest_entry(log, "1.1.0") == "## 1.1.0 (d)\n\nnew\n"
+    assert latest_entry(log, "1.0.0") is None and latest_entry(None, "1.0.0") is None
 
 
 def test_the_changelog_keeps_one_title() -> None:

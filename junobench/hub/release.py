@@ -168,9 +168,17 @@ def _prepare(root: Path, repo_id: str, revision: str, version: str, tag: str, da
     from junobench.hub.write_export import export
 
     export(root, export_dir, repo_id=repo_id, version=version)  # a dry run has not written VERSION
-    diff, compared = _diff(root, repo_id, hub, previous)
-    entry = diff.markdown(heading=f"{version} ({date})", level=2)
-    changelog = merge_changelog(entry, hub.changelog)
+    resumed = latest_entry(hub.changelog, version)
+    if resumed is not None and previous is None:
+        # the head holds this version already, untagged (a release interrupted after its
+        # commit): its entry stands, and the same files make no new commit
+        entry, changelog = resumed, hub.changelog or ""
+        diff, compared = _diff(root, repo_id, hub, None)
+        steps.append(f"the Hub's head already holds version {version} (not tagged): finish that release")
+    else:
+        diff, compared = _diff(root, repo_id, hub, previous)
+        entry = diff.markdown(heading=f"{version} ({date})", level=2)
+        changelog = merge_changelog(entry, hub.changelog)
     new_card = (export_dir / CARD).read_text(encoding="utf-8")
     card_diff = "".join(difflib.unified_diff(
         (hub.card or "").splitlines(keepends=True), new_card.splitlines(keepends=True),
@@ -200,6 +208,17 @@ def _diff(root: Path, repo_id: str, hub: HubState, previous: str | Path | None) 
         return diff(repo_id, root, old_revision=hub.head), f"{repo_id}@{hub.head[:12]}"
     cases = load(root, "cases").to_list()
     return compare([], cases, old="nothing", new=str(root)), None
+
+
+def latest_entry(changelog: str | None, version: str) -> str | None:
+    """The top entry of ``changelog`` when it is the one of ``version``, else None."""
+    body = (changelog or "").strip()
+    if body.startswith(CHANGELOG_TITLE):
+        body = body[len(CHANGELOG_TITLE):].strip()
+    if not body.startswith(f"## {version} ("):
+        return None
+    following = body.find("\n## ", 1)
+    return body if following < 0 else body[:following].rstrip() + "\n"
 
 
 def merge_changelog(entry: str, existing: str | None) -> str:
