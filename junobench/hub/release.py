@@ -283,8 +283,8 @@ def _read(api: Any, repo_id: str, commit: str, name: str) -> str | None:
 def _unreachable(error: BaseException) -> bool:
     from huggingface_hub import errors as hf_errors
 
-    if isinstance(error, (hf_errors.OfflineModeIsEnabled, hf_errors.LocalEntryNotFoundError, ConnectionError,
-                          OSError)):
+    offline = getattr(hf_errors, "OfflineModeIsEnabled", ConnectionError)  # a ConnectionError in any case
+    if isinstance(error, (offline, hf_errors.LocalEntryNotFoundError, ConnectionError, OSError)):
         return True
     if isinstance(error, hf_errors.HfHubHTTPError):
         return error.response is None or error.response.status_code >= 500
