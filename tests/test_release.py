@@ -63,6 +63,7 @@ def writes(hub: HubServer) -> list[tuple[str, str]]:
     return [(m, p) for m, p in hub.requests if m in ("POST", "PUT", "DELETE") and "validate-yaml" not in p]
 
 
+@pytest.mark.slow
 def test_two_releases_with_changelog_card_diff_and_tags(hub, snapshot, tmp_path, in_process) -> None:
     # a first release: the repo does not exist; the version is written into the snapshot
     run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.0.0",
@@ -143,6 +144,7 @@ def test_an_invalid_snapshot_or_no_version_is_refused(hub, snapshot, tmp_path) -
     assert not (snapshot / "VERSION").exists() and hub.requests == []
 
 
+@pytest.mark.slow
 def test_a_repo_holding_a_snapshot_is_the_previous_release(hub, snapshot, tmp_path, in_process) -> None:
     """The published repo holds the snapshot layout, not an export: it is compared as such."""
     files = {p.relative_to(snapshot).as_posix(): p.read_bytes() for p in snapshot.rglob("*") if p.is_file()}
