@@ -117,6 +117,11 @@ def test_check_names_a_wrong_croissant_or_card(sample_export: Path, tmp_path: Pa
                                                                               '"@type": "cr:Nothing"', 1))
     assert any(p.file == CROISSANT and p.problem.startswith("mlcroissant:") for p in check(copy))
 
+    for hostile in ({**data, "@context": "http://127.0.0.1:9/context.jsonld"}, {**data, "recordSet": 5},
+                    {**data, "distribution": "x"}, [1, 2]):
+        rewrite(copy, CROISSANT, json.dumps(hostile))
+        assert [p.file for p in check(copy)] and all(p.file == CROISSANT for p in check(copy))
+
     rewrite(copy, CROISSANT, (sample_export / CROISSANT).read_text())
     card = (copy / CARD).read_text().replace("CC0: Public Domain", "some licence")
     rewrite(copy, CARD, card)

@@ -117,6 +117,16 @@ def test_two_releases_with_changelog_card_diff_and_tags(hub, snapshot, tmp_path,
     assert len(repo.commits) == commits and repo.tags["v1.1.0"] == second
     assert hub.head_tree("dataset", REPO)["CHANGELOG.md"].decode() == changelog
 
+    # a release to a new branch starts from main's release and its changelog
+    edit_rows(snapshot, layout.DESC_TABLE, "nb_name", "pandas_2", label_ML_pipeline="training")
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "2.0.0-rc.1",
+              "--revision", "next", "--date", "2026-04-05")
+    assert run.returncode == 0, run.stderr
+    assert "create branch next from main" in run.stdout and "0 added, 0 removed, 0 renamed, 1 changed" in run.stdout
+    assert repo.branches["main"] == second and repo.tags["v2.0.0-rc.1"] == repo.branches["next"]
+    log = hub.head_tree("dataset", REPO, "next")["CHANGELOG.md"].decode()
+    assert log.index("## 2.0.0-rc.1") < log.index("## 1.1.0") < log.index("## 1.0.0")
+
     # each release reads back at its tag
     run = cli(hub, tmp_path, "diff", REPO, REPO, "--old-revision", "v1.0.0", "--new-revision", "v1.1.0")
     assert run.returncode == 0, run.stderr
@@ -124,7 +134,8 @@ def test_two_releases_with_changelog_card_diff_and_tags(hub, snapshot, tmp_path,
 
     # the same version again: refused before anything is sent
     hub.requests.clear()
-    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO)
+    assert (snapshot / "VERSION").read_text() == "2.0.0-rc.1\n"
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.1.0")
     assert run.returncode == 1 and "the tag v1.1.0 exists already" in run.stderr
     assert "Traceback" not in run.stderr and writes(hub) == []
 

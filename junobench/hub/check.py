@@ -201,7 +201,10 @@ def _check_croissant(root: Path, problems: list[Problem]) -> None:
     if not isinstance(data, dict) or data.get("conformsTo") != CONFORMS_TO:
         problems.append(Problem(f"does not declare conformsTo {CONFORMS_TO}", CROISSANT, hint="re-export"))
         return
-    files = {d.get("contentUrl"): d for d in data.get("distribution") or [] if isinstance(d, dict)}
+    if not isinstance(data.get("@context"), dict):  # a remote context would be fetched by a reader
+        problems.append(Problem("its @context is not given inline", CROISSANT, hint="re-export"))
+        return
+    files = {str(d.get("contentUrl")): d for d in _items(data.get("distribution"))}
     for config in CONFIG_NAMES:
         entry = files.get(PARQUET[config])
         if entry is None:
@@ -214,7 +217,7 @@ def _check_croissant(root: Path, problems: list[Problem]) -> None:
         if entry.get("sha256") != actual:
             problems.append(Problem(f"the sha256 of {PARQUET[config]} is not the file's", CROISSANT,
                                     hint="the parquet changed after export: re-export"))
-    sets = {r.get("name") for r in data.get("recordSet") or [] if isinstance(r, dict)}
+    sets = {str(r.get("name")) for r in _items(data.get("recordSet"))}
     for config in CONFIG_NAMES:
         if config not in sets:
             problems.append(Problem(f"has no RecordSet {config!r}", CROISSANT, hint="re-export"))
@@ -222,6 +225,12 @@ def _check_croissant(root: Path, problems: list[Problem]) -> None:
         return
     for message in validate_with_mlcroissant(path) or []:
         problems.append(Problem(f"mlcroissant: {message}", CROISSANT))
+
+
+def _items(value: Any) -> list[dict[str, Any]]:
+    """The objects of a JSON-LD list (one object stands for a list of one)."""
+    items = value if isinstance(value, list) else [value]
+    return [item for item in items if isinstance(item, dict)]
 
 
 def _check_card_licences(root: Path, problems: list[Problem]) -> None:

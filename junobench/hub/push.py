@@ -109,11 +109,11 @@ def _send(root: Path, uploads: list[Upload], repo_id: str, revision: str | None,
 
 def commit_export(root: Path, uploads: list[Upload], repo_id: str, *, revision: str | None, private: bool,
                   message: str, endpoint: str | None, extra: Mapping[str, bytes] | None = None,
-                  parent_commit: str | None = None) -> Any:
+                  parent_commit: str | None = None, branch_from: str | None = None) -> Any:
     """One commit of the export's ``uploads`` (and ``extra`` files, path → bytes) to
-    ``repo_id`` at branch ``revision`` (created, with the repo, if needed); with
-    ``parent_commit``, the Hub refuses it if the branch has moved since. Returns the
-    client's ``CommitInfo``."""
+    ``repo_id`` at branch ``revision`` (created, with the repo, if needed: from
+    ``branch_from``, default main's head); with ``parent_commit``, the Hub refuses it if the
+    branch has moved since. Returns the client's ``CommitInfo``."""
     from huggingface_hub import CommitOperationAdd, HfApi, get_token
 
     where = f"{repo_id}@{revision or 'main'}"
@@ -131,7 +131,7 @@ def commit_export(root: Path, uploads: list[Upload], repo_id: str, *, revision: 
             raise JunoBenchError("the repo exists and is public; --private applies to new repos only",
                                  file=where, hint="make it private on the Hub first, or push without --private")
         if revision and revision != "main":
-            api.create_branch(repo_id, branch=revision, repo_type="dataset", exist_ok=True)
+            api.create_branch(repo_id, branch=revision, revision=branch_from, repo_type="dataset", exist_ok=True)
         return api.create_commit(repo_id, operations, commit_message=message, repo_type="dataset",
                                  revision=revision, parent_commit=parent_commit)
 

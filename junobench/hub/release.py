@@ -42,12 +42,13 @@ class HubState:
 
     reachable: bool
     exists: bool = False
-    head: str | None = None            # the branch's commit
+    head: str | None = None            # the commit read (the branch's, else main's for a new branch)
     tags: list[str] = field(default_factory=list)
     card: str | None = None
     changelog: str | None = None
     has_export: bool = False           # an export or a snapshot: a previous release
     note: str = ""
+    branch_exists: bool = True         # False: the release's branch is made from main's head
 
 
 @dataclass
@@ -188,10 +189,11 @@ def _prepare(root: Path, repo_id: str, revision: str, version: str, tag: str, da
     files = [u.path for u in uploads] + [CHANGELOG]
     if not hub.exists:
         steps.append(f"create dataset repo {repo_id}")
-    if revision != "main" and hub.head is None:
-        steps.append(f"create branch {revision}")
+    if not hub.branch_exists:
+        steps.append(f"create branch {revision} from main")
+    parent = _parent(hub)
     steps.append(f"one commit to {revision} adding {len(files)} file(s): the export and {CHANGELOG}"
-                 + (f" (on top of {hub.head[:12]}: refused if the branch moves meanwhile)" if hub.head else ""))
+                 + (f" (on top of {parent[:12]}: refused if the branch moves meanwhile)" if parent else ""))
     steps.append(f"tag the commit {tag}")
     return ReleaseResult(root, repo_id, revision, version, tag, dry_run, hub, compared, diff, entry, changelog,
                          card_diff, export_dir, sorted(files), steps)
@@ -244,9 +246,12 @@ def read_hub(repo_id: str, revision: str, *, endpoint: str | None = None, dry_ru
         try:
             info = api.dataset_info(repo_id, revision=revision, files_metadata=False)
         except hf_errors.RevisionNotFoundError:
-            refs = api.list_repo_refs(repo_id, repo_type="dataset")
-            return HubState(True, True, None, [t.name for t in refs.tags],
-                            note=f"{repo_id} exists; branch {revision} does not yet (made from main)")
+            if revision == "main":
+                raise
+            state = read_hub(repo_id, "main", endpoint=endpoint, dry_run=dry_run)
+            state.branch_exists = False
+            state.note = f"branch {revision} does not exist yet: made from main; {state.note}"
+            return state
         refs = api.list_repo_refs(repo_id, repo_type="dataset")
         siblings = {s.rfilename for s in info.siblings or []}
         head = info.sha or revision
@@ -262,6 +267,9 @@ def read_hub(repo_id: str, revision: str, *, endpoint: str | None = None, dry_ru
         return HubState(True, False, note=f"{repo_id} does not exist yet: a first release")
     except Exception as error:
         if not _unreachable(error):
+            if isinstance(error, hf_errors.HfHubHTTPError):
+                raise JunoBenchError(f"the Hub refused reading the repo ({_first_line(error)})", file=where,
+                                     hint="check the repo id, the revision and your token") from None
             raise
         if not dry_run:
             raise JunoBenchError(f"the Hub is unreachable ({_first_line(error)})", file=where,
@@ -291,6 +299,11 @@ def _unreachable(error: BaseException) -> bool:
     return type(error).__module__.split(".")[0] in ("httpx", "httpx2", "requests", "urllib3")
 
 
+def _parent(hub: HubState) -> str | None:
+    """The commit the release's commit must follow (None: a new repo or a new branch)."""
+    return hub.head if hub.branch_exists else None
+
+
 def _publish(result: ReleaseResult, *, private: bool, endpoint: str | None) -> None:
     """The commit and the tag."""
     from huggingface_hub import HfApi
@@ -302,7 +315,8 @@ def _publish(result: ReleaseResult, *, private: bool, endpoint: str | None) -> N
     message = f"JunoBench {result.version}"
     commit = commit_export(result.export_dir, uploads, result.repo_id, revision=result.revision, private=private,
                            message=message, endpoint=endpoint,
-                           extra={CHANGELOG: result.changelog.encode("utf-8")}, parent_commit=result.hub.head)
+                           extra={CHANGELOG: result.changelog.encode("utf-8")}, parent_commit=_parent(result.hub),
+                           branch_from=None if result.hub.branch_exists else result.hub.head)
     result.commit_oid, result.commit_url = commit.oid, commit.commit_url
     with hub_call(f"{result.repo_id}@{commit.oid}", f"the tag {result.tag}"):
         HfApi(endpoint=endpoint).create_tag(result.repo_id, tag=result.tag, revision=commit.oid,
