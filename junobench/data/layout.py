@@ -24,6 +24,8 @@ from junobench.errors import JunoBenchError
 
 DESC_TABLE = "benchmark_desc.xlsx"
 DIAGNOSIS_TABLE = "ground_truth_crash_prediction.xlsx"
+#: The dataset's own version (optional; :mod:`junobench.data.release_files` reads it).
+VERSION_FILE = "VERSION"
 BENCHMARK_DIR = "benchmark"
 DATA_DIR = "data"
 METADATA_SUFFIX = ".metadata.json"

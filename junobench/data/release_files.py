@@ -27,7 +27,7 @@ from junobench.errors import JunoBenchError
 from junobench.safety.paths import is_dir_entry, open_regular, read_regular
 
 #: The dataset's version file at a snapshot's root.
-VERSION_FILE = "VERSION"
+VERSION_FILE = layout.VERSION_FILE
 #: ``MAJOR.MINOR.PATCH`` (Croissant's recommendation), an optional pre-release and build.
 VERSION_PATTERN = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
                              r"(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?\Z")
