@@ -346,7 +346,7 @@ def code_cells(notebook: str | None) -> list[str] | None:
 
 
 def _notebook_change(a: str | None, b: str | None) -> str | None:
-    if a is None and b is None:
+    if a == b:  # the same text: nothing to parse
         return None
     if a is None:
         return "added"
