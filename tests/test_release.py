@@ -41,6 +41,7 @@ def in_process(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_TOKEN", TOKEN)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
     monkeypatch.setattr(constants, "HF_HUB_DISABLE_XET", True)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
 
 
 @pytest.fixture
@@ -189,6 +190,28 @@ def test_a_commit_on_a_moved_branch_is_refused(hub, tmp_path, in_process) -> Non
     with pytest.raises(JunoBenchError, match="HTTP 412"):
         commit_export(out, plan(out), REPO, revision=None, private=False, message="three", endpoint=hub.url,
                       extra={"CHANGELOG.md": b"# Changelog\n\nmore\n"}, parent_commit=stale)
+
+
+def test_a_push_between_reading_the_hub_and_the_commit_fails_the_release(hub, snapshot, tmp_path, in_process,
+                                                                         monkeypatch) -> None:
+    """The release commits on top of the head it read: a push in between makes the Hub
+    refuse the commit, and nothing is tagged or written into the snapshot."""
+    import junobench.hub.release as release_module
+
+    out = export("sample", tmp_path / "first").out
+    commit_export(out, plan(out), REPO, revision=None, private=False, message="first", endpoint=hub.url)
+    real = release_module.read_hub
+
+    def read_then_someone_pushes(*args, **kwargs):
+        state = real(*args, **kwargs)
+        commit_export(out, [], REPO, revision=None, private=False, message="meanwhile", endpoint=hub.url,
+                      extra={"NOTES.md": b"someone else\n"})
+        return state
+
+    monkeypatch.setattr(release_module, "read_hub", read_then_someone_pushes)
+    with pytest.raises(JunoBenchError, match="HTTP 412"):
+        release_module.release(snapshot, REPO, version="1.0.0", previous="sample", endpoint=hub.url)
+    assert hub.repos[("dataset", REPO)].tags == {} and not (snapshot / "VERSION").exists()
 
 
 def test_the_latest_entry_of_a_version() -> None:
