@@ -51,11 +51,12 @@ def snapshot(tmp_path: Path) -> Path:
     return root
 
 
-def cli(hub: HubServer, tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+def cli(hub: HubServer, tmp_path: Path, *argv: str, token: str | None = TOKEN) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     env.update({"HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp_path / "hf-home"),
-                "HF_HUB_DISABLE_TELEMETRY": "1", "HF_TOKEN": TOKEN,
-                "JUNOBENCH_CACHE": str(tmp_path / "cache")})
+                "HF_HUB_DISABLE_TELEMETRY": "1", "JUNOBENCH_CACHE": str(tmp_path / "cache")})
+    if token:
+        env["HF_TOKEN"] = token
     return subprocess.run([sys.executable, "-m", "junobench", *argv], env=env, capture_output=True,
                           text=True, timeout=600)
 
@@ -146,6 +147,8 @@ def posts_to(hub: HubServer, path: str) -> int:
 
 
 def test_an_invalid_snapshot_or_no_version_is_refused(hub, snapshot, tmp_path) -> None:
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.0.0", token=None)
+    assert run.returncode == 1 and "no Hugging Face token found" in run.stderr
     run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--dry-run")
     assert run.returncode == 1 and "declares no version" in run.stderr
     run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "one")

@@ -128,6 +128,13 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
     if not _DATE.match(date):
         raise JunoBenchError(f"not a date: {date!r}", hint="use YYYY-MM-DD")
 
+    if not dry_run:
+        from huggingface_hub import get_token
+
+        if get_token() is None:
+            raise JunoBenchError("no Hugging Face token found", file=repo_id,
+                                 hint="log in with `hf auth login` or set HF_TOKEN (a token with write "
+                                      "access), or add --dry-run")
     validation = check(root)
     if validation.problems:
         shown = "; ".join(str(p) for p in validation.problems[:3])
