@@ -3,6 +3,7 @@ release with its changelog entry and card diff, tags, and what is refused."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -81,6 +82,8 @@ def test_two_releases_with_changelog_card_diff_and_tags(hub, snapshot, tmp_path,
     assert changelog.startswith("# Changelog\n\n## 1.0.0 (2026-01-02)\n")
     assert "10 added, 0 removed" in changelog and "`pandas_1`" in changelog
     assert b"version: 1.0.0" in tree[CARD]
+    croissant = json.loads(tree[CROISSANT])
+    assert croissant["version"] == "1.0.0" and croissant["datePublished"] == "2026-01-02"
 
     # an edited snapshot, then a dry run: it reads the Hub, writes and sends nothing
     edit_rows(snapshot, layout.DESC_TABLE, "nb_name", "pandas_1", label_root_cause="API misuse")

@@ -67,9 +67,10 @@ def context() -> dict[str, Any]:
 
 def croissant(features: Mapping[str, Any], digests: Mapping[str, Mapping[str, Any]],
               cases: Sequence[Mapping[str, Any]], report: Mapping[str, Any], *, repo_id: str,
-              version: str | None) -> dict[str, Any]:
+              version: str | None, published: str | None = None) -> dict[str, Any]:
     """The Croissant JSON-LD of an export: ``features`` and ``digests`` (sha256, size) per
-    config, the ``cases`` records, the build ``report`` and the dataset ``version``."""
+    config, the ``cases`` records, the build ``report``, the dataset ``version`` and the
+    release date ``published``."""
     from junobench.hub.card import TAGS
 
     metadata: dict[str, Any] = {
@@ -86,6 +87,7 @@ def croissant(features: Mapping[str, Any], digests: Mapping[str, Mapping[str, An
         "keywords": list(TAGS),
         "inLanguage": "en",
         **({"version": version} if version else {}),
+        **({"datePublished": published} if published else {}),
         "license": _licences(cases),
         "isBasedOn": _input_datasets(cases),
         **rai_fields(cases, report),

@@ -175,9 +175,12 @@ def _prepare(root: Path, repo_id: str, revision: str, version: str, tag: str, da
     from junobench.hub.read_export import CARD
     from junobench.hub.write_export import export
 
-    export(root, export_dir, repo_id=repo_id, version=version)  # a dry run has not written VERSION
-    resumed = latest_entry(hub.changelog, version)
-    if resumed is not None and previous is None:
+    resumed = latest_entry(hub.changelog, version) if previous is None else None
+    if resumed is not None:  # the release's own date, so that the same files are made again
+        found = re.match(rf"## {re.escape(version)} \((\d{{4}}-\d{{2}}-\d{{2}})\)", resumed)
+        date = found.group(1) if found else date
+    export(root, export_dir, repo_id=repo_id, version=version, published=date)  # VERSION may be unwritten
+    if resumed is not None:
         # the head holds this version already, untagged (a release interrupted after its
         # commit): its entry stands, and the same files make no new commit
         entry, changelog = resumed, hub.changelog or ""

@@ -66,12 +66,15 @@ def export(
     template: str | Path | None = None,
     cache_dir: str | Path | None = None,
     version: str | None = None,
+    published: str | None = None,
 ) -> ExportResult:
     """Write the records of ``source`` (a snapshot, ``"sample"`` or a Hub repo) to ``out``.
 
     ``repo_id`` is the repo the card's loading examples name (default the published one);
     ``template`` replaces ``data_cards/junobench.md``; ``version`` is the dataset version
-    recorded (default: the snapshot's ``VERSION`` file, if any).
+    recorded (default: the snapshot's ``VERSION`` file, if any); ``published`` the release
+    date (``YYYY-MM-DD``) ``croissant.json`` gives (none by default: exports stay
+    byte-identical).
     """
     from junobench.data.build import build
     from junobench.data.release_files import data_digests, dataset_version
@@ -101,7 +104,7 @@ def export(
         staging = staging_folder(out)
         try:
             write_export(staging, records, report_dict, repo_id=repo_id or DEFAULT_REPO_ID,
-                         template=template, version=version, data=digests)
+                         template=template, version=version, data=digests, published=published)
             manifest = read_manifest(staging)
             old = swap_in(staging, out)
         except BaseException:
@@ -114,7 +117,7 @@ def export(
 
 def write_export(directory: Path, records: dict[str, Any], report: dict[str, Any], *,
                  repo_id: str, template: str | Path | None = None, version: str | None = None,
-                 data: dict[str, dict[str, str]] | None = None) -> None:
+                 data: dict[str, dict[str, str]] | None = None, published: str | None = None) -> None:
     """Write the parquet files, the card, ``croissant.json`` and the manifest of ``records``
     into ``directory``; ``version`` is the dataset's, ``data`` the digests of the input-data
     files of each case (both recorded in the manifest)."""
@@ -141,7 +144,7 @@ def write_export(directory: Path, records: dict[str, Any], report: dict[str, Any
     write_text(directory / CARD, card)
     parquet = {config: file_digest(directory / PARQUET[config]) for config in CONFIG_NAMES}
     metadata = croissant({c: records[c].features for c in CONFIG_NAMES}, parquet, cases, report,
-                         repo_id=repo_id, version=version)
+                         repo_id=repo_id, version=version, published=published)
     write_text(directory / CROISSANT, json.dumps(metadata, indent=2, ensure_ascii=False) + "\n")
     files = {name: file_digest(directory / name) for name in sorted([CARD, CROISSANT, *PARQUET.values()])}
     manifest = {
