@@ -156,6 +156,9 @@ def test_an_invalid_snapshot_or_no_version_is_refused(hub, snapshot, tmp_path) -
     assert run.returncode == 1 and "declares no version" in run.stderr
     run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "one")
     assert run.returncode == 1 and "not a dataset version" in run.stderr
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.0.0",
+              "--date", "2026-02-30", "--dry-run")
+    assert run.returncode == 1 and "not a date" in run.stderr
     (snapshot / layout.DIAGNOSIS_TABLE).write_bytes(b"not a table")
     run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.0.0")
     assert run.returncode == 1 and "the snapshot is not valid" in run.stderr

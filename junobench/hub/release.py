@@ -125,8 +125,12 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
     if not _TAG.match(tag):
         raise JunoBenchError(f"not a tag name: {tag!r}", hint="letters, digits, '.', '_' and '-', e.g. v1.1.0")
     date = date or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
-    if not _DATE.match(date):
-        raise JunoBenchError(f"not a date: {date!r}", hint="use YYYY-MM-DD")
+    try:
+        if not _DATE.match(date):
+            raise ValueError(date)
+        datetime.date.fromisoformat(date)
+    except ValueError:
+        raise JunoBenchError(f"not a date: {date!r}", hint="use YYYY-MM-DD") from None
 
     if not dry_run:
         from huggingface_hub import get_token
@@ -150,7 +154,7 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
     steps: list[str] = []
     temporary = None if out is not None else tempfile.TemporaryDirectory(prefix="junobench-release-")
     try:
-        export_dir = Path(temporary.name) / "export" if temporary else Path(out)  # type: ignore[arg-type]
+        export_dir = Path(temporary.name) / "export" if temporary is not None else Path(str(out))
         result = _prepare(root, repo_id, revision, version, tag, date, previous, hub, export_dir, dry_run, steps)
         if version != recorded:
             result.steps.append(f"once tagged, write {version} into {VERSION_FILE} of the snapshot")
