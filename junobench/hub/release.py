@@ -151,7 +151,11 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
         raise JunoBenchError(f"the tag {tag} exists already in {repo_id}", file=f"{repo_id}@{tag}",
                              hint="a release is never moved: release a new version")
 
-    steps: list[str] = []
+    steps: list[str] = [f"validated: {validation.cases} cases"
+                         + (f", {len(validation.warnings)} warning(s) (see `junobench validate`)"
+                            if validation.warnings else ", no warning")]
+    licences = sorted({w.problem for w in validation.warnings if "licence" in w.problem})
+    steps += [f"warning: {problem}" for problem in licences]
     temporary = None if out is not None else tempfile.TemporaryDirectory(prefix="junobench-release-")
     try:
         export_dir = Path(temporary.name) / "export" if temporary is not None else Path(str(out))
