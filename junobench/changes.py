@@ -341,7 +341,7 @@ def code_cells(notebook: str | None) -> list[str] | None:
     for cell in cells:
         if isinstance(cell, dict) and cell.get("cell_type") == "code":
             source = cell.get("source", "")
-            out.append("".join(source) if isinstance(source, list) else str(source))
+            out.append("".join(map(str, source)) if isinstance(source, list) else str(source))
     return out
 
 

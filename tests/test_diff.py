@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from snapshot_files import edit_cell
 
 import junobench
@@ -162,3 +164,22 @@ def test_a_bad_source_is_one_error_line(tmp_path: Path, capsys) -> None:
     assert main(["diff", "sample", str(tmp_path / "absent")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "absent" in err and "Traceback" not in err
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=15)
+_cells = st.lists(st.fixed_dictionaries({"cell_type": st.sampled_from(["code", "markdown", 3]),
+                                         "source": st.one_of(st.text(max_size=20), st.lists(st.text(max_size=5)),
+                                                             _json)}), max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.text(max_size=50), _json.map(json.dumps), _cells.map(lambda c: json.dumps({"cells": c}))),
+       st.one_of(st.text(max_size=50), _cells.map(lambda c: json.dumps({"cells": c}))))
+def test_any_notebook_text_is_compared_without_raising(a: str, b: str) -> None:
+    cells = code_cells(a)
+    assert cells is None or all(isinstance(c, str) for c in cells)
+    d = compare([{"case_id": "torch_1", "eid": "e", "fixed": a}], [{"case_id": "torch_1", "eid": "e", "fixed": b}])
+    assert d.empty == (a == b or (code_cells(a) is not None and code_cells(a) == code_cells(b)))
