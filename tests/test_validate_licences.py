@@ -7,10 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from junobench.cli import main
 from junobench.data import layout
 from junobench.data.licences import LicencePolicy, lookup, read_licence_list
+from junobench.data.release_files import VERSION_PATTERN, dataset_version
 from junobench.data.snapshot import resolve
 from junobench.data.tables import read_table, write_table
 from junobench.data.validate import check
@@ -97,3 +100,16 @@ def test_a_malformed_version_file_is_a_problem(sample_copy: Path) -> None:
     (sample_copy / "VERSION").write_text("latest\n", encoding="utf-8")
     [problem] = check(sample_copy).problems
     assert problem.file == "VERSION" and "not a dataset version" in problem.problem
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.binary(max_size=300), st.text(max_size=40))
+def test_any_version_file_or_licence_name_is_a_value_or_a_clean_error(tmp_path: Path, raw: bytes, name: str) -> None:
+    (tmp_path / "VERSION").write_bytes(raw)
+    try:
+        version = dataset_version(tmp_path)
+    except JunoBenchError as error:
+        assert "VERSION" in str(error)
+    else:
+        assert version is not None and VERSION_PATTERN.match(version)
+    assert LicencePolicy.default().verdict(name) in ("allowed", "unknown", "not allowed")
