@@ -13,8 +13,9 @@ anything is sent: a release is never moved. ``dry_run`` does everything but writ
 ``VERSION`` file and sending; a dry run that cannot reach the Hub (offline,
 ``HF_HUB_OFFLINE=1``) says so and compares with ``previous`` or with nothing.
 
->>> plan = release("sample", "someone/bench", version="1.0.0", previous="sample",
-...                dry_run=True, offline=True, date="2026-01-01")           # doctest: +SKIP
+>>> plan = release("mybench", "someone/bench", version="1.1.0", previous="sample",
+...                dry_run=True, offline=True)                              # doctest: +SKIP
+>>> print(plan.entry)                                                       # doctest: +SKIP
 """
 
 from __future__ import annotations
