@@ -200,7 +200,8 @@ def rai_fields(cases: Sequence[Mapping[str, Any]], report: Mapping[str, Any]) ->
             "sampled from Kaggle notebooks whose imports name a target library. Each crash was reproduced "
             "in one pinned execution environment (minimal edits so that the notebook crashes reliably in "
             "its recorded cell order) and fixed; its input datasets were downloaded from their sources. "
-            f"This release: {n} cases; origin: {_counts(origins)}."),
+            f"This release: {n} cases; origin: {_counts(origins)}; "
+            f"{sum(1 for c in cases if c.get('notebook_url'))} of them link their source notebook."),
         "rai:dataCollectionType": ["Secondary Data Analysis", "Manual Human Curation", "Experiments"],
         "rai:dataPreprocessingProtocol": [
             "Reproduced notebooks: minimal edits to the collected notebook so that it crashes reliably in "
@@ -231,7 +232,7 @@ def rai_fields(cases: Sequence[Mapping[str, Any]], report: Mapping[str, Any]) ->
             f"{n} cases: too few for fine-grained statistics per library or label.",
             "The notebooks need the pinned library versions of the environment they were reproduced in; "
             "under other versions a crash may not reproduce, or the fixed notebook may crash.",
-            f"Input-dataset licences differ ({len(licences)} licences over {len(datasets)} datasets); "
+            f"Input-dataset licences differ ({len(licences)} licence(s) over {len(datasets)} dataset(s)); "
             f"{unknown} dataset(s) state no licence"
             + (f", and these licences are not open: {'; '.join(closed)}" if closed else "")
             + ". Check each dataset's licence before reusing its data.",
