@@ -23,7 +23,7 @@ import sys
 import time
 
 #: Seconds between two looks at the sandbox's processes.
-INTERVAL = 0.02
+INTERVAL = 0.05
 
 
 def limit(kind: int, value: int) -> None:
