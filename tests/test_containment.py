@@ -191,6 +191,7 @@ def test_hostile_notebooks_are_contained(tmp_path, listener):
     time.sleep(0.5)
     assert _leftovers() == [], "processes outlived verify"
     rss = int(done.stderr.rsplit("maxrss", 1)[1].split()[0]) * 1024  # kilobytes on Linux
+    print(f"verify's peak RSS: {rss >> 20} MiB")  # shown with -s
     assert rss < 500 << 20, f"verify itself peaked at {rss >> 20} MiB"
 
 
