@@ -164,7 +164,8 @@ def test_hostile_notebooks_are_contained(tmp_path, listener):
         "code = main(sys.argv[1:])\n"
         "print('maxrss', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
         "sys.exit(code)\n")
-    env = {**os.environ, "HOME": str(home), "HF_TOKEN": SECRET, "MY_SECRET_VALUE": SECRET}
+    env = {**os.environ, "HOME": str(home), "HF_TOKEN": SECRET, "MY_SECRET_VALUE": SECRET,
+           "XDG_CACHE_HOME": str(tmp_path / "cache")}  # junobench's own cache (matplotlib's font list)
     done = subprocess.run(
         [sys.executable, "-c", measure, "verify", "--source", str(snapshot), "--jobs", "2", "--no-progress",
          "--report", str(report), "--memory", "1GiB", "--max-processes", "64", "--timeout", "120"],

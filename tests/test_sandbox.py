@@ -45,6 +45,27 @@ def test_bwrap_shows_only_what_it_binds(tmp_path):
     assert "--share-net" in networked
 
 
+@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")
+def test_matplotlib_s_font_list_is_built_once_and_bound_read_only(tmp_path, monkeypatch):
+    import sys
+
+    from junobench.envs import sandbox
+
+    pytest.importorskip("matplotlib")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    sandbox.font_cache.cache_clear()
+    try:
+        found = sandbox.font_cache(sys.executable)
+        assert [f.name for f in found] and all(f.name.startswith("fontlist-") for f in found)
+        assert all(tmp_path / "cache" / "junobench" / "sandbox" in f.parents for f in found)
+        argv = bwrap_argv(["true"], Sandbox("bwrap"), python=sys.executable, cwd=str(tmp_path), writable=[],
+                          runtime=str(tmp_path))
+        bound = argv.index(str(found[0]))
+        assert argv[bound - 1] == "--ro-bind" and argv[bound + 1] == f"{sandbox.MATPLOTLIB_CACHE}/{found[0].name}"
+    finally:
+        sandbox.font_cache.cache_clear()
+
+
 def test_a_confined_kernel_gets_only_the_allowlisted_variables():
     env = {"PATH": "/bin", "DATABASE_URL": "postgres://u:p@h/db", "LC_ALL": "C", "OMP_NUM_THREADS": "1", "X": "1"}
     assert confined_environ(env) == {"PATH": "/bin", "LC_ALL": "C", "OMP_NUM_THREADS": "1"}

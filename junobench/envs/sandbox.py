@@ -238,8 +238,9 @@ def watched(command: Sequence[str], sandbox: Sandbox, *, python: str, status: st
 
 
 def bwrap_argv(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: str, writable: Iterable[str],
-               runtime: str) -> list[str]:
-    """The bubblewrap command line (see the module docstring)."""
+               runtime: str, fonts: bool = True) -> list[str]:
+    """The bubblewrap command line (see the module docstring); ``fonts``: with matplotlib's
+    font list (:func:`font_cache`)."""
     known = _bwrap_options()
     argv = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user", "--die-with-parent",
             "--new-session", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", HOSTNAME]
@@ -264,6 +265,11 @@ def bwrap_argv(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: st
     size = ["--size", str(sandbox.memory)] if sandbox.memory and "--size" in known else []
     argv += ["--perms", "1777", *size, "--tmpfs", "/tmp", "--perms", "1777", *size, "--tmpfs", "/dev/shm",
              "--dir", SANDBOX_HOME]
+    found_fonts = font_cache(python) if fonts else ()
+    if found_fonts:  # matplotlib's font list, built once per interpreter (else each kernel builds it)
+        argv += ["--dir", f"{SANDBOX_HOME}/.cache", "--dir", MATPLOTLIB_CACHE]
+        for found in found_fonts:
+            argv += ["--ro-bind", str(found), f"{MATPLOTLIB_CACHE}/{found.name}"]
     home = _user_home()
     for prefix in interpreter_prefixes(python):  # after /tmp: an environment may live there
         if prefix == "/" or (home is not None and prefix == home):
@@ -279,6 +285,46 @@ def bwrap_argv(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: st
         if name not in ("TMPDIR",):
             argv += ["--unsetenv", name]
     return [*argv, "--", *command]
+
+
+#: Where matplotlib looks for its font list inside the sandbox (``~/.cache/matplotlib``).
+MATPLOTLIB_CACHE = f"{SANDBOX_HOME}/.cache/matplotlib"
+
+
+@functools.lru_cache(maxsize=32)
+def font_cache(python: str) -> tuple[Path, ...]:
+    """matplotlib's font list for ``python``'s matplotlib, built once in a sandbox into
+    junobench's cache (``$XDG_CACHE_HOME/junobench/sandbox``) and bound read-only into every
+    kernel: a fresh ``HOME`` would make each kernel scan the fonts again (a quarter of a
+    second here, seconds on a machine with many fonts). Nothing when the interpreter has no
+    matplotlib or the build fails."""
+    import hashlib
+    import tempfile
+
+    key = hashlib.sha256("|".join((os.path.realpath(python), *interpreter_prefixes(python))).encode()).hexdigest()
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "junobench" / "sandbox"
+    folder = root / f"matplotlib-{key[:16]}"
+    if not folder.is_dir():
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            building = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
+        except OSError:
+            return ()
+        try:
+            code = f"import os; os.environ['MPLCONFIGDIR'] = {str(building)!r}; import matplotlib.font_manager"
+            command = bwrap_argv([python, "-c", code], Sandbox("bwrap"), python=python, cwd=str(building),
+                                 writable=[str(building)], runtime=str(building), fonts=False)
+            subprocess.run(command, capture_output=True, timeout=300, check=False)
+            for name in ("passwd", "group"):
+                (building / name).unlink(missing_ok=True)
+            os.replace(building, folder)  # whole or absent
+        except (OSError, subprocess.SubprocessError):
+            pass  # another process made it meanwhile, or no font list: kernels build their own
+        finally:
+            shutil.rmtree(building, ignore_errors=True)
+    if not folder.is_dir():
+        return ()
+    return tuple(sorted(f for f in folder.glob("fontlist-*.json") if f.is_file() and not f.is_symlink()))
 
 
 def container_argv(engine: str, command: Sequence[str], sandbox: Sandbox, *, cwd: str, writable: Iterable[str],
