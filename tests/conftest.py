@@ -101,10 +101,10 @@ def labelled_snapshot(snapshot_copy, reference_dir):
     return snapshot_copy
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster():
-    """One local Ray instance for the whole test session (2 CPUs, a small object store);
-    executors in tests join it."""
+    """One local Ray instance per test module (2 CPUs, a small object store); executors in
+    tests join it (their driver process connects to it)."""
     ray = pytest.importorskip("ray", reason="the Ray executor needs the ray extra")
     if not ray.is_initialized():
         # The tests' stand-in Hub speaks the LFS protocol only: workers use the client's switch.

@@ -21,7 +21,10 @@ from junobench.data.snapshot import sample_path
 from junobench.errors import JunoBenchError
 from junobench.verify import make_executor
 from junobench.verify.executor import LocalExecutor, Place, ReplayTask, run_tasks
-from junobench.verify.ray_executor import RayExecutor, pack, unpack
+from junobench.verify.case_files import survey
+from junobench.verify.executor import Workspace
+from junobench.verify.ray_executor import RayExecutor
+from junobench.verify.shipping import TooLarge, receive, ship
 from junobench.verify.runner import run_sync
 from junobench.verify.spec import case_specs
 
@@ -197,24 +200,42 @@ def test_ray_options_are_checked(ray_cluster):
         RayExecutor(memory=0)
 
 
-def test_archives_keep_files_and_refuse_escapes(tmp_path):
+def _shipped(entries, out: Path, chunk: int = 7) -> list[bytes]:
+    """``entries`` shipped through an in-memory store of ``chunk``-byte objects, received in ``out``."""
+    store: list[bytes] = []
+
+    def put(data: bytes) -> int:
+        assert len(data) <= chunk  # the driver never holds more than one chunk
+        store.append(data)
+        return len(store) - 1
+
+    shipment = ship(entries, put=put, chunk=chunk)
+    receive(shipment.chunks, Workspace(out, "."), out, get=store.__getitem__)
+    return store
+
+
+def test_shipped_files_arrive_in_chunks_and_escapes_are_refused(tmp_path):
     folder = tmp_path / "case"
     (folder / "data").mkdir(parents=True)
     (folder / "data" / "a.csv").write_text("x\n1\n")
+    (folder / "data" / "two\nlines.csv").write_text("y\n2\n")  # a name a local copy keeps
     (folder / "data" / "inner").symlink_to("a.csv")
-    archive = pack([Place(str(folder), "case")])
-    unpack(archive, tmp_path / "out")
+    store = _shipped(survey([Place(str(folder), "case")]), tmp_path / "out")
+    assert len(store) > 3
     assert (tmp_path / "out" / "case" / "data" / "a.csv").read_text() == "x\n1\n"
+    assert (tmp_path / "out" / "case" / "data" / "two\nlines.csv").read_text() == "y\n2\n"
     assert (tmp_path / "out" / "case" / "data" / "inner").is_symlink()
     with pytest.raises(JunoBenchError, match="leaves the task's workspace"):
-        pack([Place(str(folder), "../elsewhere")])
+        survey([Place(str(folder), "../elsewhere")])
+    with pytest.raises(TooLarge, match="more than the 4 B"):
+        ship(survey([Place(str(folder), "case")]), put=lambda data: data, limit=4)
     (folder / "data" / "outside").symlink_to("/etc/passwd")
-    with pytest.raises(JunoBenchError, match="a link out of the folder"):  # packed as a local copy is made
-        pack([Place(str(folder), "case")])
-    hostile = io.BytesIO()  # an archive that did not come from pack(): refused on the worker
+    with pytest.raises(JunoBenchError, match="a link out of the folder"):  # the check a local copy makes
+        survey([Place(str(folder), "case")])
+    hostile = io.BytesIO()  # a stream that did not come from ship(): refused on the worker
     with tarfile.open(fileobj=hostile, mode="w") as bundle:
         link = tarfile.TarInfo("case/passwd")
         link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
         bundle.addfile(link)
     with pytest.raises(JunoBenchError, match="archive member refused"):
-        unpack(hostile.getvalue(), tmp_path / "out2")
+        receive([hostile.getvalue()], Workspace(tmp_path / "out2", "."), tmp_path / "out2", get=lambda data: data)
