@@ -101,6 +101,7 @@ class RayExecutor(Executor):
         self.expected = 0
         self.note: str | None = None
         self.lost: str | None = None
+        self.stopped: str | None = None
         self.log: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._connection: Connection | None = None
