@@ -53,6 +53,7 @@ from typing import Any
 from junobench.errors import JunoBenchError
 from junobench.verify.executor import Executor, ReplayOutcome, ReplayTask, not_run
 from junobench.verify.ray_driver import DriverOptions, describe_fault, require_ray, task_runtime_env
+from junobench.verify.ray_worker import living_workers, sweep
 from junobench.verify.shipping import DEFAULT_LIMIT
 
 __all__ = ["RayExecutor", "describe_fault", "require_ray"]
@@ -114,6 +115,7 @@ class RayExecutor(Executor):
         self._ready: asyncio.Future[Any] | None = None
         self._closed: asyncio.Future[None] | None = None
         self._session: str | None = None
+        self._keep_log = False  # the driver itself failed: its log says why
 
     def task_runtime_env(self, task: ReplayTask) -> dict[str, Any] | None:
         """Ray's runtime environment for ``task``: the executor's, plus (``build_envs``) a
@@ -196,7 +198,14 @@ class RayExecutor(Executor):
             self._connection.close()
         if self._session is not None:
             await asyncio.to_thread(remove_session, self._session)
-        if self.lost is None and self.log is not None:
+        await asyncio.to_thread(sweep)  # what workers on this machine left when they died
+        if self.lost is not None and self._session is not None:  # workers of a lost instance end soon after
+            for _ in range(30):
+                if not await asyncio.to_thread(living_workers):
+                    break
+                await asyncio.sleep(0.5)
+                await asyncio.to_thread(sweep)
+        if not self._keep_log and self.log is not None:
             self.log.unlink(missing_ok=True)
         self._process = None
 
@@ -242,14 +251,27 @@ class RayExecutor(Executor):
         elif kind == "lost":
             self._lose(message[1])
         elif kind == "fatal":
-            self._lose(f"the Ray driver failed ({message[1].strip().splitlines()[-1]})")
+            self._keep_log = True
+            self._lose(f"the Ray driver failed ({message[1].strip().splitlines()[-1]}; its log: {self.log})")
         elif kind in ("closed", "gone"):
             if kind == "gone" and not self._closed.done():
                 code = self._process.poll() if self._process is not None else None
-                self._lose(f"the Ray driver process ended (exit code {code}; its log: {self.log})")
+                if self._node_died():
+                    self._lose(f"its node's raylet died, and the Ray driver with it (exit code {code})")
+                else:
+                    self._keep_log = True
+                    self._lose(f"the Ray driver process ended (exit code {code}; its log: {self.log})")
                 _settle(self._ready, error=JunoBenchError(
                     "the Ray driver ended before joining the cluster", hint=f"see its log {self.log}"))
             _settle(self._closed, result=None)
+
+    def _node_died(self) -> bool:
+        """Whether the driver's log says that its node or raylet died."""
+        try:
+            text = self.log.read_text(errors="replace") if self.log is not None else ""
+        except OSError:
+            return False
+        return "Raylet is terminated" in text or "has been marked dead" in text
 
     def _lose(self, why: str) -> None:
         """The cluster is lost: every replay in flight ends as an infrastructure error."""

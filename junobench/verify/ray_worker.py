@@ -71,6 +71,17 @@ def sweep(base: Path | None = None) -> list[Path]:
     return removed
 
 
+def living_workers(base: Path | None = None) -> list[Path]:
+    """The folders under ``base`` (default: the temporary directory) of workers still running."""
+    base = Path(base or tempfile.gettempdir())
+    living = []
+    for folder in base.glob(f"{PREFIX}*"):
+        pid, _, started = folder.name[len(PREFIX):].partition("-")
+        if pid.isdigit() and int(pid) != os.getpid() and _running(int(pid), started):
+            living.append(folder)
+    return living
+
+
 def worker_root() -> Path:
     """This worker's own folder (made on first use, after sweeping those of dead workers);
     the process's temporary files, kernel connection files included, go there."""
