@@ -29,7 +29,8 @@ from junobench.verify.runner import run_sync
 from junobench.verify.spec import case_specs
 
 pytest.importorskip("nbclient", reason="replays need the run extra")
-pytestmark = pytest.mark.kernel
+# A hung replay fails its test within minutes, with every thread's stack (pytest-timeout).
+pytestmark = [pytest.mark.kernel, pytest.mark.timeout(300)]
 
 
 def wait_for(path: Path, seconds: float = 120) -> str:

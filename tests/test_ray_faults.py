@@ -81,3 +81,19 @@ def test_killing_the_raylet_mid_run_leaves_every_case_and_nothing_behind(tmp_pat
         for pid in processes_with(str(ray_dir)):
             os.kill(pid, signal.SIGKILL)
         shutil.rmtree(ray_dir, ignore_errors=True)
+
+
+@pytest.mark.timeout(300)
+def test_the_benchmark_ships_a_big_file_in_chunks_and_measures_the_driver(tmp_path):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "RAY_TMPDIR": tempfile.mkdtemp(prefix="jbray")}
+    env.pop("RAY_ADDRESS", None)
+    try:
+        done = subprocess.run([sys.executable, str(ROOT / "scripts" / "benchmark_scale.py"), "--only-big",
+                               "--big", "96MiB"], capture_output=True, text=True, env=env, timeout=280)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "peak of the Ray driver" in done.stdout and "0.0938 GiB data file" in done.stdout, done.stdout
+        assert not list(Path(env["RAY_TMPDIR"]).glob("session_*"))
+    finally:
+        for pid in processes_with(env["RAY_TMPDIR"]):
+            os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(env["RAY_TMPDIR"], ignore_errors=True)

@@ -209,6 +209,11 @@ class RayExecutor(Executor):
             self.log.unlink(missing_ok=True)
         self._process = None
 
+    @property
+    def driver_pid(self) -> int | None:
+        """The process id of the Ray driver, while it runs."""
+        return None if self._process is None else self._process.pid
+
     def _send(self, *message: Any) -> None:
         assert self._connection is not None
         data = self._dumps(message)
