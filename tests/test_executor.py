@@ -192,6 +192,16 @@ def test_an_environment_missing_on_the_worker_is_an_infrastructure_error(ray_clu
     assert not outcome.ok and "is not on this worker" in outcome.error
 
 
+def test_a_wrong_token_is_named_in_the_error(ray_cluster, monkeypatch):
+    # Ray's local instances use token authentication (RAY_AUTH_MODE=token); a driver with
+    # another token cannot join, and the error says where the token comes from.
+    address = ray_cluster.get_runtime_context().gcs_address
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "not-the-cluster-token")
+    with pytest.raises(JunoBenchError, match="token authentication is on .*RAY_AUTH_TOKEN"):
+        run_sync(run_tasks(RayExecutor(address=address), []))
+
+
 def test_ray_options_are_checked(ray_cluster):
     with pytest.raises(JunoBenchError, match="asks for 64 CPUs"):
         run_sync(run_tasks(RayExecutor(cpus=64), []))

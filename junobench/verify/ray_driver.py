@@ -84,19 +84,17 @@ class ClusterLost(Exception):
 
 
 def connect_error(error: BaseException, address: str | None) -> JunoBenchError:
-    """The error of a failed ``ray.init``, naming token authentication when it is the cause."""
+    """The error of a failed ``ray.init``; it names token authentication, the usual cause
+    of a cluster that is there but refuses us (Ray itself only says it failed to connect)."""
     text = " ".join(str(error).split())
     where = address or os.environ.get("RAY_ADDRESS") or "a local instance"
-    lowered = text.lower()
-    mode = os.environ.get("RAY_AUTH_MODE", "")
-    if any(word in lowered for word in ("unauthenticated", "authentication", "auth token", "token")):
-        return JunoBenchError(f"the Ray cluster refused the connection: token authentication failed ({text})",
-                              file=where, hint="set RAY_AUTH_MODE=token and the cluster's token in "
-                              "RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token (`ray get-auth-token`)")
-    hint = "check --ray-address (e.g. ray://head:10001 or auto)"
-    if mode != "token":
-        hint += ("; a cluster with token authentication needs RAY_AUTH_MODE=token and its token in "
-                 "RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token")
+    tokens = "RAY_AUTH_TOKEN, RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token (`ray get-auth-token` on the head)"
+    if os.environ.get("RAY_AUTH_MODE", "").lower() == "token" or "auth" in text.lower():
+        hint = (f"token authentication is on (RAY_AUTH_MODE=token): check that the token in {tokens} is the "
+                "cluster's, and --ray-address")
+    else:
+        hint = (f"check --ray-address (e.g. ray://head:10001 or auto); a cluster with token authentication "
+                f"needs RAY_AUTH_MODE=token and its token in {tokens}")
     return JunoBenchError(f"cannot start or join the Ray cluster ({text})", file=where, hint=hint)
 
 
