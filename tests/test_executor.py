@@ -20,12 +20,11 @@ from junobench.data.notebook import Step
 from junobench.data.snapshot import sample_path
 from junobench.errors import JunoBenchError
 from junobench.verify import make_executor
-from junobench.verify.executor import LocalExecutor, Place, ReplayTask, run_tasks
 from junobench.verify.case_files import survey
-from junobench.verify.executor import Workspace
+from junobench.verify.executor import LocalExecutor, Place, ReplayTask, Workspace, run_tasks
 from junobench.verify.ray_executor import RayExecutor
-from junobench.verify.shipping import TooLarge, receive, ship
 from junobench.verify.runner import run_sync
+from junobench.verify.shipping import TooLarge, receive, ship
 from junobench.verify.spec import case_specs
 
 pytest.importorskip("nbclient", reason="replays need the run extra")
@@ -198,7 +197,7 @@ def test_a_wrong_token_is_named_in_the_error(ray_cluster, monkeypatch):
     address = ray_cluster.get_runtime_context().gcs_address
     monkeypatch.setenv("RAY_AUTH_MODE", "token")
     monkeypatch.setenv("RAY_AUTH_TOKEN", "not-the-cluster-token")
-    with pytest.raises(JunoBenchError, match="token authentication is on .*RAY_AUTH_TOKEN"):
+    with pytest.raises(JunoBenchError, match=r"token authentication is on .*RAY_AUTH_TOKEN"):
         run_sync(run_tasks(RayExecutor(address=address), []))
 
 

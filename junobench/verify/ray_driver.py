@@ -153,6 +153,7 @@ class ClusterDriver:
         self._shipments: dict[_Places, tuple[asyncio.Future[Shipment], int]] = {}
         self.lost: str | None = None
         self._watch: asyncio.Task[None] | None = None
+        self._last: Any = None
 
     # ------------------------------------------------------------------ start and stop
 
@@ -257,16 +258,16 @@ class ClusterDriver:
         """Whether the cluster was lost (the watch may say so at any await)."""
         return self.lost is not None
 
-    def deadline(self, task: ReplayTask, size: int) -> float | None:
-        """Seconds one attempt of ``task`` may take, from being handed to a worker to its
-        outcome: the kernel's start-up, the files' transfer and each step's time limit,
-        each with a margin (None when the task's steps have no limit)."""
+    def deadlines(self, task: ReplayTask, size: int) -> tuple[float, float | None]:
+        """Seconds each stage of an attempt of ``task`` may take: getting ready (a worker and
+        its kernel started, the files received), then running the steps (each step's time
+        limit with a margin; None when the steps have no limit). ``deadline`` sets both."""
         if self.o.deadline is not None:
-            return self.o.deadline
+            return self.o.deadline, self.o.deadline
+        ready = 2 * STARTUP_TIMEOUT + size / TRANSFER_RATE
         if task.timeout is None:
-            return None
-        steps = len(task.steps) + 1
-        return 2 * STARTUP_TIMEOUT + size / TRANSFER_RATE + steps * (task.timeout + STEP_GRACE)
+            return ready, None
+        return ready, (len(task.steps) + 1) * (task.timeout + STEP_GRACE)
 
     async def run(self, task: ReplayTask) -> ReplayOutcome:
         assert self._slots is not None
@@ -312,29 +313,49 @@ class ClusterDriver:
         return _infrastructure(task, why, count, faults)
 
     async def _attempt(self, task: ReplayTask, shipment: Shipment, number: int) -> Any:
+        """One attempt on a worker: its outcome, or the :class:`_Attempt` of its fault."""
+        ready, running = self.deadlines(task, shipment.size)
+        if self._idle is None:  # a plain task (build_envs): one call for both stages
+            fault = await self._wait(self._submit(task, shipment), None,
+                                     None if running is None else ready + running, number)
+            return self._last if fault is None else fault
+        worker = await self._take_worker()
+        name = f"junobench:{task.key}"
+        more = self.o.expected - self._submitted >= self.jobs  # start the worker's next kernel now
+        fault = await self._wait(worker.prepare.options(name=name).remote(without_places(task), shipment.chunks, more),
+                                 worker, ready, number)
+        if fault is None:
+            fault = await self._wait(worker.replay.options(name=name).remote(), worker, running, number)
+        if fault is not None:
+            return fault
+        self._give_back(worker)
+        return self._last
+
+    async def _wait(self, ref: Any, worker: Any, limit: float | None, number: int) -> _Attempt | None:
+        """Wait for one call of an attempt, within ``limit`` seconds: None when it answered
+        (its result in ``_last``), else the fault (the worker replaced when it is dead or late)."""
         ray = require_ray()
-        worker = None if self._idle is None else await self._take_worker()
-        ref = self._submit(task, shipment, worker)
-        limit = self.deadline(task, shipment.size)
         try:
-            done = await asyncio.wait_for(_outcome(ref), limit)
+            self._last = await asyncio.wait_for(_outcome(ref), limit)
         except asyncio.CancelledError:
             await self._stop(ref, worker)
             raise
         except asyncio.TimeoutError:
             await self._stop(ref, worker, at_once=True)
-            return _Attempt(f"attempt {number}: the replay passed its deadline of {limit:.0f} s "
+            return _Attempt(f"attempt {number}: the replay passed its deadline of {limit or 0:.0f} s "
                             "(its worker was stopped)", False)
         except ray.exceptions.TaskCancelledError:
             self._give_back(worker, replace=True)
             raise asyncio.CancelledError from None
         except ray.exceptions.RayError as error:
             fault = describe_fault(error)
-            self._give_back(worker, replace=isinstance(error, ray.exceptions.RayActorError))
+            dead = isinstance(error, ray.exceptions.RayActorError)
+            if worker is not None and not dead:  # it is alive: it drops what it prepared
+                worker.discard.remote()
+            self._give_back(worker, replace=dead)
             died = fault.startswith("the worker died") and self.lost is None
             return _Attempt(f"attempt {number}: {fault}", died)
-        self._give_back(worker)
-        return done
+        return None
 
     async def _take_worker(self) -> Any:
         assert self._idle is not None
@@ -359,11 +380,9 @@ class ClusterDriver:
             return
         self._idle.put_nowait(worker)
 
-    def _submit(self, task: ReplayTask, shipment: Shipment, worker: Any) -> Any:
+    def _submit(self, task: ReplayTask, shipment: Shipment) -> Any:
+        """The plain task of ``task`` (``build_envs``), in its own runtime environment."""
         bare = without_places(task)
-        if worker is not None:  # start the worker's next kernel now if more notebooks are to come
-            more = self.o.expected - self._submitted >= self.jobs
-            return worker.replay.options(name=f"junobench:{task.key}").remote(bare, shipment.chunks, more)
         options: dict[str, Any] = {"num_cpus": self.o.cpus, "max_retries": 0, "retry_exceptions": False,
                                    "name": f"junobench:{task.key}"}
         if self.o.memory is not None:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from junobench.envs.kernel import KernelTarget, own_kernel
+from junobench.envs.kernel import KernelTarget, StartedKernel, own_kernel
 from junobench.errors import JunoBenchError
 from junobench.verify.executor import WORKSPACE, ReplayTask, Workspace, execute, fetch_cases
 from junobench.verify.judge import RunLog
@@ -144,28 +144,54 @@ class ReplayWorker:
         self.target = target
         self.pass_env = tuple(pass_env)
         self.pool: KernelPool | None = None
+        self.current: tuple[ReplayTask, StartedKernel] | None = None
         worker_root()
 
-    async def replay(self, task: ReplayTask, chunks: Sequence[Any], more: bool) -> tuple[RunLog, Any, str]:
-        """Replay ``task`` (its files in ``chunks``); with ``more``, start the next kernel."""
+    async def prepare(self, task: ReplayTask, chunks: Sequence[Any], more: bool) -> None:
+        """Get ready to replay ``task``: a kernel started (with ``more``, the next one starts
+        too) and the task's files received from ``chunks`` into its folder. Separate from
+        :meth:`replay` so that the driver bounds the start-up on its own."""
+        await self.discard()
         _check_target(self.target)
         if self.pool is None:
             self.pool = KernelPool(self.target or own_kernel(), size=1, notebooks=0,
                                    env=kernel_env(keep=self.pass_env), scratch=worker_root())
         self.pool.remaining = 1 + int(more)
         kernel = await self.pool.acquire()
+        self.current = (task, kernel)
+        workspace = Workspace(Path(kernel.cwd).parent, task.cwd, Path(kernel.cwd))
+        try:
+            await asyncio.to_thread(unpack, chunks, task, workspace)
+        except BaseException:
+            await self.discard()
+            raise
+
+    async def replay(self) -> tuple[RunLog, Any, str]:
+        """Replay the task :meth:`prepare` got ready; its kernel and folder are removed after."""
+        if self.current is None:
+            raise RuntimeError("nothing prepared to replay")
+        task, kernel = self.current
         try:
             workspace = Workspace(Path(kernel.cwd).parent, task.cwd, Path(kernel.cwd))
-            await asyncio.to_thread(unpack, chunks, task, workspace)
             log, after = await execute(task, workspace, self.target, kernel=kernel)
             return log, after, where()
         finally:
-            await kernel.shutdown()
-            await asyncio.to_thread(shutil.rmtree, Path(kernel.cwd).parent, True)
+            await self.discard()
+
+    async def discard(self) -> None:
+        """Stop the kernel of a prepared task and remove its folder, if any."""
+        current, self.current = self.current, None
+        if current is not None:
+            kernel = current[1]
+            try:
+                await kernel.shutdown()
+            finally:
+                await asyncio.to_thread(shutil.rmtree, Path(kernel.cwd).parent, True)
 
     async def close(self) -> None:
-        """Stop the kernel started ahead, if any, and remove the worker's folder."""
+        """Stop the kernels (prepared, started ahead), if any, and remove the worker's folder."""
         try:
+            await self.discard()
             if self.pool is not None:
                 await self.pool.close()
         finally:
