@@ -162,6 +162,9 @@ async def start_kernel(target: KernelTarget, *, cwd: str | Path, env: Mapping[st
         left = max(1.0, timeout - (time.perf_counter() - started))
         await asyncio.wait_for(kernel.kc.wait_for_ready(timeout=left), left + 5)
         kernel.kc.allow_stdin = False
+    except asyncio.TimeoutError:  # Python 3.10's is not the builtin TimeoutError callers catch
+        await kernel.shutdown()
+        raise TimeoutError(f"the kernel did not start and answer within {timeout:g} s") from None
     except BaseException:
         await kernel.shutdown()
         raise
