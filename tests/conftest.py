@@ -111,8 +111,12 @@ def ray_cluster():
         ray.init(num_cpus=2, object_store_memory=100 * 1024 * 1024, include_dashboard=False,
                  log_to_driver=False, logging_level="warning",
                  runtime_env={"env_vars": {"HF_HUB_DISABLE_XET": "1"}})
+    session = ray._private.worker._global_node.get_session_dir_path()
     yield ray
     ray.shutdown()
+    from junobench.verify.ray_executor import remove_session
+
+    remove_session(session)  # as junobench does for the instances it starts
 
 
 #: Where the test suite keeps the pinned environments it makes: outside the per-run caches,

@@ -22,12 +22,15 @@ import functools
 import logging
 import math
 import os
+import shutil
+import signal
 import sys
 import threading
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 from junobench.envs.kernel import KernelTarget
@@ -48,6 +51,9 @@ STEP_GRACE = 30.0
 TRANSFER_RATE = 20 << 20
 
 _Places = tuple[Any, ...]
+
+#: The session folder of the Ray instance this process started, if it did.
+_SESSION: str | None = None
 
 
 @dataclass
@@ -477,6 +483,37 @@ def _session_dir(ray: Any) -> str | None:
         return None
 
 
+def remove_session(session: str) -> None:
+    """Remove the session folder of a Ray instance junobench started (and Ray's
+    ``session_latest`` link when it points there), after ending what still runs from it."""
+    folder = Path(session)
+    if not folder.name.startswith("session_"):
+        return
+    _end_processes_of(folder)
+    latest = folder.parent / "session_latest"
+    if latest.is_symlink() and os.path.realpath(latest) == os.path.realpath(folder):
+        latest.unlink(missing_ok=True)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _end_processes_of(folder: Path) -> None:
+    """Kill, by process id, what still runs with ``folder`` on its command line (Linux)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return
+    needle = str(folder).encode()
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if needle in command:
+            with contextlib.suppress(OSError):
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
 # --------------------------------------------------------------------------- the process
 
 
@@ -525,6 +562,8 @@ async def serve(channel: _Channel) -> None:
     except JunoBenchError as error:
         channel.send("failed", error)
         return
+    global _SESSION
+    _SESSION = driver.session if driver.owned else None
     channel.send("ready", {"jobs": driver.jobs, "note": driver.note, "session": driver.session,
                            "owned": driver.owned})
     running: dict[int, asyncio.Task[ReplayOutcome]] = {}
@@ -584,6 +623,8 @@ def main(argv: list[str] | None = None) -> int:
             closing = threading.Thread(target=ray.shutdown, daemon=True)
             closing.start()
             closing.join(CANCEL_GRACE)
+        if _SESSION is not None:  # an instance started here: junobench removes it too, unless it is gone
+            remove_session(_SESSION)
     with contextlib.suppress(OSError):
         channel.send("closed")
     return 0

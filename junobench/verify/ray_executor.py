@@ -36,8 +36,6 @@ import asyncio
 import contextlib
 import itertools
 import os
-import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -52,11 +50,11 @@ from typing import Any
 
 from junobench.errors import JunoBenchError
 from junobench.verify.executor import Executor, ReplayOutcome, ReplayTask, not_run
-from junobench.verify.ray_driver import DriverOptions, describe_fault, require_ray, task_runtime_env
+from junobench.verify.ray_driver import DriverOptions, describe_fault, remove_session, require_ray, task_runtime_env
 from junobench.verify.ray_worker import living_workers, sweep
 from junobench.verify.shipping import DEFAULT_LIMIT
 
-__all__ = ["RayExecutor", "describe_fault", "require_ray"]
+__all__ = ["RayExecutor", "describe_fault", "remove_session", "require_ray"]
 
 #: Seconds the driver process may take to join or start the cluster.
 START_TIMEOUT = 300.0
@@ -334,34 +332,3 @@ def _settle(future: asyncio.Future[Any], *, result: Any = None, error: BaseExcep
 
 def _lost(task: ReplayTask, why: str) -> ReplayOutcome:
     return ReplayOutcome(task, not_run(task, why), task.after, 0, (), error=why)
-
-
-def remove_session(session: str) -> None:
-    """Remove the session folder of a Ray instance junobench started (and Ray's
-    ``session_latest`` link when it points there), after ending what still runs from it."""
-    folder = Path(session)
-    if not folder.name.startswith("session_"):
-        return
-    _end_processes_of(folder)
-    latest = folder.parent / "session_latest"
-    if latest.is_symlink() and os.path.realpath(latest) == os.path.realpath(folder):
-        latest.unlink(missing_ok=True)
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-def _end_processes_of(folder: Path) -> None:
-    """Kill, by process id, what still runs with ``folder`` on its command line (Linux)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return
-    needle = str(folder).encode()
-    for entry in proc.iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            command = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if needle in command:
-            with contextlib.suppress(OSError):
-                os.kill(int(entry.name), signal.SIGKILL)
