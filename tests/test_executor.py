@@ -249,3 +249,26 @@ def test_shipped_files_arrive_in_chunks_and_escapes_are_refused(tmp_path):
         bundle.addfile(link)
     with pytest.raises(JunoBenchError, match="archive member refused"):
         receive([hostile.getvalue()], Workspace(tmp_path / "out2", "."), tmp_path / "out2", get=lambda data: data)
+
+
+def test_a_driver_that_stops_answering_is_stopped_and_its_replays_lost(ray_cluster, tmp_path, monkeypatch):
+    from junobench.verify import ray_executor
+
+    monkeypatch.setattr(ray_executor, "SILENCE", 8.0)
+    marker = tmp_path / "kernel.pid"
+    task = one_cell_task(tmp_path / "case", f"import os, pathlib, time\npathlib.Path({str(marker)!r})"
+                         ".write_text(str(os.getpid()))\ntime.sleep(120)")
+
+    async def main():
+        async with RayExecutor(retries=0) as executor:
+            run = asyncio.ensure_future(executor.run(task))
+            kernel = int(await asyncio.to_thread(wait_for, marker))
+            os.kill(executor.driver_pid, signal.SIGSTOP)  # its event loop says nothing more
+            return await run, executor, kernel
+
+    outcome, executor, kernel = run_sync(main())
+    assert not outcome.ok and "stopped answering" in outcome.error
+    assert executor.stopped.startswith("the Ray cluster was lost: the Ray driver stopped answering")
+    assert gone(kernel, 60), "the lost replay's kernel was left running"
+    assert executor.log.exists() and str(executor.log) in outcome.error  # kept: it says what went wrong
+    executor.log.unlink()

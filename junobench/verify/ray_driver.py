@@ -47,6 +47,8 @@ WATCH_EVERY = 3.0
 WATCH_TIMEOUT = 60.0
 #: Seconds granted per step beyond its time limit (the kernel's replies, output).
 STEP_GRACE = 30.0
+#: Seconds between two signs of life of the driver's event loop to junobench.
+HEARTBEAT = 5.0
 #: Bytes per second a worker is granted to receive its files, at the least.
 TRANSFER_RATE = 20 << 20
 
@@ -583,7 +585,13 @@ async def serve(channel: _Channel) -> None:
             await asyncio.sleep(0.5)
         channel.send("lost", driver.lost)
 
+    async def beat() -> None:  # junobench stops a driver whose event loop stops answering
+        while True:
+            channel.send("alive")
+            await asyncio.sleep(HEARTBEAT)
+
     loss = asyncio.ensure_future(watch_loss())
+    beating = asyncio.ensure_future(beat())
     try:
         while True:
             message = await inbox.get()
@@ -600,6 +608,7 @@ async def serve(channel: _Channel) -> None:
                 break
     finally:
         loss.cancel()
+        beating.cancel()
         for job in running.values():
             job.cancel()
         if running:

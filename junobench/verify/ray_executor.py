@@ -41,6 +41,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
@@ -60,6 +61,8 @@ __all__ = ["RayExecutor", "describe_fault", "remove_session", "require_ray"]
 START_TIMEOUT = 300.0
 #: Seconds the driver process may take to close (its workers, an instance it started).
 CLOSE_TIMEOUT = 60.0
+#: Seconds without a word from the driver after which it is taken for hung and killed.
+SILENCE = 120.0
 
 
 @dataclass
@@ -114,6 +117,9 @@ class RayExecutor(Executor):
         self._closed: asyncio.Future[None] | None = None
         self._session: str | None = None
         self._keep_log = False  # the driver itself failed: its log says why
+        self._heard = time.monotonic()  # when the driver last said something
+        self._stuck = False
+        self._watchdog: asyncio.Future[None] | None = None
 
     def task_runtime_env(self, task: ReplayTask) -> dict[str, Any] | None:
         """Ray's runtime environment for ``task``: the executor's, plus (``build_envs``) a
@@ -168,7 +174,18 @@ class RayExecutor(Executor):
             raise
         self.jobs, self.note, self._session = info["jobs"], info["note"], info["session"] if info["owned"] else None
         self._slots = asyncio.Semaphore(self.jobs)
+        self._watchdog = asyncio.ensure_future(self._watch_driver())
         return self
+
+    async def _watch_driver(self) -> None:
+        """Kill a driver that has said nothing for :data:`SILENCE` seconds (its event loop is
+        stuck): its replays then end as infrastructure errors, as when it dies."""
+        while self._process is not None and self._process.poll() is None:
+            await asyncio.sleep(min(5.0, SILENCE / 4))
+            if time.monotonic() - self._heard > SILENCE and self._process is not None:
+                self._stuck = True
+                self._process.kill()
+                return
 
     async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
                         trace: TracebackType | None) -> None:
@@ -181,6 +198,8 @@ class RayExecutor(Executor):
         process = self._process
         if process is None:
             return
+        if self._watchdog is not None:
+            self._watchdog.cancel()
         if process.poll() is None:
             with contextlib.suppress(OSError):
                 self._send("close")
@@ -235,6 +254,7 @@ class RayExecutor(Executor):
 
     def _receive(self, message: tuple[Any, ...]) -> None:
         kind = message[0]
+        self._heard = time.monotonic()
         assert self._ready is not None and self._closed is not None
         if kind == "ready":
             _settle(self._ready, result=message[1])
@@ -259,7 +279,11 @@ class RayExecutor(Executor):
         elif kind in ("closed", "gone"):
             if kind == "gone" and not self._closed.done():
                 code = self._process.poll() if self._process is not None else None
-                if self._node_died():
+                if self._stuck:
+                    self._keep_log = True
+                    self._lose(f"the Ray driver stopped answering for {SILENCE:.0f} s and was stopped "
+                               f"(its log: {self.log})")
+                elif self._node_died():
                     self._lose(f"its node's raylet died, and the Ray driver with it (exit code {code})")
                 else:
                     self._keep_log = True
