@@ -172,7 +172,7 @@ class ClusterDriver:
             try:
                 ray.init(address=self.o.address, log_to_driver=False, logging_level=logging.WARNING,
                          **self.o.init_options)
-            except (ConnectionError, ValueError, RuntimeError, TimeoutError) as error:
+            except Exception as error:  # Ray raises many kinds (AuthenticationError, ConnectionError, …)
                 raise connect_error(error, self.o.address) from None
             self.owned = _started_here(ray)
         if self.owned:
