@@ -272,3 +272,20 @@ def test_a_driver_that_stops_answering_is_stopped_and_its_replays_lost(ray_clust
     assert gone(kernel, 60), "the lost replay's kernel was left running"
     assert executor.log.exists() and str(executor.log) in outcome.error  # kept: it says what went wrong
     executor.log.unlink()
+
+
+def test_a_worker_sweeps_the_folders_of_dead_workers_only(tmp_path):
+    import subprocess
+
+    from junobench.verify.ray_worker import PREFIX, _started, sweep
+
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    dead = tmp_path / f"{PREFIX}{ended.pid}-{_started(os.getpid())}"
+    reused = tmp_path / f"{PREFIX}{os.getppid()}-1"  # a live pid, but another process's start time
+    living = tmp_path / f"{PREFIX}{os.getppid()}-{_started(os.getppid())}"
+    for folder in (dead, reused, living):
+        (folder / "runtime").mkdir(parents=True)
+        (folder / "runtime" / "kernel-1.json").write_text('{"key": "secret"}')
+    assert sorted(sweep(tmp_path)) == sorted([dead, reused])
+    assert [p.name for p in tmp_path.iterdir()] == [living.name]
