@@ -8,6 +8,7 @@ import io
 import os
 import signal
 import tarfile
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -39,6 +40,13 @@ def wait_for(path: Path, seconds: float = 120) -> str:
             return path.read_text().strip()
         time.sleep(0.2)
     raise AssertionError(f"{path} never appeared")
+
+
+def worker_folders(pid: int) -> list[Path]:
+    """The folders of the Ray worker ``pid`` (its scratch and kernel files)."""
+    from junobench.verify.ray_worker import PREFIX
+
+    return list(Path(tempfile.gettempdir()).glob(f"{PREFIX}{pid}-*"))
 
 
 def one_cell_task(folder: Path, source: str, key: str = "t", timeout: float = 120) -> ReplayTask:
@@ -106,18 +114,23 @@ def test_a_killed_worker_is_retried_and_its_kernel_does_not_survive(ray_cluster,
                          "first = not marker.exists()\nmarker.write_text(str(os.getpid()))\n"
                          "if first:\n    time.sleep(120)")
 
-    async def kill_first_worker() -> None:
+    async def kill_first_worker() -> int:
         kernel = int(await asyncio.to_thread(wait_for, marker))
-        os.kill(parent_of(kernel), signal.SIGKILL)  # the Ray worker that started the kernel
+        worker = parent_of(kernel)  # the Ray worker that started the kernel
+        assert worker_folders(worker), "the worker keeps its files in a folder of its own"
+        os.kill(worker, signal.SIGKILL)
         assert await asyncio.to_thread(gone, kernel), "the first attempt's kernel was left behind"
+        return worker
 
     async def main():
         async with RayExecutor(retries=1) as executor:
             run = asyncio.ensure_future(executor.run(task))
-            await kill_first_worker()
-            return await run
+            worker = await kill_first_worker()
+            return await run, worker
 
-    outcome = run_sync(main())
+    outcome, killed = run_sync(main())
+    # the replacement worker swept the dead one's folder: the case's copy and the kernel's key
+    assert not worker_folders(killed)
     assert outcome.ok and outcome.attempts == 2
     assert outcome.log.steps[0].status == "ok"
     assert len(outcome.faults) == 1 and outcome.faults[0].startswith("attempt 1: the worker died")
@@ -150,17 +163,20 @@ def test_cancelling_stops_the_kernels(executor, tmp_path, request):
                            ".write_text(str(os.getpid()))\nwhile True: time.sleep(0.1)", key=f"t{i}")
              for i, m in enumerate(markers)]
 
-    async def main() -> list[int]:
+    async def main() -> tuple[list[int], list[int]]:
         run = asyncio.ensure_future(run_tasks(make_executor(executor, jobs=2), tasks))
         kernels = [int(await asyncio.to_thread(wait_for, m)) for m in markers]
+        workers = [parent_of(pid) for pid in kernels]
         run.cancel()  # what Ctrl-C does to the run
         with pytest.raises(asyncio.CancelledError):
             await run
-        return kernels
+        return kernels, workers
 
-    kernels = run_sync(main())
+    kernels, workers = run_sync(main())
     for pid in kernels:
         assert gone(pid), f"kernel {pid} was left behind"
+    if executor == "ray":  # the workers removed their folders: the cases' copies, the kernels' keys
+        assert not [folder for pid in workers for folder in worker_folders(pid)]
 
 
 def test_pinned_requirements_become_a_uv_runtime_environment(tmp_path):
