@@ -130,7 +130,8 @@ class RayExecutor(Executor):
         options = dict(self.init_options)
         address = self.address
         if address is None and "ray" in sys.modules and sys.modules["ray"].is_initialized():
-            address = sys.modules["ray"].get_runtime_context().gcs_address  # join this process's cluster
+            with contextlib.suppress(Exception):  # a Ray Client connection has no GCS address here
+                address = sys.modules["ray"].get_runtime_context().gcs_address  # join this process's cluster
         return DriverOptions(jobs=self.jobs, address=address, cpus=self.cpus, memory=self.memory,
                              retries=self.retries, build_envs=self.build_envs, runtime_env=self.runtime_env,
                              init_options=options, target=self.target, pass_env=tuple(self.pass_env),
