@@ -52,6 +52,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     return report
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test on a local Ray cluster is slow (a Ray instance per module, workers per run)."""
+    for item in items:
+        if "ray_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def reference_dir() -> Path:
     """The reference data folder (read-only test data)."""
