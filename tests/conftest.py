@@ -65,6 +65,12 @@ def reference_snapshot(reference_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
+def crane_llm(reference_dir: Path) -> Path:
+    """CRANE-LLM's published files (inputs, outputs, results), as in its repository."""
+    return _require(reference_dir / "crane_llm")
+
+
+@pytest.fixture(scope="session")
 def qwen(reference_dir: Path) -> Path:
     """Published runs of the CRANE-LLM paper's Qwen2.5-Coder-32B-Instruct, code only:
     a folder of ``<instance>.json`` files, 5 runs each (Table 2(b))."""

@@ -124,6 +124,10 @@ def _add_task_options(parser: argparse.ArgumentParser, *, outputs: bool = True) 
     parser.add_argument("--runtime-exclude", action="append", default=[], choices=("S", "R", "V"),
                         metavar="S|R|V", help="leave a category of runtime information out "
                         "(repeatable; for ablations from one extraction)")
+    parser.add_argument("--crane-inputs", metavar="DIR",
+                        help="make each task CRANE-LLM's published input for the notebook, as it "
+                        "is (a folder such as llms/llms_inputs/executed_code_runinfo, with its "
+                        "library subfolders): the prompt is then CRANE-LLM's, byte for byte")
     if outputs:
         parser.add_argument("--keep-outputs", action="store_true",
                             help="add the executed cells' text outputs (the papers left them "
@@ -137,7 +141,7 @@ def _tasks(args: argparse.Namespace) -> int:
     key = key_from_text(args.id_key) if args.id_key else new_key()
     tasks_, truths = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
                            keep_outputs=args.keep_outputs, runtime_info=_runtime_texts(args),
-                           key=key, **filters_from(args))
+                           key=key, crane_inputs=args.crane_inputs, **filters_from(args))
     _report_runtime_info(args, tasks_)
     out, truth = write_tasks(tasks_, truths, args.out, args.truth_out)
     print(f"wrote {len(tasks_)} tasks to {out}")
@@ -154,6 +158,10 @@ def _detect(args: argparse.Namespace) -> int:
     if args.endpoint and not args.model:
         raise JunoBenchError("--endpoint needs --model", hint="name the model the server serves")
     if args.tasks:
+        if args.crane_inputs:
+            raise JunoBenchError("--crane-inputs builds tasks; --tasks reads tasks already built",
+                                 hint="use one of them (junobench tasks --crane-inputs DIR "
+                                 "writes such a tasks file)")
         if filters_from(args):
             raise JunoBenchError("filters apply when tasks are built from --source, not to --tasks",
                                  hint="filter with `junobench tasks`, or drop --tasks")
@@ -171,7 +179,8 @@ def _detect(args: argparse.Namespace) -> int:
     else:
         filters: dict[str, Any] = filters_from(args)  # label fields only: no keyword of tasks()
         items, _ = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
-                         runtime_info=_runtime_texts(args), **filters)
+                         runtime_info=_runtime_texts(args), crane_inputs=args.crane_inputs,
+                         **filters)
     _report_runtime_info(args, items)
     if args.baseline:
         summary = detect_static(items, args.out)
