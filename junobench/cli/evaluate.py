@@ -38,7 +38,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     which.add_argument("--endpoint", metavar="URL",
                        help="base URL such as http://localhost:8000/v1 (or the full "
                        ".../chat/completions URL)")
-    which.add_argument("--baseline", choices=("static",), help="a built-in detector, no model")
+    which.add_argument("--baseline", choices=("static", "pylint", "pyright"),
+                       help="a detector without a model: the built-in static baseline, or a "
+                       "static analyser run as CRANE-LLM ran it (the sa extra; a crash when "
+                       "it reports an error CRANE-LLM kept)")
     parser.add_argument("--model", help="model name the endpoint serves (with --endpoint)")
     parser.add_argument("--out", required=True, metavar="PRED.jsonl",
                         help="predictions file (appended to; existing instances are skipped)")
@@ -182,6 +185,8 @@ def _detect(args: argparse.Namespace) -> int:
                          runtime_info=_runtime_texts(args), crane_inputs=args.crane_inputs,
                          **filters)
     _report_runtime_info(args, items)
+    if args.baseline in ("pylint", "pyright"):
+        return _detect_analyser(args, items)
     if args.baseline:
         summary = detect_static(items, args.out)
         print(f"wrote {len(summary.written)} predictions of the {args.baseline} baseline "
@@ -208,6 +213,17 @@ def _detect(args: argparse.Namespace) -> int:
               f"{', '.join(sorted(summary.failed))}", file=sys.stderr)
         print("run the same command again to retry them", file=sys.stderr)
         return 1
+    return 0
+
+
+def _detect_analyser(args: argparse.Namespace, items: list[dict[str, Any]]) -> int:
+    from junobench.detection.analysers import detect_analyser
+
+    summary = detect_analyser(items, args.out, args.baseline, timeout=args.timeout,
+                              log=None if args.no_progress else
+                              lambda line: print(line, file=sys.stderr))
+    print(f"wrote {len(summary.written)} predictions of {args.baseline} to {summary.out}"
+          + (f"; {len(summary.resumed)} were already there" if summary.resumed else ""))
     return 0
 
 
