@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from junobench.detection import crane_inputs
-from junobench.detection.predictions import jsonl_line
+from junobench.detection.predictions import Predictions, check_instance, jsonl_line
 from junobench.errors import JunoBenchError
 
 PYLINT = "pylint"
@@ -98,7 +98,7 @@ def pylint_messages(output: str, code: str) -> list[dict[str, Any]]:
     for item in items if isinstance(items, list) else []:
         if not isinstance(item, dict):
             continue
-        line = item.get("line") if isinstance(item.get("line"), int) else 0
+        line = _line_number(item.get("line"), 0)
         out.append({"code_line": f"{line}: {lines[line - 1] if 0 < line <= len(lines) else ''}",
                     "message": item.get("message"), "symbol": item.get("symbol"),
                     "type": item.get("type"), "source": PYLINT})
@@ -118,8 +118,9 @@ def pyright_messages(output: str, code: str) -> list[dict[str, Any]]:
     for item in diagnostics if isinstance(diagnostics, list) else []:
         if not isinstance(item, dict):
             continue
-        start = (item.get("range") or {}).get("start") or {}
-        line = start.get("line") if isinstance(start.get("line"), int) else -1
+        span = item.get("range")
+        start = span.get("start") if isinstance(span, dict) else None
+        line = _line_number(start.get("line") if isinstance(start, dict) else None, -1)
         text = lines[line] if 0 <= line < len(lines) else ""
         if _NO_CELL_LINE in text:
             continue
@@ -127,6 +128,10 @@ def pyright_messages(output: str, code: str) -> list[dict[str, Any]]:
                     "rule": item.get("rule"), "severity": item.get("severity"),
                     "source": PYRIGHT})
     return out
+
+
+def _line_number(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
 def crash_messages(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -230,14 +235,37 @@ _SA_HINT = ("pass a folder of CRANE-LLM's analyser outputs as published: "
 
 
 def _output_files(folder: Path) -> list[Path]:
-    """``<library>/<instance>.json`` files below ``folder`` (one level of subfolders)."""
-    from junobench.detection.layouts import regular_files
-
+    """``<library>/<instance>.json`` files below ``folder`` (one level of subfolders); a
+    link among them is an error (outputs are read from the folder named, never through
+    a link)."""
     files: list[Path] = []
     for sub in sorted(folder.iterdir()):
-        if sub.is_dir() and not sub.is_symlink():
-            files += regular_files(sub, "*.json")
+        if not sub.is_dir() or sub.is_symlink():
+            continue
+        for path in sorted(sub.glob("*.json")):
+            if path.is_symlink():
+                raise JunoBenchError("is a symbolic link; outputs are read from regular files "
+                                     "only", file=path, hint="copy the file into the folder")
+            files.append(path)
     return files
+
+
+def _messages_file(file: Path, instance: str) -> list[Any]:
+    from junobench.safety.paths import read_regular
+
+    try:
+        data = json.loads(read_regular(file, limit=1 << 26).decode("utf-8"))
+    except (ValueError, RecursionError) as error:
+        raise JunoBenchError(f"not valid JSON ({error})", file=file, case=instance,
+                             hint=_SA_HINT) from None
+    except OSError as error:
+        raise JunoBenchError(f"cannot read ({error.strerror or error})", file=file,
+                             case=instance) from None
+    if not isinstance(data, list) or not all(_is_message(item) for item in data):
+        raise JunoBenchError("not a list of analyser messages (objects with 'source' "
+                             f"{' or '.join(ANALYSERS)} and 'message')", file=file,
+                             case=instance, hint=_SA_HINT)
+    return data
 
 
 def _is_message(item: Any) -> bool:
@@ -251,7 +279,11 @@ def looks_like_outputs(folder: Path) -> bool:
 
     if any(folder.glob("*.json")):
         return False
-    for file in _output_files(folder)[:400]:
+    try:
+        files = _output_files(folder)[:400]
+    except JunoBenchError:
+        return False
+    for file in files:
         try:
             data = json.loads(read_regular(file, limit=1 << 24).decode("utf-8"))
         except (OSError, ValueError, RecursionError):
@@ -261,12 +293,9 @@ def looks_like_outputs(folder: Path) -> bool:
     return False
 
 
-def read_outputs(folder: Path) -> Any:
+def read_outputs(folder: Path) -> Predictions:
     """CRANE-LLM's published analyser outputs as predictions: per notebook one run, a crash
     when the list of kept messages is not empty (how the published results count them)."""
-    from junobench.detection.layouts import runs_file
-    from junobench.detection.predictions import Predictions, check_instance
-
     out = Predictions(folder, LAYOUT)
     for file in _output_files(folder):
         instance = file.stem
@@ -276,13 +305,7 @@ def read_outputs(folder: Path) -> Any:
             raise JunoBenchError(f"two files for instance {instance!r} (the other is "
                                  f"{out.origin[instance]})", file=file, case=instance,
                                  hint="keep one file per instance")
-        data = runs_file(file, instance)
-        bad = next((item for item in data if not _is_message(item)), None)
-        if bad is not None:
-            raise JunoBenchError("not a list of analyser messages (objects with 'source' "
-                                 f"{' or '.join(ANALYSERS)} and 'message')", file=file,
-                                 case=instance, hint=_SA_HINT)
-        out.runs[instance] = [verdict(data)]
+        out.runs[instance] = [verdict(_messages_file(file, instance))]
         out.origin[instance] = str(file)
     if not out.runs:
         raise JunoBenchError("no <library>/<instance>.json files", file=folder, hint=_SA_HINT)
