@@ -142,9 +142,11 @@ def _tasks(args: argparse.Namespace) -> int:
     from junobench.detection.tasks import tasks, write_tasks
 
     key = key_from_text(args.id_key) if args.id_key else new_key()
+    texts = _runtime_texts(args)
     tasks_, truths = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
-                           keep_outputs=args.keep_outputs, runtime_info=_runtime_texts(args),
-                           key=key, crane_inputs=args.crane_inputs, **filters_from(args))
+                           keep_outputs=args.keep_outputs, runtime_info=texts,
+                           key=key, crane_inputs=args.crane_inputs, style=_style(args),
+                           **filters_from(args))
     _report_runtime_info(args, tasks_)
     out, truth = write_tasks(tasks_, truths, args.out, args.truth_out)
     print(f"wrote {len(tasks_)} tasks to {out}")
@@ -179,11 +181,14 @@ def _detect(args: argparse.Namespace) -> int:
                 item.pop("runtime_info", None)
                 if task_key(item) in texts:
                     item["runtime_info"] = texts[task_key(item)]
+                if _style(args) is not None:
+                    item["style"] = _style(args)
     else:
         filters: dict[str, Any] = filters_from(args)  # label fields only: no keyword of tasks()
+        texts = _runtime_texts(args)
         items, _ = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
-                         runtime_info=_runtime_texts(args), crane_inputs=args.crane_inputs,
-                         **filters)
+                         runtime_info=texts, crane_inputs=args.crane_inputs,
+                         style=_style(args), **filters)
     _report_runtime_info(args, items)
     if args.baseline in ("pylint", "pyright"):
         return _detect_analyser(args, items)
@@ -234,9 +239,17 @@ def _runtime_texts(args: argparse.Namespace) -> dict[str, str] | None:
         if args.runtime_exclude:
             raise JunoBenchError("--runtime-exclude needs --runtime-info FILE")
         return None
-    from junobench.runtime import runtime_texts
+    from junobench.runtime import runtime_style, runtime_texts
 
+    args.runtime_style = runtime_style(args.runtime_info)
     return runtime_texts(args.runtime_info, exclude=args.runtime_exclude)
+
+
+def _style(args: argparse.Namespace) -> str | None:
+    """``crane`` when the runtime information is CRANE-LLM's: its tasks are CRANE-LLM's
+    documents (set by :func:`_runtime_texts`)."""
+    style = getattr(args, "runtime_style", None)
+    return "crane" if style == "crane" else None
 
 
 def _report_runtime_info(args: argparse.Namespace, items: list[dict[str, Any]]) -> None:

@@ -132,9 +132,11 @@ def make_task(
     outputs: Mapping[int, str] | None = None,
     runtime_info: str | None = None,
     task_id: str | None = None,
+    style: str | None = None,
 ) -> dict[str, Any]:
     """The task of one ``notebooks`` record (see the module docstring); its ``id`` is
-    ``task_id`` (default: the instance, a readable id)."""
+    ``task_id`` (default: the instance, a readable id); ``style`` ``"crane"``: its prompt is
+    CRANE-LLM's document (:mod:`junobench.detection.crane_inputs`)."""
     target = record["target_cell"]
 
     def cell(run: Mapping[str, Any], *, with_output: bool) -> dict[str, Any]:
@@ -148,6 +150,11 @@ def make_task(
         return out
 
     task: dict[str, Any] = {"id": task_id or record["instance"]}
+    if style is not None:
+        if style != crane_inputs.STYLE:
+            raise JunoBenchError(f"unknown prompt style {style!r}",
+                                 hint=f"use {crane_inputs.STYLE!r} or none")
+        task["style"] = style
     task["executed_cells"] = [cell(run, with_output=True) for run in record["executed_cells"]]
     task["target_cell"] = cell(target, with_output=False)
     if runtime_info is not None:
@@ -175,13 +182,15 @@ def build_tasks(
     runtime_info: Mapping[str, str] | None = None,
     key: bytes | None = None,
     documents: Mapping[str, Mapping[str, Any]] | None = None,
+    style: str | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Tasks and ground truth of ``notebooks`` records. ``outputs``: instance → code-cell
     index → output text; ``runtime_info``: instance → text for the prompt; ``key``: blind
     ids under this key (:func:`junobench.detection.ids.blind_id`), in id order; without
     it ids are the instances, in record order. ``documents`` (instance → task, from
     :func:`junobench.detection.crane_inputs.read_documents`): each task is the notebook's
-    CRANE-LLM input as published instead (every record needs one)."""
+    CRANE-LLM input as published instead (every record needs one). ``style``: see
+    :func:`make_task`."""
     tasks_, truths = [], []
     records = list(records)
     if documents is not None:
@@ -196,7 +205,7 @@ def build_tasks(
                 record, keep_comments=keep_comments,
                 outputs=(outputs or {}).get(instance),
                 runtime_info=(runtime_info or {}).get(instance),
-                task_id=task_id,
+                task_id=task_id, style=style,
             ))
         truths.append(truth_of(record, task_id))
     if key is not None:
@@ -214,6 +223,7 @@ def tasks(
     revision: str | None = None,
     key: bytes | None = None,
     crane_inputs: str | Path | None = None,
+    style: str | None = None,
     **filters: str | Iterable[str] | None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Tasks and ground truth for the notebooks of ``source`` matching ``filters``
@@ -221,7 +231,8 @@ def tasks(
     folder of CRANE-LLM's published inputs (such as ``llms/llms_inputs/
     executed_code_runinfo``); each task is then the notebook's input as published, so a
     prompt built from it is CRANE-LLM's (comments, outputs and runtime information are
-    those of the input).
+    those of the input). ``style`` ``"crane"``: prompts in CRANE-LLM's form (for runtime
+    information extracted with ``runtime-info --style crane``).
 
     >>> from junobench.detection.ids import new_key
     >>> tasks_, truth = tasks("sample", library="pandas", key=new_key())
@@ -244,7 +255,7 @@ def tasks(
     records = junobench.load(source, "notebooks", revision=revision, **filters).to_list()
     outputs = notebook_outputs(source, records, revision=revision) if keep_outputs else None
     return build_tasks(records, keep_comments=keep_comments, outputs=outputs,
-                       runtime_info=runtime_info, key=key, documents=documents)
+                       runtime_info=runtime_info, key=key, documents=documents, style=style)
 
 
 def _check_documents(records: Sequence[Mapping[str, Any]],
