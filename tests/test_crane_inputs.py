@@ -148,3 +148,11 @@ def test_render_is_parse_inverse_on_edge_cases():
                           "information:\n{}\n# Target Cell:\nx")
     assert task["runtime_info"] == "{}"
     assert json.loads(json.dumps(task)) == task
+
+
+def test_a_linked_library_folder_is_refused(tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "inputs").mkdir()
+    os.symlink(tmp_path / "elsewhere", tmp_path / "inputs" / "numpy")
+    with pytest.raises(JunoBenchError, match="symbolic link"):
+        read_documents(tmp_path / "inputs")

@@ -127,9 +127,13 @@ def read_documents(folder: str | Path) -> dict[str, dict[str, Any]]:
     root = Path(folder)
     if root.is_symlink() or not root.is_dir():
         raise JunoBenchError("not a folder of CRANE-LLM inputs", file=root, hint=_HINT)
-    files = sorted(root.glob("*.txt")) + sorted(
-        f for sub in sorted(root.iterdir()) if sub.is_dir() and not sub.is_symlink()
-        for f in sorted(sub.glob("*.txt")))
+    files = sorted(root.glob("*.txt"))
+    for sub in sorted(root.iterdir()):
+        if sub.is_symlink():
+            raise JunoBenchError("is a symbolic link; inputs are read from the folder named only",
+                                 file=sub, hint="copy the files into the folder")
+        if sub.is_dir():
+            files += sorted(sub.glob("*.txt"))
     out: dict[str, dict[str, Any]] = {}
     origin: dict[str, Path] = {}
     for file in files:
