@@ -240,7 +240,10 @@ def _output_files(folder: Path) -> list[Path]:
     a link)."""
     files: list[Path] = []
     for sub in sorted(folder.iterdir()):
-        if not sub.is_dir() or sub.is_symlink():
+        if sub.is_symlink():
+            raise JunoBenchError("is a symbolic link; outputs are read from the folder named "
+                                 "only", file=sub, hint="copy the files into the folder")
+        if not sub.is_dir():
             continue
         for path in sorted(sub.glob("*.json")):
             if path.is_symlink():
