@@ -225,6 +225,7 @@ needs_pyright = pytest.mark.skipif(importlib.util.find_spec("pyright") is None,
                                    reason="pyright is not installed (the sa extra)")
 
 
+@pytest.mark.slow
 @needs_pylint
 def test_pylint_runs_on_the_sample_tasks(capsys, tmp_path):
     """The sample's NBspecific_1 crashes on names no executed cell defines; pylint says so,
@@ -240,6 +241,7 @@ def test_pylint_runs_on_the_sample_tasks(capsys, tmp_path):
     assert runs["NBspecific_1_fixed"]["detection"] is False
 
 
+@pytest.mark.slow
 @needs_pyright
 def test_pyright_runs_live(tmp_path):
     task = {"executed_cells": [{"source": "def f(a: int) -> int:\n    return a"}],
@@ -251,6 +253,7 @@ def test_pyright_runs_live(tmp_path):
     assert analyse({**task, "target_cell": {"source": "f(1)"}}, "pyright")["detection"] is False
 
 
+@pytest.mark.slow
 @needs_pylint
 def test_detect_verb_runs_an_analyser(capsys, tmp_path):
     tasks_file = tmp_path / "tasks.jsonl"
