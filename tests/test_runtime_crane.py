@@ -164,7 +164,8 @@ def test_records_give_crane_llms_text_and_styles_do_not_mix(tmp_path):
 
 
 @pytest.mark.kernel
-def test_crane_style_on_the_sample_in_its_pinned_environment(sample_env, tmp_path, capsys):
+def test_crane_style_on_the_sample_in_its_pinned_environment(sample_env, crane_llm, tmp_path,
+                                                             capsys):
     out = tmp_path / "crane.jsonl"
     code, stdout, _ = run_cli(capsys, "runtime-info", "pandas_1", "--source", "sample",
                               "--style", "crane", "--env", str(sample_env.path),
@@ -180,8 +181,17 @@ def test_crane_style_on_the_sample_in_its_pinned_environment(sample_env, tmp_pat
     assert df["per_column"]["Sex"] == {"dtype": "object", "type": "categorical",
                                        "num_unique": 2, "unique_values": ["male", "female"]}
     assert summaries["__method__df_groupby"] == {"type": "<class 'method'>"}
+    # the fields of a published DataFrame entry (pandas_4's, CRANE-LLM's latest form)
+    published = published_entries(crane_llm, "pandas/pandas_4_reproduced.txt")["data"]
+    assert set(df) == set(published)
+    allowed = {k for column in published["per_column"].values() for k in column}
+    assert all(set(column) <= allowed for column in df["per_column"].values())
     # tasks built from it are CRANE-LLM's documents
     tasks_file = tmp_path / "tasks.jsonl"
+    code, _, err = run_cli(capsys, "tasks", "--source", "sample", "--library", "pandas",
+                           "--runtime-info", str(out), "--keep-outputs",
+                           "--out", str(tasks_file))
+    assert code == 1 and "have no cell outputs" in err
     code, _, _ = run_cli(capsys, "tasks", "--source", "sample", "--library", "pandas",
                          "--runtime-info", str(out), "--out", str(tasks_file))
     assert code == 0

@@ -32,6 +32,7 @@ from typing import Any
 from junobench import vocab
 from junobench.data.notebook import without_reexecute_marker
 from junobench.detection import crane_inputs
+from junobench.detection.crane_inputs import STYLE as crane_inputs_style
 from junobench.detection.crane_inputs import read_documents as crane_documents
 from junobench.detection.ids import blind_id, is_blind_id
 from junobench.errors import JunoBenchError
@@ -244,6 +245,9 @@ def tasks(
     """
     import junobench
 
+    if style == crane_inputs_style and keep_outputs:
+        raise JunoBenchError("CRANE-LLM's prompts have no cell outputs",
+                             hint="drop --keep-outputs, or use junobench's runtime-info style")
     documents = None
     if crane_inputs is not None:
         if keep_comments or keep_outputs or runtime_info is not None:
