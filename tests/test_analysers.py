@@ -8,6 +8,8 @@ import warnings
 
 import pytest
 from cli_run import run_cli  # tests/ is on sys.path under pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from junobench.detection import analysers
 from junobench.detection.analysers import (
@@ -42,7 +44,7 @@ def detection_only(crane_llm) -> dict[str, dict[str, str]]:
         warnings.simplefilter("ignore")  # the sheet's data-validation extension
         book = load_workbook(crane_llm / "results" / "results_summary.xlsx", read_only=True,
                              data_only=True)
-    rows = list(book["Detection_only"].iter_rows(values_only=True))
+        rows = list(book["Detection_only"].iter_rows(values_only=True))
     header = rows[0]
     return {row[0]: dict(zip(header[1:], row[1:], strict=False)) for row in rows[1:]
             if isinstance(row[0], str) and row[0].endswith(("_reproduced", "_fixed"))}
@@ -274,3 +276,18 @@ def test_detect_verb_runs_an_analyser(capsys, tmp_path):
     code, stdout, _ = run_cli(capsys, "detect", "--baseline", "pylint", "--tasks",
                               str(tasks_file), "--out", str(out), "--no-progress")
     assert code == 0 and "wrote 0 predictions of pylint" in stdout and "2 were already" in stdout
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+                    lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(st.sampled_from(["line", "range", "start", "message",
+                                                       "generalDiagnostics", "type",
+                                                       "severity", "rule", "symbol"]),
+                                      inner, max_size=5), max_leaves=20))
+def test_any_analyser_output_parses_without_raising(value):
+    output = json.dumps(value)
+    for parse in (pylint_messages, pyright_messages):
+        messages = parse(output, "a = 1\nb = 2\n")
+        assert all(m["source"] in ("pylint", "pyright") for m in messages)
+        crash_messages(messages)

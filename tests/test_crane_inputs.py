@@ -7,6 +7,8 @@ import os
 
 import pytest
 from cli_run import run_cli  # tests/ is on sys.path under pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from junobench.detection.crane_inputs import parse_document, read_documents, render_document
 from junobench.detection.prompt import user_message
@@ -156,3 +158,18 @@ def test_a_linked_library_folder_is_refused(tmp_path):
     os.symlink(tmp_path / "elsewhere", tmp_path / "inputs" / "numpy")
     with pytest.raises(JunoBenchError, match="symbolic link"):
         read_documents(tmp_path / "inputs")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([*"# \n:ECTRNabcelx12{}", "# Executed Cells:\n", "## Cell 1:\n",
+                                  "## Cell 2:\n", "\n\n", "# Target Cell:\n",
+                                  "# Current relevent runtime information:\n",
+                                  "No cell has been executed\n", "# Annotated Target Code:\n"]),
+                max_size=15).map("".join))
+def test_any_text_is_a_document_that_renders_back_or_a_clear_error(text):
+    try:
+        task = parse_document(text, file="x.txt")
+    except JunoBenchError as error:
+        assert str(error).startswith("x.txt: not a CRANE-LLM input: ")
+        return
+    assert render_document(task) == text
