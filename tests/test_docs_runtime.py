@@ -15,7 +15,7 @@ from junobench.runtime import runtime_texts
 REPO = Path(__file__).resolve().parent.parent
 PAGE = REPO / "docs" / "runtime-information.md"
 
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.slow]
 
 
 def shown_text(after: str) -> str:

@@ -145,6 +145,13 @@ def test_the_json_form_prints_exactly_as_the_python_form():
     assert "'f': 0.1," in text({"v": value}) and "'b': True" in text({"v": value})
 
 
+@pytest.mark.parametrize("stored", [{"__set__": [[1], {"a": 1}]}, {"__dict__": [[[1], 2]]},
+                                    {"__dict__": [1, 2]}, {"__tuple__": "x"}, {"__shown__": 3},
+                                    {"__float__": "1e999"}, [{"__set__": []}]])
+def test_any_stored_value_decodes_and_prints(stored):
+    text({"x": decode(stored)})
+
+
 def test_records_give_crane_llms_text_and_styles_do_not_mix(tmp_path):
     record = {"instance": "pandas_1_reproduced", "status": "ok", "style": "crane",
               "objects": {"df": encode(plain({"type": "pandas.core.frame.DataFrame",

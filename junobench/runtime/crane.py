@@ -588,10 +588,20 @@ def decode(value: Any) -> Any:
         if key == "__tuple__" and isinstance(inner, list):
             return tuple(decode(v) for v in inner)
         if key == "__set__" and isinstance(inner, list):
-            return {decode(v) for v in inner}
-        if key == "__dict__" and isinstance(inner, list):
-            return {decode(k): decode(v) for k, v in inner}
+            return {_hashable(decode(v)) for v in inner}
+        if key == "__dict__" and isinstance(inner, list) and all(
+                isinstance(pair, list) and len(pair) == 2 for pair in inner):
+            return {_hashable(decode(k)): decode(v) for k, v in inner}
     return {k: decode(v) for k, v in value.items()}
+
+
+def _hashable(value: Any) -> Any:
+    """``value``, or its text when it cannot be a key (only in a file not written here)."""
+    try:
+        hash(value)
+    except TypeError:
+        return Shown(_text_of(value))
+    return value
 
 
 def text(summaries: Mapping[str, Any]) -> str:
