@@ -15,8 +15,11 @@ from junobench.detection import analysers
 from junobench.detection.analysers import (
     analyse,
     analysed_text,
+    annotate,
+    annotated_target,
     crash_messages,
     detect_analyser,
+    imported_modules,
     pylint_messages,
     pyright_messages,
 )
@@ -190,6 +193,11 @@ def test_detector_writes_one_run_per_task_and_resumes(tmp_path):
     assert lines[0]["runs"][0]["detection"] is True
     assert lines[0]["runs"][0]["messages"][0]["code_line"] == "6: np.foo()"
     assert lines[1]["runs"][0]["detection"] is False
+    annotated_run, annotated_seen = fake_runner(["[]"])
+    detect_analyser([task], tmp_path / "annotated.jsonl", "pylint", runner=annotated_run,
+                    annotations={"numpy_1_reproduced": {"x": "numpy.ndarray"}})
+    assert annotated_seen[0][1].endswith(
+        "# Annotated Target Code:\nx: np.ndarray\n\nnp.foo()")
     again = detect_analyser([task, other], out, "pylint", runner=fake_runner([])[0])
     assert again.written == [] and again.resumed == ["numpy_1_reproduced", "numpy_1_fixed"]
     with pytest.raises(JunoBenchError, match="unknown analyser"):
@@ -291,3 +299,85 @@ def test_any_analyser_output_parses_without_raising(value):
         messages = parse(output, "a = 1\nb = 2\n")
         assert all(m["source"] in ("pylint", "pyright") for m in messages)
         crash_messages(messages)
+
+
+#: Published annotated inputs written by a later form of CRANE-LLM's injector, which also
+#: wrote ``from M import C`` lines (or whose aliases the published text cannot tell apart).
+LATER_FORM = ["NBspecific_20_fixed", "numpy_8_fixed", "numpy_8_reproduced",
+              "pandas_13_reproduced", "pandas_3_fixed", "pandas_3_reproduced",
+              "sklearn_12_reproduced"]
+
+
+def test_annotations_are_written_as_in_crane_llms_annotated_inputs(crane_llm):
+    """Each published annotated target cell, its annotations given back as dotted types,
+    is written again exactly (imports added, aliases, blank lines), but for the inputs of
+    a later form of the injector."""
+    documents = read_documents(crane_llm / "sas/sas_inputs/executed_code_runinfo")
+    different = []
+    for instance, task in sorted(documents.items()):
+        target = task["target_cell"]["source"]
+        lines = target.split("\n")
+        start = 0
+        while lines[start].startswith("import "):
+            start += 1
+        start += 1 if start else 0
+        end = lines.index("", start)
+        executed = "\n".join(cell["source"] for cell in task["executed_cells"])
+        module_of = {}
+        for module, alias in imported_modules(executed).items():
+            module_of.setdefault(alias, module)
+        types = {}
+        for line in lines[start:end]:
+            name, _, kind = line.partition(": ")
+            head, _, rest = kind.partition(".")
+            types[name] = f"{module_of[head]}.{rest}" if rest and head in module_of else kind
+        code = "\n".join(lines[end + 1:])
+        if annotated_target(code, types, executed) != target:
+            different.append(instance)
+    assert different == LATER_FORM
+
+
+def test_annotate_puts_the_annotations_under_crane_llms_heading():
+    task = {"id": "pandas_1_reproduced",
+            "executed_cells": [{"source": "import pandas as pd\nimport torch.nn as nn"}],
+            "target_cell": {"source": "df.groupby('a')"}}
+    annotated = annotate(task, {"df": "pandas.DataFrame", "layer": "torch.nn.Linear",
+                                "n": "int", "m": "keras.Sequential", "bad name": "x"})
+    assert annotated["target_title"] == "Annotated Target Code"
+    assert analysed_text(annotated).endswith(
+        "# Annotated Target Code:\nimport keras\n\ndf: pd.DataFrame\nlayer: nn.Linear\n"
+        "n: int\nm: keras.Sequential\n\ndf.groupby('a')")
+    assert task["target_cell"]["source"] == "df.groupby('a')"  # the task is not changed
+
+
+def test_public_types_are_those_an_analyser_resolves():
+    import sys
+    import types
+
+    import numpy as np
+    import pandas as pd
+
+    from junobench.runtime.crane import public_type
+
+    assert public_type(pd.DataFrame()) == "pandas.DataFrame"
+    assert public_type(pd.Series([1])) == "pandas.Series"
+    assert public_type(np.ones(2)) == "numpy.ndarray"
+    assert public_type([1]) == "list" and public_type("a") == "str"
+    assert public_type(np) is None and public_type(len) is None and public_type(int) is None
+    assert public_type(lambda: 0) is None
+    fake = types.ModuleType("fakelib")
+    private = types.ModuleType("fakelib.ops._impl")
+
+    class Dataset:
+        pass
+
+    class _PrefetchDataset(Dataset):
+        pass
+
+    Dataset.__module__, _PrefetchDataset.__module__ = "fakelib", "fakelib.ops._impl"
+    fake.Dataset, private._PrefetchDataset = Dataset, _PrefetchDataset
+    sys.modules.update({"fakelib": fake, "fakelib.ops._impl": private})
+    try:
+        assert public_type(_PrefetchDataset()) == "fakelib.Dataset"
+    finally:
+        del sys.modules["fakelib"], sys.modules["fakelib.ops._impl"]

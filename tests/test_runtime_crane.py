@@ -15,7 +15,13 @@ from junobench.detection.crane_inputs import parse_document
 from junobench.detection.prompt import user_message
 from junobench.detection.tasks import read_tasks, read_truth
 from junobench.errors import JunoBenchError
-from junobench.runtime import crane, runtime_info, runtime_style, runtime_text
+from junobench.runtime import (
+    crane,
+    runtime_annotations,
+    runtime_info,
+    runtime_style,
+    runtime_text,
+)
 from junobench.runtime.crane import decode, definitions, drop, encode, origins, plain, summarise, text
 
 
@@ -168,6 +174,13 @@ def test_records_give_crane_llms_text_and_styles_do_not_mix(tmp_path):
     path.write_text(json.dumps(record) + "\n" + json.dumps(other) + "\n")
     with pytest.raises(JunoBenchError, match="records in several styles"):
         runtime_style(path)
+    path.write_text(json.dumps(other) + "\n")
+    with pytest.raises(JunoBenchError, match="type annotations come from runtime information "
+                       "in CRANE-LLM's style"):
+        runtime_annotations(path)
+    path.write_text(json.dumps({**record, "annotations": {"df": "pandas.DataFrame", "x": 3}})
+                    + "\n")
+    assert runtime_annotations(path) == {"pandas_1_reproduced": {"df": "pandas.DataFrame"}}
 
 
 @pytest.mark.kernel
@@ -181,6 +194,7 @@ def test_crane_style_on_the_sample_in_its_pinned_environment(sample_env, crane_l
     record = next(json.loads(line) for line in out.read_text().splitlines()
                   if json.loads(line)["version"] == "reproduced")
     assert record["style"] == "crane"
+    assert record["annotations"] == {"df": "pandas.DataFrame"}
     summaries = ast.literal_eval(runtime_text(record))
     df = summaries["df"]
     assert df["type"] == "pandas.core.frame.DataFrame"

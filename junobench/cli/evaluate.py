@@ -224,7 +224,13 @@ def _detect(args: argparse.Namespace) -> int:
 def _detect_analyser(args: argparse.Namespace, items: list[dict[str, Any]]) -> int:
     from junobench.detection.analysers import detect_analyser
 
+    annotations = None
+    if args.runtime_info:
+        from junobench.runtime import runtime_annotations
+
+        annotations = runtime_annotations(args.runtime_info)
     summary = detect_analyser(items, args.out, args.baseline, timeout=args.timeout,
+                              annotations=annotations,
                               log=None if args.no_progress else
                               lambda line: print(line, file=sys.stderr))
     print(f"wrote {len(summary.written)} predictions of {args.baseline} to {summary.out}"

@@ -5,7 +5,9 @@ Each notebook is analysed as one Python file, CRANE-LLM's document of the task
 the executed cells and the target cell, under ``#`` headings that are comments to the
 analyser). Tasks read from CRANE-LLM's inputs with runtime type annotations (``junobench
 tasks --crane-inputs sas/sas_inputs/executed_code_runinfo``) are analysed as published,
-annotations included: that is CRANE-LLM's "+RT" setting of the analysers.
+annotations included: that is CRANE-LLM's "+RT" setting of the analysers. Annotations
+from junobench's own extraction (``runtime-info --style crane``) are written the same way
+(:func:`annotate`).
 
 The analyser's messages are kept when they are errors and not on CRANE-LLM's lists of
 messages that do not foretell a crash (unresolved imports, members of C extensions the
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -83,6 +86,66 @@ Runner = Callable[[Sequence[str], Path, float], str]
 def analysed_text(task: Mapping[str, Any]) -> str:
     """The Python file an analyser reads for a task: its CRANE-LLM document, code only."""
     return crane_inputs.render_document({k: v for k, v in task.items() if k != "runtime_info"})
+
+
+# --------------------------------------------------------------------------- type annotations
+
+_IMPORT_AS = re.compile(r"^import\s+(\w+(?:\.\w+)*)\s+as\s+(\w+)")
+_IMPORT = re.compile(r"^import\s+(\w+(?:\.\w+)*)")
+_BUILTIN_TYPES = frozenset({"str", "int", "float", "bool", "list", "dict", "tuple", "set",
+                            "type", "function", "module", "NoneType", "object"})
+
+
+def imported_modules(code: str) -> dict[str, str]:
+    """Module → the name it goes by in ``code``, from its ``import M`` and ``import M as A``
+    lines (as CRANE-LLM read them: ``from M import x`` makes no module usable by name)."""
+    found: dict[str, str] = {}
+    for line in code.splitlines():
+        line = line.strip()
+        match = _IMPORT_AS.match(line)
+        if match:
+            found[match.group(1)] = match.group(2)
+            found.setdefault(match.group(1).split(".")[0], match.group(1).split(".")[0])
+            continue
+        match = _IMPORT.match(line)
+        if match:
+            module = match.group(1)
+            found.setdefault(module, module)
+            found.setdefault(module.split(".")[0], module.split(".")[0])
+    return found
+
+
+def annotated_target(target: str, types: Mapping[str, str], executed: str) -> str:
+    """The target cell as CRANE-LLM gave it to the analysers with runtime information:
+    ``import`` lines for the modules its annotations need that ``executed`` does not
+    import, a blank line, one ``name: Type`` line per name (types written with the
+    notebook's own module aliases: ``pd.DataFrame``), a blank line, then the code."""
+    modules = imported_modules(executed)
+    needed: set[str] = set()
+    lines = []
+    for name, dotted in types.items():
+        if not name.isidentifier() or not all(p.isidentifier() for p in dotted.split(".")):
+            continue
+        kind = dotted
+        if dotted not in _BUILTIN_TYPES and "." in dotted:
+            match = max((m for m in modules if dotted.startswith(m + ".")), key=len, default=None)
+            if match is not None:
+                kind = modules[match] + dotted[len(match):]
+            root = dotted.split(".")[0]
+            if root not in modules and not any(m.startswith(root + ".") for m in modules):
+                needed.add(root)
+        lines.append(f"{name}: {kind}")
+    head = [f"import {module}" for module in sorted(needed)] + ([""] if needed else [])
+    return "\n".join([*head, *lines, "", target])
+
+
+def annotate(task: Mapping[str, Any], types: Mapping[str, str]) -> dict[str, Any]:
+    """``task`` with its target cell annotated (:func:`annotated_target`), under CRANE-LLM's
+    heading ``# Annotated Target Code:``."""
+    executed = "\n".join(str(c.get("source") or "") for c in task.get("executed_cells") or [])
+    target = dict(task["target_cell"])
+    target["source"] = annotated_target(str(target.get("source") or ""), types, executed)
+    return {**task, "target_cell": target, "target_title": crane_inputs.ANNOTATED}
 
 
 def pylint_messages(output: str, code: str) -> list[dict[str, Any]]:
@@ -198,10 +261,13 @@ def analyse(task: Mapping[str, Any], analyser: str, *, timeout: float = DEFAULT_
 
 def detect_analyser(tasks: Sequence[Mapping[str, Any]], out: str | Path, analyser: str, *,
                     timeout: float = DEFAULT_TIMEOUT, runner: Runner = run_command,
-                    log: Callable[[str], None] | None = None) -> Any:
+                    log: Callable[[str], None] | None = None,
+                    annotations: Mapping[str, Mapping[str, str]] | None = None) -> Any:
     """Analyse each task and append its line (one run) to ``out`` as soon as it is
-    finished; tasks already in ``out`` are skipped, so an interrupted run resumes. Returns
-    a :class:`junobench.detection.detect.DetectSummary`."""
+    finished; tasks already in ``out`` are skipped, so an interrupted run resumes.
+    ``annotations`` (task id → {name: type}, from ``runtime-info --style crane``)
+    annotates the target cells as CRANE-LLM did for its "+RT" analysers. Returns a
+    :class:`junobench.detection.detect.DetectSummary`."""
     from junobench.detection.detect import DetectSummary, finished_instances
     from junobench.detection.tasks import task_key
     from junobench.safety.atomic import check_file_target
@@ -217,6 +283,8 @@ def detect_analyser(tasks: Sequence[Mapping[str, Any]], out: str | Path, analyse
             instance = task_key(task)
             if instance in done:
                 continue
+            if annotations is not None and instance in annotations:
+                task = annotate(task, annotations[instance])
             run = analyse(task, analyser, timeout=timeout, runner=runner)
             handle.write(jsonl_line(instance, [run]))
             handle.flush()

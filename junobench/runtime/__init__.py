@@ -19,6 +19,7 @@ from junobench.runtime.extract import RECORD_FIELDS, categories_without, runtime
 from junobench.runtime.info import (
     drop_categories,
     read_runtime_info,
+    runtime_annotations,
     runtime_style,
     runtime_text,
     runtime_texts,
@@ -34,6 +35,7 @@ __all__ = [
     "categories_without",
     "drop_categories",
     "read_runtime_info",
+    "runtime_annotations",
     "runtime_info",
     "runtime_style",
     "runtime_text",

@@ -609,6 +609,42 @@ def text(summaries: Mapping[str, Any]) -> str:
     return pprint.pformat(dict(summaries))
 
 
+# --------------------------------------------------------------------------- type annotations
+
+#: Kinds CRANE-LLM gave no annotation (uninformative to an analyser).
+_UNANNOTATED = frozenset({"module", "type", "function", "method", "builtin_function_or_method",
+                          "ABCMeta"})
+
+
+def public_type(value: Any) -> str | None:
+    """The dotted name an analyser can resolve for ``value``'s type: a builtin's name
+    (``list``), else the shortest public module path (no ``_`` part) that exports the
+    class itself (``pandas.core.frame.DataFrame`` → ``pandas.DataFrame``), trying the
+    class's bases in order when it has none (a ``_PrefetchDataset`` →
+    ``tensorflow.data.Dataset``), else the type's own full name;
+    None for modules, functions, methods, classes and types defined in the notebook."""
+    cls = type(value)
+    if cls.__name__ in _UNANNOTATED or (cls.__module__ or "").startswith("__main__"):
+        return None
+    for base in cls.__mro__:
+        if base is object:
+            break
+        module = base.__module__ or ""
+        if module == "builtins":
+            return base.__name__
+        if base.__name__.startswith("_"):
+            continue
+        parts = module.split(".")
+        for end in range(1, len(parts) + 1):
+            if parts[end - 1].startswith("_"):
+                break  # a private module is no public home
+            home = ".".join(parts[:end])
+            found = sys.modules.get(home)
+            if found is not None and vars(found).get(base.__name__) is base:
+                return f"{home}.{base.__name__}"
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
 # --------------------------------------------------------------------------- in the kernel
 
 
@@ -619,7 +655,8 @@ def inspect_namespace(namespace: Mapping[str, Any], request: Mapping[str, Any]) 
     each with its ``execution_cell_source`` from ``request["origins"]``; fields of the
     categories not in ``request["categories"]`` are dropped. Returns ``objects``
     (:func:`encode`-d), ``undefined``, ``environment`` (empty: not part of this format),
-    ``capped`` (None) and ``imported_by_inspection``."""
+    ``capped`` (None), ``annotations`` (name → :func:`public_type`, for the static
+    analysers) and ``imported_by_inspection``."""
     import builtins
 
     before = {name.partition(".")[0] for name in list(sys.modules)}
@@ -630,14 +667,18 @@ def inspect_namespace(namespace: Mapping[str, Any], request: Mapping[str, Any]) 
     bound = set(request.get("bound", ()))
     found_origins: Mapping[str, Any] = request.get("origins") or {}
     summaries: dict[str, Any] = {}
+    annotations: dict[str, str] = {}
     undefined: list[str] = []
     for name in request.get("names", ()):
         if name in namespace and name not in hidden:
             try:
                 summary = summarise(namespace[name], max_columns=max_columns,
                                     signatures=signatures)
+                kind = public_type(namespace[name])
             except Exception:
                 continue
+            if kind is not None:
+                annotations[name] = kind
             if name in found_origins:
                 summary[ORIGIN] = dict(found_origins[name])
             summaries[name] = summary
@@ -661,5 +702,5 @@ def inspect_namespace(namespace: Mapping[str, Any], request: Mapping[str, Any]) 
     kept = drop({k: plain(v) for k, v in summaries.items()}, excluded)
     after = {name.partition(".")[0] for name in list(sys.modules)}
     return {"objects": {k: encode(v) for k, v in kept.items()}, "undefined": undefined,
-            "environment": {}, "capped": None,
+            "environment": {}, "capped": None, "annotations": annotations,
             "imported_by_inspection": sorted(after - before)}

@@ -50,7 +50,8 @@ MIME = "application/vnd.junobench.runtime+json"
 #: Fields of a runtime-information record, in order.
 RECORD_FIELDS = ("instance", "case_id", "version", "target_cell", "status", "problem",
                  "categories", "names", "attributes", "undefined", "objects", "environment",
-                 "capped", "imported_by_inspection", "parsed", "seconds", "inputs", "style")
+                 "capped", "imported_by_inspection", "parsed", "seconds", "inputs", "style",
+                 "annotations")
 
 #: The formats of runtime information: junobench's (S/R/V-tagged fields) and CRANE-LLM's.
 STYLES = ("junobench", crane.STYLE)
@@ -366,6 +367,8 @@ async def extract_notebook(root: Path, spec: CaseSpec, version: str, categories:
     payload = inspection.payload or {}
     record.update(status="ok", **{k: payload.get(k) for k in (
         "objects", "undefined", "environment", "capped", "imported_by_inspection")})
+    if style == crane.STYLE:
+        record["annotations"] = payload.get("annotations") or {}
     return record
 
 
@@ -376,7 +379,7 @@ def new_record(case_id: str, version: str, target: int | None, categories: Seque
             "target_cell": target, "status": "failed", "problem": None, "categories": list(categories),
             "names": [], "attributes": {}, "undefined": [], "objects": {}, "environment": {},
             "capped": None, "imported_by_inspection": [], "parsed": True, "seconds": 0.0, "inputs": None,
-            "style": style}
+            "style": style, "annotations": {}}
 
 
 def run_problem(log: RunLog) -> str | None:

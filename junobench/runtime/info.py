@@ -139,6 +139,23 @@ def runtime_style(path: str | Path) -> str:
     return styles.pop() if styles else "junobench"
 
 
+def runtime_annotations(path: str | Path) -> dict[str, dict[str, str]]:
+    """Instance → {name: type} of the records of ``path`` extracted in CRANE-LLM's style
+    (the names' types for the static analysers' annotations); an error for a file in
+    junobench's style, whose records have none."""
+    if runtime_style(path) != crane.STYLE:
+        raise JunoBenchError("type annotations come from runtime information in CRANE-LLM's "
+                             "style", file=path, hint="extract it with `junobench runtime-info "
+                             "--style crane`")
+    out: dict[str, dict[str, str]] = {}
+    for instance, record in read_runtime_info(path).items():
+        found = record.get("annotations")
+        if record["status"] == "ok" and isinstance(found, dict):
+            out[instance] = {str(k): str(v) for k, v in found.items()
+                             if isinstance(k, str) and isinstance(v, str)}
+    return out
+
+
 def runtime_texts(path: str | Path, *, exclude: Iterable[str] = ()) -> dict[str, str]:
     """Instance → prompt text, for the records of ``path`` whose extraction succeeded."""
     exclude = list(exclude)
