@@ -25,6 +25,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _synthetic(steps)
     _reproduce(steps)
     _add_case(steps)
+    _remove_case(steps)
     _renumber(steps)
 
     parser = subparsers.add_parser(
@@ -470,7 +471,11 @@ def _add_case(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                     "data/<name>.metadata.json per dataset and the data files, its row in "
                     "benchmark_desc.xlsx (DatasetTitle_N/DatasetUrl_N/DatasetLicenseName_N "
                     "included) and its rows in the diagnosis table, all at once; then "
-                    "validate the snapshot.")
+                    "validate the snapshot. A case the snapshot has already (same eid, "
+                    "notebook URL or file name, or a notebook's code) is refused, and so is a "
+                    "pair that does not behave when run first (the reproduced notebook must "
+                    "crash at its target with the recorded exception, the fixed one must run; "
+                    "--no-verify skips this and records it).")
     parser.add_argument("snapshot", type=Path, help="the snapshot folder to extend")
     parser.add_argument("notebook", help="the original notebook: its Kaggle URL (or "
                                          "owner/slug), or a local .ipynb file")
@@ -502,6 +507,13 @@ def _add_case(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                         help="allow a library prefix outside the benchmark's")
     parser.add_argument("--allow-new-labels", action="store_true",
                         help="allow labels outside the published vocabularies")
+    parser.add_argument("--env", type=Path, metavar="DIR",
+                        help="run the pair in this environment (made by `junobench env create`), "
+                             "as verify does")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SEC",
+                        help="time limit per cell run of the pair, in seconds (default: 600)")
+    parser.add_argument("--no-verify", action="store_true",
+                        help="add the case without running its pair (its provenance says so)")
     parser.set_defaults(handler=_run_add_case)
 
 
@@ -526,18 +538,44 @@ def _run_add_case(args: argparse.Namespace) -> int:
         dataset_note=args.dataset_note)
     added = ac.add_case(args.snapshot, case, allow_new_library=args.new_library,
                         allow_new_labels=args.allow_new_labels,
-                        pull=kaggle_pull if args.pull_original else None)
+                        pull=kaggle_pull if args.pull_original else None,
+                        verify=not args.no_verify, env=args.env, timeout=args.timeout)
     print(f"added {added.case_id}: {', '.join(added.files)}"
           + (f"; datasets {', '.join(added.datasets)}" if added.datasets else ""))
+    print(f"  {added.checked}")
     return _print_validation(args.snapshot)
 
 
 def _finish_pending(snapshot: Path) -> None:
-    from junobench.construct.transaction import editable_root, finish_pending
+    from junobench.construct.transaction import editable_root, editing
 
-    finished = finish_pending(editable_root(snapshot))
-    if finished:
-        print(f"finished an interrupted {finished}")
+    with editing(editable_root(snapshot)) as recovered:
+        for message in recovered.messages():
+            print(message)
+
+
+def _remove_case(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = steps.add_parser(
+        "remove-case", help="remove a case from a snapshot: folder and table rows",
+        description="Remove benchmark/<CASE>/, its row of benchmark_desc.xlsx and its rows of "
+                    "the diagnosis table, all at once (journaled: a killed run is finished by "
+                    "the next editing command); then validate the snapshot. The gap in the "
+                    "numbering stays until `construct renumber`.")
+    parser.add_argument("snapshot", type=Path, help="the snapshot folder")
+    parser.add_argument("case", help="the case id, e.g. pandas_2")
+    parser.set_defaults(handler=_run_remove_case)
+
+
+def _run_remove_case(args: argparse.Namespace) -> int:
+    from junobench.construct.remove_case import remove_case
+
+    _finish_pending(args.snapshot)
+    removed = remove_case(args.snapshot, args.case)
+    what = [*(["its folder"] if removed.folder else []),
+            *([f"{removed.desc_rows} row(s) of benchmark_desc.xlsx"] if removed.desc_rows else []),
+            *([f"{removed.diagnosis_rows} diagnosis row(s)"] if removed.diagnosis_rows else [])]
+    print(f"removed {removed.case_id}: {', '.join(what)}")
+    return _print_validation(args.snapshot)
 
 
 def _renumber(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -567,7 +605,7 @@ def _run_renumber(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(f"dry run: {len(plan)} case(s) would be renamed; nothing changed")
         return 0
-    print(f"renamed {len(plan)} case(s)")
+    print(f"renamed {len(plan)} case(s); the map is kept in {args.snapshot}/renamed_cases.json")
     return _print_validation(args.snapshot)
 
 
