@@ -63,6 +63,7 @@ def _renumber(root: Path, libraries: Sequence[str] | None) -> list[tuple[str, st
     plan = plan_renumbering(case_ids(root), libraries)
     if not plan:
         return plan
+    entries = renamed_cases(root)  # read first: an unreadable record stops before any write
     mapping = dict(plan)
     replaces = []
     desc_path = root / layout.DESC_TABLE
@@ -79,7 +80,6 @@ def _renumber(root: Path, libraries: Sequence[str] | None) -> list[tuple[str, st
         tmp = transaction.temporary_beside(
             diag_path, lambda p: write_table(p, diag_rows, diag.columns))
         replaces.append((tmp.name, layout.DIAGNOSIS_TABLE))
-    entries = renamed_cases(root)
     entries.append({"when": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                     "tool": provenance.tool("renumber"), "renamed": dict(plan)})
     text = json.dumps({"renumbered": entries}, indent=1, ensure_ascii=False) + "\n"
