@@ -414,7 +414,8 @@ def _reproduce(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                     "error output, run the notebook in execution order up to that cell in a fresh "
                     "kernel (working/ beside input/<slug>/, as on Kaggle), and classify the run: "
                     "same exception, different exception, crashed earlier, no crash, timeout, "
-                    "missing data, missing module, kernel died, not run, or infrastructure error. "
+                    "missing data, missing module, kernel died, not run, or infrastructure error "
+                    "(a crash that needs its cell run twice is tried that way, and said so). "
                     "Writes the table with a `reproduced` column and its details; a rerun with "
                     "the same --out keeps the rows that already have a verdict.")
     parser.add_argument("table", type=Path, help="sampled crashes (construct resample's output)")
@@ -437,6 +438,12 @@ def _reproduce(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     parser.add_argument("--message-column", default="evalue")
     parser.add_argument("--fresh", action="store_true",
                         help="run every row again, even those --out already has a verdict for")
+    parser.add_argument("--quota", type=int, metavar="N",
+                        help="stop trying a library's crashes once N of them reproduced (rows in "
+                             "table order; the rest are left 'over quota')")
+    parser.add_argument("--library-column", metavar="NAME",
+                        help="the column naming each row's library, for --quota (default: "
+                             "Libs-cause-estimated, Libs-cause or library)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_executor(parser)
     parser.set_defaults(handler=_run_reproduce)
@@ -451,7 +458,8 @@ def _run_reproduce(args: argparse.Namespace) -> int:
         jobs=args.jobs, timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
         notebook_column=args.notebook_column, exception_column=args.exception_column,
         message_column=args.message_column, resume=not args.fresh,
-        progress=False if args.no_progress else None, executor_options=executor_options(args))
+        progress=False if args.no_progress else None, executor_options=executor_options(args),
+        quota=args.quota, library_column=args.library_column)
     counts = ", ".join(f"{n} {outcome}" for outcome, n in result.counts().items())
     reused = f", {result.reused} kept from the earlier run" if result.reused else ""
     print(f"wrote {len(result.rows)} rows to {args.out}: {counts}{reused} "
