@@ -253,16 +253,16 @@ def _kaggle_metadata(steps: argparse._SubParsersAction[argparse.ArgumentParser])
 
 
 def _run_kaggle_metadata(args: argparse.Namespace) -> int:
-    from junobench.construct.kaggle import kaggle_metadata
+    from junobench.construct.kaggle import NOT_FOUND, kaggle_metadata
 
     rows = kaggle_metadata(args.notebooks, args.meta_kaggle, args.out, column=args.column)
     notebooks = {r["notebook"] for r in rows}
     datasets = [r for r in rows if r.get("url")]
-    unresolved = sorted({r["notebook"] for r in rows if r.get("note")
-                         and "not found" in r["note"]})
+    unresolved = sorted({r["notebook"] for r in rows if r.get("note") == NOT_FOUND})
     print(f"{len(notebooks)} notebooks, {len(datasets)} input datasets; wrote {args.out}")
-    for name in unresolved:
-        print(f"  not in Meta Kaggle: {name}", file=sys.stderr)
+    if unresolved:
+        print(f"warning: {len(unresolved)} {NOT_FOUND.replace('notebook', 'notebook(s)', 1)} "
+              f"(noted in their rows): {', '.join(unresolved)}", file=sys.stderr)
     return 0
 
 
@@ -282,13 +282,22 @@ def _download(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def _run_download(args: argparse.Namespace) -> int:
-    from junobench.construct.kaggle import download
+    from junobench.construct.kaggle import DownloadFailed, download
 
-    for item in download(args.datasets, args.dest, mirror=args.mirror):
+    try:
+        items = download(args.datasets, args.dest, mirror=args.mirror)
+        failed = None
+    except DownloadFailed as error:
+        items, failed = error.done, error
+    for item in items:
         size = sum(f["size"] for f in item.files)
         state = "already complete" if item.skipped else "downloaded"
         print(f"{item.handle}: {state}, {len(item.files)} files, {size:,} bytes → {item.folder}")
-    return 0
+    if failed is None:
+        return 0
+    for handle, problem in failed.failures:
+        print(f"failed: {handle}: {problem}", file=sys.stderr)
+    raise JunoBenchError(failed.summary + " (each failure listed above)", hint=failed.problem_.hint)
 
 
 # --------------------------------------------------------------------------- downsample
