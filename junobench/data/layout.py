@@ -93,8 +93,9 @@ EDITED_FILES: tuple[str, ...] = (DESC_TABLE, DIAGNOSIS_TABLE, RENAMED_CASES)
 
 def edit_leftovers(root: str | Path) -> list[Path]:
     """What a killed edit left in the snapshot's root before its journal was written: its
-    staging folders (``.junobench-edit-*.partial/``) and temporary tables
-    (``.benchmark_desc.xlsx.*.edit``), by their names; links are not counted."""
+    staging folders (``.junobench-edit-*.partial/``), temporary tables
+    (``.benchmark_desc.xlsx.*.edit``) and a journal it was writing, by their names; links
+    are not counted."""
     root = Path(root)
     found = []
     try:
@@ -107,8 +108,10 @@ def edit_leftovers(root: str | Path) -> list[Path]:
             continue
         staging = (name.startswith(EDIT_STAGING_PREFIX) and name.endswith(EDIT_STAGING_SUFFIX)
                    and path.is_dir())
-        temporary = (name.endswith(EDIT_TEMPORARY_SUFFIX) and path.is_file()
-                     and any(name.startswith(f".{edited}.") for edited in EDITED_FILES))
+        table = name.endswith(EDIT_TEMPORARY_SUFFIX) and any(
+            name.startswith(f".{edited}.") for edited in EDITED_FILES)
+        journal = name.startswith(f".{EDIT_JOURNAL}.") and name.endswith(".tmp")  # half-written
+        temporary = path.is_file() and (table or journal)
         if staging or temporary:
             found.append(path)
     return found
