@@ -370,3 +370,29 @@ def _with_error(notebook: Path, tmp_path: Path) -> Path:
     path = tmp_path / "quiet_reproduced.ipynb"
     path.write_text(json.dumps(data), encoding="utf-8")
     return path
+
+
+@pytest.mark.kernel
+def test_the_pair_runs_in_the_pinned_environment(sample_env, tmp_path: Path, capsys) -> None:
+    # numpy_1 uses np.NaN, gone in NumPy 2: its pair behaves only in the pinned environment.
+    snapshot = tmp_path / "snapshot"
+    shutil.copytree(SAMPLE, snapshot)
+    remove_case(snapshot, "numpy_1")
+    data = layout.data_dir(SAMPLE, "numpy_1")
+    name = next(p.name for p in data.iterdir() if not p.name.endswith(".metadata.json"))
+    argv = ["construct", "add-case", str(snapshot), str(_notebook("numpy_1", "original")),
+            "--reproduced", str(_notebook("numpy_1", "reproduced")),
+            "--fixed", str(_notebook("numpy_1", "fixed")), "--library", "numpy",
+            "--root-cause", "API misuse", "--crash-type", "key error", "--stage", "training",
+            "--diagnosis", "x", "--dataset", "name=d;title=D;license=CC0",
+            "--data", f"d={data / name}", "--timeout", "120"]
+    import numpy
+
+    if int(numpy.__version__.split(".")[0]) >= 2:
+        before = tree_digest(snapshot)
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 1 and "the pair does not behave" in err
+        assert tree_digest(snapshot) == before
+    code, out, err = run_cli(capsys, *argv, "--env", str(sample_env.path))
+    assert code == 0, err
+    assert "verified in its pinned environment: reproduced: crashed at the target" in out
