@@ -396,3 +396,32 @@ def test_the_pair_runs_in_the_pinned_environment(sample_env, tmp_path: Path, cap
     code, out, err = run_cli(capsys, *argv, "--env", str(sample_env.path))
     assert code == 0, err
     assert "verified in its pinned environment: reproduced: crashed at the target" in out
+
+
+def test_remove_case_takes_what_there_is_of_a_half_present_case(snapshot: Path) -> None:
+    shutil.rmtree(layout.case_dir(snapshot, "pandas_2"))  # a row without its folder
+    removed = remove_case(snapshot, "pandas_2")
+    assert (removed.folder, removed.desc_rows, removed.diagnosis_rows) == (False, 1, 2)
+    shutil.copytree(layout.case_dir(snapshot, "pandas_1"), snapshot / "benchmark/pandas_9")
+    removed = remove_case(snapshot, "pandas_9")  # a folder without its row
+    assert (removed.folder, removed.desc_rows) == (True, 0)
+    assert check(snapshot).valid
+    (snapshot / "benchmark/pandas_8").symlink_to(layout.case_dir(SAMPLE, "pandas_1"))
+    before = tree_digest(snapshot)
+    with pytest.raises(JunoBenchError, match="the case folder is a link"):
+        remove_case(snapshot, "pandas_8")
+    assert tree_digest(snapshot) == before and layout.case_dir(SAMPLE, "pandas_1").is_dir()
+
+
+def test_validate_names_cases_sharing_an_eid_or_a_notebook_url(snapshot: Path) -> None:
+    table = read_table(snapshot / layout.DESC_TABLE)
+    rows = table.records()
+    by_id = {r["nb_name"]: r for r in rows}
+    by_id["sklearn_2"]["eid"] = by_id["sklearn_1"]["eid"]
+    by_id["pandas_1"]["NotebookUrl"] = URL
+    by_id["numpy_1"]["NotebookUrl"] = URL.upper().replace("/CODE/", "/kernels/") + "?x=1"
+    write_table(snapshot / layout.DESC_TABLE, rows, table.columns)
+    problems = {p.case: p.problem for p in check(snapshot).problems}
+    assert problems["sklearn_2"] == "the case repeats sklearn_1 (same eid)"
+    assert problems["pandas_1"] == "the case repeats numpy_1 (same notebook URL)"  # table order
+    assert duplicates.url_key("None") is None and duplicates.url_key(" nan ") is None

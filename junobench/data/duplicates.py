@@ -60,7 +60,7 @@ def url_key(url: object) -> str | None:
     text = str(url or "").strip().lower()
     text = re.split(r"[?#]", text, maxsplit=1)[0].rstrip("/")
     text = _KERNEL_PATH.sub(r"\1", _URL_HEAD.sub("", text))
-    return text or None
+    return text if text not in ("", "none", "nan") else None
 
 
 def notebook_digest(notebook: Notebook) -> str | None:
