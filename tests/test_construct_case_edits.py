@@ -392,6 +392,7 @@ def test_the_pair_runs_in_the_pinned_environment(sample_env, tmp_path: Path, cap
         before = tree_digest(snapshot)
         code, _, err = run_cli(capsys, *argv)
         assert code == 1 and "the pair does not behave" in err
+        assert f"numpy {numpy.__version__} where the benchmark pins 1.26.4" in err
         assert tree_digest(snapshot) == before
     code, out, err = run_cli(capsys, *argv, "--env", str(sample_env.path))
     assert code == 0, err

@@ -304,7 +304,8 @@ def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_l
             fields = {DESC_COLUMNS.get(k, k): v for k, v in row.items()}
             datasets = [{"title": d["title"], "url": d["url"], "license": d["license"]}
                         for d in metadata]
-            checked = check_pair(staging, case_id, fields, datasets, env=env, timeout=timeout)
+            checked = check_pair(staging, case_id, fields, datasets, env=env, timeout=timeout,
+                                 snapshot=root)
         row["provenance"] = f"added by {provenance.tool('add-case')}; {checked}"
         desc_rows = _insert(desc.records(), row, "nb_name", prefix)
         desc_columns = _desc_columns(desc.columns, len(metadata))

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from junobench import vocab
+from junobench.data import layout
 from junobench.data.tables import DescRow
 from junobench.errors import JunoBenchError
 
@@ -24,10 +26,11 @@ _HINT = ("nothing was added; fix the notebooks (or run it in the case's pinned e
 
 def check_pair(root: Path, case_id: str, fields: Mapping[str, Any],
                datasets: Sequence[Mapping[str, Any]] = (), *, env: str | Path | None = None,
-               timeout: float | None = None) -> str:
+               timeout: float | None = None, snapshot: Path | None = None) -> str:
     """Replay the case ``case_id`` staged under ``root`` (``fields``: its table row, record
     field names) and judge it; a one-line account when both notebooks behave, else a
-    :class:`JunoBenchError` naming what went wrong."""
+    :class:`JunoBenchError` naming what went wrong, and the pins of ``snapshot``'s
+    environment the kernels' interpreter does not meet."""
     from junobench.verify import runner_for
     from junobench.verify.report import PASSED
     from junobench.verify.runner import require_run_extra
@@ -50,8 +53,29 @@ def check_pair(root: Path, case_id: str, fields: Mapping[str, Any],
                  (("reproduced", result.reproduced), ("fixed", result.fixed)) if not verdict.ok]
         if result.infrastructure or not wrong:
             wrong = [f"{result.status}: {result.reproduced.reason}; {result.fixed.reason}"]
-        raise JunoBenchError("the pair does not behave as a case must: " + "; ".join(wrong),
-                             case=case_id, hint=_HINT)
+        unmet = _unmet_pins(runner.target, snapshot or root, spec)
+        raise JunoBenchError("the pair does not behave as a case must: " + "; ".join(wrong)
+                             + (f" (the kernels' environment has {'; '.join(unmet[:4])})"
+                                if unmet else ""), case=case_id, hint=_HINT)
     where = "its pinned environment" if env is not None else "junobench's own environment"
     return (f"verified in {where}: reproduced: {result.reproduced.reason}; fixed: "
             f"{result.fixed.reason}")
+
+
+def _unmet_pins(target: Any, snapshot: Path, spec: Any) -> list[str]:
+    """The pins of the case's imports in the snapshot's environment that ``target``'s
+    interpreter (None: junobench's) does not meet; empty when that cannot be told."""
+    from junobench.data.notebook import read_notebook
+    from junobench.envs.check import kernel_environment
+    from junobench.envs.environment import snapshot_environment
+    from junobench.envs.kernel import own_kernel
+    from junobench.envs.requirements import local_modules, requirements_of
+
+    try:
+        environment = snapshot_environment(snapshot)
+        sources = [cell.source for version in vocab.EVALUATED_VERSIONS for cell in
+                   read_notebook(spec.folder / layout.notebook_name(spec.case_id, version))[0].code_cells]
+        needs = requirements_of(sources, environment, local=local_modules(spec.folder))
+        return kernel_environment(target or own_kernel(), environment).mismatches(needs.requirements)
+    except JunoBenchError:
+        return []
