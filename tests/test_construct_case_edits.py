@@ -26,6 +26,7 @@ from junobench.data.validate import check
 from junobench.errors import JunoBenchError
 
 SAMPLE = resolve("sample")
+REPO = Path(__file__).resolve().parent.parent
 URL = "https://www.kaggle.com/code/alice/wine-quality"
 
 
@@ -185,7 +186,7 @@ def _kill_during_commit(snapshot: Path, case: NewCase) -> None:
         f" fixed=Path({str(case.fixed)!r}), root_cause='API misuse', crash_type='key error',"
         " pipeline_stage='data preparation', ml_bug='ML bug', diagnosis='x'), verify=False)\n")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+                          timeout=120, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.returncode == -signal.SIGKILL, done.stderr
 
 
