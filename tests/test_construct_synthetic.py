@@ -131,7 +131,8 @@ def _every_kind(rows: int = 40) -> pd.DataFrame:
     names = [f"Person {chr(65 + i % 26)}{i}" for i in range(rows)]
     names[1] = names[0]  # free text with a repeat: not an identifier
     return pd.DataFrame({
-        "id": range(1, rows + 1),
+        "id": [7 * i + 3 for i in range(rows)],
+        "row": range(1, rows + 1),
         "ref": [f"AB-{i:04d}" for i in range(rows)],
         "code": [f"{i:05d}" for i in range(rows)],
         "name": names,
@@ -158,8 +159,11 @@ def test_no_original_identifier_or_free_text_value_is_copied(tmp_path: Path, suf
     for column in ("id", "ref", "code", "name", "day", "seen", "stamp"):
         copied = set(fake[column].astype(str)) & set(original[column].astype(str))
         assert not copied, (column, report.columns[column], sorted(copied)[:5])
-    for column in ("id", "ref", "code", "day", "seen", "stamp"):
+    for column in ("id", "ref", "code", "day", "seen", "stamp", "row"):
         assert fake[column].is_unique, column
+    # a dense integer range (1..n, a count) is permuted, not moved out of its range
+    assert sorted(fake["row"].astype(int)) == list(range(1, len(frame) + 1))
+    assert "permuted" in report.columns["row"]
     assert fake["name"].nunique() == original["name"].nunique()  # the repeat kept, renamed alike
     assert fake.loc[0, "name"] == fake.loc[1, "name"]
     assert all(c[:2].isupper() and c[2] == "-" and c[3] == "0" and c[4:].isdigit() for c in fake["ref"])

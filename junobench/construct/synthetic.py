@@ -12,8 +12,9 @@ The synthetic table keeps what a notebook's code depends on and none of the reco
   stay text;
 - no original value of an identifier or of free text: identifiers (integer, text or date
   columns whose values are all distinct) stay distinct, as distinct integers or dates in
-  the original range that are none of the originals (just past the range when it has no
-  room), or generated texts; text columns of mostly distinct values (free text: names,
+  the original range that are none of the originals (dates just past the range when it
+  has no room; an integer range with no room is permuted: ``1..n`` is only a count), or
+  generated texts; text columns of mostly distinct values (free text: names,
   addresses, comments) get generated texts too, each original value replaced by the same
   one wherever it appears. A generated text keeps the shape of the original: each
   letter replaced by a random letter of the same case, each digit by a random digit (a
@@ -98,9 +99,13 @@ def _column(column: Any, rng: Any) -> tuple[Any, str]:
     if distinct and pd.api.types.is_integer_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
         values = np.empty(n, dtype=object)
         low, high = int(present.min()), int(present.max())
-        values[~mask] = _distinct_ticks(rng, low, high, len(present), present.to_numpy())
+        values[~mask] = _distinct_ticks(rng, low, high, len(present), present.to_numpy(),
+                                        spill=False)
         values[mask] = values[~mask][0]
-        how = f"distinct integers from [{low}, {high}], none an original (an identifier)"
+        dense = high - low + 1 - len(present) < len(present)  # too few others in range
+        how = (f"distinct integers in [{low}, {high}], "
+               + ("the range's own, permuted (a dense identifier: a count)" if dense
+                  else "none an original (an identifier)"))
     elif _is_text(dtype) and text_dates is None and (distinct or _free_text(present)):
         values = np.empty(n, dtype=object)
         values[~mask] = _generated_texts(present.to_numpy(dtype=object), rng)
@@ -198,9 +203,10 @@ def _free_text(present: Any) -> bool:
     return len(present) >= 10 and distinct > len(present) / 2
 
 
-def _distinct_ticks(rng: Any, low: int, high: int, k: int, avoid: Any) -> Any:
+def _distinct_ticks(rng: Any, low: int, high: int, k: int, avoid: Any, *, spill: bool = True) -> Any:
     """``k`` distinct integers from ``[low, high]`` that are not in ``avoid``, in random
-    order; when the range has too few, the rest just above it."""
+    order; when the range has too few, the rest just above it (``spill``) or, without,
+    from ``avoid`` itself."""
     import numpy as np
 
     taken = {int(v) for v in np.asarray(avoid).tolist()}
@@ -208,9 +214,10 @@ def _distinct_ticks(rng: Any, low: int, high: int, k: int, avoid: Any) -> Any:
     if span <= max(16 * (k + len(taken)), 1 << 16):
         pool = np.array([v for v in range(low, high + 1) if v not in taken], dtype=np.int64)
         if len(pool) < k:
-            extra = [v for v in range(high + 1, high + 1 + k + len(taken)) if v not in taken]
+            extra = ([v for v in range(high + 1, high + 1 + k + len(taken)) if v not in taken]
+                     if spill else rng.permutation(sorted(taken)).tolist())
             pool = np.concatenate([pool, np.array(extra[:k - len(pool)], dtype=np.int64)])
-        return rng.permutation(pool)[:k]
+            return rng.permutation(pool)
     chosen: dict[int, None] = {}
     while len(chosen) < k:
         for value in rng.integers(low, high, size=k - len(chosen), endpoint=True).tolist():
@@ -227,43 +234,62 @@ def _generated_texts(values: Any, rng: Any) -> Any:
     equal values alike, distinct ones apart, none an original value."""
     import numpy as np
 
-    originals = {str(v) for v in values}
-    made: dict[Any, Any] = {}
+    unique = list(dict.fromkeys(values))
+    texts = [str(v) for v in unique]
+    originals = set(texts)
+    made: dict[int, str] = {}
     used: set[str] = set()
-    for value in values:
-        if value in made:
-            continue
-        text = str(value)
-        for attempt in range(_TRIES * 2):
-            candidate = _shaped(text if attempt < _TRIES else text + "x" * (attempt - _TRIES + 1),
-                                rng)
-            if candidate not in originals and candidate not in used:
-                break
-        else:  # pragma: no cover - 40 draws of a shape all taken
-            raise JunoBenchError(f"cannot generate a text unlike the originals for {text[:40]!r}")
-        used.add(candidate)
-        made[value] = int(candidate) if isinstance(value, int) and not isinstance(value, bool) \
-            and candidate.lstrip("-").isdigit() else candidate
-    return np.array([made[v] for v in values], dtype=object)
+    todo = list(range(len(unique)))
+    for attempt in range(_TRIES * 2):
+        if not todo:
+            break
+        # a longer shape once a value's own keeps colliding (one-letter codes)
+        grow = "x" * max(0, attempt - _TRIES + 1)
+        drawn = _shaped_many([texts[i] + grow for i in todo], rng)
+        left = []
+        for i, candidate in zip(todo, drawn, strict=True):
+            if candidate in originals or candidate in used:
+                left.append(i)
+            else:
+                used.add(candidate)
+                made[i] = candidate
+        todo = left
+    if todo:  # pragma: no cover - 40 draws of a shape all taken
+        raise JunoBenchError(f"cannot generate a text unlike the originals for {texts[todo[0]][:40]!r}")
+    mapping = {}
+    for i, value in enumerate(unique):
+        text = made[i]
+        mapping[value] = int(text) if isinstance(value, int) and not isinstance(value, bool) \
+            and text.lstrip("-").isdigit() else text
+    return np.array([mapping[v] for v in values], dtype=object)
 
 
-def _shaped(text: str, rng: Any) -> str:
-    """A random text of ``text``'s shape: letters by letters of the same case, digits by
+def _shaped_many(texts: list[str], rng: Any) -> list[str]:
+    """A random text of each text's shape: letters by letters of the same case, digits by
     digits (a number's first digit stays a zero when it was one, and is not one otherwise),
-    anything else kept."""
-    draws = rng.integers(0, 90, size=len(text)).tolist()
+    anything else kept. One draw for all."""
+    draws = rng.integers(0, 90, size=sum(map(len, texts))).tolist()
     out = []
-    for i, (char, draw) in enumerate(zip(text, draws, strict=True)):
-        if char.isascii() and char.isdigit():
-            first = i == 0 or not text[i - 1].isdigit()
-            out.append("0" if first and char == "0" else str(1 + draw % 9) if first
-                       else str(draw % 10))
-        elif char.isalpha():
-            letter = _LETTERS[draw % 26]
-            out.append(letter.upper() if char.isupper() else letter)
-        else:
-            out.append(char)
-    return "".join(out)
+    position = 0
+    for text in texts:
+        chars = []
+        previous_digit = False
+        for char in text:
+            draw = draws[position]
+            position += 1
+            if char.isascii() and char.isdigit():
+                chars.append(str(draw % 10) if previous_digit else "0" if char == "0"
+                             else str(1 + draw % 9))
+                previous_digit = True
+                continue
+            previous_digit = False
+            if char.isalpha():
+                letter = _LETTERS[draw % 26]
+                chars.append(letter.upper() if char.isupper() else letter)
+            else:
+                chars.append(char)
+        out.append("".join(chars))
+    return out
 
 
 def _categorical(present: Any, n: int, rng: Any) -> Any:
