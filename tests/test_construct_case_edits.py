@@ -114,6 +114,7 @@ def test_a_fixed_notebook_with_the_reproduced_code_is_refused(snapshot: Path,
                                                               tmp_path: Path) -> None:
     case = _case(tmp_path)
     case.fixed = case.reproduced
+    (snapshot / ".notes.edit").write_text("a file of the maintainer's", encoding="utf-8")
     before = tree_digest(snapshot)
     with pytest.raises(JunoBenchError, match="fixed notebook's code is the reproduced"):
         add_case(snapshot, case, verify=False)

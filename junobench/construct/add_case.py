@@ -284,6 +284,7 @@ def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_l
     layout.benchmark_dir(root).mkdir(exist_ok=True)
 
     staging = transaction.staging_dir(root)
+    temporaries: list[Path] = []
     try:
         folder = layout.case_dir(staging, case_id)
         folder.mkdir(parents=True)
@@ -313,10 +314,12 @@ def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_l
             desc_columns.append("provenance")
         desc_tmp = transaction.temporary_beside(
             desc_path, lambda p: write_table(p, desc_rows, desc_columns))
+        temporaries.append(desc_tmp)
         diag_path = root / layout.DIAGNOSIS_TABLE
         diag_columns, diag_rows = _diagnosis_rows(diag_path, case, case_id, prefix)
         diag_tmp = transaction.temporary_beside(
             diag_path, lambda p: write_table(p, diag_rows, diag_columns))
+        temporaries.append(diag_tmp)
         rel = staging.name
         transaction.commit(root, transaction.Edit(
             moves=[(f"{rel}/{layout.BENCHMARK_DIR}/{case_id}",
@@ -327,8 +330,8 @@ def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_l
         if (root / transaction.JOURNAL).exists():
             raise  # committed in part: the next editing command finishes it
         shutil.rmtree(staging, ignore_errors=True)
-        for leftover in root.glob(".*.edit"):
-            leftover.unlink(missing_ok=True)
+        for temporary in temporaries:  # ours only: other files stay
+            temporary.unlink(missing_ok=True)
         raise
     return Added(case_id, layout.case_dir(root, case_id), files, names, checked)
 
@@ -344,8 +347,7 @@ def _refuse_duplicates(root: Path, desc: Table, staging: Path, case_id: str,
     keys = duplicates.case_keys({DESC_COLUMNS.get(k, k): v for k, v in row.items()}, notebooks)
     if keys.get("reproduced") and keys.get("reproduced") == keys.get("fixed"):
         raise JunoBenchError("the fixed notebook's code is the reproduced notebook's",
-                             hint="give the repaired notebook as --fixed; nothing "
-                                                "was added")
+                             hint="give the repaired notebook as --fixed; nothing was added")
     rows = [DescRow(str(r.get("nb_name") or "").strip(), number,
                     {DESC_COLUMNS.get(k, k): v for k, v in r.items()})
             for number, r in enumerate(desc.records(), start=2)]
