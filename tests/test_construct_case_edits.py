@@ -428,3 +428,22 @@ def test_validate_names_cases_sharing_an_eid_or_a_notebook_url(snapshot: Path) -
     assert problems["sklearn_2"] == "the case repeats sklearn_1 (same eid)"
     assert problems["pandas_1"] == "the case repeats numpy_1 (same notebook URL)"  # table order
     assert duplicates.url_key("None") is None and duplicates.url_key(" nan ") is None
+
+
+def test_a_record_of_renamed_cases_linked_out_of_the_snapshot_is_refused(snapshot: Path,
+                                                                          tmp_path: Path,
+                                                                          capsys) -> None:
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"renumbered": []}', encoding="utf-8")
+    (snapshot / layout.RENAMED_CASES).symlink_to(secret)
+    code, _, err = run_cli(capsys, "export", "--source", str(snapshot), "--out",
+                           str(tmp_path / "out"))
+    assert code == 1 and "a link out of the snapshot" in err
+    assert not (tmp_path / "out").exists()
+    remove_case(snapshot, "pandas_1")
+    with pytest.raises(JunoBenchError, match="a link out of the snapshot"):
+        renumber(snapshot)
+    (snapshot / layout.EDIT_JOURNAL).unlink(missing_ok=True)
+    os.mkfifo(snapshot / layout.EDIT_JOURNAL)
+    problems = [p.problem for p in check(snapshot).problems]  # a FIFO journal is not read
+    assert any(p.startswith("an unfinished edit is pending") for p in problems), problems

@@ -26,7 +26,7 @@ from junobench.construct.add_case import case_ids
 from junobench.data import layout
 from junobench.data.tables import read_table, write_table
 from junobench.errors import JunoBenchError
-from junobench.safety.paths import read_regular
+from junobench.safety.paths import check_not_linked_out, read_regular
 
 
 def plan_renumbering(ids: Iterable[str], libraries: Sequence[str] | None = None
@@ -111,6 +111,7 @@ def renamed_cases(root: str | Path) -> list[dict[str, Any]]:
     path = Path(root) / layout.RENAMED_CASES
     if not os.path.lexists(path):
         return []
+    check_not_linked_out(path, root)
     try:
         data = json.loads(read_regular(path, limit=16 << 20).decode("utf-8"))
         entries = data["renumbered"]

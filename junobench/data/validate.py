@@ -351,9 +351,11 @@ def _check_unfinished_edit(root: Path, problems: list[Problem]) -> None:
     try:
         import json
 
-        what = str(json.loads(path.read_text(encoding="utf-8")).get("what") or what)
+        from junobench.safety.paths import read_regular
+
+        what = str(json.loads(read_regular(path, limit=1 << 20).decode("utf-8")).get("what") or what)
     except (OSError, ValueError, AttributeError):
-        pass
+        pass  # a journal no command could read: named as it is
     command = (f"junobench construct renumber {root}" if what.split()[:1] == ["renumber"]
                else "the same command" if what.split()[:1] in (["add-case"], ["remove-case"])
                else "junobench construct add-case, remove-case or renumber")

@@ -41,7 +41,7 @@ from junobench.safety.atomic import (
     swap_in,
     write_text,
 )
-from junobench.safety.paths import read_regular, unlisted_files
+from junobench.safety.paths import check_not_linked_out, read_regular, unlisted_files
 
 logger = logging.getLogger("junobench")
 
@@ -187,6 +187,7 @@ def _carried_files(root: Path) -> dict[str, bytes]:
     path = root / layout.RENAMED_CASES
     if not os.path.lexists(path):
         return {}
+    check_not_linked_out(path, root)
     try:
         data = read_regular(path, limit=16 << 20)
         json.loads(data.decode("utf-8"))
