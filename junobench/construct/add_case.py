@@ -281,7 +281,6 @@ def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_l
     desc = read_table(desc_path)
     desc.require(["nb_name"], hint="the case table of a snapshot")
     case_id = next_case_id(root, prefix)
-    layout.benchmark_dir(root).mkdir(exist_ok=True)
 
     staging = transaction.staging_dir(root)
     temporaries: list[Path] = []
@@ -321,6 +320,7 @@ def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_l
             diag_path, lambda p: write_table(p, diag_rows, diag_columns))
         temporaries.append(diag_tmp)
         rel = staging.name
+        layout.benchmark_dir(root).mkdir(exist_ok=True)  # only now: a refusal adds nothing
         transaction.commit(root, transaction.Edit(
             moves=[(f"{rel}/{layout.BENCHMARK_DIR}/{case_id}",
                     f"{layout.BENCHMARK_DIR}/{case_id}")],
