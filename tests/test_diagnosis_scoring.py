@@ -179,3 +179,30 @@ def test_bad_lines_and_options(tmp_path, capsys):
     os.mkfifo(fifo)
     code, _, err = run_cli(capsys, "evaluate", "--judgments", str(fifo))
     assert code == 1 and "FIFO" in err
+
+
+def test_judged_folders_are_not_the_raw_runs_and_reversed_ones_are_refused(
+        crane_llm_dir, reference_snapshot, tmp_path, capsys):
+    from junobench.detection.evaluate import evaluate
+
+    outputs = crane_llm_dir / "llms" / "llms_outputs"
+    judged = evaluate(outputs / "results_parsed_1" / "gpt_5" / "crash_detection_code",
+                      reference_snapshot, resamples=10).to_dict()
+    # What docs/diagnosis.md says: a judge run's detections are not the raw runs' majority
+    # (Table 2(b), GPT-5 -RT, is .790/.712/.749/.761; the Detection_only sheet gives it).
+    assert [round(judged[m], 3) for m in METRICS] == [0.800, 0.685, 0.738, 0.757]
+    detection = score_judgments(read_judgments(crane_llm_dir / "results" / "results_summary.xlsx",
+                                               sheet="Detection_only"), resamples=10)
+    raw = detection["gpt_5_crash_detection_code"].to_dict()
+    assert [round(raw[m], 3) for m in METRICS] == [0.790, 0.712, 0.749, 0.761]
+    reversed_set = outputs / "results_parsed_reversed_1" / "gpt_5" / "crash_detection_code"
+    code, out, err = run_cli(capsys, "evaluate", str(reversed_set), "--source",
+                             str(reference_snapshot))
+    assert code == 1 and out == "" and "reversed protocol" in err and "precision 1.000" in err
+    # Refused by where it is, also as a copy and with the layout forced.
+    import shutil
+
+    copy = tmp_path / "results_parsed_reversed_2" / "m" / "s"
+    shutil.copytree(reversed_set, copy)
+    with pytest.raises(JunoBenchError, match="reversed protocol"):
+        evaluate(copy, reference_snapshot, layout="crane-parsed")
