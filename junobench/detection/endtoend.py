@@ -108,12 +108,13 @@ def labels_of(instance: str) -> dict[str, Any]:
 
 def score_setting(setting: str, judged: Mapping[str, str], *,
                   resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> DiagnosisScore:
-    """End-to-end scores of one setting's judgments ``{instance: outcome}``."""
+    """End-to-end scores of one setting's judgments ``{instance: outcome}``; notebooks are
+    taken in sorted order, so that the intervals do not depend on the file's order."""
     check_resamples(resamples)
     decisions = []
     counts = dict.fromkeys(OUTCOMES, 0)
     reproduced = dict.fromkeys(OUTCOMES, 0)
-    for instance, judgment in judged.items():
+    for instance, judgment in sorted(judged.items()):
         labels = labels_of(instance)
         truth = bool(labels["crash"])
         decisions.append(Decision(instance, truth, decision(labels["version"], judgment), labels))
