@@ -71,6 +71,26 @@ def allocate(strata: Mapping[str, int], total: int) -> dict[str, int]:
     return {k: min(v, strata[k]) for k, v in out.items()}
 
 
+def ground_truth(source: str | Path | None = None, *,
+                 truth: str | Path | Sequence[str | Path] | None = None,
+                 revision: str | None = None) -> dict[str, dict[str, Any]]:
+    """Instance → ``{"crash", "diagnosis"}``: from the ground-truth file(s) ``truth``
+    written by ``junobench tasks``, else from the ``notebooks`` records of ``source``."""
+    if truth:
+        from junobench.detection.tasks import read_truth
+
+        rows = read_truth(truth)
+    else:
+        from junobench.data.snapshot import DEFAULT_SOURCE
+        from junobench.loader import load
+
+        dataset = load(source if source is not None else DEFAULT_SOURCE, "notebooks",
+                       revision=revision)
+        rows = dataset.select_columns(["instance", "crash", "diagnosis"]).to_list()
+    return {str(r["instance"]): {"crash": bool(r["crash"]), "diagnosis": r.get("diagnosis")}
+            for r in rows}
+
+
 @dataclass(frozen=True)
 class Item:
     """A diagnosis to judge: a setting's answer on a crashing notebook it got right."""

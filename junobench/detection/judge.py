@@ -354,19 +354,21 @@ class JudgeRow:
 
 def judge_agreement(judge_judgments: Judgments, human: Judgments) -> list[JudgeRow]:
     """Per model, the judge's mismatches with the human judgments and its accuracy, over
-    the notebooks both judged, for ``<model>_crash_detection_code`` (``-RT``) and
-    ``…_runinfo`` (``+RT``); other settings count as ``-RT`` of themselves."""
+    the notebooks the humans judged (one the judge could not judge, all its labels
+    unreadable, is a mismatch, as CRANE-LLM counted it), for
+    ``<model>_crash_detection_code`` (``-RT``) and ``…_runinfo`` (``+RT``); other settings
+    count as ``-RT`` of themselves."""
     rows: dict[str, dict[str, dict[str, Any]]] = {}
     for setting, judged in judge_judgments.settings.items():
         if setting not in human.settings:
             continue
         people = human.settings[setting]
-        shared = [i for i in judged if i in people]
+        shared = list(people)
         if not shared:
             continue
         kind = "+RT" if setting.endswith("_runinfo") else "-RT"
         model = setting.removesuffix("_runinfo").removesuffix("_crash_detection_code")
-        wrong = sum(judged[i] != people[i] for i in shared)
+        wrong = sum(judged.get(i) != people[i] for i in shared)
         rows.setdefault(model, {})[kind] = {"F": wrong, "n": len(shared)}
     if not rows:
         raise JunoBenchError("the judge and the humans share no setting", file=human.path,
@@ -384,7 +386,11 @@ def read_judge_statistics(path: str | Path) -> dict[str, dict[str, Any]]:
     table = read_table(path)
     table.require(["LLM as a Judge", "F (-RT)", "Accuracy (-RT)"], hint="pass CRANE-LLM's "
                   "results/llm_judge_statistics.xlsx")
-    return {str(r["LLM as a Judge"]): r for r in table.records() if r.get("LLM as a Judge")}
+    def number(value: Any) -> Any:
+        return int(value) if isinstance(value, float) and value.is_integer() else value
+
+    return {str(r["LLM as a Judge"]): {k: number(v) for k, v in r.items()}
+            for r in table.records() if r.get("LLM as a Judge")}
 
 
 def side_by_side(rows: Sequence[JudgeRow], published: Mapping[str, Mapping[str, Any]] | None
