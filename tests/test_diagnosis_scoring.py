@@ -172,7 +172,7 @@ def test_bad_lines_and_options(tmp_path, capsys):
     code, _, err = run_cli(capsys, "evaluate", "--judgments", str(path), "--setting", "t")
     assert code == 1 and "no setting 't'" in err
     code, _, err = run_cli(capsys, "evaluate")
-    assert code == 1 and "nothing to score" in err
+    assert code == 1 and "required: PRED (or --judgments FILE)" in err
     fifo = tmp_path / "fifo.jsonl"
     import os
 

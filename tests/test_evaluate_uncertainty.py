@@ -194,7 +194,7 @@ def test_latex_is_a_table_fragment_a_paper_can_include(qwen, mistral, reference_
     scores, tests = out.split("\n% Paired tests")
     spec, body = latex_rows(scores)
     # The paired tests that Markdown shows come as a second tabular, after a comment.
-    test_spec, test_body = latex_rows(tests.split("\n", 1)[1])
+    _test_spec, test_body = latex_rows(tests.split("\n", 1)[1])
     assert "McNemar p" in test_body[0] and "bootstrap p" in test_body[0]
     assert test_body[1].startswith(r"qwen\_code\#1 & mistral\_small\_3\_1 & 216 & ")
     assert len(spec) == 6  # setting, n, precision, recall, F1, accuracy

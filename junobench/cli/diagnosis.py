@@ -146,7 +146,7 @@ def _read(args: argparse.Namespace) -> int:
 
 
 def _agreement(args: argparse.Namespace) -> int:
-    from junobench.detection.agreement import read_second_rater, rater_agreement, render_agreement
+    from junobench.detection.agreement import rater_agreement, read_second_rater, render_agreement
     from junobench.detection.judgments import read_judgments
     from junobench.errors import JunoBenchError
 

@@ -243,7 +243,8 @@ def _evaluate(args: argparse.Namespace) -> int:
     if args.setting:
         raise JunoBenchError("--setting selects settings of --judgments FILE")
     if not args.predictions:
-        raise JunoBenchError("nothing to score", hint="pass PRED (predictions), or --judgments FILE")
+        raise JunoBenchError("junobench evaluate: the following arguments are required: PRED "
+                             "(or --judgments FILE)", hint="see `junobench evaluate --help`")
     if len(args.predictions) > 1:
         for option in ("fallback", "plot"):
             if getattr(args, option):

@@ -119,7 +119,7 @@ def read_second_rater(path: str | Path) -> tuple[Judgments, Judgments]:
             SECOND_RATER_SHEET).to_python()
     except (CalamineError, OSError, ValueError, KeyError) as error:
         raise JunoBenchError(f"cannot read sheet {SECOND_RATER_SHEET!r} ({error})", file=path,
-                             hint="pass CRANE-LLM's evaluation_human_LLMjudge_validation.xlsx")
+                             hint="pass CRANE-LLM's evaluation_human_LLMjudge_validation.xlsx") from None
     first, second = Judgments(path=path), Judgments(path=path)
     setting: str | None = None
     for number, row in enumerate(values, start=1):

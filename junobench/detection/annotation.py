@@ -119,7 +119,7 @@ def answers_to_judge(settings: Mapping[str, Any], truth: Mapping[str, str]
         preds = source if isinstance(source, Predictions) else read_predictions(source)
         decided[name] = {}
         for instance, runs in preds.runs.items():
-            case_id, version = vocab.split_instance(instance)
+            _case_id, version = vocab.split_instance(instance)
             verdicts = [parse_run(run) for run in runs]
             votes = vote([v.detection for v in verdicts])
             if not votes:
@@ -169,8 +169,8 @@ def export_sheet(items: Sequence[Item], sheet: str | Path, key: str | Path, *,
     shuffled = list(items)
     rng.shuffle(shuffled)
     workbook = Workbook()
-    ws = workbook.active
-    ws.title = SHEET
+    ws = workbook.create_sheet(SHEET)
+    workbook.remove(workbook.worksheets[0])
     ws.append(list(COLUMNS))
     for number, item in enumerate(shuffled, start=1):
         ws.append([f"D{number:04d}", codes[item.setting], item.instance,
@@ -246,7 +246,7 @@ def read_filled(sheet: str | Path, key: str | Path, *, decided: bool = True) -> 
         if code in (None, ""):
             continue
         entry = items.get(code) if isinstance(code, str) else None
-        if not isinstance(entry, dict) or code in seen:
+        if not isinstance(code, str) or not isinstance(entry, dict) or code in seen:
             raise JunoBenchError(f"row {number}: item {code!r} is not in the key (or twice)",
                                  file=sheet, hint="pass the key written with this sheet")
         seen.add(code)

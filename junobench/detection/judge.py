@@ -78,7 +78,8 @@ def messages(truth: Mapping[str, Any], prediction: Mapping[str, Any], *,
                   + str(truth.get("diagnosis") or "(none given)") if crash
                   else "Ground truth: the target cell does not crash.")
     detection = prediction.get("detection")
-    said = {True: "crashes", False: "does not crash"}.get(detection, "(no detection given)")
+    said = ("crashes" if detection is True else "does not crash" if detection is False
+            else "(no detection given)")
     prediction_text = (f"Prediction: the target cell {said}.\nPredicted reasoning: "
                        + str(prediction.get("reasoning") or "(none given)"))
     parts = [prediction_text, truth_text] if reverse else [truth_text, prediction_text]
