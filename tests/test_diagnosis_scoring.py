@@ -191,9 +191,11 @@ def test_judged_folders_are_not_the_raw_runs_and_reversed_ones_are_refused(
     # What docs/diagnosis.md says: a judge run's detections are not the raw runs' majority
     # (Table 2(b), GPT-5 -RT, is .790/.712/.749/.761; the Detection_only sheet gives it).
     assert [round(judged[m], 3) for m in METRICS] == [0.800, 0.685, 0.738, 0.757]
-    detection = score_judgments(read_judgments(crane_llm_dir / "results" / "results_summary.xlsx",
-                                               sheet="Detection_only"), resamples=10)
-    raw = detection["gpt_5_crash_detection_code"].to_dict()
+    code, out, err = run_cli(capsys, "evaluate", "--judgments", str(
+        crane_llm_dir / "results" / "results_summary.xlsx"), "--sheet", "Detection_only",
+        "--format", "json", "--resamples", "10")
+    assert code == 0, err
+    raw = json.loads(out)["gpt_5_crash_detection_code"]
     assert [round(raw[m], 3) for m in METRICS] == [0.790, 0.712, 0.749, 0.761]
     reversed_set = outputs / "results_parsed_reversed_1" / "gpt_5" / "crash_detection_code"
     code, out, err = run_cli(capsys, "evaluate", str(reversed_set), "--source",

@@ -89,6 +89,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         "partially correct and reasoning-wrong diagnoses")
     parser.add_argument("--setting", action="append", metavar="NAME",
                         help="with --judgments: score only this setting (repeatable, in order)")
+    parser.add_argument("--sheet", metavar="NAME",
+                        help="with --judgments FILE.xlsx: the sheet to read (default: "
+                        "Final_evaluation, else the first; CRANE-LLM's Detection_only sheet "
+                        "gives detection-only scores)")
     parser.add_argument("--name", action="append", metavar="NAME",
                         help="name of each PRED in a comparison, in order (default: from the "
                         "paths)")
@@ -240,8 +244,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     if args.judgments:
         return _judgments(args)
-    if args.setting:
-        raise JunoBenchError("--setting selects settings of --judgments FILE")
+    if args.setting or args.sheet:
+        raise JunoBenchError("--setting and --sheet apply to --judgments FILE")
     if not args.predictions:
         raise JunoBenchError("junobench evaluate: the following arguments are required: PRED "
                              "(or --judgments FILE)", hint="see `junobench evaluate --help`")
@@ -274,6 +278,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _judgments(args: argparse.Namespace) -> int:
     from junobench.detection.endtoend import render_scores, score_judgments
+    from junobench.detection.judgments import read_judgments
     from junobench.errors import JunoBenchError
 
     if args.predictions:
@@ -283,7 +288,7 @@ def _judgments(args: argparse.Namespace) -> int:
             raise JunoBenchError(f"--{option} does not apply to --judgments")
     if filters_from(args):
         raise JunoBenchError("filters do not apply to --judgments")
-    results = score_judgments(args.judgments, settings=args.setting, resamples=args.resamples,
-                              seed=args.seed)
+    results = score_judgments(read_judgments(args.judgments, sheet=args.sheet),
+                              settings=args.setting, resamples=args.resamples, seed=args.seed)
     print(render_scores(results, args.format), end="")
     return 0
