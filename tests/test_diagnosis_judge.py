@@ -118,3 +118,55 @@ def test_published_judge_agrees_with_the_humans_as_published(crane_llm_dir, caps
     assert code == 0, err
     gpt = next(r for r in json.loads(out) if r["model"] == "gpt_5")
     assert (gpt["F (-RT)"], gpt["published F (-RT)"], gpt["F (+RT)"]) == (32, 32, 23)
+
+
+def test_inspect_scorer_judges_each_epoch_and_reduces_as_crane(tmp_path, monkeypatch):
+    """The Inspect task with ``judge=self``: the detector answers, then judges its answers;
+    the judge's outcomes reduce over the epochs and read back as judgments."""
+    pytest.importorskip("inspect_ai")
+    from inspect_ai import eval as inspect_eval
+
+    from junobench.detection.inspect_judge import judgments_from_log
+    from junobench.detection.inspect_task import crash_detection
+    from junobench.detection.tasks import tasks
+
+    items, truths = tasks("sample", library="pandas")
+    crash = {t["target_cell"]["source"].strip(): r["crash"] for t, r in zip(items, truths, strict=True)}
+
+    def model(body):
+        user = body["messages"][-1]["content"]
+        if "# Target Cell:" in user:  # the detector: always right, always the same reason
+            target = user.rsplit("# Target Cell:\n", 1)[1].strip()
+            return json.dumps({"detection": crash.get(target, False), "reasoning": "a KeyError"})
+        if "Ground truth:" in user:
+            return "The cause matches. [Correct]" if "does not crash" in user \
+                else "Another cause. [Reasoning Wrong]"
+        return "hello"
+
+    with ChatServer(model) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        monkeypatch.setenv("INSPECT_DISPLAY", "none")
+        (log,) = inspect_eval(crash_detection(source="sample", library="pandas", runs=2,
+                                              judge="self", judge_passes=3),
+                              model="openai/tiny", model_args={"responses_api": False},
+                              log_dir=str(tmp_path), display="none")
+    assert log.status == "success", log.error
+    judged = [b for b in server.requests if "Ground truth:" in b["messages"][-1]["content"]]
+    assert len(judged) == len(items) * 2 * 3  # every epoch's answer, 3 passes
+    assert any("Ground-truth diagnosis: " in b["messages"][-1]["content"] and "(none given)"
+               not in b["messages"][-1]["content"] for b in judged)
+    scores = {s.name: s for s in log.results.scores}
+    metrics = {k: m.value for k, m in scores["diagnosis_judge"].metrics.items()}
+    reproduced = sum(r["crash"] for r in truths)
+    assert metrics["reasoning_wrong"] == reproduced
+    assert metrics["end_to_end_accuracy"] == pytest.approx((len(items) - reproduced) / len(items))
+    judgments = judgments_from_log(log.location, "tiny")
+    data = score_judgments_dict(judgments)
+    assert (data["tp"], data["fn"], data["reasoning_wrong"]) == (0, reproduced, reproduced)
+
+
+def score_judgments_dict(judgments):
+    from junobench.detection.endtoend import score_judgments
+
+    return score_judgments(judgments, resamples=10)["tiny"].to_dict()
