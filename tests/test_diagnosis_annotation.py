@@ -151,3 +151,46 @@ def test_published_second_rater_sheet(crane_llm_dir, capsys):
     code, out, err = run_cli(capsys, "agreement", "--second-rater", str(path), "--format", "json")
     assert code == 0, err
     assert json.loads(out)["all"]["kappa"] == pytest.approx(overall.kappa)
+
+
+def test_annotation_commands_on_blind_predictions(tmp_path, capsys):
+    from openpyxl import load_workbook
+
+    from junobench.detection.detect import detect_static
+    from junobench.detection.tasks import read_tasks
+
+    code, _, err = run_cli(capsys, "tasks", "--source", "sample", "--out", str(tmp_path / "t.jsonl"))
+    assert code == 0, err
+    preds = detect_static(read_tasks(tmp_path / "t.jsonl"), tmp_path / "p.jsonl").out
+    truth = str(tmp_path / "t.truth.jsonl")
+    sheet, key = str(tmp_path / "s.xlsx"), str(tmp_path / "k.json")
+    code, _, err = run_cli(capsys, "annotate", "export", str(preds), "--source", "sample",
+                           "--sheet", sheet, "--key", key)
+    assert code == 1 and "blind task ids" in err  # without the ground truth they name nothing
+    code, out, err = run_cli(capsys, "annotate", "export", str(preds), "--truth", truth,
+                             "--name", "static", "--sheet", sheet, "--key", key)
+    assert code == 0, err
+    count = int(out.split()[1])
+    assert count >= 1
+    code, _, err = run_cli(capsys, "annotate", "export", str(preds), "--truth", truth,
+                           "--sheet", sheet, "--key", key)
+    assert code == 1 and "exists already" in err  # a filled sheet is never overwritten
+    workbook = load_workbook(sheet)
+    for row in workbook["Judgments"].iter_rows(min_row=2):
+        row[5].value = "partially correct"
+    workbook.save(sheet)
+    judged = tmp_path / "j.csv"
+    code, out, err = run_cli(capsys, "annotate", "read", sheet, "--key", key, "--out", str(judged))
+    assert code == 0, err
+    assert "wrote 20 judgments" in out  # every notebook of the sample
+    code, out, err = run_cli(capsys, "evaluate", "--judgments", str(judged), "--format", "json",
+                             "--resamples", "10")
+    data = json.loads(out)["static"]
+    assert data["tp"] == 0 and data["partially_correct"] == count and data["n"] == 20
+    # The second rater's sample of these diagnoses, on its own sheet with no settled rows.
+    code, out, err = run_cli(capsys, "annotate", "export", str(preds), "--truth", truth,
+                             "--sheet", str(tmp_path / "s2.xlsx"), "--key", str(tmp_path / "k2.json"),
+                             "--second-rater")
+    assert code == 0, err
+    assert f"sample of {count}" in out
+    assert json.loads((tmp_path / "k2.json").read_text())["decided"] == {}

@@ -119,9 +119,10 @@ def _export(args: argparse.Namespace) -> int:
         raise JunoBenchError("give one distinct --name per PRED")
     truth = ground_truth(None if args.truth else args.source, truth=args.truth,
                          revision=args.revision)
+    rows = _truth_rows(args)
     items, decided = answers_to_judge(dict(zip(names, args.predictions, strict=True)),
                                       {i: t["diagnosis"] for i, t in truth.items()
-                                       if t["crash"] and t["diagnosis"]})
+                                       if t["crash"] and t["diagnosis"]}, truth_rows=rows)
     chosen = second_rater_sample(items, margin=args.margin, seed=args.seed) if args.second_rater else items
     sheet, key = export_sheet(chosen, args.sheet, args.key, seed=args.seed,
                               decided=None if args.second_rater else decided)
@@ -129,6 +130,15 @@ def _export(args: argparse.Namespace) -> int:
           + (f" (the second rater's sample of {len(items)})" if args.second_rater else "")
           + f" to {sheet}; key in {key} (keep it from the rater)")
     return 0
+
+
+def _truth_rows(args: argparse.Namespace) -> list[dict[str, Any]] | None:
+    """The ground-truth files' rows (they map blind task ids back), when given."""
+    if not args.truth:
+        return None
+    from junobench.detection.tasks import read_truth
+
+    return read_truth(args.truth)
 
 
 def _read(args: argparse.Namespace) -> int:
@@ -178,6 +188,7 @@ def _judge(args: argparse.Namespace) -> int:
     truth = ground_truth(None if args.truth else args.source, truth=args.truth,
                          revision=args.revision)
     summary = judge(args.predictions, truth, args.out, setting=args.setting,
+                    truth_rows=_truth_rows(args),
                     endpoint=args.endpoint, model=args.model, repeats=args.repeats,
                     reverse=args.reverse, concurrency=args.concurrency,
                     temperature=args.temperature, api_key_env=args.api_key_env)

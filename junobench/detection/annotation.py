@@ -101,14 +101,17 @@ class Item:
     predicted: str
 
 
-def answers_to_judge(settings: Mapping[str, Any], truth: Mapping[str, str]
+def answers_to_judge(settings: Mapping[str, Any], truth: Mapping[str, str], *,
+                     truth_rows: Sequence[Mapping[str, Any]] | None = None
                      ) -> tuple[list[Item], dict[str, dict[str, str]]]:
     """The diagnoses that need a judgment, and the judgments the detections decide.
 
     ``settings``: name → predictions (a path in any layout, or read predictions);
     ``truth``: reproduced notebook → its ground-truth diagnosis (every notebook the sets
-    answer must be a benchmark notebook). Runs are majority-voted; the diagnosis shown is
-    the reasoning of the first run that voted with the majority."""
+    answer must be a benchmark notebook; ``truth_rows``, the rows of a ground-truth file,
+    map blind task ids back). Runs are majority-voted; the diagnosis shown is the
+    reasoning of the first run that voted with the majority."""
+    from junobench.detection.evaluate import resolve_ids
     from junobench.detection.layouts import read_predictions
     from junobench.detection.predictions import Predictions, parse_run
     from junobench.detection.votes import vote
@@ -118,8 +121,15 @@ def answers_to_judge(settings: Mapping[str, Any], truth: Mapping[str, str]
     for name, source in settings.items():
         preds = source if isinstance(source, Predictions) else read_predictions(source)
         decided[name] = {}
-        for instance, runs in preds.runs.items():
-            _case_id, version = vocab.split_instance(instance)
+        resolved, origin = resolve_ids(preds, truth_rows)
+        for instance, runs in resolved.items():
+            try:
+                version = vocab.split_instance(instance)[1]
+            except ValueError:
+                raise JunoBenchError("not a notebook of the benchmark", case=instance,
+                                     file=origin.get(instance, str(preds.path)),
+                                     hint="blind task ids need the ground-truth file (--truth)"
+                                     ) from None
             verdicts = [parse_run(run) for run in runs]
             votes = vote([v.detection for v in verdicts])
             if not votes:
@@ -130,7 +140,7 @@ def answers_to_judge(settings: Mapping[str, Any], truth: Mapping[str, str]
                 continue
             if instance not in truth:
                 raise JunoBenchError("no ground-truth diagnosis for this crashing notebook",
-                                     file=str(preds.origin.get(instance, preds.path)),
+                                     file=origin.get(instance, str(preds.path)),
                                      case=instance, hint="label the benchmark's diagnoses first")
             reasoning = next((v.reasoning or "" for v in verdicts if v.detection), "")
             items.append(Item(name, instance, truth[instance], reasoning))
@@ -163,6 +173,10 @@ def export_sheet(items: Sequence[Item], sheet: str | Path, key: str | Path, *,
     sheet, key = Path(sheet), Path(key)
     if sheet.suffix.lower() != ".xlsx" or key.resolve() == sheet.resolve():
         raise JunoBenchError("the sheet is an .xlsx file and the key another file", file=sheet)
+    for path in (sheet, key):
+        if path.exists() or path.is_symlink():
+            raise JunoBenchError("exists already: a filled sheet or the key that reads it back "
+                                 "would be lost", file=path, hint="choose a new file name")
     rng = random.Random(seed)
     names = list(dict.fromkeys(i.setting for i in items))
     codes = {name: f"S{n}" for n, name in enumerate(rng.sample(names, len(names)), start=1)}

@@ -186,6 +186,7 @@ def judge(
     setting: str,
     endpoint: str,
     model: str,
+    truth_rows: Sequence[Mapping[str, Any]] | None = None,
     repeats: int = DEFAULT_REPEATS,
     reverse: bool = False,
     concurrency: int = 1,
@@ -197,8 +198,10 @@ def judge(
 ) -> JudgeSummary:
     """Judge every run of ``predictions`` (any layout) ``repeats`` times; append
     ``{"setting", "instance", "pass", "labels"}`` lines to ``out`` (one per notebook and
-    pass; those already there are skipped). ``truth``: instance → ``{"crash", "diagnosis"}``."""
+    pass; those already there are skipped). ``truth``: instance → ``{"crash", "diagnosis"}``;
+    ``truth_rows`` (a ground-truth file's rows) map blind task ids to instances."""
     from junobench.detection.detect import ChatSettings, make_client
+    from junobench.detection.evaluate import resolve_ids
     from junobench.detection.layouts import read_predictions
     from junobench.detection.predictions import Predictions, parse_run
     from junobench.safety.atomic import check_file_target
@@ -208,17 +211,18 @@ def judge(
     if not setting.strip():
         raise JunoBenchError("name the setting the predictions are of (--setting)")
     preds = predictions if isinstance(predictions, Predictions) else read_predictions(predictions)
-    unknown = [i for i in preds.runs if i not in truth]
+    resolved, origin = resolve_ids(preds, truth_rows)
+    unknown = [i for i in resolved if i not in truth]
     if unknown:
         raise JunoBenchError("no ground truth for this notebook", case=unknown[0],
-                             file=str(preds.origin.get(unknown[0], preds.path)),
+                             file=origin.get(unknown[0], str(preds.path)),
                              hint="pass the --source (or --truth) the predictions were made on")
     out = check_file_target(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = finished(out)
     summary = JudgeSummary(out)
     jobs: list[tuple[str, int, list[dict[str, Any]]]] = []
-    for instance, runs in preds.runs.items():
+    for instance, runs in resolved.items():
         answers = []
         for run in runs:
             verdict = parse_run(run)

@@ -92,6 +92,12 @@ class Judgments:
         if not setting:
             raise JunoBenchError(f"{where}no setting name", file=self.path, case=instance,
                                  hint="name the setting (model and inputs) of every judgment")
+        if not _names_notebook(instance):
+            raise JunoBenchError(f"{where}{instance!r} does not name a notebook", file=self.path,
+                                 hint="instances are <case>_reproduced or <case>_fixed")
+        if judged not in OUTCOMES:
+            raise JunoBenchError(f"{where}{judged!r} is not a judgment", file=self.path,
+                                 case=instance, hint=_HINT)
         version = vocab.split_instance(instance)[1]
         if version == "fixed" and judged not in (CORRECT, WRONG):
             raise JunoBenchError(
