@@ -206,6 +206,7 @@ def render_scores(results: Mapping[str, DiagnosisScore], fmt: str = "table") -> 
                       "F1 difference" + ("; Holm-adjusted p-values over the pairs"
                                          if len(comparison.tests) > 1 else "") + ")"
                       + "".join(f"; {n}: {k} notebooks left out" for n, k in left_out.items()))
-    if fmt == "latex":
-        return "\n".join(f"% {title}\n{part}" for title, part in zip(titles, parts, strict=True))
+    if fmt == "latex":  # titles as comments: one line each, whatever the setting names hold
+        return "\n".join("% " + " ".join(title.split()) + f"\n{part}"
+                         for title, part in zip(titles, parts, strict=True))
     return "\n".join(f"{title}\n\n{part}" for title, part in zip(titles, parts, strict=True))
