@@ -87,6 +87,10 @@ def test_cli_prints_every_setting_keyed_by_its_name(crane_summary, capsys):
     assert gpt["precision"] == 0.75 and gpt["accuracy"] == pytest.approx(153 / 222)
     low, high = gpt["intervals"]["f1"]
     assert low < gpt["f1"] < high
+    libraries = {r["library"]: r for r in gpt["by_library"]}
+    # CRANE-LLM's per-library rows (Results_summary): GPT-5 -RT on TensorFlow, FP 3 and FN 4.
+    assert (libraries["tensorflow/keras"]["fp"], libraries["tensorflow/keras"]["fn"]) == (3, 4)
+    assert sum(r["n"] for r in gpt["by_library"]) == 222
 
 
 def test_text_outputs_show_table_3_and_the_paired_tests(crane_summary, capsys):

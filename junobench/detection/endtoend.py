@@ -86,6 +86,7 @@ class DiagnosisScore:
             "detected_crashes": self.diagnoses,
             "intervals": {k: None if v is None else list(v)
                           for k, v in self.report.intervals().items()},
+            "by_library": self.report.breakdown_rows("library", intervals=True),
         })
         return out
 
