@@ -65,12 +65,6 @@ def reference_snapshot(reference_dir: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def crane_llm(reference_dir: Path) -> Path:
-    """CRANE-LLM's published files (inputs, outputs, results), as in its repository."""
-    return _require(reference_dir / "crane_llm")
-
-
-@pytest.fixture(scope="session")
 def qwen(reference_dir: Path) -> Path:
     """Published runs of the CRANE-LLM paper's Qwen2.5-Coder-32B-Instruct, code only:
     a folder of ``<instance>.json`` files, 5 runs each (Table 2(b))."""
@@ -82,6 +76,19 @@ def mistral(reference_dir: Path) -> Path:
     """Published runs of the JunoBench paper's mistral-small3.1: ``buggy/`` and ``fixed/``
     folders of ``<case>.json``, 108 cases."""
     return _require(reference_dir / "llm_outputs" / "mistral_small_3_1")
+
+
+@pytest.fixture(scope="session")
+def crane_llm_dir(reference_dir: Path) -> Path:
+    """CRANE-LLM's published files (results/, llms/llms_inputs and llms_outputs/, sas/)."""
+    return _require(reference_dir / "crane_llm")
+
+
+@pytest.fixture(scope="session")
+def crane_summary(crane_llm_dir: Path) -> Path:
+    """CRANE-LLM's results/results_summary.xlsx: the final human judgments per notebook
+    and setting (sheet Final_evaluation) and the paper's tables computed from them."""
+    return _require(crane_llm_dir / "results" / "results_summary.xlsx")
 
 
 @pytest.fixture

@@ -39,13 +39,13 @@ PUBLISHED = {("pylint", "crash_detection_code"): (13, 83),
              ("pyright", "crash_detection_code_runinfo"): (59, 40)}
 
 
-def detection_only(crane_llm) -> dict[str, dict[str, str]]:
+def detection_only(crane_llm_dir) -> dict[str, dict[str, str]]:
     """The Detection_only sheet: instance → setting column → correct / wrong."""
     from openpyxl import load_workbook
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the sheet's data-validation extension
-        book = load_workbook(crane_llm / "results" / "results_summary.xlsx", read_only=True,
+        book = load_workbook(crane_llm_dir / "results" / "results_summary.xlsx", read_only=True,
                              data_only=True)
         rows = list(book["Detection_only"].iter_rows(values_only=True))
     header = rows[0]
@@ -55,8 +55,8 @@ def detection_only(crane_llm) -> dict[str, dict[str, str]]:
 
 @pytest.mark.parametrize("analyser, setting", sorted(PUBLISHED))
 def test_published_outputs_reproduce_the_published_detection_results(
-        crane_llm, reference_snapshot, analyser, setting):
-    folder = crane_llm / "sas/sas_outputs/results_raw" / analyser / setting
+        crane_llm_dir, reference_snapshot, analyser, setting):
+    folder = crane_llm_dir / "sas/sas_outputs/results_raw" / analyser / setting
     assert locate(folder) == (folder, "crane-sa")
     report = evaluate(folder, reference_snapshot, resamples=10).to_dict()
     fp, fn = PUBLISHED[(analyser, setting)]
@@ -64,7 +64,7 @@ def test_published_outputs_reproduce_the_published_detection_results(
     assert report["tp"] == 111 - fn and report["tn"] == 111 - fp
     assert report["precision"] == pytest.approx((111 - fn) / (111 - fn + fp))
     # notebook by notebook, as the published sheet judged each detection
-    sheet = detection_only(crane_llm)
+    sheet = detection_only(crane_llm_dir)
     predictions = read_predictions(folder)
     for instance, judged in sheet.items():
         detected = predictions.runs[instance][0]["detection"]
@@ -72,22 +72,22 @@ def test_published_outputs_reproduce_the_published_detection_results(
         assert judged[f"{analyser}_{setting}"] == ("correct" if right else "wrong"), instance
 
 
-def test_a_folder_of_both_settings_names_them(crane_llm):
+def test_a_folder_of_both_settings_names_them(crane_llm_dir):
     with pytest.raises(JunoBenchError, match="holds 2 prediction sets"):
-        read_predictions(crane_llm / "sas/sas_outputs/results_raw/pylint")
+        read_predictions(crane_llm_dir / "sas/sas_outputs/results_raw/pylint")
 
 
 @pytest.mark.parametrize("analyser", ["pylint", "pyright"])
 @pytest.mark.parametrize("setting", sorted(SETTINGS))
 def test_parsing_gives_the_published_messages_from_the_published_inputs(
-        crane_llm, analyser, setting):
+        crane_llm_dir, analyser, setting):
     """Every published message, given back as the analyser's JSON report on the line it
     names, parses to the published message: the file analysed for a task built from
     CRANE-LLM's input is that input, line for line, and the kept fields are CRANE-LLM's.
     (tensorflow_8's published input was made again after pyright ran on it: its lines
     moved, so pyright's messages on it name other lines.)"""
-    documents = read_documents(crane_llm / SETTINGS[setting])
-    folder = crane_llm / "sas/sas_outputs/results_raw" / analyser / setting
+    documents = read_documents(crane_llm_dir / SETTINGS[setting])
+    folder = crane_llm_dir / "sas/sas_outputs/results_raw" / analyser / setting
     checked, moved = 0, []
     for file in sorted(folder.glob("*/*.json")):
         published = json.loads(file.read_text())
@@ -117,12 +117,12 @@ def test_parsing_gives_the_published_messages_from_the_published_inputs(
 
 @pytest.mark.parametrize("analyser", ["pylint", "pyright"])
 @pytest.mark.parametrize("setting", sorted(SETTINGS))
-def test_the_filter_is_the_one_behind_the_published_outputs(crane_llm, analyser, setting):
+def test_the_filter_is_the_one_behind_the_published_outputs(crane_llm_dir, analyser, setting):
     """CRANE-LLM's filter keeps every published message, except in pyright's code-only
     outputs, which were filtered before three entries joined its lists: there the final
     filter drops 40 messages and turns 3 of 222 verdicts (the published results count
     them as crashes, as `evaluate` reads the outputs: as they are)."""
-    folder = crane_llm / "sas/sas_outputs/results_raw" / analyser / setting
+    folder = crane_llm_dir / "sas/sas_outputs/results_raw" / analyser / setting
     dropped, flipped = [], []
     for file in sorted(folder.glob("*/*.json")):
         published = json.loads(file.read_text())
@@ -308,11 +308,11 @@ LATER_FORM = ["NBspecific_20_fixed", "numpy_8_fixed", "numpy_8_reproduced",
               "sklearn_12_reproduced"]
 
 
-def test_annotations_are_written_as_in_crane_llms_annotated_inputs(crane_llm):
+def test_annotations_are_written_as_in_crane_llms_annotated_inputs(crane_llm_dir):
     """Each published annotated target cell, its annotations given back as dotted types,
     is written again exactly (imports added, aliases, blank lines), but for the inputs of
     a later form of the injector."""
-    documents = read_documents(crane_llm / "sas/sas_inputs/executed_code_runinfo")
+    documents = read_documents(crane_llm_dir / "sas/sas_inputs/executed_code_runinfo")
     different = []
     for instance, task in sorted(documents.items()):
         target = task["target_cell"]["source"]

@@ -33,12 +33,12 @@ def records(reference_snapshot):
 
 
 @pytest.mark.parametrize("folder", FOLDERS)
-def test_every_published_input_is_its_tasks_prompt(crane_llm, reference_snapshot, folder):
+def test_every_published_input_is_its_tasks_prompt(crane_llm_dir, reference_snapshot, folder):
     """All 222 notebooks of each folder: the user message built from the task (blind id,
     through the tasks file) is the published file, byte for byte."""
-    files = published(crane_llm / folder)
+    files = published(crane_llm_dir / folder)
     assert len(files) == 222
-    built, truths = tasks(reference_snapshot, crane_inputs=crane_llm / folder,
+    built, truths = tasks(reference_snapshot, crane_inputs=crane_llm_dir / folder,
                           key=b"k" * 32)
     instance_of = {t["id"]: t["instance"] for t in truths}
     assert sorted(instance_of.values()) == sorted(files)
@@ -46,26 +46,26 @@ def test_every_published_input_is_its_tasks_prompt(crane_llm, reference_snapshot
         assert user_message(task).encode("utf-8") == files[instance_of[task["id"]]]
 
 
-def test_runtime_section_and_cells_are_kept_apart(crane_llm):
-    documents = read_documents(crane_llm / "llms/llms_inputs/executed_code_runinfo")
+def test_runtime_section_and_cells_are_kept_apart(crane_llm_dir):
+    documents = read_documents(crane_llm_dir / "llms/llms_inputs/executed_code_runinfo")
     task = documents["sklearn_1_reproduced"]
     assert task["runtime_info"].startswith("{'METRICS': {'execution_cell_source'")
     assert task["target_cell"]["source"].lstrip().startswith("from sklearn.utils.class_weight")
     assert "Current relevent runtime" not in task["target_cell"]["source"]
     none_ran = documents["numpy_9_reproduced"]
     assert none_ran["executed_cells"] == []
-    code_only = read_documents(crane_llm / "llms/llms_inputs/executed_code")
+    code_only = read_documents(crane_llm_dir / "llms/llms_inputs/executed_code")
     assert "runtime_info" not in code_only["sklearn_1_reproduced"]
     # the same executed cells and target, with and without runtime information
     assert code_only["sklearn_1_reproduced"]["executed_cells"] == task["executed_cells"]
-    annotated = read_documents(crane_llm / "sas/sas_inputs/executed_code_runinfo")
+    annotated = read_documents(crane_llm_dir / "sas/sas_inputs/executed_code_runinfo")
     assert annotated["numpy_2_reproduced"]["target_title"] == "Annotated Target Code"
     assert annotated["numpy_2_reproduced"]["target_cell"]["source"].startswith(
         "X_train: np.ndarray\n")
 
 
-def test_tasks_verb_writes_crane_tasks(crane_llm, reference_snapshot, tmp_path, capsys):
-    folder = crane_llm / "llms/llms_inputs/executed_code_runinfo"
+def test_tasks_verb_writes_crane_tasks(crane_llm_dir, reference_snapshot, tmp_path, capsys):
+    folder = crane_llm_dir / "llms/llms_inputs/executed_code_runinfo"
     out = tmp_path / "tasks.jsonl"
     code, stdout, _ = run_cli(capsys, "tasks", "--source", str(reference_snapshot),
                               "--crane-inputs", str(folder), "--library", "sklearn",
@@ -82,10 +82,10 @@ def test_tasks_verb_writes_crane_tasks(crane_llm, reference_snapshot, tmp_path, 
     assert code == 1 and err.startswith("error:") and "as published" in err
 
 
-def test_a_folder_lacking_notebooks_names_them(crane_llm, records, tmp_path):
+def test_a_folder_lacking_notebooks_names_them(crane_llm_dir, records, tmp_path):
     folder = tmp_path / "inputs" / "torch"
     folder.mkdir(parents=True)
-    source = crane_llm / "llms/llms_inputs/executed_code/torch/torch_1_fixed.txt"
+    source = crane_llm_dir / "llms/llms_inputs/executed_code/torch/torch_1_fixed.txt"
     (folder / "torch_1_fixed.txt").write_bytes(source.read_bytes())
     documents = read_documents(tmp_path / "inputs")
     torch_1 = [r for r in records if r["case_id"] == "torch_1"]

@@ -146,8 +146,8 @@ def test_inspect_eval_command_finds_the_registered_task(openai_env, tmp_path):
     assert len(prompts(server)) == 4
 
 
-def test_the_inspect_task_sends_crane_llms_published_inputs(crane_llm, reference_snapshot):
-    folder = crane_llm / "llms/llms_inputs/executed_code_runinfo"
+def test_the_inspect_task_sends_crane_llms_published_inputs(crane_llm_dir, reference_snapshot):
+    folder = crane_llm_dir / "llms/llms_inputs/executed_code_runinfo"
     task = crash_detection(source=str(reference_snapshot), crane_inputs=str(folder),
                            library="lightgbm,statsmodels")
     samples = list(task.dataset)

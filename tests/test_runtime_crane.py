@@ -25,9 +25,9 @@ from junobench.runtime import (
 from junobench.runtime.crane import decode, definitions, drop, encode, origins, plain, summarise, text
 
 
-def published_entries(crane_llm, path: str) -> dict[str, dict]:
+def published_entries(crane_llm_dir, path: str) -> dict[str, dict]:
     """The runtime information of one of CRANE-LLM's published inputs, as a dict."""
-    document = (crane_llm / "llms/llms_inputs/executed_code_runinfo" / path).read_text()
+    document = (crane_llm_dir / "llms/llms_inputs/executed_code_runinfo" / path).read_text()
     section = re.search(r"# Current relevent runtime information:\n(.*?)# Target Cell:",
                         document, re.S).group(1)
     tree = ast.parse(section, mode="eval").body
@@ -50,8 +50,8 @@ def keys(entry: dict) -> set[str]:
     return set(entry) - {"execution_cell_source"}
 
 
-def test_a_dataframe_has_the_fields_of_a_published_dataframe(crane_llm):
-    published = published_entries(crane_llm, "pandas/pandas_4_reproduced.txt")["data"]
+def test_a_dataframe_has_the_fields_of_a_published_dataframe(crane_llm_dir):
+    published = published_entries(crane_llm_dir, "pandas/pandas_4_reproduced.txt")["data"]
     df = pd.DataFrame({"emotion": [0, 2, 4, 6, 3, 1, 5, 2], "pixels": list("abcdefgh"),
                        "Usage": ["Training", "PublicTest"] * 4, "x": [0.5] * 7 + [np.nan]})
     ours = shown(summarise(df))
@@ -71,21 +71,21 @@ def test_a_dataframe_has_the_fields_of_a_published_dataframe(crane_llm):
     assert columns["x"]["type"] == "continuous" and columns["x"]["num_unique"] == 1
 
 
-def test_other_kinds_have_the_fields_of_published_entries(crane_llm):
+def test_other_kinds_have_the_fields_of_published_entries(crane_llm_dir):
     from sklearn.preprocessing import MinMaxScaler
 
-    series = published_entries(crane_llm, "other/statsmodels_2_reproduced.txt")["residuals"]
+    series = published_entries(crane_llm_dir, "other/statsmodels_2_reproduced.txt")["residuals"]
     ours = shown(summarise(pd.Series([1.5, -2.0, 0.25])))
     assert keys(ours) == keys(series) and ours["type"] == series["type"]
     assert ours["value_info"] == {"value_type": "continuous", "value_range": (-2.0, 1.5)}
-    listed = published_entries(crane_llm, "NBspecific/NBspecific_12_fixed.txt")["num"]
+    listed = published_entries(crane_llm_dir, "NBspecific/NBspecific_12_fixed.txt")["num"]
     ours = shown(summarise(list(range(18))))
     assert keys(ours) == keys(listed) and ours["type"] == "<class 'list'>"
-    module_and_function = published_entries(crane_llm, "pandas/pandas_4_reproduced.txt")
+    module_and_function = published_entries(crane_llm_dir, "pandas/pandas_4_reproduced.txt")
     assert shown(summarise(np)) == module_and_function["plt"] == {"type": "<class 'module'>"}
     assert shown(summarise(len)) == {"type": "<class 'builtin_function_or_method'>"}
     assert shown(summarise(json.dumps)) == module_and_function["__method__plt_show"]
-    published_scaler = published_entries(crane_llm, "numpy/numpy_12_reproduced.txt")["scaler"]
+    published_scaler = published_entries(crane_llm_dir, "numpy/numpy_12_reproduced.txt")["scaler"]
     ours = shown(summarise(MinMaxScaler().fit([[0.0], [1.0]])))
     assert ours == {k: v for k, v in published_scaler.items() if k != "execution_cell_source"}
     assert shown(summarise(MinMaxScaler()))["is_fitted"] is False
@@ -184,7 +184,7 @@ def test_records_give_crane_llms_text_and_styles_do_not_mix(tmp_path):
 
 
 @pytest.mark.kernel
-def test_crane_style_on_the_sample_in_its_pinned_environment(sample_env, crane_llm, tmp_path,
+def test_crane_style_on_the_sample_in_its_pinned_environment(sample_env, crane_llm_dir, tmp_path,
                                                              capsys):
     out = tmp_path / "crane.jsonl"
     code, stdout, _ = run_cli(capsys, "runtime-info", "pandas_1", "--source", "sample",
@@ -203,7 +203,7 @@ def test_crane_style_on_the_sample_in_its_pinned_environment(sample_env, crane_l
                                        "num_unique": 2, "unique_values": ["male", "female"]}
     assert summaries["__method__df_groupby"] == {"type": "<class 'method'>"}
     # the fields of a published DataFrame entry (pandas_4's, CRANE-LLM's latest form)
-    published = published_entries(crane_llm, "pandas/pandas_4_reproduced.txt")["data"]
+    published = published_entries(crane_llm_dir, "pandas/pandas_4_reproduced.txt")["data"]
     assert set(df) == set(published)
     allowed = {k for column in published["per_column"].values() for k in column}
     assert all(set(column) <= allowed for column in df["per_column"].values())
