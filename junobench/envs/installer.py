@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from junobench.errors import JunoBenchError
+from junobench.safety.grammar import check, is_iso_date
 
 #: How long one install command may run (seconds).
 INSTALL_TIMEOUT = 3600
@@ -110,9 +111,16 @@ def venv_python(folder: Path) -> Path:
 
 
 def install(python: Path, requirements: Path, constraints: Path | None, uv: str | None, *,
-            exclude_newer: str | None = None) -> None:
+            exclude_newer: str | None = None, allow_build: bool = False,
+            require_hashes: bool = False) -> None:
     """Install ``requirements`` (a file) into the environment of ``python``, every other
-    distribution held to ``constraints`` (a lock). Modules are compiled to bytecode at
+    distribution held to ``constraints`` (a lock).
+
+    Wheels only (``--no-build``; pip: ``--only-binary :all:``): a source distribution runs
+    its build code, which needs ``allow_build`` and then runs through :func:`run_build`.
+    With ``require_hashes`` every file must match a hash of the lock. Index options come
+    from the user's own configuration only: the files junobench passes hold pins and
+    hashes, nothing else (:mod:`junobench.envs.pins`). Modules are compiled to bytecode at
     install time, as pip does (uv does not by default): every kernel of the environment
     would otherwise compile its imports again where bytecode is not written
     (``PYTHONDONTWRITEBYTECODE``, a read-only folder), which made verify 2.5x slower."""
@@ -122,26 +130,43 @@ def install(python: Path, requirements: Path, constraints: Path | None, uv: str 
         if constraints is not None:
             command += ["-c", str(constraints)]
         if exclude_newer:
-            command += ["--exclude-newer", exclude_newer]
+            command += ["--exclude-newer", check(exclude_newer, is_iso_date, field="exclude_newer")]
+        if not allow_build:
+            command.append("--no-build")
     else:
         command = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                    "-r", str(requirements)]
         if constraints is not None:
             command += ["-c", str(constraints)]
-    run(command, what=f"installing {requirements.name} with {'uv' if uv else 'pip'}")
+        if not allow_build:
+            command += ["--only-binary", ":all:"]
+    if require_hashes:
+        command.append("--require-hashes")
+    what = f"installing {requirements.name} with {'uv' if uv else 'pip'}"
+    if allow_build:
+        run_build(command, what=what)
+    else:
+        run(command, what=what)
+
+
+def run_build(command: Sequence[str], *, what: str) -> str:
+    """Run an install that may build source distributions: their build scripts run here,
+    with the user's rights. The one place such code runs (``env create --allow-build``)."""
+    return run(command, what=what)
 
 
 def compile_lock(folder: Path, requirements: str, lock: str, *, python: str, exclude_newer: str,
                  uv: str | None = None) -> Path:
     """Resolve ``requirements`` (a file in ``folder``) into the universal lock ``lock``:
     every transitive dependency for ``python`` and newer, on every platform, as of
-    ``exclude_newer`` (uv only: pip has no resolver that writes locks)."""
+    ``exclude_newer``, with the hash of every file (uv only: pip has no resolver that
+    writes locks)."""
     uv = uv or uv_binary()
     if uv is None:
         raise JunoBenchError("locking an environment needs uv", hint="pip install uv")
     run([uv, "pip", "compile", "--quiet", requirements, "--universal", "--python-version", python,
-         "--exclude-newer", exclude_newer, "-o", lock], what=f"resolving {folder / requirements}",
-        cwd=folder)
+         "--exclude-newer", exclude_newer, "--generate-hashes", "-o", lock],
+        what=f"resolving {folder / requirements}", cwd=folder)
     return folder / lock
 
 
