@@ -82,7 +82,7 @@ def test_inside_joins_relative_parts(tmp_path, parts):
     ("a", "b\\..\\..\\c"), ("a", None),
 ])
 def test_inside_checks_every_part(tmp_path, parts):
-    with pytest.raises(JunoBenchError, match="leaves|no path"):
+    with pytest.raises(JunoBenchError, match=r"leaves|no path"):
         inside(tmp_path, *parts)
 
 
@@ -337,5 +337,5 @@ def test_grammars(predicate, value, accepted):
     if accepted:
         assert grammar.check(value, predicate, field="f") == value
     else:
-        with pytest.raises(JunoBenchError, match="environment.json: f must be"):
+        with pytest.raises(JunoBenchError, match=r"environment\.json: f must be"):
             grammar.check(value, predicate, field="f", file="environment.json")

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from packaging.markers import InvalidMarker, Marker
-from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from junobench.envs.pins import Pin, lock_text, parse_pins
@@ -193,10 +192,10 @@ def read_environment(folder: str | Path, *, origin: str = "package") -> Environm
                 raise JunoBenchError(f"the lock has {dist}=={locked[dist]} but the requirements pin "
                                      f"{dist}=={version}", file=lock_path,
                                      hint="regenerate the lock (scripts/lock_environment.py)")
-    for line in kernel:
-        if canonicalize_name(Requirement(line).name) not in locked:
-            raise JunoBenchError(f"{line!r} is not a pin (name==version) and no lock pins it",
-                                 file=req_path, hint="pin it, or name a lock that pins it")
+    for pin in parse_pins(_read_text(req_path, folder.parent), req_path, open_requirements=True):
+        if pin.version is None and pin.name not in locked:
+            raise JunoBenchError(f"line {pin.line}: {str(pin)!r} is not a pin (name==version) and "
+                                 "no lock pins it", file=req_path, hint="pin it, or name a lock that pins it")
     sources = spec.get("sources") or {}
     if not isinstance(sources, dict) or not all(isinstance(v, str) for v in sources.values()):
         raise JunoBenchError("sources must map each fact to where it came from (strings)",

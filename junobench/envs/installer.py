@@ -118,7 +118,8 @@ def install(python: Path, requirements: Path, constraints: Path | None, uv: str 
 
     Wheels only (``--no-build``; pip: ``--only-binary :all:``): a source distribution runs
     its build code, which needs ``allow_build`` and then runs through :func:`run_build`.
-    With ``require_hashes`` every file must match a hash of the lock. Index options come
+    With ``require_hashes`` every file must match a hash of the lock (uv only: pip takes
+    no hashes from a constraints file). Index options come
     from the user's own configuration only: the files junobench passes hold pins and
     hashes, nothing else (:mod:`junobench.envs.pins`). Modules are compiled to bytecode at
     install time, as pip does (uv does not by default): every kernel of the environment
@@ -133,6 +134,8 @@ def install(python: Path, requirements: Path, constraints: Path | None, uv: str 
             command += ["--exclude-newer", check(exclude_newer, is_iso_date, field="exclude_newer")]
         if not allow_build:
             command.append("--no-build")
+        if require_hashes:  # uv checks the hashes of the constraints too
+            command.append("--require-hashes")
     else:
         command = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                    "-r", str(requirements)]
@@ -140,8 +143,6 @@ def install(python: Path, requirements: Path, constraints: Path | None, uv: str 
             command += ["-c", str(constraints)]
         if not allow_build:
             command += ["--only-binary", ":all:"]
-    if require_hashes:
-        command.append("--require-hashes")
     what = f"installing {requirements.name} with {'uv' if uv else 'pip'}"
     if allow_build:
         run_build(command, what=what)
