@@ -12,7 +12,7 @@ What junobench hands to an installer is written again from the parsed pins
 (:func:`lock_text`), never copied from the file, so no option can ride along.
 
 >>> [str(p) for p in parse_pins("pandas==2.1.4\\nnumpy==1.26.4 ; python_version < '3.12'")]
-['pandas==2.1.4', "numpy==1.26.4 ; python_version < '3.12'"]
+['pandas==2.1.4', 'numpy==1.26.4 ; python_version < "3.12"']
 """
 
 from __future__ import annotations
