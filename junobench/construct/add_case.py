@@ -223,6 +223,17 @@ def case_ids(root: Path) -> set[str]:
     return ids
 
 
+def _same_prefix(root: Path, prefix: str) -> str:
+    """``prefix``, refused when the snapshot spells a library's prefix the same but for
+    case (``Foo`` beside ``foo``): their case ids would collide on case-insensitive file
+    systems."""
+    for other in {vocab.library_of(i) for i in case_ids(root)} | set(vocab.LIBRARIES):
+        if other and other != prefix and other.casefold() == prefix.casefold():
+            raise JunoBenchError(f"library {prefix!r} differs from the snapshot's {other!r} only in case",
+                                 hint=f"use --library {other}: case ids must be unique ignoring case")
+    return prefix
+
+
 def next_case_id(root: Path, prefix: str) -> str:
     """One past the highest ``<prefix>_<n>`` of the snapshot."""
     numbers = [int(i.rpartition("_")[2]) for i in case_ids(root) if vocab.library_of(i) == prefix]
@@ -256,7 +267,7 @@ def add_case(snapshot: str | Path, case: NewCase, *, allow_new_library: bool = F
     desc_path = root / layout.DESC_TABLE
     desc = read_table(desc_path)
     desc.require(["nb_name"], hint="the case table of a snapshot")
-    case_id = next_case_id(root, prefix)
+    case_id = next_case_id(root, _same_prefix(root, prefix))
     layout.benchmark_dir(root).mkdir(exist_ok=True)
 
     staging = transaction.staging_dir(root)
