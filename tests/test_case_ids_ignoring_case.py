@@ -35,7 +35,7 @@ def add(capsys, snapshot: Path, library: str) -> tuple[int, str, str]:
 
 
 def test_a_new_library_spelled_like_another_but_for_case_is_refused(snapshot, capsys):
-    code, out, err = add(capsys, snapshot, "foo")
+    code, _, err = add(capsys, snapshot, "foo")
     assert code == 0, err
     assert (layout.benchmark_dir(snapshot) / "foo_1").is_dir()
     before = sorted(p.name for p in layout.benchmark_dir(snapshot).iterdir())
