@@ -27,6 +27,7 @@ from junobench.safety.paths import (
     read_regular,
     relative_name,
     require_regular,
+    unlisted_files,
 )
 from junobench.safety.text import csv_cell, is_formula_like, markdown_link, markdown_text, printable, safe_url
 
@@ -38,7 +39,7 @@ RELATIVE_ACCEPTED = [
 ]
 RELATIVE_REFUSED = [
     None, 3, b"a", "", ".", "./", "/", "/etc/passwd", "..", "../x", "a/../../x", "a/..", "a\\b",
-    "\\\\server\\share", "C:x", "a:b", "C:/x", "c:", "a\x00b", "a\nb", "a\x1bb", "a\x7fb", "\tname",
+    "\\\\server\\share", "C:x", "a:b", "C:/x", "c:", "a\x00b", "a\nb", "a\x1bb", "a\x1fb", "a\x7fb", "\tname",
 ]
 
 
@@ -224,6 +225,16 @@ def test_check_file_target(tmp_path, kind, refused):
 ])
 def test_leftover_pattern(name, matches):
     assert bool(leftover_pattern(Path("/x/out")).match(name)) is matches
+
+
+def test_unlisted_files_count_a_link_as_unlisted_even_under_a_listed_name(tmp_path):
+    (tmp_path / "real.txt").write_text("x")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "a.txt").symlink_to(tmp_path / "real.txt")
+    (tmp_path / "d" / "b.txt").write_text("y")
+    (tmp_path / "e").symlink_to(tmp_path / "d")
+    listed = {"d/a.txt", "d/b.txt", "e/b.txt", "real.txt"}
+    assert unlisted_files(tmp_path, listed) == ["d/a.txt", "e"]
 
 
 # --------------------------------------------------------------------------- text
