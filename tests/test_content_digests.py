@@ -100,3 +100,21 @@ def test_verify_runs_a_case_again_after_a_same_size_edit_of_its_data(snap, tmp_p
     same_size_edit(snap / "benchmark" / "pandas_1" / "data" / "passengers.csv")
     verify(source=snap, report=report, progress=False, on_case=lambda c: seen.append(c.case_id))
     assert seen == ["pandas_1"]
+
+
+def test_a_snapshot_s_many_files_are_looked_up_in_one_memo_read(tmp_path, monkeypatch):
+    monkeypatch.setattr(digests_module, "_SETTLED_NS", 0)
+    reads: list[str] = []
+    real = digests_module._read_digest
+    monkeypatch.setattr(digests_module, "_read_digest", lambda p: reads.append(p) or real(p))
+    files = [tmp_path / f"f{i}.txt" for i in range(digests_module._ONE_BY_ONE + 20)]
+    for i, path in enumerate(files):
+        path.write_text(str(i))
+    with ContentDigests() as digests:
+        first = [digests.sha256(p) for p in files]
+    with ContentDigests() as digests:
+        assert [digests.sha256(p) for p in files] == first
+    assert len(reads) == len(files)  # each read once, the second pass from the memo
+    same_size_edit(files[-1])  # "83" becomes "73": the same size and times
+    with ContentDigests() as digests:
+        assert digests.sha256(files[-1]) != first[-1]

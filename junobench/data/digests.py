@@ -31,6 +31,8 @@ _CHUNK = 1 << 20
 #: A file changed less than this long ago is not remembered: a second write within the
 #: file system's clock tick could leave size and times as they were.
 _SETTLED_NS = 2_000_000_000
+#: Look-ups made one query each (a case folder); past them the memo is read whole (a snapshot).
+_ONE_BY_ONE = 64
 
 
 class ContentDigests:
@@ -40,6 +42,8 @@ class ContentDigests:
     def __init__(self, cache_dir: str | Path | None = None) -> None:
         self._db: sqlite3.Connection | None = None
         self._pending: list[tuple[str, int, int, int, int, int, str]] = []
+        self._known: dict[str, tuple[tuple[int, ...], str]] | None = None
+        self._lookups = 0
         try:
             folder = cache_root(cache_dir)
             folder.mkdir(parents=True, exist_ok=True)
@@ -59,7 +63,7 @@ class ContentDigests:
     def sha256(self, path: str | Path) -> str:
         """The sha256 (hex) of the regular file ``path`` (links followed); ``OSError`` when
         it cannot be read or is not a regular file."""
-        real = os.path.realpath(path)
+        real = os.path.abspath(path)
         info = os.stat(real)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(0, "not a regular file", str(path))
@@ -78,14 +82,22 @@ class ContentDigests:
     def _lookup(self, real: str, key: tuple[int, int, int, int, int]) -> str | None:
         if self._db is None:
             return None
-        try:
-            row = self._db.execute("SELECT size, mtime, ctime, dev, ino, sha256 FROM digests WHERE path = ?",
-                                   (real,)).fetchone()
-        except sqlite3.Error:
-            return None
-        if row is None or tuple(row[:5]) != key:
-            return None
-        return str(row[5])
+        self._lookups += 1
+        if self._known is None and self._lookups <= _ONE_BY_ONE:
+            try:
+                row = self._db.execute("SELECT size, mtime, ctime, dev, ino, sha256 FROM digests "
+                                       "WHERE path = ?", (real,)).fetchone()
+            except sqlite3.Error:
+                return None
+            return str(row[5]) if row is not None and tuple(row[:5]) == key else None
+        if self._known is None:  # one query for the whole memo: a snapshot asks for many
+            try:
+                rows = self._db.execute("SELECT path, size, mtime, ctime, dev, ino, sha256 FROM digests")
+                self._known = {row[0]: (tuple(row[1:6]), str(row[6])) for row in rows}
+            except sqlite3.Error:
+                self._known = {}
+        found = self._known.get(real)
+        return found[1] if found is not None and found[0] == key else None
 
     def close(self) -> None:
         """Write the new digests into the memo and close it."""
