@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -142,3 +142,9 @@ def lock_text(pins: list[Pin]) -> str:
             line += "".join(f" \\\n    --hash={h}" for h in pin.hashes)
         lines.append(line)
     return "\n".join(lines) + ("\n" if lines else "")
+
+
+def unhashed(text: str) -> str:
+    """A lock written by :func:`lock_text` without its hashes (for pip, which would ask
+    for a hash of every requirement once a constraint has one, and checks none of them)."""
+    return lock_text([replace(pin, hashes=()) for pin in parse_pins(text, hashes=True)])
