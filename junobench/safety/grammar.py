@@ -40,9 +40,9 @@ _IMAGE = re.compile(rf"(?:{_HOST}/)?{_PATH_PART}(?:/{_PATH_PART})*(?::{_TAG})?(?
 #: Longest image name (the part before the tag), as registries allow.
 MAX_IMAGE_NAME = 255
 
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", re.ASCII)
-_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,9})?)?"
-                        r"(?:Z|[+-][0-9]{2}:[0-9]{2})?", re.ASCII)
+_ISO = re.compile(r"(?P<y>[0-9]{4})-(?P<m>[0-9]{2})-(?P<d>[0-9]{2})"
+                  r"(?:[T ](?P<H>[0-9]{2}):(?P<M>[0-9]{2})(?::(?P<S>[0-9]{2})(?:\.[0-9]{1,9})?)?"
+                  r"(?:Z|[+-](?P<oH>[0-9]{2}):(?P<oM>[0-9]{2}))?)?", re.ASCII)
 _NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,98}[A-Za-z0-9])?", re.ASCII)
 _PYTHON = re.compile(r"3\.[0-9]{1,3}", re.ASCII)
 _DISTRIBUTION = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?", re.ASCII)
@@ -62,13 +62,15 @@ def is_image_reference(text: object) -> bool:
 def is_iso_date(text: object) -> bool:
     """Whether ``text`` is a calendar date ``YYYY-MM-DD`` or an RFC 3339 timestamp
     (``2025-07-01T00:00:00Z``) that exists."""
-    if not isinstance(text, str) or not (_DATE.fullmatch(text) or _TIMESTAMP.fullmatch(text)):
+    match = _ISO.fullmatch(text) if isinstance(text, str) else None
+    if match is None:
         return False
     try:
-        datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        datetime.date(int(match["y"]), int(match["m"]), int(match["d"]))
     except ValueError:
         return False
-    return True
+    limits = (("H", 24), ("M", 60), ("S", 60), ("oH", 24), ("oM", 60))
+    return all(match[part] is None or int(match[part]) < limit for part, limit in limits)
 
 
 def is_environment_name(text: object) -> bool:
