@@ -28,7 +28,7 @@ def test_a_dripping_server_is_cut_at_one_deadline_per_attempt(tmp_path):
     assert list(summary.failed) == [tasks[0]["id"]] and not summary.written
     assert "within 2 s" in summary.failed[tasks[0]["id"]]
     assert len(server.requests) == 2  # the first attempt and one retry, each cut at 2 s
-    assert 2 * 2.0 <= took < 2 * 2.0 + 5  # two deadlines and the SDK's backoff, not the drip's minutes
+    assert 2 * 2.0 <= took < 30  # two deadlines and a backoff, not the drip's minutes
     assert server.sent <= 2 * 3  # a byte a second: what two attempts of 2 s can take
 
 

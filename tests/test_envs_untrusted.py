@@ -257,3 +257,20 @@ def test_two_creates_into_one_folder_do_not_overlap(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["env"]  # no lock or journal left
     again = create_environment(target, "sample", ["NBspecific_2"], python=python)
     assert again.reused
+
+
+@pytest.mark.parametrize("line", [
+    "--index-url http://127.0.0.1:9/simple", "evil @ http://127.0.0.1:9/e.tar.gz", "git+http://x/y",
+    "pandas==2.1.4\n--index-url x", "pandas==2.1.4 --hash=sha256:" + "a" * 64, "pandas>=2", 7,
+])
+def test_a_case_s_requirements_from_an_export_are_pins_or_refused(monkeypatch, tmp_path, line):
+    from junobench.envs import create
+
+    rows = [{"case_id": "pandas_1", "requirements": ["numpy==1.26.4"]},
+            {"case_id": "pandas_2", "requirements": ["numpy==1.26.4", line]}]
+    monkeypatch.setattr(create, "_cases", lambda *args: rows)
+    with pytest.raises(JunoBenchError, match="is not a pin") as error:
+        select("sample", ["pandas_1", "pandas_2"])
+    assert error.value.problem_.case == "pandas_2"
+    rows[1]["requirements"] = ["numpy==1.26.4", "pandas==2.1.4"]
+    assert "pandas==2.1.4" in select("sample", ["pandas_1", "pandas_2"]).requirements
