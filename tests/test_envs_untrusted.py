@@ -224,6 +224,16 @@ def test_recovery_removes_what_its_journal_says_it_made(tmp_path):
     journal.write_text(json.dumps({"writer": "junobench env create", "dest": "env",
                                    "made": None, "emptied": [info.st_dev, info.st_ino]}))
     assert recover_environment(made) == [made] and made.is_dir() and not any(made.iterdir())
+    # killed between making the folder and noting which it is: removed only while empty
+    making = json.dumps({"writer": "junobench env create", "dest": "env", "made": None,
+                         "emptied": None, "making": True})
+    journal.write_text(making)
+    assert recover_environment(made) == [made] and not made.exists()
+    made.mkdir()
+    (made / "user.txt").write_text("keep")  # not empty: not what the create made
+    journal.write_text(making)
+    assert recover_environment(made) == [] and not journal.exists()
+    assert (made / "user.txt").read_text() == "keep"
 
 
 @pytest.mark.kernel

@@ -249,6 +249,9 @@ def _create(dest: Path, selection: Selection, interpreter: Path, version: str, n
     old = _move_aside(dest) if existing is not None else None
     try:
         existed = dest.is_dir() and not dest.is_symlink()
+        if not existed:  # a kill before its identity is noted leaves an empty folder to remove
+            record["making"] = True
+            _write_json(journal, record)
         dest.mkdir(parents=True, exist_ok=True)
         info = dest.stat()
         record["made" if not existed else "emptied"] = [info.st_dev, info.st_ino]
@@ -392,6 +395,12 @@ def _undo(dest: Path, record: Mapping[str, Any]) -> Path | None:
         info = dest.lstat()
     except OSError:
         return None
+    if made is None and emptied is None and record.get("making") is True:
+        try:  # killed between making the folder and noting it: removed only while empty
+            os.rmdir(dest)
+        except OSError:
+            return None
+        return dest
     if not stat.S_ISDIR(info.st_mode) or (info.st_dev, info.st_ino) not in (made, emptied):
         return None  # not the folder this create made: never ours to remove
     if (info.st_dev, info.st_ino) == made:
