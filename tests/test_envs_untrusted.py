@@ -129,7 +129,7 @@ def test_the_packaged_lock_is_hashed_and_installs_check_hashes_and_take_wheels_o
                         lambda command, what: commands.append(("build", list(command))) or "")
     python, req, lock = Path("/p/python"), tmp_path / "r.txt", tmp_path / "c.txt"
     installer.install(python, req, lock, "uv", exclude_newer="2025-07-01", require_hashes=True)
-    installer.install(python, req, lock, None, require_hashes=True)
+    installer.install(python, req, lock, None)
     installer.install(python, req, lock, "uv", allow_build=True)
     (how1, uv), (how2, pip), (how3, build) = commands
     assert how1 == how2 == "run" and how3 == "build"
@@ -284,3 +284,24 @@ def test_a_case_s_requirements_from_an_export_are_pins_or_refused(monkeypatch, t
     assert error.value.problem_.case == "pandas_2"
     rows[1]["requirements"] = ["numpy==1.26.4", "pandas==2.1.4"]
     assert "pandas==2.1.4" in select("sample", ["pandas_1", "pandas_2"]).requirements
+
+
+@pytest.mark.kernel
+@pytest.mark.parametrize("installer_name", ["uv", "pip"])
+def test_a_file_whose_hash_is_not_the_lock_s_is_not_installed(sample_copy, tmp_path, monkeypatch,
+                                                              installer_name):
+    """The lock of a snapshot's own environment names wrong hashes for numpy: the install
+    fails and no environment is left, with uv and with pip."""
+    if installer_name == "pip":
+        monkeypatch.setenv("JUNOBENCH_NO_UV", "1")
+    env = packaged()
+    pins = parse_pins(env.lock_text, hashes=True)
+    bad = [p if p.name != "numpy" else type(p)(p.name, p.version, p.marker, ("sha256:" + "0" * 64,), p.line)
+           for p in pins]
+    folder = own_environment(sample_copy, {"exclude_newer": "2025-07-01"},
+                             env.requirements_file.read_text(), lock_text(bad))
+    assert "numpy" in (folder / "lock.txt").read_text()
+    target = tmp_path / "env"
+    with pytest.raises(JunoBenchError, match="(?i)hash"):
+        create_environment(target, sample_copy, ["NBspecific_2"], python=str(current_python()))
+    assert not target.exists()

@@ -43,7 +43,7 @@ from junobench.envs.installer import (
     uv_binary,
     venv_python,
 )
-from junobench.envs.pins import parse_pins, unhashed
+from junobench.envs.pins import parse_pins
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import OLD, recover, write_text
 from junobench.safety.paths import read_regular
@@ -262,9 +262,9 @@ def _create(dest: Path, selection: Selection, interpreter: Path, version: str, n
         constraints = None
         if env.lock_text:  # the checked pins, written again: nothing else reaches the installer
             constraints = dest / CONSTRAINTS_FILE
-            constraints.write_text(env.lock_text if uv else unhashed(env.lock_text), encoding="utf-8")
+            constraints.write_text(env.lock_text, encoding="utf-8")
         install(venv, requirements, constraints, uv, exclude_newer=env.exclude_newer,
-                allow_build=allow_build, require_hashes=env.hashed and uv is not None)
+                allow_build=allow_build, require_hashes=env.hashed)
         spec_name = f"junobench-{key[:8]}"
         run([str(venv), "-m", "ipykernel", "install", "--prefix", str(dest), "--name", spec_name,
              "--display-name", f"JunoBench ({env.name}, Python {version})"],

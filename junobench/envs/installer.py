@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from junobench.errors import JunoBenchError
@@ -47,7 +48,7 @@ def run(command: Sequence[str], *, what: str, cwd: str | Path | None = None,
         raise JunoBenchError(f"{what}: gave no result within {timeout:g} s") from None
     if done.returncode != 0:
         lines = [ln.strip() for ln in (done.stderr or done.stdout).splitlines() if ln.strip()]
-        errors = [ln for ln in lines if ln.lower().startswith(("error", "×", "caused by", "╰─▶"))]
+        errors = [ln for ln in lines if ln.lower().startswith(("error", "×", "caused by", "cause:", "╰─▶"))]
         detail = (errors or lines or [f"exit status {done.returncode}"])[-1]
         raise JunoBenchError(f"{what} failed: {detail}")
     return done.stdout
@@ -118,8 +119,9 @@ def install(python: Path, requirements: Path, constraints: Path | None, uv: str 
 
     Wheels only (``--no-build``; pip: ``--only-binary :all:``): a source distribution runs
     its build code, which needs ``allow_build`` and then runs through :func:`run_build`.
-    With ``require_hashes`` every file must match a hash of the lock (uv only: pip takes
-    no hashes from a constraints file). Index options come
+    With ``require_hashes`` every file must match a hash of the lock (pip, which takes no
+    hashes from a constraints file, installs what :func:`_pip_choice` resolved, each
+    distribution with its hashes). Index options come
     from the user's own configuration only: the files junobench passes hold pins and
     hashes, nothing else (:mod:`junobench.envs.pins`). Modules are compiled to bytecode at
     install time, as pip does (uv does not by default): every kernel of the environment
@@ -136,6 +138,11 @@ def install(python: Path, requirements: Path, constraints: Path | None, uv: str 
             command.append("--no-build")
         if require_hashes:  # uv checks the hashes of the constraints too
             command.append("--require-hashes")
+    elif require_hashes and constraints is not None:
+        hashed = _pip_choice(python, requirements, constraints, allow_build)
+        command = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                   "--require-hashes", "--no-deps", "-r", str(hashed)]
+        command += [] if allow_build else ["--only-binary", ":all:"]
     else:
         command = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                    "-r", str(requirements)]
@@ -148,6 +155,44 @@ def install(python: Path, requirements: Path, constraints: Path | None, uv: str 
         run_build(command, what=what)
     else:
         run(command, what=what)
+
+
+def _pip_choice(python: Path, requirements: Path, constraints: Path, allow_build: bool) -> Path:
+    """What pip would install for ``requirements`` under the lock ``constraints`` (a dry
+    run against the lock without its hashes), written beside ``requirements`` as exact
+    pins each with the lock's hashes; a distribution the lock does not pin is an error."""
+    from packaging.utils import canonicalize_name
+    from packaging.version import InvalidVersion, Version
+
+    from junobench.envs.pins import lock_text, parse_pins, unhashed
+
+    pins = parse_pins(constraints.read_text(encoding="utf-8"), constraints, hashes=True)
+    folder = requirements.parent
+    plain, report = folder / ".junobench-constraints-plain.txt", folder / ".junobench-pip-report.json"
+    plain.write_text(unhashed(lock_text(pins)), encoding="utf-8")
+    try:
+        command = [str(python), "-m", "pip", "install", "--dry-run", "--quiet", "--disable-pip-version-check",
+                   "--ignore-installed", "--report", str(report), "-r", str(requirements), "-c", str(plain)]
+        run(command + ([] if allow_build else ["--only-binary", ":all:"]),
+            what=f"resolving {requirements.name} with pip")
+        chosen = json.loads(report.read_text(encoding="utf-8")).get("install", [])
+    finally:
+        plain.unlink(missing_ok=True)
+        report.unlink(missing_ok=True)
+    lines = []
+    for item in chosen:
+        meta = item.get("metadata", {}) if isinstance(item, dict) else {}
+        name, version = canonicalize_name(str(meta.get("name", ""))), str(meta.get("version", ""))
+        try:
+            pin = next(p for p in pins if p.name == name and p.version is not None
+                       and Version(p.version) == Version(version))
+        except (StopIteration, InvalidVersion):
+            raise JunoBenchError(f"pip would install {name}=={version}, which the lock does not pin",
+                                 file=constraints, hint="regenerate the lock, or install with uv") from None
+        lines.append(lock_text([replace(pin, marker=None)]))
+    hashed = folder / "junobench-requirements-hashed.txt"
+    hashed.write_text("".join(lines), encoding="utf-8")
+    return hashed
 
 
 def run_build(command: Sequence[str], *, what: str) -> str:
