@@ -302,6 +302,6 @@ def test_a_file_whose_hash_is_not_the_lock_s_is_not_installed(sample_copy, tmp_p
                              env.requirements_file.read_text(), lock_text(bad))
     assert "numpy" in (folder / "lock.txt").read_text()
     target = tmp_path / "env"
-    with pytest.raises(JunoBenchError, match="(?i)hash"):
+    with pytest.raises(JunoBenchError, match=r"(?i)hash"):
         create_environment(target, sample_copy, ["NBspecific_2"], python=str(current_python()))
     assert not target.exists()
