@@ -33,6 +33,14 @@ def test_the_walkthrough_runs_on_the_bundled_sample(tmp_path: Path) -> None:
     assert "Ferry passengers (synthetic) [CC0: Public Domain]" in done.stdout
     assert "downsampled" in (tmp_path / "mybench/benchmark/pandas_3/data/"
                              "passengers.metadata.json").read_text(encoding="utf-8")
+    # it ends with the diff, a release dry run and a Croissant file mlcroissant reads
+    assert "sample → mybench: 1 added, 7 removed, 0 renamed, 0 changed (10 → 4 cases)" in done.stdout
+    assert "added    pandas_3" in done.stdout
+    assert "dry run: would release mybench as version 1.1.0 to dataset repo someone/mybench" in done.stdout
+    assert "## 1.1.0 (" in done.stdout and "dry run: nothing was written or sent" in done.stdout
+    assert not (tmp_path / "mybench/VERSION").exists()
+    assert "ok: release-export" in done.stdout
+    assert "croissant: 4 cases, first pandas_1" in done.stdout
 
 
 def test_the_readme_s_extension_example_runs_on_the_bundled_sample(tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import argparse
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 from junobench.errors import JunoBenchError
 
@@ -41,6 +42,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("snapshot", help="snapshot directory, or 'sample'")
     parser.add_argument("--strict", action="store_true",
                         help="count every warning as a problem (exit code 1)")
+    parser.add_argument("--allow-licence", action="append", default=[], metavar="LICENCE",
+                        help="also allow this input-dataset licence (SPDX id or name; repeatable)")
+    parser.add_argument("--licences", default=None, metavar="FILE",
+                        help="the allow-list: one licence a line, replacing the default list of open licences")
+    parser.add_argument("--licence-policy", choices=("warn", "error", "off"), default="warn",
+                        help="a licence outside the allow-list or unknown is a warning (default), a "
+                             "problem, or not reported")
     parser.set_defaults(handler=_run_validate)
 
 
@@ -575,13 +583,17 @@ def _run_renumber(args: argparse.Namespace) -> int:
 
 
 def _run_validate(args: argparse.Namespace) -> int:
-    return _print_validation(args.snapshot, strict=args.strict)
+    from junobench.data.licences import LicencePolicy
+
+    policy = LicencePolicy.from_options(args.allow_licence, args.licences)
+    return _print_validation(args.snapshot, strict=args.strict, licences=policy,
+                             licence_policy=args.licence_policy)
 
 
-def _print_validation(snapshot: str | Path, *, strict: bool = False) -> int:
+def _print_validation(snapshot: str | Path, *, strict: bool = False, **options: Any) -> int:
     from junobench.data.validate import check
 
-    report = check(snapshot, strict=strict)
+    report = check(snapshot, strict=strict, **options)
     grouped: dict[str, list[str]] = {}
     for warning in report.warnings:
         grouped.setdefault(warning.problem, []).append(warning.case or warning.file or "")

@@ -4,6 +4,7 @@
 
     <root>/benchmark_desc.xlsx
     <root>/ground_truth_crash_prediction.xlsx            (optional)
+    <root>/VERSION                                       (optional) the dataset's version, e.g. 1.1.0
     <root>/benchmark/<case>/<case>.ipynb                 original (may be absent)
     <root>/benchmark/<case>/<case>_reproduced.ipynb
     <root>/benchmark/<case>/<case>_fixed.ipynb
@@ -23,6 +24,8 @@ from junobench.errors import JunoBenchError
 
 DESC_TABLE = "benchmark_desc.xlsx"
 DIAGNOSIS_TABLE = "ground_truth_crash_prediction.xlsx"
+#: The dataset's own version (optional; :mod:`junobench.data.release_files` reads it).
+VERSION_FILE = "VERSION"
 BENCHMARK_DIR = "benchmark"
 DATA_DIR = "data"
 METADATA_SUFFIX = ".metadata.json"

@@ -18,6 +18,12 @@ Checks, and reports every problem found at once (none stops the others):
 - no folder holds more than :data:`MAX_FILES_PER_FOLDER` files (the Hugging Face Hub's
   limit per folder).
 
+Licence policy: every input dataset (table and metadata file) whose licence is unknown
+("Unknown", "Other (specified in description)", …) or outside an allow-list
+(:class:`junobench.data.licences.LicencePolicy`; by default the open licences of
+:data:`junobench.data.licences.OPEN_LICENCES`) is reported, as a warning unless
+``licence_policy="error"``. A ``VERSION`` file, when present, must hold a version.
+
 Warnings (reported, not failing; problems with ``strict``): a case without its original
 notebook, a case whose ``data/`` folder is absent (its data are not in the snapshot), an
 instance the diagnosis table gives different diagnoses (the loader keeps the last), a
@@ -32,6 +38,7 @@ valid
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +46,9 @@ from typing import Any
 from junobench import vocab
 from junobench.data import layout
 from junobench.data.cases import parse_case_folder
+from junobench.data.licences import LicencePolicy
 from junobench.data.metadata import load_metadata_json, validate_metadata
+from junobench.data.release_files import VERSION_FILE, dataset_version
 from junobench.data.tables import DESC_REQUIRED, DIAGNOSIS_REQUIRED, DescRow, read_desc, read_table
 from junobench.errors import JunoBenchError, Problem
 
@@ -67,10 +76,21 @@ def validate(snapshot: str | Path, *, strict: bool = False) -> list[Problem]:
     return check(snapshot, strict=strict).problems
 
 
+#: What validate does with a licence outside the allow-list or unknown: a warning
+#: (default), a problem, or nothing.
+LICENCE_POLICY_MODES = ("warn", "error", "off")
+
+
 def check(snapshot: str | Path, *, max_files: int = MAX_FILES_PER_FOLDER,
-          strict: bool = False) -> Validation:
+          strict: bool = False, licences: LicencePolicy | None = None,
+          licence_policy: str = "warn") -> Validation:
     """Every problem and warning of the snapshot (see the module docstring); with
-    ``strict``, every warning is a problem."""
+    ``strict``, every warning is a problem. ``licences`` is the allow-list of input-dataset
+    licences (default :meth:`LicencePolicy.default`); ``licence_policy`` (``warn``,
+    ``error``, ``off``) says how a licence outside it, or unknown, is reported."""
+    if licence_policy not in LICENCE_POLICY_MODES:
+        raise JunoBenchError(f"unknown licence policy {licence_policy!r}",
+                             hint=f"use one of {', '.join(LICENCE_POLICY_MODES)}")
     root = snapshot_root(snapshot)
     report = Validation(root)
     rows = _check_desc(root, report.problems)
@@ -85,6 +105,10 @@ def check(snapshot: str | Path, *, max_files: int = MAX_FILES_PER_FOLDER,
     if rows is not None:
         report.cases = len(rows)
         _check_cases(root, rows, metadata, report)
+        if licence_policy != "off":
+            found = report.problems if licence_policy == "error" else report.warnings
+            found.extend(licence_policy_problems(root, rows, metadata, licences or LicencePolicy.default()))
+    _check_version(root, report.problems)
     _check_folder_sizes(root, max_files, report.problems)
     if strict:
         report.problems += report.warnings
@@ -333,6 +357,62 @@ def _check_metadata(root: Path, path: Path, problems: list[Problem]) -> None:
         if not (data_dir / listed).exists():
             problems.append(Problem(f"lists {listed!r}, which is not in data/", name, case,
                                     "add the file or remove it from 'files'"))
+
+
+# --------------------------------------------------------------------------- licences
+
+
+def licence_policy_problems(root: Path, rows: list[DescRow], metadata: dict[str, list[Path]],
+                            policy: LicencePolicy) -> list[Problem]:
+    """Every input dataset (table row and metadata file) whose licence is unknown or not in
+    ``policy``'s allow-list, once per case, dataset and licence."""
+    found: list[Problem] = []
+    seen: set[tuple[str, str, str]] = set()
+
+    def report(case: str, title: str, licence: str | None, file: str) -> None:
+        verdict = policy.verdict(licence)
+        if verdict == "allowed" or (case, title, str(licence)) in seen:
+            return
+        seen.add((case, title, str(licence)))
+        if verdict == "unknown":
+            found.append(Problem(
+                f"input-dataset licence unknown ({licence or 'none stated'})", file, case,
+                f"dataset {title!r}: find the licence on the source's page and record it, or replace "
+                "the data with a synthetic stand-in (construct synthetic)"))
+        else:
+            found.append(Problem(
+                f"input-dataset licence {licence!r} is not in the allow-list", file, case,
+                f"dataset {title!r}: allow the licence with --allow-licence {_quoted(str(licence))} or "
+                "a --licences file, or replace the data (construct synthetic)"))
+
+    for row in rows:
+        for dataset in row.datasets:
+            title = dataset.get("title")
+            if vocab.is_no_data(title) or not dataset.get("license"):
+                continue  # no licence at all is a problem of its own
+            report(row.case_id, str(title or dataset.get("url")), dataset.get("license"), layout.DESC_TABLE)
+    for case, files in metadata.items():
+        for path in files:
+            data = _json(path)
+            if isinstance(data, dict) and isinstance(data.get("license"), str):
+                report(case, str(data.get("title") or layout.dataset_name(path)), data["license"],
+                       layout.relative(root, path))
+    return found
+
+
+def _quoted(text: str) -> str:
+    return f"'{text}'" if re.search(r"[^\w.+-]", text) else text
+
+
+# --------------------------------------------------------------------------- version
+
+
+def _check_version(root: Path, problems: list[Problem]) -> None:
+    """A ``VERSION`` file, when present, holds a dataset version."""
+    try:
+        dataset_version(root)
+    except JunoBenchError as error:
+        problems.append(Problem(error.problem_.problem, VERSION_FILE, hint=error.problem_.hint))
 
 
 # --------------------------------------------------------------------------- folders

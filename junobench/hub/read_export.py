@@ -5,7 +5,9 @@
     <dir>/README.md                                  the dataset card (YAML configs + features)
     <dir>/cases/test-00000-of-00001.parquet          config "cases", split "test"
     <dir>/notebooks/test-00000-of-00001.parquet      config "notebooks", split "test"
-    <dir>/checksums.json                             sha256 and size of every other file
+    <dir>/croissant.json                             Croissant 1.0 metadata (JSON-LD, with RAI fields)
+    <dir>/checksums.json                             sha256 and size of every other file, the dataset
+                                                     version and the input-data digests
 
 Stock ``datasets.load_dataset(dir, "cases")`` reads it; so does :func:`junobench.load`,
 which reads the parquet directly (filters pushed down) instead of rebuilding records.
@@ -32,6 +34,7 @@ from junobench.safety.paths import open_regular, read_regular, relative_name
 
 CARD = "README.md"
 MANIFEST = "checksums.json"
+CROISSANT = "croissant.json"
 SPLIT = "test"
 CONFIG_NAMES = ("cases", "notebooks")
 DEFAULT_CONFIG = "cases"
@@ -48,7 +51,7 @@ def parquet_path(config: str) -> str:
 
 PARQUET: dict[str, str] = {config: parquet_path(config) for config in CONFIG_NAMES}
 #: The files an export holds besides its manifest (all listed in the manifest).
-EXPORT_FILES: frozenset[str] = frozenset({CARD, *PARQUET.values()})
+EXPORT_FILES: frozenset[str] = frozenset({CARD, CROISSANT, *PARQUET.values()})
 
 
 def is_export(root: str | Path) -> bool:
