@@ -81,3 +81,21 @@ def test_an_output_with_an_instance_twice_is_refused_with_its_lines(tmp_path, ca
         assert code == 1 and err.startswith("error: ") and "line 3" in err and len(err.splitlines()) == 1
         assert server.requests == []
     assert out.read_text() == f"{line}\n{other}\n{line}\n"  # nothing changed
+
+
+@pytest.mark.parametrize(("url", "proxy"), [
+    ("https://api.example.com/v1", "http://proxy.test:3128"),
+    ("http://plain.example.com/v1", "http://plain-proxy.test:8080"),
+    ("http://127.0.0.1:8000/v1", None),
+    ("https://inside.corp/v1", None),
+])
+def test_the_bounded_client_keeps_the_environment_s_proxy(monkeypatch, url, proxy):
+    from junobench.detection.bounded import environment_proxy
+
+    for name in ("https_proxy", "http_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.test:3128")
+    monkeypatch.setenv("HTTP_PROXY", "http://plain-proxy.test:8080")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost,.corp")
+    assert environment_proxy(url) == proxy

@@ -28,14 +28,30 @@ def http_module() -> Any:
     return sys.modules[base.__module__.split(".")[0]]
 
 
-def bounded_http_client(*, deadline: float, max_bytes: int = MAX_REPLY_BYTES) -> Any:
+def bounded_http_client(*, deadline: float, max_bytes: int = MAX_REPLY_BYTES, url: str | None = None) -> Any:
     """The SDK's default async HTTP client with a transport that enforces ``deadline``
-    (seconds per request) and ``max_bytes`` (per reply body)."""
+    (seconds per request) and ``max_bytes`` (per reply body); requests to ``url`` go
+    through the proxy the environment names for it (``HTTPS_PROXY``, ``NO_PROXY`` …), as
+    the SDK's own client would send them."""
     import openai
 
     http = http_module()
-    transport = _transport_class(http)(http.AsyncHTTPTransport(), deadline=deadline, max_bytes=max_bytes)
+    proxy = environment_proxy(url) if url else None
+    inner = http.AsyncHTTPTransport(proxy=proxy) if proxy else http.AsyncHTTPTransport()
+    transport = _transport_class(http)(inner, deadline=deadline, max_bytes=max_bytes)
     return openai.DefaultAsyncHttpxClient(transport=transport, timeout=deadline)
+
+
+def environment_proxy(url: str) -> str | None:
+    """The proxy the environment names for ``url`` (None: direct, or ``NO_PROXY`` covers it)."""
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if not parts.hostname or urllib.request.proxy_bypass(parts.hostname):
+        return None
+    proxies = urllib.request.getproxies()
+    return proxies.get(parts.scheme.lower()) or proxies.get("all") or None
 
 
 def _transport_class(http: Any) -> type:

@@ -103,7 +103,7 @@ def make_client(endpoint: str, *, api_key: str | None, retries: int = DEFAULT_RE
 
     return AsyncOpenAI(base_url=base_url(endpoint), api_key=api_key or NO_KEY,
                        max_retries=retries, timeout=timeout,
-                       http_client=bounded_http_client(deadline=timeout))
+                       http_client=bounded_http_client(deadline=timeout, url=base_url(endpoint)))
 
 
 async def complete(client: AsyncOpenAI, settings: ChatSettings, messages: list[dict[str, str]],
