@@ -79,8 +79,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "the notebooks they all decided and test each pair (exact McNemar, paired bootstrap "
         "of the F1 difference). PRED is a file or folder in any published layout, recognised "
         "automatically: " + "; ".join(f"{name}: {describe(name)}" for name in LAYOUTS) + ".")
-    parser.add_argument("predictions", metavar="PRED", nargs="+",
+    parser.add_argument("predictions", metavar="PRED", nargs="*",
                         help="predictions file or folder (several to compare them)")
+    parser.add_argument("--judgments", metavar="FILE",
+                        help="score judged diagnoses end to end instead of predictions (a true "
+                        "positive needs the crash detected and diagnosed correctly): every "
+                        "setting of FILE, CRANE-LLM's results_summary.xlsx (sheet "
+                        "Final_evaluation) or a judgments .jsonl/.csv; with the breakdown of "
+                        "partially correct and reasoning-wrong diagnoses")
+    parser.add_argument("--setting", action="append", metavar="NAME",
+                        help="with --judgments: score only this setting (repeatable, in order)")
+    parser.add_argument("--sheet", metavar="NAME",
+                        help="with --judgments FILE.xlsx: the sheet to read (default: "
+                        "Final_evaluation, else the first; CRANE-LLM's Detection_only sheet "
+                        "gives detection-only scores)")
     parser.add_argument("--name", action="append", metavar="NAME",
                         help="name of each PRED in a comparison, in order (default: from the "
                         "paths)")
@@ -230,6 +242,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     from junobench.detection.evaluate import evaluate, plot, render_report
     from junobench.errors import JunoBenchError
 
+    if args.judgments:
+        return _judgments(args)
+    if args.setting or args.sheet:
+        raise JunoBenchError("--setting and --sheet apply to --judgments FILE")
+    if not args.predictions:
+        raise JunoBenchError("junobench evaluate: the following arguments are required: PRED "
+                             "(or --judgments FILE)", hint="see `junobench evaluate --help`")
     if len(args.predictions) > 1:
         for option in ("fallback", "plot"):
             if getattr(args, option):
@@ -254,4 +273,22 @@ def _compare(args: argparse.Namespace) -> int:
                          revision=args.revision, truth=args.truth, layout=args.layout,
                          resamples=args.resamples, seed=args.seed, **filters_from(args))
     print(format_comparison(comparison, args.format), end="")
+    return 0
+
+
+def _judgments(args: argparse.Namespace) -> int:
+    from junobench.detection.endtoend import render_scores, score_judgments
+    from junobench.detection.judgments import read_judgments
+    from junobench.errors import JunoBenchError
+
+    if args.predictions:
+        raise JunoBenchError("--judgments scores judged diagnoses: pass it without PRED")
+    for option in ("fallback", "plot", "name", "truth", "layout", "source"):
+        if getattr(args, option):
+            raise JunoBenchError(f"--{option} does not apply to --judgments")
+    if filters_from(args):
+        raise JunoBenchError("filters do not apply to --judgments")
+    results = score_judgments(read_judgments(args.judgments, sheet=args.sheet),
+                              settings=args.setting, resamples=args.resamples, seed=args.seed)
+    print(render_scores(results, args.format), end="")
     return 0

@@ -8,7 +8,11 @@
 - ``crane-parsed``: the same folders of the CRANE-LLM repository's
   ``results_parsed_<k>/<model>/<setting>``, one LLM-judge label per run (``[Correct]``,
   ``[Partially correct]``, ``[Reasoning Wrong]``, ``[Wrong]``), read back into the
-  detection it judged;
+  detection it judged (the detections of a judge run can differ from the raw runs'
+  majority: see docs/diagnosis.md). The ``results_parsed_reversed_<k>`` folders hold the
+  judge's labels under the reversed protocol (prediction shown before the ground truth), a
+  check of the judge, not of the detector: they are refused here (read as a detector they
+  would score a precision of 1.000); :mod:`.judge` reads them as judge labels;
 - ``junobench-construct``: the JunoBench_construct repository's
   ``llms/detect_if_cell_crash/<model>``, ``results_buggy/`` and ``results_fixed/`` folders of
   ``crash_detection_results_<case>.json``;
@@ -64,6 +68,8 @@ OTHER = "other"
 
 _JUDGE = re.compile(r"^\s*\[?\s*(correct|partially correct|reasoning wrong|wrong)\s*\]?\s*$",
                     re.IGNORECASE)
+#: Folders of the judge's labels under the reversed protocol.
+REVERSED = re.compile(r"^results_parsed_reversed(_\d+)?$")
 _JUDGE_FAILED = re.compile(r"^\s*cannot (verify|extract)", re.IGNORECASE)
 _SEARCH_DEPTH = 4
 _HINT_ANY = ("pass a .jsonl file, an Inspect log, or a folder in one of the layouts: "
@@ -194,7 +200,16 @@ def read_instance_files(folder: Path) -> Predictions:
 
 
 def read_crane_parsed(folder: Path) -> Predictions:
-    """Judge labels per run, turned back into the detection each judged (see :func:`judged`)."""
+    """Judge labels per run, turned back into the detection each judged (see :func:`judged`).
+    A folder under ``results_parsed_reversed_<k>`` is refused (see the module's notes)."""
+    reversed_part = next((part for part in folder.resolve().parts if REVERSED.match(part)), None)
+    if reversed_part is not None:
+        raise JunoBenchError(
+            f"{reversed_part} holds the LLM judge's labels under the reversed protocol (the "
+            "prediction shown before the ground truth): a check of the judge, not detections; "
+            "read as detections they score every fixed notebook right (precision 1.000)",
+            file=folder, hint="score the raw runs (results_raw) or a results_parsed_<k> folder; "
+            "the judge protocols are compared in docs/diagnosis.md")
 
     def convert(labels: list[Any], instance: str) -> list[Any]:
         version = vocab.split_instance(instance)[1]

@@ -57,6 +57,7 @@ def dockerfile_text(selection: Selection, *, junobench: str | None = None, uv: s
     lock = " -c lock.txt" if env.lock_file is not None else ""
     exclude = f" --exclude-newer {env.exclude_newer}" if env.exclude_newer else ""
     exclude += " --require-hashes" if env.hashed else ""
+    builds = needs_source_builds(selection)
     lines = [
         f"# JunoBench reproduction environment {env.name}: {what}, at the pinned versions.",
         "# Written by `junobench env dockerfile`; build it with `docker build -t junobench-env .`",
@@ -64,6 +65,10 @@ def dockerfile_text(selection: Selection, *, junobench: str | None = None, uv: s
         "# (no published image is recorded for this environment)",
         f"FROM {env.base_image}",
         "",
+        *([f"# No wheel for Python {env.python} on {env.platform}: {', '.join(builds)} (built "
+           "from source).",
+           "RUN apt-get update && apt-get install -y --no-install-recommends build-essential \\",
+           "    && rm -rf /var/lib/apt/lists/*", ""] if builds else []),
         "ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \\",
         "    UV_LINK_MODE=copy UV_TOOL_BIN_DIR=/usr/local/bin",
         f"RUN pip install uv=={uv}",
@@ -84,6 +89,27 @@ def dockerfile_text(selection: Selection, *, junobench: str | None = None, uv: s
         f'CMD ["junobench", "env", "show", "{IMAGE_ENV}"]',
     ]
     return "\n".join(lines) + "\n"
+
+
+def needs_source_builds(selection: Selection) -> list[str]:
+    """The pins of ``selection`` its environment's lock has no wheel for (its
+    :data:`~junobench.envs.wheels.SOURCE_BUILDS`; every one for the whole environment, else
+    those the selection pins), which the image builds from source with a compiler."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    from junobench.envs.wheels import read_source_builds
+
+    listed = read_source_builds(selection.environment.folder) or []
+    if selection.whole:
+        return listed
+    wanted = set()
+    for line in selection.requirements:
+        try:
+            wanted.add(canonicalize_name(Requirement(line).name))
+        except InvalidRequirement:
+            continue
+    return [pin for pin in listed if canonicalize_name(pin.partition("==")[0]) in wanted]
 
 
 def image_manifest(selection: Selection) -> dict[str, object]:
@@ -145,6 +171,9 @@ def check_values(selection: Selection, *, uv: str, junobench: str) -> tuple[str,
     if env.exclude_newer is not None:
         check(env.exclude_newer, is_iso_date, field="exclude_newer", file=where)
     parse_pins("\n".join(selection.requirements), "the selection's requirements")
+    from junobench.envs.wheels import SOURCE_BUILDS
+
+    parse_pins("\n".join(needs_source_builds(selection)), env.folder / SOURCE_BUILDS)
     return (check(uv, is_version, field="the uv version"),
             check(junobench, is_version, field="--junobench-version"))
 
