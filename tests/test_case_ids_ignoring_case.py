@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from cli_run import run_cli
+from test_construct_add_case import _remove_case
 
 from junobench.data import layout
 from junobench.data.snapshot import resolve
@@ -24,29 +25,33 @@ def snapshot(tmp_path: Path) -> Path:
     return target
 
 
-def add(capsys, snapshot: Path, library: str) -> tuple[int, str, str]:
+def add(capsys, snapshot: Path, library: str, pair: str) -> tuple[int, str, str]:
+    """add-case of the sample's ``pair`` (removed from ``snapshot``) as a case of ``library``."""
     return run_cli(capsys, "construct", "add-case", str(snapshot),
-                   "https://www.kaggle.com/code/alice/wine-quality",
-                   "--reproduced", str(layout.notebook_path(SAMPLE, "pandas_1", "reproduced")),
-                   "--fixed", str(layout.notebook_path(SAMPLE, "pandas_1", "fixed")),
+                   f"https://www.kaggle.com/code/alice/{pair.replace('_', '-')}",
+                   "--reproduced", str(layout.notebook_path(SAMPLE, pair, "reproduced")),
+                   "--fixed", str(layout.notebook_path(SAMPLE, pair, "fixed")),
                    "--library", library, "--new-library", "--root-cause", "data confusion",
                    "--crash-type", "data value violation", "--stage", "training",
-                   "--diagnosis", "The column is gone.")
+                   "--diagnosis", "The column is gone.", "--no-verify")
 
 
 def test_a_new_library_spelled_like_another_but_for_case_is_refused(snapshot, capsys):
-    code, _, err = add(capsys, snapshot, "foo")
+    for pair in ("pandas_1", "pandas_2"):  # not in the snapshot: their pairs can be added
+        _remove_case(snapshot, pair)
+    code, _, err = add(capsys, snapshot, "foo", "pandas_1")
     assert code == 0, err
     assert (layout.benchmark_dir(snapshot) / "foo_1").is_dir()
     before = sorted(p.name for p in layout.benchmark_dir(snapshot).iterdir())
     for spelling in ("Foo", "FOO"):
-        code, _, err = add(capsys, snapshot, spelling)
+        code, _, err = add(capsys, snapshot, spelling, "pandas_2")
         assert code == 1 and err.startswith("error: ") and len(err.splitlines()) == 1
         assert "differs from the snapshot's 'foo' only in case" in err
-    code, _, err = add(capsys, snapshot, "Pandas")  # a known library, any spelling: its own prefix
+    code, _, err = add(capsys, snapshot, "Pandas", "pandas_2")  # a known library, any spelling
     assert code == 0, err
     after = sorted(p.name for p in layout.benchmark_dir(snapshot).iterdir())
-    assert set(after) - set(before) == {"pandas_3"} and case_collisions(after) == []
+    added = set(after) - set(before)
+    assert len(added) == 1 and added.pop().startswith("pandas_") and case_collisions(after) == []
 
 
 @pytest.mark.parametrize(("ids", "groups"), [

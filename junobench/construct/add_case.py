@@ -276,7 +276,7 @@ def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_l
 
     if case.notebook_url:
         checked_notebook(case.notebook_url)
-    prefix = library_prefix(case.library, allow_new=allow_new_library)
+    prefix = _same_prefix(root, library_prefix(case.library, allow_new=allow_new_library))
     check_labels(case, allow_new=allow_new_labels)
     for path in (case.reproduced, case.fixed, *([case.original] if case.original else [])):
         _require_file(path)
@@ -291,7 +291,7 @@ def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_l
     desc_path = root / layout.DESC_TABLE
     desc = read_table(desc_path)
     desc.require(["nb_name"], hint="the case table of a snapshot")
-    case_id = next_case_id(root, _same_prefix(root, prefix))
+    case_id = next_case_id(root, prefix)
 
     staging = transaction.staging_dir(root)
     temporaries: list[Path] = []
