@@ -305,3 +305,11 @@ def test_a_file_whose_hash_is_not_the_lock_s_is_not_installed(sample_copy, tmp_p
     with pytest.raises(JunoBenchError, match=r"(?i)hash"):
         create_environment(target, sample_copy, ["NBspecific_2"], python=str(current_python()))
     assert not target.exists()
+
+
+def test_pins_without_wheels_stop_env_create_before_anything_is_made(tmp_path, capsys):
+    target = tmp_path / "env"
+    code, _, err = run_cli(capsys, "env", "create", str(target), "--all", "--source", "sample")
+    assert code == 1 and err.startswith("error: ") and len(err.splitlines()) == 1
+    assert "fasttext==0.9.3" in err and "--allow-build" in err
+    assert not target.exists() and sorted(p.name for p in tmp_path.iterdir()) == []

@@ -243,6 +243,8 @@ def _create(dest: Path, selection: Selection, interpreter: Path, version: str, n
         return Created(dest, venv_python(dest), selection.requirements, True, time.perf_counter() - started,
                        existing.get("python", {}).get("note"), existing.get("installer", ""),
                        selection.unpinned, existing)
+    if not allow_build:
+        _refuse_source_builds(selection)
     uv = uv_binary()
     installer = f"uv {run([uv, '--version'], what='uv').split()[1]}" if uv else "pip"
     journal = _journal(dest)
@@ -299,6 +301,22 @@ def _create(dest: Path, selection: Selection, interpreter: Path, version: str, n
     journal.unlink(missing_ok=True)
     return Created(dest, venv, selection.requirements, False, time.perf_counter() - started, note,
                    installer, selection.unpinned, manifest)
+
+
+def _refuse_source_builds(selection: Selection) -> None:
+    """Stop before anything is made when the selection pins a distribution its environment
+    lists as having no wheel (building it runs its build script: ``--allow-build``)."""
+    from junobench.envs.wheels import read_source_builds
+
+    env = selection.environment
+    wanted = {line.partition("==")[0] for line in selection.requirements}
+    listed = read_source_builds(env.folder) or []
+    builds = listed if selection.whole else [pin for pin in listed if pin.partition("==")[0] in wanted]
+    if builds:
+        raise JunoBenchError(f"{', '.join(builds)} ha{'s' if len(builds) == 1 else 've'} no wheel for "
+                             f"Python {env.python} on {env.platform}: building from source runs "
+                             "the distribution's build script",
+                             hint="pass --allow-build to build, or leave out the cases that need it")
 
 
 def _existing(dest: Path) -> dict[str, Any] | None:
