@@ -80,7 +80,7 @@ def mistral(reference_dir: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def crane_llm_dir(reference_dir: Path) -> Path:
-    """CRANE-LLM's published evaluation files (results/, llms/llms_outputs/, sas/)."""
+    """CRANE-LLM's published files (results/, llms/llms_inputs and llms_outputs/, sas/)."""
     return _require(reference_dir / "crane_llm")
 
 

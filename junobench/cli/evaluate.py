@@ -38,7 +38,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     which.add_argument("--endpoint", metavar="URL",
                        help="base URL such as http://localhost:8000/v1 (or the full "
                        ".../chat/completions URL)")
-    which.add_argument("--baseline", choices=("static",), help="a built-in detector, no model")
+    which.add_argument("--baseline", choices=("static", "pylint", "pyright"),
+                       help="a detector without a model: the built-in static baseline, or a "
+                       "static analyser run as CRANE-LLM ran it (the sa extra; a crash when "
+                       "it reports an error CRANE-LLM kept)")
     parser.add_argument("--model", help="model name the endpoint serves (with --endpoint)")
     parser.add_argument("--out", required=True, metavar="PRED.jsonl",
                         help="predictions file (appended to; existing instances are skipped)")
@@ -136,6 +139,10 @@ def _add_task_options(parser: argparse.ArgumentParser, *, outputs: bool = True) 
     parser.add_argument("--runtime-exclude", action="append", default=[], choices=("S", "R", "V"),
                         metavar="S|R|V", help="leave a category of runtime information out "
                         "(repeatable; for ablations from one extraction)")
+    parser.add_argument("--crane-inputs", metavar="DIR",
+                        help="make each task CRANE-LLM's published input for the notebook, as it "
+                        "is (a folder such as llms/llms_inputs/executed_code_runinfo, with its "
+                        "library subfolders): the prompt is then CRANE-LLM's, byte for byte")
     if outputs:
         parser.add_argument("--keep-outputs", action="store_true",
                             help="add the executed cells' text outputs (the papers left them "
@@ -147,9 +154,11 @@ def _tasks(args: argparse.Namespace) -> int:
     from junobench.detection.tasks import tasks, write_tasks
 
     key = key_from_text(args.id_key) if args.id_key else new_key()
+    texts = _runtime_texts(args)
     tasks_, truths = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
-                           keep_outputs=args.keep_outputs, runtime_info=_runtime_texts(args),
-                           key=key, **filters_from(args))
+                           keep_outputs=args.keep_outputs, runtime_info=texts,
+                           key=key, crane_inputs=args.crane_inputs, style=_style(args),
+                           **filters_from(args))
     _report_runtime_info(args, tasks_)
     out, truth = write_tasks(tasks_, truths, args.out, args.truth_out)
     print(f"wrote {len(tasks_)} tasks to {out}")
@@ -166,6 +175,10 @@ def _detect(args: argparse.Namespace) -> int:
     if args.endpoint and not args.model:
         raise JunoBenchError("--endpoint needs --model", hint="name the model the server serves")
     if args.tasks:
+        if args.crane_inputs:
+            raise JunoBenchError("--crane-inputs builds tasks; --tasks reads tasks already built",
+                                 hint="use one of them (junobench tasks --crane-inputs DIR "
+                                 "writes such a tasks file)")
         if filters_from(args):
             raise JunoBenchError("filters apply when tasks are built from --source, not to --tasks",
                                  hint="filter with `junobench tasks`, or drop --tasks")
@@ -180,11 +193,17 @@ def _detect(args: argparse.Namespace) -> int:
                 item.pop("runtime_info", None)
                 if task_key(item) in texts:
                     item["runtime_info"] = texts[task_key(item)]
+                if _style(args) is not None:
+                    item["style"] = _style(args)
     else:
         filters: dict[str, Any] = filters_from(args)  # label fields only: no keyword of tasks()
+        texts = _runtime_texts(args)
         items, _ = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
-                         runtime_info=_runtime_texts(args), **filters)
+                         runtime_info=texts, crane_inputs=args.crane_inputs,
+                         style=_style(args), **filters)
     _report_runtime_info(args, items)
+    if args.baseline in ("pylint", "pyright"):
+        return _detect_analyser(args, items)
     if args.baseline:
         summary = detect_static(items, args.out)
         print(f"wrote {len(summary.written)} predictions of the {args.baseline} baseline "
@@ -214,6 +233,23 @@ def _detect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _detect_analyser(args: argparse.Namespace, items: list[dict[str, Any]]) -> int:
+    from junobench.detection.analysers import detect_analyser
+
+    annotations = None
+    if args.runtime_info:
+        from junobench.runtime import runtime_annotations
+
+        annotations = runtime_annotations(args.runtime_info)
+    summary = detect_analyser(items, args.out, args.baseline, timeout=args.timeout,
+                              annotations=annotations,
+                              log=None if args.no_progress else
+                              lambda line: print(line, file=sys.stderr))
+    print(f"wrote {len(summary.written)} predictions of {args.baseline} to {summary.out}"
+          + (f"; {len(summary.resumed)} were already there" if summary.resumed else ""))
+    return 0
+
+
 def _runtime_texts(args: argparse.Namespace) -> dict[str, str] | None:
     from junobench.errors import JunoBenchError
 
@@ -221,9 +257,17 @@ def _runtime_texts(args: argparse.Namespace) -> dict[str, str] | None:
         if args.runtime_exclude:
             raise JunoBenchError("--runtime-exclude needs --runtime-info FILE")
         return None
-    from junobench.runtime import runtime_texts
+    from junobench.runtime import runtime_style, runtime_texts
 
+    args.runtime_style = runtime_style(args.runtime_info)
     return runtime_texts(args.runtime_info, exclude=args.runtime_exclude)
+
+
+def _style(args: argparse.Namespace) -> str | None:
+    """``crane`` when the runtime information is CRANE-LLM's: its tasks are CRANE-LLM's
+    documents (set by :func:`_runtime_texts`)."""
+    style = getattr(args, "runtime_style", None)
+    return "crane" if style == "crane" else None
 
 
 def _report_runtime_info(args: argparse.Namespace, items: list[dict[str, Any]]) -> None:

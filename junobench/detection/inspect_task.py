@@ -79,6 +79,7 @@ def crash_detection(
     keep_comments: bool = False,
     runs: int = 5,
     revision: str | None = None,
+    crane_inputs: str | None = None,
     judge: str | None = None,
     judge_passes: int = 5,
     judge_reverse: bool = False,
@@ -98,6 +99,8 @@ def crash_detection(
         keep_comments: keep code comments (the papers stripped them).
         runs: answers per notebook (epochs), voted by majority.
         revision: Hub revision of ``source``.
+        crane_inputs: a folder of CRANE-LLM's published inputs: each prompt is the
+            notebook's input as published (``junobench tasks --crane-inputs``).
         judge: also judge each answer's diagnosis with this model (``self``: the model
             under test), CRANE-LLM's protocol.
         judge_passes: judge passes per answer.
@@ -105,17 +108,19 @@ def crash_detection(
     """
     from junobench.detection.tasks import tasks
 
-    texts = None
+    texts, style = None, None
     if runtime_info:
-        from junobench.runtime import runtime_texts
+        from junobench.runtime import runtime_style, runtime_texts
 
         texts = runtime_texts(runtime_info, exclude=list(_values(runtime_exclude) or []))
+        style = "crane" if runtime_style(runtime_info) == "crane" else None
     filters: dict[str, str | Iterable[str] | None] = {
         "library": _values(library), "root_cause": _values(root_cause),
         "crash_type": _values(crash_type), "pipeline_stage": _values(stage),
         "origin": _values(origin)}
     items, truths = tasks(source, keep_comments=keep_comments, runtime_info=texts,
-                          revision=revision, library=filters["library"],
+                          revision=revision, crane_inputs=crane_inputs, style=style,
+                          library=filters["library"],
                           root_cause=filters["root_cause"], crash_type=filters["crash_type"],
                           pipeline_stage=filters["pipeline_stage"], origin=filters["origin"])
     samples = [_sample(item, truth) for item, truth in zip(items, truths, strict=True)]

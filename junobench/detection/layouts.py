@@ -17,6 +17,9 @@
   ``llms/detect_if_cell_crash/<model>``, ``results_buggy/`` and ``results_fixed/`` folders of
   ``crash_detection_results_<case>.json``;
 - ``buggy/fixed``: ``buggy/`` (or ``reproduced/``) and ``fixed/`` folders of ``<case>.json``;
+- ``crane-sa``: CRANE-LLM's static analysers' outputs, ``sas/sas_outputs/results_raw/
+  <pylint|pyright>/<setting>``, library folders of ``<instance>.json`` lists of the kept
+  messages (:mod:`junobench.detection.analysers`);
 - ``inspect``: an Inspect evaluation log (``.eval`` or ``.json``) of the
   ``junobench/crash_detection`` task, each epoch a run.
 
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from junobench import vocab
+from junobench.detection import analysers
 from junobench.detection.predictions import (
     CANONICAL,
     Predictions,
@@ -54,8 +58,10 @@ CRANE_PARSED = "crane-parsed"
 CONSTRUCT = "junobench-construct"
 CASE_FOLDERS = "buggy/fixed"
 INSPECT = "inspect"
+CRANE_SA = analysers.LAYOUT
 #: Every layout, in the order ``--layout`` lists them.
-LAYOUTS: tuple[str, ...] = (CANONICAL, INSTANCES, CRANE_PARSED, CONSTRUCT, CASE_FOLDERS, INSPECT)
+LAYOUTS: tuple[str, ...] = (CANONICAL, INSTANCES, CRANE_PARSED, CONSTRUCT, CASE_FOLDERS, INSPECT,
+                            CRANE_SA)
 
 #: Folder → notebook version, for the two case-folder layouts.
 CONSTRUCT_FOLDERS: dict[str, str] = {"results_buggy": "reproduced", "results_fixed": "fixed"}
@@ -142,6 +148,8 @@ def _own_layout(folder: Path, *, strict: bool = False) -> str | None:
         return CONSTRUCT
     if any((folder / name).is_dir() for name in VERSION_FOLDERS):
         return CASE_FOLDERS
+    if analysers.looks_like_outputs(folder):
+        return CRANE_SA
     files = [f for f in _json_files(folder) if not strict or _names_instance(f.stem)]
     if not files:
         return None
@@ -376,6 +384,7 @@ READERS: dict[str, Callable[[Path], Predictions]] = {
     CONSTRUCT: read_construct,
     CASE_FOLDERS: read_case_folders,
     INSPECT: read_inspect_log,
+    CRANE_SA: analysers.read_outputs,
 }
 
 
@@ -392,4 +401,6 @@ _DESCRIPTIONS: dict[str, str] = {
                "JunoBench_construct",
     CASE_FOLDERS: "buggy/ and fixed/ folders of <case>.json",
     INSPECT: "an Inspect log (.eval or .json) of junobench/crash_detection",
+    CRANE_SA: "<library>/<instance>.json lists of pylint or pyright messages: CRANE-LLM "
+              "sas_outputs/results_raw/<analyser>/<setting>",
 }
