@@ -33,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         "(default: the environment's version)")
     create.add_argument("--all", action="store_true", dest="whole",
                         help="every pin of the environment, not only what the cases import")
+    create.add_argument("--allow-build", action="store_true",
+                        help="build source distributions where a pin has no wheel (their build "
+                        "scripts run with your rights; default: wheels only)")
     create.set_defaults(handler=_create)
 
     docker = verbs.add_parser(
@@ -43,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "/opt/junobench-env`. The published image is named in the Dockerfile as the alternative.")
     docker.add_argument("cases", nargs="*", metavar="CASE", help="case ids (default: every case)")
     docker.add_argument("--out", required=True, metavar="DIR", help="the build context folder to write")
-    add_source(docker)
+    add_source(docker, default=None)
     add_filters(docker)
     docker.add_argument("--all", action="store_true", dest="whole",
                         help="every pin of the environment, not only what the cases import")
@@ -63,7 +66,8 @@ def _create(args: argparse.Namespace) -> int:
     from junobench.envs.create import create_environment
 
     made = create_environment(args.dir, args.source, args.cases or None, revision=args.revision,
-                              python=args.python, whole=args.whole, filters=filters_from(args))
+                              python=args.python, whole=args.whole, filters=filters_from(args),
+                              allow_build=args.allow_build)
     if made.python_note:
         print(f"note: {made.python_note}", file=sys.stderr)
     for case, names in made.unpinned.items():
@@ -81,7 +85,7 @@ def _dockerfile(args: argparse.Namespace) -> int:
     from junobench.envs.dockerfile import write_context
 
     selection = select(args.source, args.cases or None, revision=args.revision, whole=args.whole,
-                       filters=filters_from(args))
+                       filters=filters_from(args))  # --all without --source reads no snapshot
     out = write_context(args.out, selection, junobench=args.junobench_version)
     print(f"wrote {out}/Dockerfile ({len(selection.requirements)} requirements, "
           f"{selection.environment.name}, {selection.environment.base_image}); "

@@ -16,7 +16,11 @@ Checks, and reports every problem found at once (none stops the others):
   ``DatasetLicenseName_N``) and the case's metadata files agree both ways (matched by
   URL, else by title); every dataset has a licence;
 - no folder holds more than :data:`MAX_FILES_PER_FOLDER` files (the Hugging Face Hub's
-  limit per folder).
+  limit per folder);
+- no two cases are one crash (same eid, notebook URL or file name, or a notebook's code:
+  :mod:`junobench.data.duplicates`);
+- no edit is pending: the journal of an add-case, remove-case or renumber killed half-way
+  is reported with the command that finishes it.
 
 Licence policy: every input dataset (table and metadata file) whose licence is unknown
 ("Unknown", "Other (specified in description)", …) or outside an allow-list
@@ -28,7 +32,8 @@ Warnings (reported, not failing; problems with ``strict``): a case without its o
 notebook, a case whose ``data/`` folder is absent (its data are not in the snapshot), an
 instance the diagnosis table gives different diagnoses (the loader keeps the last), a
 reproduced notebook whose crash is not the exception class the case table records
-(``ename``, compared without case: the published table writes it in lower case).
+(``ename``, compared without case: the published table writes it in lower case), what an
+edit killed before its journal left (staging folders, temporary tables).
 
 >>> problems = validate("sample")
 >>> print("\\n".join(map(str, problems)) or "valid")
@@ -101,13 +106,17 @@ def check(snapshot: str | Path, *, max_files: int = MAX_FILES_PER_FOLDER,
     for files in metadata.values():
         for path in files:
             _check_metadata(root, path, report.problems)
+    _check_case_collisions(_case_folders(root) + [r.case_id for r in rows or []], report.problems)
     if rows is not None:
         report.cases = len(rows)
         _check_cases(root, rows, metadata, report)
         if licence_policy != "off":
             found = report.problems if licence_policy == "error" else report.warnings
             found.extend(licence_policy_problems(root, rows, metadata, licences or LicencePolicy.default()))
+        _check_duplicates(root, rows, report.problems)
     _check_version(root, report.problems)
+    _check_unfinished_edit(root, report.problems)
+    _check_edit_leftovers(root, report.warnings)
     _check_folder_sizes(root, max_files, report.problems)
     if strict:
         report.problems += report.warnings
@@ -243,6 +252,23 @@ def _check_cases(root: Path, rows: list[DescRow], metadata: dict[str, list[Path]
                 row.case_id))
         if row.case_id in metadata or result.record is not None:
             _check_datasets(root, row, metadata.get(row.case_id, []), report)
+
+
+def case_collisions(case_ids: list[str]) -> list[list[str]]:
+    """Groups of case ids that differ only in case (``Foo_1``, ``foo_1``): one folder on a
+    case-insensitive file system (macOS, Windows)."""
+    groups: dict[str, set[str]] = {}
+    for case_id in case_ids:
+        groups.setdefault(case_id.casefold(), set()).add(case_id)
+    return [sorted(group) for _, group in sorted(groups.items()) if len(group) > 1]
+
+
+def _check_case_collisions(case_ids: list[str], problems: list[Problem]) -> None:
+    for group in case_collisions(case_ids):
+        problems.append(Problem(
+            f"case ids {' and '.join(group)} differ only in case: they collide on a "
+            "case-insensitive file system", f"{layout.BENCHMARK_DIR}/{group[0]}", group[0],
+            "rename all but one (junobench construct renumber)"))
 
 
 def _check_exception(root: Path, row: DescRow, record: dict[str, Any], warnings: list[Problem]) -> None:
@@ -395,6 +421,56 @@ def _check_version(root: Path, problems: list[Problem]) -> None:
         dataset_version(root)
     except JunoBenchError as error:
         problems.append(Problem(error.problem_.problem, VERSION_FILE, hint=error.problem_.hint))
+
+
+# --------------------------------------------------------------------------- duplicates
+
+
+def _check_duplicates(root: Path, rows: list[DescRow], problems: list[Problem]) -> None:
+    """Two cases that are one crash: same eid, notebook URL or file name, or a notebook's code."""
+    from junobench.data import duplicates
+
+    for found in duplicates.find_duplicates(duplicates.snapshot_keys(root, rows)):
+        problems.append(Problem(
+            f"the case repeats {found.earlier} (same {found.what})", layout.DESC_TABLE,
+            found.case, f"a crash is a case once: remove one (junobench construct remove-case "
+                        f"SNAPSHOT {found.case})"))
+
+
+# --------------------------------------------------------------------------- edits
+
+
+def _check_unfinished_edit(root: Path, problems: list[Problem]) -> None:
+    """A journal left by an edit killed half-way: the snapshot is between two states."""
+    path = root / layout.EDIT_JOURNAL
+    if not os.path.lexists(path):
+        return
+    what = "edit"
+    try:
+        import json
+
+        from junobench.safety.paths import read_regular
+
+        what = str(json.loads(read_regular(path, limit=1 << 20).decode("utf-8")).get("what") or what)
+    except (OSError, ValueError, AttributeError):
+        pass  # a journal no command could read: named as it is
+    command = (f"junobench construct renumber {root}" if what.split()[:1] == ["renumber"]
+               else "the same command" if what.split()[:1] in (["add-case"], ["remove-case"])
+               else "junobench construct add-case, remove-case or renumber")
+    problems.append(Problem(
+        f"an unfinished {what} is pending (its journal {layout.EDIT_JOURNAL}): the snapshot "
+        "is half-way between two states", layout.EDIT_JOURNAL, None,
+        f"run {command} again: it finishes the pending edit first"))
+
+
+def _check_edit_leftovers(root: Path, warnings: list[Problem]) -> None:
+    """Staging folders and temporary tables of an edit killed before it committed."""
+    if os.path.lexists(root / layout.EDIT_JOURNAL):
+        return  # the pending edit still needs them
+    for path in layout.edit_leftovers(root):
+        warnings.append(Problem(
+            "left by an interrupted add-case, remove-case or renumber (not part of the snapshot)",
+            path.name, None, "the next add-case, remove-case or renumber removes it"))
 
 
 # --------------------------------------------------------------------------- folders

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from junobench.data import layout
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_open
 from junobench.safety.paths import open_regular, read_regular, relative_name
@@ -50,8 +51,9 @@ def parquet_path(config: str) -> str:
 
 
 PARQUET: dict[str, str] = {config: parquet_path(config) for config in CONFIG_NAMES}
-#: The files an export holds besides its manifest (all listed in the manifest).
-EXPORT_FILES: frozenset[str] = frozenset({CARD, CROISSANT, *PARQUET.values()})
+#: The files an export holds besides its manifest (all listed in the manifest); the record
+#: of renamed cases only when the snapshot has one.
+EXPORT_FILES: frozenset[str] = frozenset({CARD, CROISSANT, *PARQUET.values(), layout.RENAMED_CASES})
 
 
 def is_export(root: str | Path) -> bool:

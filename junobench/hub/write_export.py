@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +42,7 @@ from junobench.safety.atomic import (
     swap_in,
     write_text,
 )
-from junobench.safety.paths import unlisted_files
+from junobench.safety.paths import check_not_linked_out, read_regular, unlisted_files
 
 logger = logging.getLogger("junobench")
 
@@ -104,7 +105,8 @@ def export(
         staging = staging_folder(out)
         try:
             write_export(staging, records, report_dict, repo_id=repo_id or DEFAULT_REPO_ID,
-                         template=template, version=version, data=digests, published=published)
+                         template=template, version=version, data=digests, published=published,
+                         extra=_carried_files(root))
             manifest = read_manifest(staging)
             old = swap_in(staging, out)
         except BaseException:
@@ -117,10 +119,12 @@ def export(
 
 def write_export(directory: Path, records: dict[str, Any], report: dict[str, Any], *,
                  repo_id: str, template: str | Path | None = None, version: str | None = None,
-                 data: dict[str, dict[str, str]] | None = None, published: str | None = None) -> None:
+                 data: dict[str, dict[str, str]] | None = None, published: str | None = None,
+                 extra: dict[str, bytes] | None = None) -> None:
     """Write the parquet files, the card, ``croissant.json`` and the manifest of ``records``
     into ``directory``; ``version`` is the dataset's, ``data`` the digests of the input-data
-    files of each case (both recorded in the manifest)."""
+    files of each case (both recorded in the manifest); ``extra`` (export file name → bytes:
+    files of the snapshot carried as they are)."""
     import datasets
 
     from junobench.hub.card import render_card
@@ -146,7 +150,10 @@ def write_export(directory: Path, records: dict[str, Any], report: dict[str, Any
     metadata = croissant({c: records[c].features for c in CONFIG_NAMES}, parquet, cases, report,
                          repo_id=repo_id, version=version, published=published)
     write_text(directory / CROISSANT, json.dumps(metadata, indent=2, ensure_ascii=False) + "\n")
-    files = {name: file_digest(directory / name) for name in sorted([CARD, CROISSANT, *PARQUET.values()])}
+    for name, content in (extra or {}).items():
+        (directory / name).write_bytes(content)
+    files = {name: file_digest(directory / name)
+             for name in sorted([CARD, CROISSANT, *PARQUET.values(), *(extra or {})])}
     manifest = {
         "format": MANIFEST_FORMAT,
         "files": files,
@@ -191,6 +198,24 @@ def _check_target(root: Path, out: Path) -> None:
         shown = ", ".join(foreign[:5]) + (f", … (+{len(foreign) - 5})" if len(foreign) > 5 else "")
         raise JunoBenchError(f"the earlier export holds files it did not write: {shown}", file=out,
                              hint=hint)
+
+
+def _carried_files(root: Path) -> dict[str, bytes]:
+    """The snapshot's files an export carries as they are: the record of renamed cases
+    (``renamed_cases.json``, when there is one; it must be JSON)."""
+    from junobench.data import layout
+
+    path = root / layout.RENAMED_CASES
+    if not os.path.lexists(path):
+        return {}
+    check_not_linked_out(path, root)
+    try:
+        data = read_regular(path, limit=16 << 20)
+        json.loads(data.decode("utf-8"))
+    except (OSError, ValueError) as error:
+        raise JunoBenchError(f"the record of renamed cases cannot be read ({error})", file=path,
+                             hint="restore it, or remove it if no published id changed") from None
+    return {layout.RENAMED_CASES: data}
 
 
 #: What an export folder holds: its files, and the temporary files written on the way.
