@@ -193,7 +193,7 @@ async def start_kernel(target: KernelTarget, *, cwd: str | Path, env: Mapping[st
                            runtime=runtime)
     try:
         argv = confine(target.argv(), policy, python=target.python, cwd=str(cwd),
-                       writable=[str(cwd), *(str(w) for w in writable)], runtime=runtime)
+                       writable=[str(cwd), *(str(w) for w in writable)], runtime=runtime, timeout=timeout)
         context = zmq.asyncio.Context()
         if policy.max_output:
             context.setsockopt(zmq.MAXMSGSIZE, policy.max_output + MESSAGE_MARGIN)

@@ -187,35 +187,46 @@ def _bwrap_options() -> frozenset[str]:
     return frozenset(word for line in text.splitlines() for word in line.split() if word.startswith("--"))
 
 
-@functools.lru_cache(maxsize=32)
-def interpreter_prefixes(python: str) -> tuple[str, ...]:
+#: Interpreter path → its prefixes (:func:`interpreter_prefixes`), asked once per process.
+_PREFIXES: dict[str, tuple[str, ...]] = {}
+
+
+def interpreter_prefixes(python: str, timeout: float = 60) -> tuple[str, ...]:
     """The folders an interpreter runs from: its prefixes (a virtual environment's and the
-    Python it was made from), the folder of its real executable."""
+    Python it was made from), the folder of its real executable. An interpreter that does
+    not answer within ``timeout`` seconds is killed (``TimeoutError``)."""
+    if python in _PREFIXES:
+        return _PREFIXES[python]
     if os.path.abspath(python) == os.path.abspath(sys.executable):  # links differ: a venv's python links to its base
         found = [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
     else:
         code = "import sys, json; print(json.dumps([sys.prefix, sys.exec_prefix, sys.base_prefix, " \
                "sys.base_exec_prefix]))"
         try:
-            done = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, timeout=60,
+            done = subprocess.run([python, "-I", "-c", code], capture_output=True, text=True, timeout=timeout,
                                   check=True)
             found = [str(p) for p in json.loads(done.stdout)]
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"the interpreter {python} did not answer within {timeout:g} s") from None
         except (OSError, subprocess.SubprocessError, ValueError) as error:
             raise JunoBenchError(f"cannot ask the interpreter where it lives: {error}", file=python) from None
     found += [str(Path(python).absolute().parent), str(Path(os.path.realpath(python)).parent)]
-    return tuple(dict.fromkeys(os.path.realpath(p) for p in found))
+    _PREFIXES[python] = tuple(dict.fromkeys(os.path.realpath(p) for p in found))
+    return _PREFIXES[python]
 
 
 def confine(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: str, writable: Iterable[str],
-            runtime: str) -> list[str]:
+            runtime: str, timeout: float = 60) -> list[str]:
     """The command line running ``command`` (a kernel of ``python``) in ``sandbox`` (a
     resolved one), working in ``cwd``, with the folders ``writable`` (the task's) and
-    ``runtime`` (connection file, sockets, status) bound read-write at their own paths."""
+    ``runtime`` (connection file, sockets, status) bound read-write at their own paths;
+    ``python`` must say where it lives within ``timeout`` seconds."""
     if sandbox.kind == "none":
         return list(command)
     status = str(Path(runtime) / STATUS_FILE)
     if sandbox.kind == "bwrap":
         inner = watched(command, sandbox, python=python, status=status)
+        interpreter_prefixes(python, timeout)  # asked once, within the kernel's deadline
         return bwrap_argv(inner, sandbox, python=python, cwd=cwd, writable=[*writable, runtime], runtime=runtime)
     if sandbox.kind in ENGINES:
         return container_argv(sandbox.kind, command, sandbox, cwd=cwd, writable=[*writable, runtime],
