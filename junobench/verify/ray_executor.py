@@ -148,8 +148,11 @@ class RayExecutor(Executor):
         self._loop = asyncio.get_running_loop()
         self._ready, self._closed = self._loop.create_future(), self._loop.create_future()
         ours, theirs = socket.socketpair()
-        fd, log = tempfile.mkstemp(prefix="junobench-ray-driver-", suffix=".log")
-        self.log = Path(log)
+        # The driver's log (Ray's own output; kept only when the driver fails): a new file
+        # of ours, written by the child, never renamed into place.
+        with tempfile.NamedTemporaryFile(prefix="junobench-ray-driver-", suffix=".log", delete=False) as log_file:
+            fd = os.dup(log_file.fileno())
+        self.log = Path(log_file.name)
         package = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONPATH"] = package + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
