@@ -33,6 +33,7 @@ from junobench.envs.check import KernelEnvironment, kernel_environment
 from junobench.envs.environment import snapshot_environment
 from junobench.envs.kernel import own_kernel
 from junobench.errors import JunoBenchError
+from junobench.jsonl import write_jsonl
 from junobench.runtime.names import target_names
 from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS, summarise
 from junobench.safety.atomic import check_file_target
@@ -211,8 +212,6 @@ def runtime_info(
 
     def save() -> None:
         if out is not None:
-            from junobench.detection.tasks import write_jsonl
-
             write_jsonl(out, [done[(s.case_id, v)] for s, v in work if (s.case_id, v) in done])
             last[0] = time.monotonic()
 
