@@ -89,13 +89,10 @@ def crash_detection(
         runs: answers per notebook (epochs), voted by majority.
         revision: Hub revision of ``source``.
     """
+    from junobench.detection.augment import runtime_texts_for
     from junobench.detection.tasks import tasks
 
-    texts = None
-    if runtime_info:
-        from junobench.runtime import runtime_texts
-
-        texts = runtime_texts(runtime_info, exclude=list(_values(runtime_exclude) or []))
+    texts = runtime_texts_for(runtime_info, _values(runtime_exclude) or [])
     filters: dict[str, str | Iterable[str] | None] = {
         "library": _values(library), "root_cause": _values(root_cause),
         "crash_type": _values(crash_type), "pipeline_stage": _values(stage),
