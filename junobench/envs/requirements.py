@@ -84,6 +84,8 @@ class Needs:
 def imports_of(source: str) -> list[Import]:
     """Top-level modules a cell imports or pip-installs, in order of appearance."""
     found: list[Import] = []
+    if "import" not in source and "install" not in source:  # neither pattern can match
+        return found
     for match in _IMPORT.finditer(source):
         if match.group("from") is not None:
             module = match.group("from")
@@ -152,25 +154,35 @@ def requirements_of(sources: Iterable[str], env: Environment, *,
     needs = Needs()
     pins: set[str] = set()
     unpinned: dict[str, None] = {}
-    for source in sources:
+    versions: dict[str, str | None] = {}
+    for source in dict.fromkeys(sources):  # a cell in several notebooks is read once
         for item in imports_of(source):
             top = item.module.split(".")[0]
             if item.how == "import" and (is_stdlib(top) or top in own):
                 if top in own and top not in needs.local:
                     needs.local.append(top)
                 continue
-            dist = canonicalize_name(item.module) if item.how == "pip" else distribution_of(item.module)
-            label = f"pip install {item.module}" if item.how == "pip" else f"import {_shown(item.module)}"
+            dist, label = _resolved(item)
             needs.resolved.setdefault(label, None)
-            if dist is None or env.pin(dist) is None:
+            if dist is not None and dist not in versions:
+                versions[dist] = env.pin(dist)
+            if dist is None or versions[dist] is None:
                 unpinned.setdefault(label, None)
                 continue
             needs.resolved[label] = dist
-            pins.add(f"{canonicalize_name(dist)}=={env.pin(dist)}")
+            pins.add(f"{canonicalize_name(dist)}=={versions[dist]}")
     needs.requirements = sorted(pins)
     needs.unpinned = sorted(unpinned)
     needs.local.sort()
     return needs
+
+
+@functools.lru_cache(maxsize=4096)
+def _resolved(item: Import) -> tuple[str | None, str]:
+    """The distribution of an import (None: not on PyPI) and how the report names it."""
+    if item.how == "pip":
+        return canonicalize_name(item.module), f"pip install {item.module}"
+    return distribution_of(item.module), f"import {_shown(item.module)}"
 
 
 def _shown(module: str) -> str:
