@@ -23,7 +23,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,22 +83,38 @@ class Needs:
 
 def imports_of(source: str) -> list[Import]:
     """Top-level modules a cell imports or pip-installs, in order of appearance."""
-    found: list[Import] = []
-    if "import" not in source and "install" not in source:  # neither pattern can match
-        return found
-    for match in _IMPORT.finditer(source):
-        if match.group("from") is not None:
-            module = match.group("from")
+    return [Import(module, how) for module, how in _imported(source)]
+
+
+def _imported(source: str) -> Iterator[tuple[str, str]]:
+    """``(module, how)`` of each import of :func:`imports_of`, without an object each."""
+    for match in _matches(_IMPORT, source, "import"):
+        module = match.group("from")
+        if module is not None:
             if module and not module.startswith("."):
-                found.append(Import(module))
+                yield module, "import"
             continue
         for part in match.group("import").split(","):
-            module = part.split()[0] if part.split() else ""
-            if module:
-                found.append(Import(module))
-    for match in _PIP.finditer(source):
-        found += [Import(name, "pip") for name in pip_requirements(match.group("args"))]
-    return found
+            words = part.split()
+            if words:
+                yield words[0], "import"
+    for match in _matches(_PIP, source, "install"):
+        for name in pip_requirements(match.group("args")):
+            yield name, "pip"
+
+
+def _matches(pattern: re.Pattern[str], text: str, word: str) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text)`` for a line-bound pattern whose every match holds
+    ``word``: only the lines holding the word are scanned (found by a fast search; the
+    pattern, anchored at a line's start or a ';', would be tried at every character)."""
+    at = text.find(word)
+    while at >= 0:
+        begin = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        if end < 0:
+            end = len(text)
+        yield from pattern.finditer(text[begin:end])
+        at = text.find(word, end)
 
 
 def pip_requirements(args: str) -> list[str]:
@@ -155,22 +171,27 @@ def requirements_of(sources: Iterable[str], env: Environment, *,
     pins: set[str] = set()
     unpinned: dict[str, None] = {}
     versions: dict[str, str | None] = {}
-    for source in dict.fromkeys(sources):  # a cell in several notebooks is read once
-        for item in imports_of(source):
-            top = item.module.split(".")[0]
-            if item.how == "import" and (is_stdlib(top) or top in own):
-                if top in own and top not in needs.local:
-                    needs.local.append(top)
-                continue
-            dist, label = _resolved(item)
-            needs.resolved.setdefault(label, None)
-            if dist is not None and dist not in versions:
-                versions[dist] = env.pin(dist)
-            if dist is None or versions[dist] is None:
-                unpinned.setdefault(label, None)
-                continue
-            needs.resolved[label] = dist
-            pins.add(f"{canonicalize_name(dist)}=={versions[dist]}")
+    # One scan of the distinct cells, a line apart: both patterns match within a line
+    # (from its start or a ';'), so the imports are those of each cell, in order.
+    text = "\n".join(dict.fromkeys(sources))
+    for module, how in _imported(text):
+        top = module.split(".", 1)[0]
+        if how == "import" and (top in STDLIB or top in own):
+            if top in own and top not in needs.local:
+                needs.local.append(top)
+            continue
+        dist, label = _resolved(module, how)
+        needs.resolved.setdefault(label, None)
+        if dist is None:
+            unpinned.setdefault(label, None)
+            continue
+        if dist not in versions:
+            versions[dist] = env.pin(dist)
+        if versions[dist] is None:
+            unpinned.setdefault(label, None)
+            continue
+        needs.resolved[label] = dist
+        pins.add(f"{dist}=={versions[dist]}")
     needs.requirements = sorted(pins)
     needs.unpinned = sorted(unpinned)
     needs.local.sort()
@@ -178,11 +199,13 @@ def requirements_of(sources: Iterable[str], env: Environment, *,
 
 
 @functools.lru_cache(maxsize=4096)
-def _resolved(item: Import) -> tuple[str | None, str]:
-    """The distribution of an import (None: not on PyPI) and how the report names it."""
-    if item.how == "pip":
-        return canonicalize_name(item.module), f"pip install {item.module}"
-    return distribution_of(item.module), f"import {_shown(item.module)}"
+def _resolved(module: str, how: str) -> tuple[str | None, str]:
+    """The distribution of an import, canonical (None: not on PyPI), and how the report
+    names the import."""
+    if how == "pip":
+        return canonicalize_name(module), f"pip install {module}"
+    dist = distribution_of(module)
+    return (None if dist is None else canonicalize_name(dist)), f"import {_shown(module)}"
 
 
 def _shown(module: str) -> str:
