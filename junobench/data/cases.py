@@ -142,7 +142,8 @@ def parse_case_folder(root: str | Path, case_id: str, env: Environment | None = 
     assert crash is not None
     library = vocab.library_of(case_id)
     needs = requirements_of((c.source for version in cells.values() for c in version),
-                            env or snapshot_environment(root), local=local_modules(folder))
+                            env or snapshot_environment(root),
+                            local=local_modules(folder, entries.values()))
     record = {
         "case_id": case_id,
         "library": library,

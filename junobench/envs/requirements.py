@@ -218,18 +218,22 @@ def _shown(module: str) -> str:
     return parts[0]
 
 
-def local_modules(folder: str | Path) -> list[str]:
-    """Module names a case folder provides (``x.py`` files and ``x/`` packages at its top)."""
+def local_modules(folder: str | Path, entries: Iterable[os.DirEntry[str]] | None = None
+                  ) -> list[str]:
+    """Module names a case folder provides (``x.py`` files and ``x/`` packages at its top);
+    ``entries``: the folder's entries when the caller has listed it already."""
     out = []
     try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                name = entry.name
-                if name.endswith(".py") and name[:-3].isidentifier():
-                    out.append(name[:-3])
-                elif (name.isidentifier() and entry.is_dir(follow_symlinks=False)
-                      and os.path.isfile(os.path.join(folder, name, "__init__.py"))):
-                    out.append(name)
+        if entries is None:
+            with os.scandir(folder) as found:
+                entries = list(found)
+        for entry in entries:
+            name = entry.name
+            if name.endswith(".py") and name[:-3].isidentifier():
+                out.append(name[:-3])
+            elif (name.isidentifier() and entry.is_dir(follow_symlinks=False)
+                  and os.path.isfile(os.path.join(folder, name, "__init__.py"))):
+                out.append(name)
     except OSError:
         return []
     return sorted(out)
