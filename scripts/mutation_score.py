@@ -151,10 +151,8 @@ def mutants(path: str, source: bytes) -> list[Mutant]:
             old, new = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
             between(node, node.values[0], node.values[1], old, new)
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-            start = offset(node.lineno, node.col_offset)
-            operand = offset(node.operand.lineno, node.operand.col_offset)
-            found.append(Mutant(path, node.lineno, start, operand,
-                                source[start:operand].decode(), ""))
+            start = offset(node.lineno, node.col_offset)  # the keyword, then a space or "("
+            found.append(Mutant(path, node.lineno, start, start + 3, "not", ""))
         elif isinstance(node, ast.Constant):
             new = _constant(node.value)
             if new is not None:
@@ -181,6 +179,9 @@ def _skipped_nodes(tree: ast.Module) -> set[int]:
                     skip(arg.annotation)
         elif isinstance(node, ast.AnnAssign):
             skip(node.annotation)
+        elif isinstance(node, ast.Compare):  # "x is None": the is / is not swap covers it
+            skipped.update(id(c) for op, c in zip(node.ops, node.comparators, strict=True)
+                           if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(c, ast.Constant))
         elif isinstance(node, ast.If) and isinstance(node.test, ast.Name) \
                 and node.test.id == "TYPE_CHECKING":
             skip(node)
@@ -270,8 +271,9 @@ def score(name: str, targets: Sequence[str], tests: Sequence[str], *, root: Path
           timeout: float = 600.0, jobs: int = 1, log: bool = True) -> Score:
     """Run the mutants of ``targets`` (paths under ``root``) against ``tests``."""
     result = Score(name)
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
     boxes = [Sandbox(root, files) for _ in range(max(1, jobs))]
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
+    env.pop("PYTHONPATH", None)  # the copy is imported from its own folder, nothing else
     try:
         baseline = boxes[0].run(tests, timeout, env)
         if baseline != "passed":
