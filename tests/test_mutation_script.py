@@ -20,13 +20,13 @@ def _script():
 
 def test_mutants_of_each_kind_leave_annotations_and_docstrings_alone():
     script = _script()
-    source = ('"""Doc 1."""\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    X = 1\n\n'
-              'def f(a: int | None, b=2) -> int | None:\n    """Doc 2."""\n'
-              '    if a is not None and a < b:  # a < b\n        return a * 3\n'
-              '    return not (b in [1])\n').encode()
+    source = (b'"""Doc 1."""\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    X = 1\n\n'
+              b'def f(a: int | None, b=2) -> int | None:\n    """Doc 2."""\n'
+              b'    if a is not None and a < b:  # a < b\n        return a * 3\n'
+              b'    return not (b in [1])\n')
     changes = {(m.old, m.new) for m in script.mutants("m.py", source)}
     assert changes == {("is not", "is"), ("and", "or"), ("<", "<="), ("*", "/"), ("3", "4"),
-                       ("2", "3"), ("not", ""), ("in", "not in"), ("1", "2"), ("None", "0")}
+                       ("2", "3"), ("not", ""), ("in", "not in"), ("1", "2")}
     mutant = next(m for m in script.mutants("m.py", source) if m.old == "<")
     assert b"a <= b:  # a < b" in mutant.apply(source)
     for each in script.mutants("m.py", source):
