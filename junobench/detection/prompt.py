@@ -20,14 +20,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-#: JSON Schema of the answer (for servers that constrain output to a schema).
-ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"reasoning": {"type": "string"}, "detection": {"type": "boolean"}},
-    "required": ["reasoning", "detection"],
-    "additionalProperties": False,
-}
-
 _INTRO = "You detect crashes in machine-learning Jupyter notebooks before they happen."
 _GIVEN = {
     "executed": "- [Executed Cells]: the code cells that have already run without error, "
