@@ -59,7 +59,7 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
 }
 #: What a private copy of this project holds (enough to run its tests).
-PROJECT_FILES = ("junobench", "tests", "conftest.py", "pyproject.toml")
+PROJECT_FILES = ("junobench", "tests", "scripts", "conftest.py", "pyproject.toml")
 
 _BINARY: dict[type[ast.operator], tuple[str, str]] = {
     ast.Add: ("+", "-"), ast.Sub: ("-", "+"), ast.Mult: ("*", "/"), ast.Div: ("/", "*"),
