@@ -2,6 +2,9 @@
 #   make quickstart   list the bundled sample's cases, make its pinned environment (once,
 #                     in $(SAMPLE_ENV)) and verify every case in it
 #   make test         install everything the tests need, lint, build the docs, run the tests
+#   make test-fast    the edit loop: lint and the tests that start no kernel and are not slow
+#   make test-support the smoke subset at the lowest declared versions on the lowest declared
+#                     Python, and on the newest Python (what pyproject.toml promises)
 # and for development: make lint (ruff, and mypy at the strictness pyproject.toml states),
 # make docs (the documentation site, into site/).
 PYTHON ?= python3
@@ -10,18 +13,34 @@ BIN := $(VENV)/bin
 # The bundled sample's pinned environment (numpy 1.26.4, pandas 2.1.4, …; made by uv).
 SAMPLE_ENV ?= .venv-sample
 
-.PHONY: quickstart test lint docs install
+# The supported range (pyproject.toml): the smoke subset runs at both ends of it.
+# An interpreter on PATH, or pyenv's (whose shims answer only for the selected version).
+LOWEST_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.10*/bin/python3.10) python3.10)
+NEWEST_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.13*/bin/python3.13) python3.13)
+SMOKE_TESTS := tests/test_records.py tests/test_builder.py tests/test_notebook.py tests/test_snapshot.py \
+	tests/test_stats.py tests/test_export.py tests/test_push.py tests/test_evaluate_scoring.py \
+	tests/test_evaluate_uncertainty.py tests/test_evaluate_layouts.py tests/test_origin_filter.py \
+	tests/test_bad_input.py tests/test_cli_conventions.py tests/test_safety.py tests/test_checkout.py \
+	tests/test_construct_library_cause.py tests/test_sample.py
+
+.PHONY: quickstart test test-fast lint docs install test-support
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-install: $(BIN)/python
+# Installed again only when pyproject.toml changes (the stamp file is newer otherwise).
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $@
+
+install: $(VENV)/.installed-test
 
 quickstart: $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[run]"
+	@echo "== installing junobench with the run extra into $(VENV) (a minute or two the first time)"
+	$(BIN)/python -m pip install --progress-bar on -e ".[run]"
 	$(BIN)/junobench ls --source sample
+	@echo "== making the sample's pinned environment in $(SAMPLE_ENV) (about a minute, once)"
 	$(BIN)/junobench env create $(SAMPLE_ENV) --source sample
 	$(BIN)/junobench verify --source sample --env $(SAMPLE_ENV)
 
@@ -35,3 +54,20 @@ docs: install
 
 test: lint docs
 	$(BIN)/python -m pytest
+
+# The edit loop: lint and the tests that start no kernel, no Ray and nothing slow,
+# stopping at the first failure (a few minutes; `make test` is the whole suite).
+test-fast: install
+	$(BIN)/ruff check .
+	$(BIN)/python -m pytest -q -x -m "not slow and not kernel" tests
+
+# uv makes each venv (finding the interpreter on PATH; pyenv's shims count) and installs
+# junobench with the smoke extra: at the lowest version of every direct dependency on the
+# lowest Python, then the newest versions on the newest Python.
+test-support: install
+	$(BIN)/uv venv --quiet --clear --no-python-downloads --python $(LOWEST_PYTHON) .venv-lowest
+	$(BIN)/uv pip install --quiet --python .venv-lowest/bin/python --resolution lowest-direct -e ".[smoke]"
+	.venv-lowest/bin/python -m pytest -p no:cacheprovider -q -m "not kernel and not slow" $(SMOKE_TESTS)
+	$(BIN)/uv venv --quiet --clear --no-python-downloads --python $(NEWEST_PYTHON) .venv-newest
+	$(BIN)/uv pip install --quiet --python .venv-newest/bin/python -e ".[smoke]"
+	.venv-newest/bin/python -m pytest -p no:cacheprovider -q -m "not kernel and not slow" $(SMOKE_TESTS)

@@ -1,3 +1,5 @@
+"""``python -m junobench``: the same as the ``junobench`` command."""
+
 import sys
 
 from junobench.cli import main

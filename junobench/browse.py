@@ -91,7 +91,7 @@ def format_case(case: dict[str, Any]) -> str:
     out: list[str] = [f"{case['case_id']}  ({case['library_label']})", ""]
     labels = [
         ("root cause", case["root_cause"]), ("crash type", case["crash_type"]),
-        ("pipeline stage", case["pipeline_stage"]), ("ML bug", case["ml_bug"]),
+        ("pipeline stage", case["pipeline_stage"]), ("bug kind", case["ml_bug"]),
         ("source", case["source"]), ("notebook", case["notebook_url"]),
     ]
     out += [f"  {name:<15} {value}" for name, value in labels if value]

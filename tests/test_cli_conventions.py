@@ -71,3 +71,17 @@ def test_help_still_exits_0(capsys):
         main(["ls", "--help"])
     assert stop.value.code == 0
     assert "usage: junobench ls" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv", [["stats", "--source", "sample", "--format", "json"],
+                                  ["ls", "--source", "sample", "--format", "csv"]])
+def test_a_reader_that_goes_away_ends_the_output_quietly(argv):
+    """`junobench stats --format json | head -1`: the closed pipe is the reader's choice,
+    so no traceback and no error status."""
+    process = subprocess.Popen([sys.executable, "-m", "junobench", *argv], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # the reader is gone before the first line is written
+    err = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err and "Exception ignored" not in err

@@ -120,3 +120,14 @@ def test_verify_and_runtime_info_run_only_the_cases_of_that_origin(sample_with_o
                            "--out", str(out), "--env", env, "--no-progress")
     assert code == 0, err
     assert {json.loads(line)["case_id"] for line in out.read_text().splitlines()} == {"numpy_1"}
+
+
+def test_origin_on_a_source_that_does_not_record_it_is_an_error(reference_snapshot, capsys):
+    """The published table has no `source` column: filtering by origin cannot match
+    anything, and says so instead of printing an empty table."""
+    for verb in ("ls", "stats"):
+        code, out, err = run_cli(capsys, verb, "--source", str(reference_snapshot), "--origin", NEW)
+        assert code == 1 and out == ""
+        assert "error: cannot filter by origin: no case of this source records it" in err
+    with pytest.raises(JunoBenchError, match="no case of this source records it"):
+        junobench.load(reference_snapshot, origin=NEW)

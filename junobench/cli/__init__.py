@@ -75,8 +75,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (`junobench stats --format json | head`): that is its
+        # choice, not an error. Whatever is still buffered goes nowhere, quietly.
+        _silence_stdout(stdout)
+        return 0
     finally:
         sys.stdout, sys.stderr = stdout, stderr
+
+
+def _silence_stdout(stdout: Any) -> None:
+    """Point the stdout file descriptor at the null device, so that the interpreter's
+    last flush at exit cannot fail on the closed pipe."""
+    import os
+
+    try:
+        fileno = stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture)
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fileno)
+    finally:
+        os.close(null)
 
 
 def _quiet_libraries() -> None:

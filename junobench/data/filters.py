@@ -73,6 +73,7 @@ def apply_filters(dataset: datasets.Dataset, criteria: Mapping[str, list[str]]) 
     keep: list[int] | None = None
     for name, values in criteria.items():
         column = dataset.data.column(name).to_pylist()
+        check_recorded(name, column)
         check_values(name, values, {v for v in column if v is not None})
         wanted = set(values)
         rows = {i for i, v in enumerate(column) if v in wanted}
@@ -87,6 +88,36 @@ def matches(record: Mapping[str, object], criteria: Mapping[str, Collection[str]
     True
     """
     return all(record.get(field) in values for field, values in criteria.items())
+
+
+def filter_rows(rows: Iterable[Mapping[str, object]], criteria: Mapping[str, Collection[str]]
+                ) -> list[Mapping[str, object]]:
+    """The records matching every criterion, after :func:`check_recorded` of each field.
+
+    >>> filter_rows([{"source": "newly sampled"}, {"source": None}], {"source": ["newly sampled"]})
+    [{'source': 'newly sampled'}]
+    """
+    rows = list(rows)
+    for field in criteria:
+        check_recorded(field, [row.get(field) for row in rows])
+    return [row for row in rows if matches(row, criteria)]
+
+
+def check_recorded(field: str, column: Collection[object]) -> None:
+    """Fail when no case of the source records ``field`` (a table without the ``source``
+    column, filtered by origin): the filter would silently match nothing.
+
+    >>> check_recorded("source", [None, None])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    junobench.errors.JunoBenchError: cannot filter by origin: no case of this source records it (...)
+    """
+    if column and all(value is None for value in column):
+        keyword = _KEYWORDS.get(field, field)
+        column_name = "source" if field == "source" else field
+        raise JunoBenchError(
+            f"cannot filter by {keyword}: no case of this source records it",
+            hint=f"the table benchmark_desc.xlsx of this source has no `{column_name}` values")
 
 
 def check_values(field: str, values: Iterable[str], present: set[str]) -> None:

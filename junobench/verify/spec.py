@@ -21,7 +21,7 @@ from pathlib import Path
 
 from junobench import vocab
 from junobench.data import layout
-from junobench.data.filters import matches, normalise_filters
+from junobench.data.filters import filter_rows, normalise_filters
 from junobench.data.metadata import read_metadata
 from junobench.data.notebook import CodeCell, Step, execution_order, find_target, read_notebook
 from junobench.data.tables import DescRow, read_desc
@@ -82,7 +82,9 @@ def case_specs(
         rows = [by_id[c] for c in dict.fromkeys(case_ids)]
     if filters:
         criteria = normalise_filters(filters)
-        rows = [row for row in rows if matches(_labels(row), criteria)]
+        labels = [_labels(row) for row in rows]
+        kept = {id(fields) for fields in filter_rows(labels, criteria)}
+        rows = [row for row, fields in zip(rows, labels, strict=True) if id(fields) in kept]
     listed = None if present is None else frozenset(present)
     return [case_spec(root, row, listed) for row in rows]
 
