@@ -48,8 +48,8 @@ REPO = Path(__file__).resolve().parent.parent
 GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "estimator": (
         ("junobench/construct/library_cause.py",),
-        ("tests/test_construct_library_cause_rules.py", "tests/test_construct_library_cause.py",
-         "tests/test_construct_library_cause_answers.py"),
+        ("tests/test_construct_library_cause_rules.py",
+         "tests/test_construct_library_cause_answers.py", "tests/test_construct_library_cause.py"),
     ),
     "metrics": (
         ("junobench/detection/metrics.py", "junobench/detection/uncertainty.py",
