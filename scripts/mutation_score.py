@@ -33,6 +33,7 @@ import ast
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -54,8 +55,8 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "metrics": (
         ("junobench/detection/metrics.py", "junobench/detection/uncertainty.py",
          "junobench/detection/compare.py"),
-        ("tests/test_detection_metrics.py", "tests/test_evaluate_scoring.py",
-         "tests/test_evaluate_uncertainty.py"),
+        ("tests/test_detection_metrics.py", "tests/test_detection_compare.py",
+         "tests/test_evaluate_scoring.py", "tests/test_evaluate_uncertainty.py"),
     ),
 }
 #: What a private copy of this project holds (enough to run its tests).
@@ -351,6 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=REPO, help=argparse.SUPPRESS)
     parser.add_argument("--copy", nargs="+", default=list(PROJECT_FILES), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the private copies are removed
     if args.target:
         if not args.tests:
             parser.error("--target needs --tests")

@@ -189,3 +189,15 @@ def test_resamples_are_bounded() -> None:
         with pytest.raises(JunoBenchError, match="--resamples"):
             check_resamples(bad)
     assert resampled_counts(np.zeros((0, 4), dtype=np.int64), 3, 0).tolist() == [[0] * 4] * 3
+
+
+def test_a_matrix_is_a_value() -> None:
+    """Frozen and slotted: a matrix cannot be changed in place (a report's overall matrix
+    is shared), compares and hashes by its counts, and carries no per-object dict."""
+    from dataclasses import FrozenInstanceError
+
+    c = Confusion(1, 2, 3, 4)
+    with pytest.raises(FrozenInstanceError):
+        c.tp = 9  # type: ignore[misc]
+    assert {c: "x"}[Confusion(1, 2, 3, 4)] == "x"
+    assert not hasattr(c, "__dict__")
