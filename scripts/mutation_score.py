@@ -352,7 +352,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=REPO, help=argparse.SUPPRESS)
     parser.add_argument("--copy", nargs="+", default=list(PROJECT_FILES), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the private copies are removed
     if args.target:
         if not args.tests:
             parser.error("--target needs --tests")
@@ -367,4 +366,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the private copies are removed
     sys.exit(main())
