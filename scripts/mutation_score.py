@@ -5,7 +5,8 @@ Each mutant changes one thing in one module: an arithmetic operator (``+`` ↔ `
 ``>=``, ``==`` ↔ ``!=``, ``in`` ↔ ``not in``, ``is`` ↔ ``is not``), a boolean operator
 (``and`` ↔ ``or``), a ``not`` dropped, or a constant (a number n → n + 1, 0.5 → 1.0,
 ``True`` ↔ ``False``, ``None`` → ``0``). Annotations, docstrings and other strings are left
-alone. The mutated module is written into a private copy of the project and the test
+alone, and so is a line marked ``# pragma: no mutate`` (a change no test can see, such as
+a search bound that only saves time; the line says why). The mutated module is written into a private copy of the project and the test
 files run against it in a subprocess, one file after another (fast ones first, each
 with ``-x``, under a time limit): a mutant is *killed* when a test fails (or the run
 exceeds the limit: counted as killed and listed apart), else it *survives*. The tests
@@ -59,6 +60,9 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
          "tests/test_evaluate_scoring.py", "tests/test_evaluate_uncertainty.py"),
     ),
 }
+#: A line carrying this comment is not mutated: for a change no test can see (a search
+#: bound that only saves time), the comment saying why.
+PRAGMA = "# pragma: no mutate"
 #: What a private copy of this project holds (enough to run its tests).
 PROJECT_FILES = ("junobench", "tests", "scripts", "conftest.py", "pyproject.toml")
 
@@ -160,7 +164,9 @@ def mutants(path: str, source: bytes) -> list[Mutant]:
                 start = offset(node.lineno, node.col_offset)
                 end = offset(node.end_lineno or node.lineno, node.end_col_offset or 0)
                 found.append(Mutant(path, node.lineno, start, end, source[start:end].decode(), new))
-    return sorted(found, key=lambda m: (m.start, m.new))
+    exempt = {number for number, line in enumerate(source.splitlines(), start=1)
+               if PRAGMA in line}
+    return sorted((m for m in found if m.line not in exempt), key=lambda m: (m.start, m.new))
 
 
 def _skipped_nodes(tree: ast.Module) -> set[int]:

@@ -27,6 +27,9 @@ def test_mutants_of_each_kind_leave_annotations_and_docstrings_alone():
     changes = {(m.old, m.new) for m in script.mutants("m.py", source)}
     assert changes == {("is not", "is"), ("and", "or"), ("<", "<="), ("*", "/"), ("3", "4"),
                        ("2", "3"), ("not", ""), ("in", "not in"), ("1", "2")}
+    exempt = source.replace(b"return a * 3", b"return a * 3  # pragma: no mutate")
+    assert {(m.old, m.new) for m in script.mutants("m.py", exempt)} == \
+        changes - {("*", "/"), ("3", "4")}
     mutant = next(m for m in script.mutants("m.py", source) if m.old == "<")
     assert b"a <= b:  # a < b" in mutant.apply(source)
     for each in script.mutants("m.py", source):
