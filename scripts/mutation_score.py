@@ -6,11 +6,11 @@ Each mutant changes one thing in one module: an arithmetic operator (``+`` ↔ `
 (``and`` ↔ ``or``), a ``not`` dropped, or a constant (a number n → n + 1, 0.5 → 1.0,
 ``True`` ↔ ``False``, ``None`` → ``0``). Annotations, docstrings and other strings are left
 alone, and so is a line marked ``# pragma: no mutate`` (a change no test can see, such as
-a search bound that only saves time; the line says why). The mutated module is written into a private copy of the project and the test
-files run against it in a subprocess, one file after another (fast ones first, each
-with ``-x``, under a time limit): a mutant is *killed* when a test fails (or the run
-exceeds the limit: counted as killed and listed apart), else it *survives*. The tests
-must pass on the unchanged module first.
+a search bound that only saves time; the line says why). The mutated module is written
+into a private copy of the project and the test files run against it in a subprocess,
+one file after another (fast ones first, each with ``-x``, under a time limit): a mutant
+is *killed* when a test fails (or the run exceeds the limit: counted as killed and
+listed apart), else it *survives*. The tests must pass on the unchanged module first.
 
 Targets (``--group``): ``estimator`` (the library-cause estimator) and ``metrics`` (the
 crash-detection metrics: ``metrics.py``, ``uncertainty.py``, ``compare.py``), or any
@@ -165,7 +165,7 @@ def mutants(path: str, source: bytes) -> list[Mutant]:
                 end = offset(node.end_lineno or node.lineno, node.end_col_offset or 0)
                 found.append(Mutant(path, node.lineno, start, end, source[start:end].decode(), new))
     exempt = {number for number, line in enumerate(source.splitlines(), start=1)
-               if PRAGMA in line}
+               if PRAGMA.encode() in line}
     return sorted((m for m in found if m.line not in exempt), key=lambda m: (m.start, m.new))
 
 
