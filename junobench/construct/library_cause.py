@@ -353,7 +353,7 @@ _HEADER = "Traceback (most recent call last)"
 #: How a literal list of IPython's traceback lines starts (its first line is 75 dashes),
 #: and where an arrow could start in it at the earliest (on the last dash).
 _DASHED_HEAD = "['" + "-" * 75
-_DASHES_END = len(_DASHED_HEAD) - 1
+_DASHES_END = len(_DASHED_HEAD) - 1  # pragma: no mutate (a bound: no arrow is that early)
 _QUOTES = frozenset("'\"")
 _LAST_ITEM_ENDS = ("']", '"]')
 #: An exception's name (dotted module prefixes allowed; a prefix's ``\w*+`` is
