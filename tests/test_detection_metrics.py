@@ -201,3 +201,15 @@ def test_a_matrix_is_a_value() -> None:
         c.tp = 9  # type: ignore[misc]
     assert {c: "x"}[Confusion(1, 2, 3, 4)] == "x"
     assert not hasattr(c, "__dict__")
+
+
+def test_test_results_are_values() -> None:
+    from dataclasses import FrozenInstanceError
+
+    test = mcnemar([True, False], [False, False])
+    difference = paired_difference(A, B, resamples=4, seed=0)
+    for value, field in ((test, "p_value"), (difference, "estimate")):
+        with pytest.raises(FrozenInstanceError):
+            setattr(value, field, 0.0)
+    assert test == mcnemar([True, False], [False, False]) and hash(test) == hash(
+        mcnemar([True, False], [False, False]))

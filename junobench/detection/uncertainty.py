@@ -115,8 +115,9 @@ def mcnemar(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> McNemar:
 
     if len(correct_a) != len(correct_b):
         raise ValueError("McNemar needs the same notebooks for both detectors")
-    only_a = sum(1 for a, b in zip(correct_a, correct_b, strict=True) if a and not b)
-    only_b = sum(1 for a, b in zip(correct_a, correct_b, strict=True) if b and not a)
+    pairs = list(zip(correct_a, correct_b, strict=True))
+    only_a = sum(1 for a, b in pairs if a and not b)
+    only_b = sum(1 for a, b in pairs if b and not a)
     if only_a + only_b == 0:
         return McNemar(0, 0, 1.0)
     p_value = float(binomtest(only_a, only_a + only_b, 0.5, alternative="two-sided").pvalue)
