@@ -262,3 +262,27 @@ def test_equal_totals_go_to_the_library_built_on_the_others() -> None:
     assert estimate(traceback) == "pandas"
     assert estimate(literal("ValueError   Traceback (most recent call last)",
                             cell("x = plt.x + sns.y"))) == "seaborn"
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def test_every_entry_point_answers_any_library_unless_asked_for_the_benchmark_s() -> None:
+    from junobench.construct.library_cause import estimate_many
+
+    xgb = literal("XGBoostError   Traceback (most recent call last)", cell("run(x)"),
+                  frame("xgboost/core.py"), "XGBoostError: bad")
+    pandas = literal("KeyError   Traceback (most recent call last)", cell("run(x)"),
+                     frame("pandas/core/frame.py"), "KeyError: 'x'")
+    assert score(xgb) == {"xgboost": WEIGHTS["entry_frame"] + WEIGHTS["raise_frame"]
+                          + WEIGHTS["exception"]}
+    assert score(xgb, benchmark=True) == {}
+    assert {e.library for e in explain(xgb)} == {"xgboost"}
+    assert explain(xgb, benchmark=True) == []
+    assert estimate_many([xgb, pandas]) == ["xgboost", "pandas"]
+    assert estimate_many([xgb, pandas], benchmark=True) == [None, "pandas"]
+    plain = literal("ValueError   Traceback (most recent call last)", cell("run(x)"),
+                    "ValueError: boom")
+    assert estimate_many([plain, plain], ["sns.set()", None]) == ["seaborn", None]
+    with pytest.raises(ValueError):
+        estimate_many([plain, plain], ["sns.set()"])
