@@ -531,7 +531,7 @@ def explain(traceback: Any, code: str | None = None, *, benchmark: bool = False
             ) -> list[Evidence]:
     """Every clue about a crash, strongest first (for reviewing a decision)."""
     clues: list[tuple[str, float, str, str]] = []
-    _, context = _clues(traceback, code, clues.append, benchmark=benchmark)
+    _, context = _clues(traceback, code, clues.append, benchmark)
     _tiebreak_clues(context, code, clues.append)
     if benchmark:
         clues = [clue for clue in clues if clue[0] in _LABELS]
@@ -542,7 +542,7 @@ def explain(traceback: Any, code: str | None = None, *, benchmark: bool = False
 _Record = Callable[[tuple[str, float, str, str]], Any] | None
 
 
-def _clues(traceback: Any, code: str | None, record: _Record = None, benchmark: bool = False
+def _clues(traceback: Any, code: str | None, record: _Record, benchmark: bool
            ) -> tuple[dict[str, float], tuple[str, int, int]]:
     """The total clue weight per library (see the module docstring for the clues), and
     where the cell's lines above the crash line are (``text, start, end``, for

@@ -118,10 +118,10 @@ def mcnemar(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> McNemar:
     pairs = list(zip(correct_a, correct_b, strict=True))
     only_a = sum(1 for a, b in pairs if a and not b)
     only_b = sum(1 for a, b in pairs if b and not a)
-    if only_a + only_b == 0:
+    if only_a == only_b == 0:  # no discordant notebook: nothing tells the two apart
         return McNemar(0, 0, 1.0)
     p_value = float(binomtest(only_a, only_a + only_b, 0.5, alternative="two-sided").pvalue)
-    return McNemar(only_a, only_b, min(1.0, p_value))
+    return McNemar(only_a, only_b, p_value)  # (scipy's two-sided p is at most 1)
 
 
 @dataclass(frozen=True)
