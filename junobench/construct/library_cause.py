@@ -352,14 +352,14 @@ _ANSI_HEAD = 400
 _HEADER = "Traceback (most recent call last)"
 #: How a literal list of IPython's traceback lines starts (its first line is 75 dashes),
 #: and where an arrow could start in it at the earliest (on the last dash).
-_DASHED_HEAD = "['" + "-" * 75
+_DASHED_HEAD = "['" + "-" * 75  # pragma: no mutate (only where the arrow search starts)
 _DASHES_END = len(_DASHED_HEAD) - 1  # pragma: no mutate (a bound: no arrow is that early)
 _QUOTES = frozenset("'\"")
 _LAST_ITEM_ENDS = ("']", '"]')
 #: An exception's name (dotted module prefixes allowed; a prefix's ``\w*+`` is
 #: possessive where the ``re`` module knows it, Python 3.11 on: giving characters back
 #: could never reach a dot, so the answers are the same, only found faster).
-_POSSESSIVE = "+" if sys.version_info >= (3, 11) else ""
+_POSSESSIVE = "+" if sys.version_info >= (3, 11) else ""  # pragma: no mutate (speed only)
 _EXCEPTION_NAME = (rf"(?:[A-Za-z_]\w*{_POSSESSIVE}\.)*[A-Z]\w*"
                    r"(?:Error|Exception|Exit|Interrupt|Warning|Iteration)")
 #: ``Name: message`` or a bare ``Name``.
