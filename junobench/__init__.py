@@ -35,6 +35,7 @@ __all__ = [
     "JunoBenchError",
     "Problem",
     "SnapshotError",
+    "diff",
     "format_case",
     "load",
     "ls",
@@ -48,6 +49,7 @@ _LAZY: dict[str, str] = {
     "ls": "junobench.browse",
     "show": "junobench.browse",
     "format_case": "junobench.browse",
+    "diff": "junobench.changes",
 }
 
 

@@ -19,25 +19,29 @@ from pathlib import Path
 from typing import Any
 
 from junobench.data.build import prepare
-from junobench.data.snapshot import resolve
+from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.envs.create import Selection, kernel_requirements
-from junobench.envs.environment import snapshot_environment
+from junobench.envs.environment import packaged, snapshot_environment
 from junobench.errors import JunoBenchError
 from junobench.loader import load
 
 
-def select(source: str | Path, case_ids: Sequence[str] | None = None, *, revision: str | None = None,
-           whole: bool = False, filters: Mapping[str, str | Iterable[str]] | None = None) -> Selection:
+def select(source: str | Path | None, case_ids: Sequence[str] | None = None, *,
+           revision: str | None = None, whole: bool = False,
+           filters: Mapping[str, str | Iterable[str]] | None = None) -> Selection:
     """The requirement set of ``case_ids`` (or the cases matching ``filters``, or every case)
-    of ``source``; with ``whole``, every pin of the snapshot's environment."""
-    root = resolve(source, revision=revision)
-    env = snapshot_environment(root)
+    of ``source`` (None: the default source); with ``whole``, every pin of the snapshot's
+    environment (of the packaged default environment when no source is given: nothing is
+    read or fetched)."""
+    if whole and (case_ids or filters):
+        raise JunoBenchError("--all makes the whole environment: give no cases or filters with it")
+    root = None if whole and source is None else resolve(source or DEFAULT_SOURCE, revision=revision)
+    env = packaged() if root is None else snapshot_environment(root)
     kernel = kernel_requirements(env)
     if whole:
-        if case_ids or filters:
-            raise JunoBenchError("--all makes the whole environment: give no cases or filters with it")
         pins = [f"{name}=={version}" for name, version in env.requirements.items()]
         return Selection(env, sorted({*pins, *kernel}), whole=True)
+    assert root is not None
     cases = _cases(root, case_ids, revision, filters)
     _, report = prepare(root, ("cases",), skip_invalid=True)
     wanted = {c["case_id"] for c in cases}

@@ -78,6 +78,19 @@ def mistral(reference_dir: Path) -> Path:
     return _require(reference_dir / "llm_outputs" / "mistral_small_3_1")
 
 
+@pytest.fixture(scope="session")
+def crane_llm_dir(reference_dir: Path) -> Path:
+    """CRANE-LLM's published files (results/, llms/llms_inputs and llms_outputs/, sas/)."""
+    return _require(reference_dir / "crane_llm")
+
+
+@pytest.fixture(scope="session")
+def crane_summary(crane_llm_dir: Path) -> Path:
+    """CRANE-LLM's results/results_summary.xlsx: the final human judgments per notebook
+    and setting (sheet Final_evaluation) and the paper's tables computed from them."""
+    return _require(crane_llm_dir / "results" / "results_summary.xlsx")
+
+
 @pytest.fixture
 def snapshot_copy(reference_snapshot: Path, tmp_path: Path) -> Path:
     """A writable copy of the reference snapshot, for tests that break or edit it."""

@@ -1,8 +1,9 @@
 """A local stand-in for the Hugging Face Hub's HTTP API, for tests of push and download.
 
 It serves, on 127.0.0.1, the endpoints huggingface_hub's ``HfApi.create_repo``,
-``create_branch``, ``create_commit`` (preupload, YAML validation, the git-LFS batch API
-with basic transfers, the ndjson commit) and ``snapshot_download`` (repo info, recursive
+``create_branch``, ``create_tag``, ``delete_tag``, ``list_repo_refs``, ``create_commit``
+(preupload, YAML validation, the git-LFS batch API with basic transfers, the ndjson
+commit, its ``parentCommit`` check) and ``snapshot_download`` (repo info, recursive
 tree, ``resolve`` with ETag / X-Repo-Commit / X-Linked-* headers, LFS files redirected to a
 storage host, 127.0.0.2) call,
 with the status codes and ``X-Error-Code`` headers the client interprets. Writes need the
@@ -41,6 +42,8 @@ def git_blob_id(data: bytes) -> str:
 class Repo:
     private: bool
     branches: dict[str, str] = field(default_factory=dict)  # branch -> commit oid
+    tags: dict[str, str] = field(default_factory=dict)  # tag -> commit oid
+    tag_messages: dict[str, str] = field(default_factory=dict)
     commits: dict[str, dict[str, bytes]] = field(default_factory=dict)  # oid -> tree
     lfs_paths: dict[str, set[str]] = field(default_factory=dict)  # oid -> paths stored as LFS
     messages: dict[str, str] = field(default_factory=dict)
@@ -91,8 +94,11 @@ class HubServer:
 
     @staticmethod
     def resolve(repo: Repo, revision: str) -> str | None:
+        """A branch, a tag or a commit id (the Hub's order) → the commit id."""
         if revision in repo.branches:
             return repo.branches[revision]
+        if revision in repo.tags:
+            return repo.tags[revision]
         return revision if revision in repo.commits else None
 
     def commit(self, repo: Repo, branch: str, tree: dict[str, bytes], lfs: set[str], message: str) -> str:
@@ -182,6 +188,9 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
         def do_PUT(self) -> None:
             self._route("PUT")
 
+        def do_DELETE(self) -> None:
+            self._route("DELETE")
+
         # ------------------------------------------------------------- writes
 
         def create_repo(self, query: dict) -> None:
@@ -220,6 +229,52 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
                 return
             found.branches[branch] = start
             self._send(200, {})
+
+        def create_tag(self, type: str, repo: str, revision: str, query: dict) -> None:
+            payload = json.loads(self._body() or b"{}")
+            if not self._authorized():
+                self._error(401, "Invalid credentials in Authorization header")
+                return
+            found = self._repo(type, repo)
+            if found is None:
+                return
+            tag = payload.get("tag") or ""
+            if not re.fullmatch(r"[\w.-]+", tag):
+                self._error(400, f"Invalid tag name {tag!r}")
+                return
+            if tag in found.tags:
+                self._error(409, f"Tag {tag} already exists")
+                return
+            oid = hub.resolve(found, revision)
+            if oid is None:
+                self._error(404, f"Invalid rev id: {revision}", "RevisionNotFound")
+                return
+            found.tags[tag] = oid
+            found.tag_messages[tag] = payload.get("message") or ""
+            self._send(200, {})
+
+        def delete_tag(self, type: str, repo: str, tag: str, query: dict) -> None:
+            if not self._authorized():
+                self._error(401, "Invalid credentials in Authorization header")
+                return
+            found = self._repo(type, repo)
+            if found is None:
+                return
+            if found.tags.pop(tag, None) is None:
+                self._error(404, f"Invalid rev id: {tag}", "RevisionNotFound")
+                return
+            self._send(200, {})
+
+        def refs(self, type: str, repo: str, query: dict) -> None:
+            found = self._repo(type, repo)
+            if found is None:
+                return
+
+            def refs_of(kind: str, names: dict[str, str]) -> list[dict[str, str]]:
+                return [{"name": n, "ref": f"refs/{kind}/{n}", "targetCommit": oid} for n, oid in sorted(names.items())]
+
+            self._send(200, {"branches": refs_of("heads", found.branches), "tags": refs_of("tags", found.tags),
+                             "converts": [], "pullRequests": []})
 
         def validate_yaml(self, query: dict) -> None:
             payload = json.loads(self._body())
@@ -313,6 +368,11 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
             header = lines[0]
             if header.get("key") != "header":
                 self._error(400, "the first line must be the commit header")
+                return
+            parent = header["value"].get("parentCommit")
+            if parent is not None and parent != head:  # the Hub refuses a commit on a moved branch
+                self._error(412, f"A commit has happened since. Please refresh and try again. ({parent} is "
+                                 f"not the head of {revision})")
                 return
             for line in lines[1:]:
                 value = line["value"]
@@ -421,6 +481,9 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
         (("POST", r"/api/repos/create"), "create_repo"),
         (("POST", r"/api/validate-yaml"), "validate_yaml"),
         (("POST", rf"/api/{repo_part}/branch/(?P<branch>.+)"), "create_branch"),
+        (("POST", rf"/api/{repo_part}/tag/(?P<revision>[^/]+)"), "create_tag"),
+        (("DELETE", rf"/api/{repo_part}/tag/(?P<tag>[^/]+)"), "delete_tag"),
+        (("GET", rf"/api/{repo_part}/refs"), "refs"),
         (("POST", rf"/api/{repo_part}/preupload/(?P<revision>[^/]+)"), "preupload"),
         (("POST", rf"/api/{repo_part}/commit/(?P<revision>[^/]+)"), "commit"),
         (("POST", rf"/{repo_part}\.git/info/lfs/objects/batch"), "lfs_batch"),

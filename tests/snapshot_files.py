@@ -20,3 +20,16 @@ def edit_cell(snapshot: Path, case_id: str, version: str, code_index: int, sourc
     code = [c for c in notebook["cells"] if c["cell_type"] == "code"]
     code[code_index]["source"] = source
     path.write_text(json.dumps(notebook, indent=1))
+
+
+def variant(notebook: Path, dest: Path, note: str = "another case") -> Path:
+    """A copy of ``notebook`` in the folder ``dest`` whose first code cell ends with the
+    comment ``# note``: the same behaviour, other code (not a duplicate of the original)."""
+    data = json.loads(notebook.read_text(encoding="utf-8"))
+    cell = next(c for c in data["cells"] if c["cell_type"] == "code")
+    source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+    cell["source"] = f"{source}\n# {note}"
+    dest.mkdir(parents=True, exist_ok=True)
+    path = dest / notebook.name
+    path.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    return path

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from cli_run import run_cli
-from snapshot_files import tree_digest
+from snapshot_files import tree_digest, variant
 from test_construct_kaggle import write_meta_kaggle, write_notebooks
 
 from junobench.construct import transaction
@@ -36,6 +36,14 @@ def _notebook(case: str, version: str) -> Path:
     return layout.notebook_path(SAMPLE, case, version)
 
 
+@pytest.fixture
+def other(tmp_path: Path):
+    """A sample case's notebook as another case's (other code, same behaviour)."""
+    def make(case: str, version: str) -> Path:
+        return variant(_notebook(case, version), tmp_path / "other")
+    return make
+
+
 def _rows(snapshot: Path) -> dict[str, dict]:
     return {r["nb_name"]: r for r in read_table(snapshot / layout.DESC_TABLE).records()}
 
@@ -54,7 +62,7 @@ def _remove_case(snapshot: Path, case: str) -> None:
 
 
 def test_two_cases_added_renumbered_validated_built_and_listed(snapshot: Path, tmp_path: Path,
-                                                               capsys) -> None:
+                                                               capsys, other) -> None:
     # 1. From Kaggle: kaggle-metadata resolves the notebook's datasets in a (fake) Meta Kaggle.
     meta = write_meta_kaggle(tmp_path / "meta-kaggle")
     datasets = tmp_path / "datasets.csv"
@@ -68,13 +76,13 @@ def test_two_cases_added_renumbered_validated_built_and_listed(snapshot: Path, t
     (downloads / "iris.csv").write_text("x,y\n3,4\n", encoding="utf-8")
     code, out, err = run_cli(
         capsys, "construct", "add-case", str(snapshot), URL + "?scriptVersionId=7",
-        "--reproduced", str(_notebook("sklearn_1", "reproduced")),
-        "--fixed", str(_notebook("sklearn_1", "fixed")),
+        "--reproduced", str(other("sklearn_1", "reproduced")),
+        "--fixed", str(other("sklearn_1", "fixed")),
         "--library", "sklearn", "--root-cause", "data confusion", "--crash-type",
         "data value violation", "--stage", "training", "--origin", "newly sampled",
         "--diagnosis", "The labels hold NaN, which the classifier refuses.",
         "--datasets", str(datasets), "--data", f"red-wine-quality={downloads / 'wine'}",
-        "--data", f"iris={downloads / 'iris.csv'}")
+        "--data", f"iris={downloads / 'iris.csv'}", "--no-verify")
     assert code == 0, err
     assert out.startswith("added sklearn_3: sklearn_3_reproduced.ipynb, sklearn_3_fixed.ipynb; "
                           "datasets red-wine-quality, iris")
@@ -92,13 +100,13 @@ def test_two_cases_added_renumbered_validated_built_and_listed(snapshot: Path, t
     assert run_cli(capsys, "construct", "downsample", "table", str(full), "--out",
                    str(prep / "scores.csv"), "--fraction", "0.5", "--seed", "3")[0] == 0
     code, out, err = run_cli(
-        capsys, "construct", "add-case", str(snapshot), str(_notebook("pandas_1", "original")),
-        "--reproduced", str(_notebook("pandas_1", "reproduced")),
-        "--fixed", str(_notebook("pandas_1", "fixed")),
+        capsys, "construct", "add-case", str(snapshot), str(other("pandas_1", "original")),
+        "--reproduced", str(other("pandas_1", "reproduced")),
+        "--fixed", str(other("pandas_1", "fixed")),
         "--library", "pandas", "--root-cause", "API misuse", "--crash-type", "key error",
         "--stage", "data preparation", "--diagnosis", "A column is read by a wrong name.",
         "--dataset", "name=scores;title=Exam scores (synthetic);license=CC0: Public Domain",
-        "--data", f"scores={prep / 'scores.csv'}")
+        "--data", f"scores={prep / 'scores.csv'}", "--no-verify")
     assert code == 0, err
     assert out.startswith("added pandas_3: pandas_3.ipynb, pandas_3_reproduced.ipynb")
 
@@ -111,6 +119,8 @@ def test_two_cases_added_renumbered_validated_built_and_listed(snapshot: Path, t
     assert (wine["DatasetTitle_2"], wine["DatasetLicenseName_2"]) == ("Iris Species", "Unknown")
     assert wine["ename"] == "valueerror" and wine["traceback"].startswith("['")
     assert wine["Libs-cause"] == "sklearn" and wine["source"] == "newly sampled"
+    assert wine["provenance"].startswith("added by junobench ")
+    assert wine["provenance"].endswith("construct add-case; not verified (--no-verify)")
     diagnoses = _diagnoses(snapshot)
     assert diagnoses["sklearn_3_reproduced"]["diagnosis"].startswith("The labels hold NaN")
     assert diagnoses["sklearn_3_fixed"]["detection"] in (False, 0)
@@ -181,12 +191,14 @@ def test_a_case_that_would_not_build_leaves_the_snapshot_as_it_was(snapshot: Pat
 
 
 def test_an_edit_killed_half_way_is_finished_by_the_next_command(snapshot: Path, monkeypatch,
-                                                                 capsys) -> None:
-    case = NewCase(library="numpy", reproduced=_notebook("numpy_1", "reproduced"),
-                   fixed=_notebook("numpy_1", "fixed"), root_cause="implementation error",
+                                                                 capsys, other) -> None:
+    case = NewCase(library="numpy", reproduced=other("numpy_1", "reproduced"),
+                   fixed=other("numpy_1", "fixed"), root_cause="implementation error",
                    crash_type="tensor shape mismatch", pipeline_stage="data preparation",
                    ml_bug="ML bug", diagnosis="Windows of unequal length are stacked.")
     real_replace = transaction.os.replace
+    mine = snapshot / ".mine.edit"
+    mine.write_text("not junobench's", encoding="utf-8")
     before = tree_digest(snapshot)
 
     def killed_at_once(*args: object) -> None:
@@ -194,9 +206,10 @@ def test_an_edit_killed_half_way_is_finished_by_the_next_command(snapshot: Path,
 
     monkeypatch.setattr(transaction.os, "replace", killed_at_once)
     with pytest.raises(KeyboardInterrupt):  # while preparing: nothing is left
-        add_case(snapshot, case)
+        add_case(snapshot, case, verify=False)
     monkeypatch.setattr(transaction.os, "replace", real_replace)
-    assert tree_digest(snapshot) == before
+    assert tree_digest(snapshot) == before  # the maintainer's own .edit file kept
+    mine.unlink()
     assert not [p for p in snapshot.iterdir() if p.name.startswith(".")]
 
     def killed_at_the_table(source: str, target: str) -> None:
@@ -206,7 +219,7 @@ def test_an_edit_killed_half_way_is_finished_by_the_next_command(snapshot: Path,
 
     monkeypatch.setattr(transaction.os, "replace", killed_at_the_table)
     with pytest.raises(KeyboardInterrupt):  # while committing: the journal says what is left
-        add_case(snapshot, case)
+        add_case(snapshot, case, verify=False)
     monkeypatch.setattr(transaction.os, "replace", real_replace)
     assert (snapshot / transaction.JOURNAL).exists()
     assert (snapshot / "benchmark/numpy_2").is_dir() and "numpy_2" not in _rows(snapshot)

@@ -65,7 +65,9 @@ def test_resolves_titles_urls_and_licences(tmp_path: Path, capsys) -> None:
     out = tmp_path / "datasets.xlsx"
     assert main(["construct", "kaggle-metadata", str(notebooks), "--meta-kaggle", str(meta),
                  "--out", str(out)]) == 0
-    assert "not in Meta Kaggle: dave/not-there" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err == ("warning: 1 notebook(s) not found in Meta Kaggle (noted in their rows): "
+                   "dave/not-there\n")  # said once
     rows = read_table(out).records()
     found = [(r["notebook"], r["title"], r["url"], r["license"], r["handle"]) for r in rows if r["url"]]
     assert found == [
@@ -275,3 +277,27 @@ def test_handles_are_plain_names(tmp_path: Path, mirror: Path) -> None:
     table.write_text("handle\n../../etc\n", encoding="utf-8")
     with pytest.raises(JunoBenchError, match="not a Kaggle handle"):
         kaggle.download(table, tmp_path / "dest", mirror=mirror)
+
+
+def test_download_goes_on_past_a_failure_and_lists_every_one(tmp_path: Path, mirror: Path,
+                                                             capsys) -> None:
+    table = tmp_path / "d.csv"
+    table.write_text("url\nhttps://www.kaggle.com/datasets/someone/else\n"
+                     "https://www.kaggle.com/datasets/bob/red-wine-quality\n"
+                     "https://www.kaggle.com/datasets/nobody/nothing\n", encoding="utf-8")
+    code = main(["construct", "download", str(table), "--dest", str(tmp_path / "d"),
+                 "--mirror", str(mirror)])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert out.startswith("bob/red-wine-quality: downloaded")  # after the first failure
+    lines = err.splitlines()
+    assert [line.split(":")[0:2] for line in lines[:2]] == [["failed", " someone/else"],
+                                                            ["failed", " nobody/nothing"]]
+    assert [line for line in lines if line.startswith("error: ")] == [lines[-1]]
+    assert lines[-1].startswith("error: 2 of 3 dataset(s) could not be downloaded; the other 1 "
+                                "are in ")
+    with pytest.raises(kaggle.DownloadFailed) as caught:
+        kaggle.download(table, tmp_path / "d", mirror=mirror)
+    assert [h for h, _ in caught.value.failures] == ["someone/else", "nobody/nothing"]
+    assert [d.handle for d in caught.value.done] == ["bob/red-wine-quality"]
+    assert caught.value.done[0].skipped  # the second run keeps what is complete

@@ -32,7 +32,7 @@ EXPECTED = {
     "statsmodels_1.ipynb": "same exception",  # numpy_1 needs NumPy 1.x (np.NaN)
     "absolute_paths.ipynb": "same exception",  # /kaggle/input/… pointed at the copy
     "other_exception.ipynb": "different exception",
-    "NBspecific_2.ipynb": "no crash",  # its crash needed a second run of the cell
+    "NBspecific_2.ipynb": "same exception",  # no In[5]: its crashing cell (In[6]) run twice
     "fixed_crash.ipynb": "no crash",
     "earlier.ipynb": "crashed earlier",
     "missing_module.ipynb": "missing module",
@@ -120,6 +120,9 @@ def _check(rows: list[dict]) -> None:
     assert "FileNotFoundError" in by_name["sklearn_1.ipynb"]["reproduced_detail"]
     assert "/kaggle paths" in by_name["absolute_paths.ipynb"]["reproduced_detail"]
     assert "no error output" in by_name["no_error_output.ipynb"]["reproduced_detail"]
+    twice = by_name["NBspecific_2.ipynb"]
+    assert twice["reproduced_exception"] == "KeyError"
+    assert "on its second run: In[5] is missing, so the crashing cell ran twice" in twice["reproduced_detail"]
 
 
 def test_reproduce_classifies_each_candidate_locally(candidates, tmp_path, capsys):
@@ -133,7 +136,7 @@ def test_reproduce_classifies_each_candidate_locally(candidates, tmp_path, capsy
     assert written.columns[:4] == ["fname", "eid", "ename", "evalue"]
     assert "reproduced" in written.columns and "reproduced_detail" in written.columns
     _check(written.records())
-    assert "3 same exception" in stdout and "wrote 11 rows" in stdout
+    assert "4 same exception" in stdout and "wrote 11 rows" in stdout
 
     # A rerun keeps every verdict and runs nothing again.
     before = out.read_bytes()
@@ -170,6 +173,34 @@ def test_rerun_replays_only_rows_without_a_verdict(candidates, tmp_path):
     final = read_table(out).records()
     assert final[0]["reproduced_detail"] == "kept" and final[1]["reproduced"] == "no crash"
     assert final[2]["reproduced"] == "same exception"  # the infrastructure error was run again
+
+
+def test_a_quota_per_library_stops_trying_a_library_once_met(candidates, tmp_path, capsys):
+    table, notebooks, data = candidates
+    rows = {r["fname"]: r for r in read_table(table).records()}
+    order = [("earlier.ipynb", "pandas"), ("pandas_1.ipynb", "pandas"), ("absolute_paths.ipynb", "pandas"),
+             ("statsmodels_1.ipynb", "statsmodels"), ("missing_module.ipynb", "statsmodels")]
+    quota_table = tmp_path / "scored.xlsx"
+    write_table(quota_table, [{**rows[name], "Libs-cause": library} for name, library in order],
+                ["fname", "eid", "ename", "evalue", "Libs-cause"])
+    out = tmp_path / "triaged.xlsx"
+    code, stdout, err = run_cli(capsys, "construct", "reproduce", str(quota_table), "--notebooks", str(notebooks),
+                                "--data", str(data), "--out", str(out), "--jobs", "2", "--timeout", "60",
+                                "--no-progress", "--quota", "1")
+    assert code == 0, err
+    got = {r["fname"]: (r["reproduced"], r["reproduced_detail"]) for r in read_table(out).records()}
+    assert got["earlier.ipynb"][0] == "crashed earlier" and got["pandas_1.ipynb"][0] == "same exception"
+    assert got["absolute_paths.ipynb"] == ("over quota", "not tried: 1 crash(es) of pandas reproduced already "
+                                                         "(--quota)")
+    assert got["statsmodels_1.ipynb"][0] == "same exception" and got["missing_module.ipynb"][0] == "over quota"
+    assert "2 over quota" in stdout
+    # A rerun with a larger quota tries what was over quota, and keeps the verdicts.
+    result = reproduce(quota_table, notebooks, out=out, data=data, jobs=2, timeout=60, progress=False, quota=2)
+    assert result.reused == 3
+    assert {r["fname"]: r["reproduced"] for r in read_table(out).records()}["absolute_paths.ipynb"] == "same exception"
+    code, _, err = run_cli(capsys, "construct", "reproduce", str(table), "--notebooks", str(notebooks),
+                           "--out", str(tmp_path / "x.xlsx"), "--quota", "1")
+    assert code == 1 and "--quota needs a library column" in err
 
 
 def test_bad_input_is_one_clear_error(candidates, tmp_path, capsys):

@@ -124,3 +124,53 @@ def test_refusals(restricted: Path, tmp_path: Path, capsys) -> None:
                  "--seed", "1"]) == 1
     assert "fake.metadata.json" in capsys.readouterr().err
     assert not (tmp_path / "fake.csv").exists()
+
+
+def _every_kind(rows: int = 40) -> pd.DataFrame:
+    """A table with a column of each kind, the identifiers dense (no room left in range)."""
+    names = [f"Person {chr(65 + i % 26)}{i}" for i in range(rows)]
+    names[1] = names[0]  # free text with a repeat: not an identifier
+    return pd.DataFrame({
+        "id": [7 * i + 3 for i in range(rows)],
+        "row": range(1, rows + 1),
+        "ref": [f"AB-{i:04d}" for i in range(rows)],
+        "code": [f"{i:05d}" for i in range(rows)],
+        "name": names,
+        "day": [f"2020-01-{1 + i % 28:02d}" if i < 28 else f"2020-02-{i - 27:02d}" for i in range(rows)],
+        "seen": [f"2021-03-04 10:{i:02d}" for i in range(rows)],
+        "stamp": pd.date_range("2022-01-01", periods=rows, freq="D"),
+        "city": ["Oslo", "Lund", "Umea", "Pite"] * (rows // 4),
+        "score": np.linspace(0, 1, rows).round(3),
+    })
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_no_original_identifier_or_free_text_value_is_copied(tmp_path: Path, suffix: str) -> None:
+    frame = _every_kind()
+    source = tmp_path / f"people{suffix}"
+    if suffix == ".csv":
+        frame.to_csv(source, index=False)
+    else:
+        frame.to_parquet(source, index=False)
+    out = tmp_path / f"fake{suffix}"
+    report = synthetic(source, out, seed=5, record=False)
+    read = (lambda p: pd.read_csv(p, dtype=str)) if suffix == ".csv" else pd.read_parquet
+    original, fake = read(source), read(out)
+    for column in ("id", "ref", "code", "name", "day", "seen", "stamp"):
+        copied = set(fake[column].astype(str)) & set(original[column].astype(str))
+        assert not copied, (column, report.columns[column], sorted(copied)[:5])
+    for column in ("id", "ref", "code", "day", "seen", "stamp", "row"):
+        assert fake[column].is_unique, column
+    # a dense integer range (1..n, a count) is permuted, not moved out of its range
+    assert sorted(fake["row"].astype(int)) == list(range(1, len(frame) + 1))
+    assert "permuted" in report.columns["row"]
+    assert fake["name"].nunique() == original["name"].nunique()  # the repeat kept, renamed alike
+    assert fake.loc[0, "name"] == fake.loc[1, "name"]
+    assert all(c[:2].isupper() and c[2] == "-" and c[3] == "0" and c[4:].isdigit() for c in fake["ref"])
+    assert all(len(c) == 5 and c.startswith("0") for c in fake["code"])
+    assert set(fake["city"]) <= set(original["city"])  # categories are drawn from the originals
+    assert "none an original" in report.columns["day"] and "none an original" in report.columns["id"]
+    if suffix == ".csv":
+        assert list(pd.read_csv(out).dtypes) == list(pd.read_csv(source).dtypes)
+    else:
+        assert list(fake.dtypes) == list(original.dtypes)

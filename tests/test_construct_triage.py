@@ -17,8 +17,11 @@ from junobench.construct.triage import (
     OUTCOMES,
     SAME,
     TIMED_OUT,
+    Reproduction,
     classify,
     crash_cell,
+    reexecuted,
+    reexecution_order,
     reproduction_order,
 )
 from junobench.data.notebook import CodeCell, ErrorOutput, Step
@@ -118,3 +121,31 @@ def test_reproduction_order_uses_counts_else_document_order():
     assert reproduction_order(counted, 3) == ([Step(1, 1), Step(0, 2), Step(3, 3)], False)
     uncounted = [cell(0, None), cell(1, None), cell(2, None, "KeyError"), cell(3, None)]
     assert reproduction_order(uncounted, 2) == ([Step(0, None), Step(1, None), Step(2, None)], True)
+
+
+def _cells(*counts: int | None) -> list[CodeCell]:
+    return [CodeCell(i, f"x{i}", count) for i, count in enumerate(counts)]
+
+
+def test_a_gap_below_the_crashing_cell_s_count_gives_an_order_with_it_run_twice() -> None:
+    cells = _cells(1, 2, 3, 4, 6, None)  # NBspecific_2: no In[5], the crash at In[6]
+    steps = [Step(0, 1), Step(1, 2), Step(2, 3), Step(3, 4), Step(4, 6)]
+    assert reexecution_order(cells, steps) == [*steps[:-1], Step(4, None), Step(4, 6)]
+    assert reexecution_order(_cells(1, 2, 3), [Step(0, 1), Step(1, 2), Step(2, 3)]) is None
+    assert reexecution_order(_cells(1, 3), [Step(0, 1), Step(1, None), Step(1, 3)]) is None  # twice already
+    assert reexecution_order(_cells(None, None), [Step(0, None), Step(1, None)]) is None
+    assert reexecution_order(_cells(1), [Step(0, 1)]) is None
+    assert reexecution_order(_cells(), []) is None
+
+
+def test_the_second_try_says_the_cell_ran_twice() -> None:
+    first = Reproduction(NO_CRASH, "the crashing cell (code cell 4) ran without error")
+    log = RunLog(steps=(ok(0), ok(4), err(4, "KeyError", "'x'")), planned=3, kernel_pid=1)
+    again = classify(log, crash_cell=4, expected="keyerror")
+    verdict = reexecuted(again, 6, first)
+    assert verdict.outcome == SAME and verdict.exception == "KeyError"
+    assert verdict.detail.endswith("on its second run: In[5] is missing, so the crashing cell ran "
+                                   "twice (as a [reexecute] cell)")
+    quiet = reexecuted(Reproduction(NO_CRASH, "still nothing"), 6, first)
+    assert quiet.outcome == NO_CRASH and quiet.detail.startswith(first.detail)
+    assert "run twice (In[5] is missing" in quiet.detail and quiet.detail.endswith("still nothing")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 PAGE = REPO / "docs" / "construction.md"
@@ -25,16 +28,34 @@ def run_first_bash_block(page: Path, heading: str, cwd: Path) -> subprocess.Comp
     return done
 
 
+@pytest.mark.kernel
 def test_the_walkthrough_runs_on_the_bundled_sample(tmp_path: Path) -> None:
     done = run_first_bash_block(PAGE, "## Extending the benchmark by one case", tmp_path)
     assert "added pandas_3: pandas_3.ipynb, pandas_3_reproduced.ipynb, pandas_3_fixed.ipynb; " \
            "datasets passengers" in done.stdout
-    assert "mybench: valid (4 cases" in done.stdout
+    assert "verified in junobench's own environment: reproduced: crashed at the target" \
+           in done.stdout
+    assert "the case is already in the snapshot as pandas_3" in done.stderr
+    assert "refused; mybench unchanged" in done.stdout
+    assert "removed pandas_2: its folder" in done.stdout
+    assert "pandas_3 -> pandas_1" in done.stdout
+    assert done.stdout.rstrip().count("mybench: valid (2 cases") >= 2
     assert "Ferry passengers (synthetic) [CC0: Public Domain]" in done.stdout
-    assert "downsampled" in (tmp_path / "mybench/benchmark/pandas_3/data/"
+    assert "downsampled" in (tmp_path / "mybench/benchmark/pandas_1/data/"
                              "passengers.metadata.json").read_text(encoding="utf-8")
+    renamed = json.loads((tmp_path / "mybench/renamed_cases.json").read_text(encoding="utf-8"))
+    assert [e["renamed"] for e in renamed["renumbered"]] == [{"pandas_3": "pandas_1"}]
+    # it ends with the diff, a release dry run and a Croissant file mlcroissant reads
+    # the new pandas_1 (renumbered from pandas_3) stands where the sample's pandas_1 stood
+    assert "sample → mybench: 0 added, 8 removed, 0 renamed, 1 changed (10 → 2 cases)" in done.stdout
+    assert "dry run: would release mybench as version 1.1.0 to dataset repo someone/mybench" in done.stdout
+    assert "## 1.1.0 (" in done.stdout and "dry run: nothing was written or sent" in done.stdout
+    assert not (tmp_path / "mybench/VERSION").exists()
+    assert "ok: release-export" in done.stdout
+    assert "croissant: 2 cases, first pandas_1" in done.stdout
 
 
+@pytest.mark.kernel
 def test_the_readme_s_extension_example_runs_on_the_bundled_sample(tmp_path: Path) -> None:
     done = run_first_bash_block(REPO / "README.md", "## Extending the benchmark", tmp_path)
-    assert "added pandas_3:" in done.stdout and "mybench: valid (4 cases" in done.stdout
+    assert "added pandas_3:" in done.stdout and "mybench: valid (3 cases" in done.stdout

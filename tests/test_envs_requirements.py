@@ -6,6 +6,7 @@ import ast
 import json
 import os
 import re
+import sys
 import warnings
 from pathlib import Path
 
@@ -293,6 +294,58 @@ def test_the_dockerfile_reproduces_the_selection(tmp_path, capsys):
     code, _, _ = run_cli(capsys, "env", "dockerfile", "--all", "--source", "sample", "--out", str(out))
     pins = (out / "requirements.txt").read_text().split()
     assert code == 0 and "torch==2.3.1" in pins and "tensorflow==2.17.0" in pins and len(pins) == 63
+
+
+def test_dockerfile_all_reads_no_source_and_gets_a_compiler_for_source_builds(tmp_path, capsys,
+                                                                               monkeypatch):
+    import junobench.data.snapshot as snapshot
+
+    def no_hub(*args, **kwargs):
+        raise AssertionError("--all without --source read a snapshot")
+
+    monkeypatch.setattr(snapshot, "resolve", no_hub)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = tmp_path / "ctx"
+    code, _, err = run_cli(capsys, "env", "dockerfile", "--all", "--out", str(out))
+    assert code == 0, err
+    text = (out / "Dockerfile").read_text()
+    assert "apt-get install -y --no-install-recommends build-essential" in text
+    assert "No wheel for Python 3.10 on linux x86_64: eli5==0.13.0, fasttext==0.9.3" in text
+    assert text.index("build-essential") < text.index("uv pip install")
+    assert "fasttext==0.9.3" in (out / "requirements.txt").read_text().split()
+    # A selection whose pins all have wheels gets no compiler.
+    monkeypatch.undo()
+    code, _, _ = run_cli(capsys, "env", "dockerfile", "sklearn_1", "--source", "sample", "--out",
+                         str(tmp_path / "small"))
+    assert code == 0 and "build-essential" not in (tmp_path / "small/Dockerfile").read_text()
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="pylock.toml is read with tomllib (3.11+)")
+def test_source_builds_are_read_from_the_lock_s_wheel_entries():
+    from junobench.envs.wheels import platform_tags, source_builds
+
+    def package(name, version, *wheels, marker=None):
+        entry = f'[[packages]]\nname = "{name}"\nversion = "{version}"\n'
+        if marker:
+            entry += f'marker = "{marker}"\n'
+        urls = ", ".join(f'{{ url = "https://files.example/{w}" }}' for w in wheels)
+        return entry + (f"wheels = [{urls}]\n" if wheels else 'sdist = { url = "x.tar.gz" }\n')
+
+    lock = "\n".join([
+        package("fasttext", "0.9.3", "fasttext-0.9.3-cp312-cp312-manylinux_2_17_x86_64.whl"),
+        package("pure", "1.0", "pure-1.0-py3-none-any.whl"),
+        package("numpy", "1.26.4", "numpy-1.26.4-cp310-cp310-manylinux_2_17_x86_64.manylinux2014_x86_64.whl"),
+        package("macos", "1.0", "macos-1.0-cp310-cp310-macosx_11_0_arm64.whl"),
+        package("pywin32", "310", marker="sys_platform == 'win32'"),
+        package("abi3", "2.0", "abi3-2.0-cp38-abi3-manylinux_2_28_x86_64.whl"),
+        package("newglibc", "1.0", "newglibc-1.0-cp310-cp310-manylinux_2_39_x86_64.whl"),
+    ])
+    assert source_builds(lock, python="3.10", platform="linux x86_64") == [
+        "fasttext==0.9.3", "macos==1.0", "newglibc==1.0"]
+    assert "numpy==1.26.4" in source_builds(lock, python="3.10", platform="linux aarch64")
+    assert "cp310-cp310-manylinux2014_x86_64" in platform_tags("3.10", "linux x86_64")
+    with pytest.raises(JunoBenchError):
+        source_builds("not = [toml", python="3.10", platform="linux x86_64")
 
 
 def test_the_dockerfile_writer_keeps_other_files(tmp_path, capsys):

@@ -155,8 +155,12 @@ def test_comparison_csv_and_markdown(qwen, mistral, reference_snapshot, capsys):
                            str(reference_snapshot), "--format", "csv")
     assert code == 0
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert [r["setting"] for r in rows] == ["code", "mistral_small_3_1"]
+    assert [r["setting"] for r in rows] == ["code", "mistral_small_3_1",
+                                            "code vs mistral_small_3_1"]
     assert {"f1", "f1_low", "f1_high", "tp"} <= set(rows[0])
+    # The pair's tests follow the sets, in columns of their own.
+    assert rows[2]["f1"] == "" and 0 <= float(rows[2]["mcnemar_p"]) <= 1
+    assert rows[2]["mcnemar_p_holm"] == rows[2]["mcnemar_p"]  # one pair: nothing to adjust
     code, out, _ = run_cli(capsys, "evaluate", str(qwen), str(mistral), "--source",
                            str(reference_snapshot), "--format", "markdown")
     tables = [block for block in out.split("\n\n") if block.startswith("|")]
@@ -170,6 +174,8 @@ def test_comparison_csv_and_markdown(qwen, mistral, reference_snapshot, capsys):
 def latex_rows(text: str) -> tuple[str, list[str]]:
     """The column spec and the body lines of one tabular; fails on anything else."""
     lines = text.strip().splitlines()
+    while lines and lines[-1].startswith("% "):  # notes under the table are comments
+        lines.pop()
     head = re.fullmatch(r"\\begin\{tabular\}\{([lrc]+)\}", lines[0])
     assert head, lines[0]
     assert lines[-1] == r"\end{tabular}"
@@ -185,7 +191,12 @@ def test_latex_is_a_table_fragment_a_paper_can_include(qwen, mistral, reference_
     code, out, err = run_cli(capsys, "evaluate", str(odd), str(mistral), "--source",
                              str(reference_snapshot), "--format", "latex")
     assert code == 0, err
-    spec, body = latex_rows(out)
+    scores, tests = out.split("\n% Paired tests")
+    spec, body = latex_rows(scores)
+    # The paired tests that Markdown shows come as a second tabular, after a comment.
+    _test_spec, test_body = latex_rows(tests.split("\n", 1)[1])
+    assert "McNemar p" in test_body[0] and "bootstrap p" in test_body[0]
+    assert test_body[1].startswith(r"qwen\_code\#1 & mistral\_small\_3\_1 & 216 & ")
     assert len(spec) == 6  # setting, n, precision, recall, F1, accuracy
     for line in body:
         assert line.endswith(r"\\")
@@ -200,6 +211,11 @@ def test_latex_is_a_table_fragment_a_paper_can_include(qwen, mistral, reference_
     spec, body = latex_rows(out)
     assert body[-1].startswith("all & 222 & 72.4 [") and "67.9 [" in body[-1]
     assert any(line.startswith(r"tensorflow/keras & 30") for line in body)
+    # Libraries of one or two cases: their intervals are flagged, with the note under the table.
+    small = [line for line in body if "†" in line]
+    assert small and all(line.split(" & ")[1] in ("2", "4") for line in small)
+    assert not any("†" in line for line in body if line.startswith(("all", "tensorflow")))
+    assert out.rstrip().endswith("the interval says little")
     if shutil.which("pdflatex"):
         document = (r"\documentclass{article}\usepackage{booktabs}\begin{document}"
                     r"\begin{table}\input{t.tex}\end{table}\end{document}")

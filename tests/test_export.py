@@ -20,7 +20,7 @@ import junobench
 from junobench.data.build import build
 from junobench.data.records import FEATURES
 from junobench.data.tables import read_table, write_table
-from junobench.hub.read_export import CARD, MANIFEST, PARQUET
+from junobench.hub.read_export import CARD, CROISSANT, MANIFEST, PARQUET
 from junobench.hub.write_export import export
 
 CASES = PARQUET["cases"]
@@ -76,7 +76,7 @@ def test_reexport_is_byte_identical(exported, reference_snapshot, tmp_path):
     again = export(reference_snapshot, tmp_path / "again")
     assert tree_digest(again.out) == tree_digest(exported)
     manifest = json.loads((exported / MANIFEST).read_text())
-    assert set(manifest["files"]) == {CARD, *PARQUET.values()}
+    assert set(manifest["files"]) == {CARD, CROISSANT, *PARQUET.values()}
     for name, info in manifest["files"].items():
         data = (exported / name).read_bytes()
         assert info == {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}

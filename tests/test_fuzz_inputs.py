@@ -28,7 +28,7 @@ from junobench.data.tables import read_desc, read_table, write_table
 from junobench.detection.layouts import read_predictions
 from junobench.errors import JunoBenchError
 from junobench.hub.check import check
-from junobench.hub.read_export import CARD, MANIFEST, PARQUET, read_manifest
+from junobench.hub.read_export import CARD, CROISSANT, MANIFEST, PARQUET, read_manifest
 from junobench.hub.write_export import export
 
 FUZZ = settings(max_examples=120, deadline=None,
@@ -213,7 +213,7 @@ def export_dir(tmp_path_factory) -> Path:
     return out
 
 
-names = st.one_of(st.sampled_from([CARD, *PARQUET.values(), "../x", "/etc/passwd", "a/../../b",
+names = st.one_of(st.sampled_from([CARD, CROISSANT, *PARQUET.values(), "../x", "/etc/passwd", "a/../../b",
                                    "cases/../README.md", "C:\\x", ".git/config"]), hostile_text)
 digests = st.fixed_dictionaries({"sha256": st.one_of(st.just("0" * 64), hostile_text, json_values),
                                  "size": st.one_of(st.integers(0, 10**6), huge_ints, json_values)})
@@ -240,7 +240,7 @@ def test_any_manifest_is_read_and_checked_or_a_clean_error(export_dir, tmp_path,
     except JunoBenchError as error:
         assert MANIFEST in str(error)
     else:
-        assert all(name in (CARD, *PARQUET.values()) for name in manifest["files"])
+        assert all(name in (CARD, CROISSANT, *PARQUET.values()) for name in manifest["files"])
     problems = check(copy)  # every problem is reported, none raised
     assert all(isinstance(str(p), str) for p in problems)
 

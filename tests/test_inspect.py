@@ -144,3 +144,13 @@ def test_inspect_eval_command_finds_the_registered_task(openai_env, tmp_path):
     assert {str(s.id) for s in log.samples} == {f"sklearn_{n}_{v}" for n in (1, 2)
                                                 for v in ("reproduced", "fixed")}
     assert len(prompts(server)) == 4
+
+
+def test_the_inspect_task_sends_crane_llms_published_inputs(crane_llm_dir, reference_snapshot):
+    folder = crane_llm_dir / "llms/llms_inputs/executed_code_runinfo"
+    task = crash_detection(source=str(reference_snapshot), crane_inputs=str(folder),
+                           library="lightgbm,statsmodels")
+    samples = list(task.dataset)
+    assert len(samples) == 6
+    for sample in samples:
+        assert sample.input[1].content == (folder / "other" / f"{sample.id}.txt").read_text()

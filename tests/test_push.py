@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hub_server import HubServer  # tests/ is on sys.path under pytest
 
-from junobench.hub.read_export import CARD, MANIFEST, PARQUET, file_digest
+from junobench.hub.read_export import CARD, CROISSANT, MANIFEST, PARQUET, file_digest
 from junobench.hub.write_export import export
 
 TOKEN = "hf_junobenchTestToken1234567890"
@@ -54,7 +54,7 @@ def test_dry_run_lists_every_file_and_sends_nothing(exported, hub, tmp_path):
     assert run.returncode == 0, run.stderr
     assert hub.requests == []
     listed = [line.split()[1] for line in run.stdout.splitlines() if line.strip().startswith("add ")]
-    assert listed == export_files(exported) == sorted([CARD, MANIFEST, *PARQUET.values()])
+    assert listed == export_files(exported) == sorted([CARD, CROISSANT, MANIFEST, *PARQUET.values()])
     sha = file_digest(exported / PARQUET["cases"])["sha256"]
     assert sha in run.stdout
     assert "nothing was sent" in run.stdout

@@ -20,8 +20,8 @@ from junobench.errors import JunoBenchError
 from junobench.safety.text import EscapedStream
 
 #: Modules under ``junobench.cli`` that add verbs, in the order ``--help`` lists them.
-VERB_MODULES: tuple[str, ...] = ("records", "stats", "verify", "envs", "evaluate", "runtime", "publish",
-                                 "construct")
+VERB_MODULES: tuple[str, ...] = ("records", "stats", "verify", "envs", "evaluate", "diagnosis", "runtime",
+                                 "publish", "release", "construct")
 
 
 class Parser(argparse.ArgumentParser):

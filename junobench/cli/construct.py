@@ -6,6 +6,7 @@ import argparse
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 from junobench.errors import JunoBenchError
 
@@ -25,6 +26,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _synthetic(steps)
     _reproduce(steps)
     _add_case(steps)
+    _remove_case(steps)
     _renumber(steps)
 
     parser = subparsers.add_parser(
@@ -41,6 +43,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("snapshot", help="snapshot directory, or 'sample'")
     parser.add_argument("--strict", action="store_true",
                         help="count every warning as a problem (exit code 1)")
+    parser.add_argument("--allow-licence", action="append", default=[], metavar="LICENCE",
+                        help="also allow this input-dataset licence (SPDX id or name; repeatable)")
+    parser.add_argument("--licences", default=None, metavar="FILE",
+                        help="the allow-list: one licence a line, replacing the default list of open licences")
+    parser.add_argument("--licence-policy", choices=("warn", "error", "off"), default="warn",
+                        help="a licence outside the allow-list or unknown is a warning (default), a "
+                             "problem, or not reported")
     parser.set_defaults(handler=_run_validate)
 
 
@@ -252,16 +261,16 @@ def _kaggle_metadata(steps: argparse._SubParsersAction[argparse.ArgumentParser])
 
 
 def _run_kaggle_metadata(args: argparse.Namespace) -> int:
-    from junobench.construct.kaggle import kaggle_metadata
+    from junobench.construct.kaggle import NOT_FOUND, kaggle_metadata
 
     rows = kaggle_metadata(args.notebooks, args.meta_kaggle, args.out, column=args.column)
     notebooks = {r["notebook"] for r in rows}
     datasets = [r for r in rows if r.get("url")]
-    unresolved = sorted({r["notebook"] for r in rows if r.get("note")
-                         and "not found" in r["note"]})
+    unresolved = sorted({r["notebook"] for r in rows if r.get("note") == NOT_FOUND})
     print(f"{len(notebooks)} notebooks, {len(datasets)} input datasets; wrote {args.out}")
-    for name in unresolved:
-        print(f"  not in Meta Kaggle: {name}", file=sys.stderr)
+    if unresolved:
+        print(f"warning: {len(unresolved)} {NOT_FOUND.replace('notebook', 'notebook(s)', 1)} "
+              f"(noted in their rows): {', '.join(unresolved)}", file=sys.stderr)
     return 0
 
 
@@ -281,13 +290,22 @@ def _download(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
 
 
 def _run_download(args: argparse.Namespace) -> int:
-    from junobench.construct.kaggle import download
+    from junobench.construct.kaggle import DownloadFailed, download
 
-    for item in download(args.datasets, args.dest, mirror=args.mirror):
+    try:
+        items = download(args.datasets, args.dest, mirror=args.mirror)
+        failed = None
+    except DownloadFailed as error:
+        items, failed = error.done, error
+    for item in items:
         size = sum(f["size"] for f in item.files)
         state = "already complete" if item.skipped else "downloaded"
         print(f"{item.handle}: {state}, {len(item.files)} files, {size:,} bytes → {item.folder}")
-    return 0
+    if failed is None:
+        return 0
+    for handle, problem in failed.failures:
+        print(f"failed: {handle}: {problem}", file=sys.stderr)
+    raise JunoBenchError(failed.summary + " (each failure listed above)", hint=failed.problem_.hint)
 
 
 # --------------------------------------------------------------------------- downsample
@@ -413,7 +431,8 @@ def _reproduce(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
                     "error output, run the notebook in execution order up to that cell in a fresh "
                     "kernel (working/ beside input/<slug>/, as on Kaggle), and classify the run: "
                     "same exception, different exception, crashed earlier, no crash, timeout, "
-                    "missing data, missing module, kernel died, not run, or infrastructure error. "
+                    "missing data, missing module, kernel died, not run, or infrastructure error "
+                    "(a crash that needs its cell run twice is tried that way, and said so). "
                     "Writes the table with a `reproduced` column and its details; a rerun with "
                     "the same --out keeps the rows that already have a verdict.")
     parser.add_argument("table", type=Path, help="sampled crashes (construct resample's output)")
@@ -436,6 +455,12 @@ def _reproduce(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     parser.add_argument("--message-column", default="evalue")
     parser.add_argument("--fresh", action="store_true",
                         help="run every row again, even those --out already has a verdict for")
+    parser.add_argument("--quota", type=int, metavar="N",
+                        help="stop trying a library's crashes once N of them reproduced (rows in "
+                             "table order; the rest are left 'over quota')")
+    parser.add_argument("--library-column", metavar="NAME",
+                        help="the column naming each row's library, for --quota (default: "
+                             "Libs-cause-estimated, Libs-cause or library)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     add_executor(parser)
     parser.set_defaults(handler=_run_reproduce)
@@ -450,7 +475,8 @@ def _run_reproduce(args: argparse.Namespace) -> int:
         jobs=args.jobs, timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
         notebook_column=args.notebook_column, exception_column=args.exception_column,
         message_column=args.message_column, resume=not args.fresh,
-        progress=False if args.no_progress else None, executor_options=executor_options(args))
+        progress=False if args.no_progress else None, executor_options=executor_options(args),
+        quota=args.quota, library_column=args.library_column)
     counts = ", ".join(f"{n} {outcome}" for outcome, n in result.counts().items())
     reused = f", {result.reused} kept from the earlier run" if result.reused else ""
     print(f"wrote {len(result.rows)} rows to {args.out}: {counts}{reused} "
@@ -470,7 +496,11 @@ def _add_case(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                     "data/<name>.metadata.json per dataset and the data files, its row in "
                     "benchmark_desc.xlsx (DatasetTitle_N/DatasetUrl_N/DatasetLicenseName_N "
                     "included) and its rows in the diagnosis table, all at once; then "
-                    "validate the snapshot.")
+                    "validate the snapshot. A case the snapshot has already (same eid, "
+                    "notebook URL or file name, or a notebook's code) is refused, and so is a "
+                    "pair that does not behave when run first (the reproduced notebook must "
+                    "crash at its target with the recorded exception, the fixed one must run; "
+                    "--no-verify skips this and records it).")
     parser.add_argument("snapshot", type=Path, help="the snapshot folder to extend")
     parser.add_argument("notebook", help="the original notebook: its Kaggle URL (or "
                                          "owner/slug), or a local .ipynb file")
@@ -502,6 +532,13 @@ def _add_case(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                         help="allow a library prefix outside the benchmark's")
     parser.add_argument("--allow-new-labels", action="store_true",
                         help="allow labels outside the published vocabularies")
+    parser.add_argument("--env", type=Path, metavar="DIR",
+                        help="run the pair in this environment (made by `junobench env create`), "
+                             "as verify does")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SEC",
+                        help="time limit per cell run of the pair, in seconds (default: 600)")
+    parser.add_argument("--no-verify", action="store_true",
+                        help="add the case without running its pair (its provenance says so)")
     parser.set_defaults(handler=_run_add_case)
 
 
@@ -526,18 +563,44 @@ def _run_add_case(args: argparse.Namespace) -> int:
         dataset_note=args.dataset_note)
     added = ac.add_case(args.snapshot, case, allow_new_library=args.new_library,
                         allow_new_labels=args.allow_new_labels,
-                        pull=kaggle_pull if args.pull_original else None)
+                        pull=kaggle_pull if args.pull_original else None,
+                        verify=not args.no_verify, env=args.env, timeout=args.timeout)
     print(f"added {added.case_id}: {', '.join(added.files)}"
           + (f"; datasets {', '.join(added.datasets)}" if added.datasets else ""))
+    print(f"  {added.checked}")
     return _print_validation(args.snapshot)
 
 
 def _finish_pending(snapshot: Path) -> None:
-    from junobench.construct.transaction import editable_root, finish_pending
+    from junobench.construct.transaction import editable_root, editing
 
-    finished = finish_pending(editable_root(snapshot))
-    if finished:
-        print(f"finished an interrupted {finished}")
+    with editing(editable_root(snapshot)) as recovered:
+        for message in recovered.messages():
+            print(message)
+
+
+def _remove_case(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = steps.add_parser(
+        "remove-case", help="remove a case from a snapshot: folder and table rows",
+        description="Remove benchmark/<CASE>/, its row of benchmark_desc.xlsx and its rows of "
+                    "the diagnosis table, all at once (journaled: a killed run is finished by "
+                    "the next editing command); then validate the snapshot. The gap in the "
+                    "numbering stays until `construct renumber`.")
+    parser.add_argument("snapshot", type=Path, help="the snapshot folder")
+    parser.add_argument("case", help="the case id, e.g. pandas_2")
+    parser.set_defaults(handler=_run_remove_case)
+
+
+def _run_remove_case(args: argparse.Namespace) -> int:
+    from junobench.construct.remove_case import remove_case
+
+    _finish_pending(args.snapshot)
+    removed = remove_case(args.snapshot, args.case)
+    what = [*(["its folder"] if removed.folder else []),
+            *([f"{removed.desc_rows} row(s) of benchmark_desc.xlsx"] if removed.desc_rows else []),
+            *([f"{removed.diagnosis_rows} diagnosis row(s)"] if removed.diagnosis_rows else [])]
+    print(f"removed {removed.case_id}: {', '.join(what)}")
+    return _print_validation(args.snapshot)
 
 
 def _renumber(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -567,7 +630,7 @@ def _run_renumber(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(f"dry run: {len(plan)} case(s) would be renamed; nothing changed")
         return 0
-    print(f"renamed {len(plan)} case(s)")
+    print(f"renamed {len(plan)} case(s); the map is kept in {args.snapshot}/renamed_cases.json")
     return _print_validation(args.snapshot)
 
 
@@ -575,13 +638,17 @@ def _run_renumber(args: argparse.Namespace) -> int:
 
 
 def _run_validate(args: argparse.Namespace) -> int:
-    return _print_validation(args.snapshot, strict=args.strict)
+    from junobench.data.licences import LicencePolicy
+
+    policy = LicencePolicy.from_options(args.allow_licence, args.licences)
+    return _print_validation(args.snapshot, strict=args.strict, licences=policy,
+                             licence_policy=args.licence_policy)
 
 
-def _print_validation(snapshot: str | Path, *, strict: bool = False) -> int:
+def _print_validation(snapshot: str | Path, *, strict: bool = False, **options: Any) -> int:
     from junobench.data.validate import check
 
-    report = check(snapshot, strict=strict)
+    report = check(snapshot, strict=strict, **options)
     grouped: dict[str, list[str]] = {}
     for warning in report.warnings:
         grouped.setdefault(warning.problem, []).append(warning.case or warning.file or "")

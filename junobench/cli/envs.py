@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "/opt/junobench-env`. The published image is named in the Dockerfile as the alternative.")
     docker.add_argument("cases", nargs="*", metavar="CASE", help="case ids (default: every case)")
     docker.add_argument("--out", required=True, metavar="DIR", help="the build context folder to write")
-    add_source(docker)
+    add_source(docker, default=None)
     add_filters(docker)
     docker.add_argument("--all", action="store_true", dest="whole",
                         help="every pin of the environment, not only what the cases import")
@@ -83,7 +83,7 @@ def _dockerfile(args: argparse.Namespace) -> int:
     from junobench.selection import select
 
     selection = select(args.source, args.cases or None, revision=args.revision, whole=args.whole,
-                       filters=filters_from(args))
+                       filters=filters_from(args))  # --all without --source reads no snapshot
     out = write_context(args.out, selection, junobench=args.junobench_version)
     print(f"wrote {out}/Dockerfile ({len(selection.requirements)} requirements, "
           f"{selection.environment.name}, {selection.environment.base_image}); "

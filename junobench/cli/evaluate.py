@@ -38,7 +38,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     which.add_argument("--endpoint", metavar="URL",
                        help="base URL such as http://localhost:8000/v1 (or the full "
                        ".../chat/completions URL)")
-    which.add_argument("--baseline", choices=("static",), help="a built-in detector, no model")
+    which.add_argument("--baseline", choices=("static", "pylint", "pyright"),
+                       help="a detector without a model: the built-in static baseline, or a "
+                       "static analyser run as CRANE-LLM ran it (the sa extra; a crash when "
+                       "it reports an error CRANE-LLM kept)")
     parser.add_argument("--model", help="model name the endpoint serves (with --endpoint)")
     parser.add_argument("--out", required=True, metavar="PRED.jsonl",
                         help="predictions file (appended to; existing instances are skipped)")
@@ -79,8 +82,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "the notebooks they all decided and test each pair (exact McNemar, paired bootstrap "
         "of the F1 difference). PRED is a file or folder in any published layout, recognised "
         "automatically: " + "; ".join(f"{name}: {describe(name)}" for name in LAYOUTS) + ".")
-    parser.add_argument("predictions", metavar="PRED", nargs="+",
+    parser.add_argument("predictions", metavar="PRED", nargs="*",
                         help="predictions file or folder (several to compare them)")
+    parser.add_argument("--judgments", metavar="FILE",
+                        help="score judged diagnoses end to end instead of predictions (a true "
+                        "positive needs the crash detected and diagnosed correctly): every "
+                        "setting of FILE, CRANE-LLM's results_summary.xlsx (sheet "
+                        "Final_evaluation) or a judgments .jsonl/.csv; with the breakdown of "
+                        "partially correct and reasoning-wrong diagnoses")
+    parser.add_argument("--setting", action="append", metavar="NAME",
+                        help="with --judgments: score only this setting (repeatable, in order)")
+    parser.add_argument("--sheet", metavar="NAME",
+                        help="with --judgments FILE.xlsx: the sheet to read (default: "
+                        "Final_evaluation, else the first; CRANE-LLM's Detection_only sheet "
+                        "gives detection-only scores)")
     parser.add_argument("--name", action="append", metavar="NAME",
                         help="name of each PRED in a comparison, in order (default: from the "
                         "paths)")
@@ -124,6 +139,10 @@ def _add_task_options(parser: argparse.ArgumentParser, *, outputs: bool = True) 
     parser.add_argument("--runtime-exclude", action="append", default=[], choices=("S", "R", "V"),
                         metavar="S|R|V", help="leave a category of runtime information out "
                         "(repeatable; for ablations from one extraction)")
+    parser.add_argument("--crane-inputs", metavar="DIR",
+                        help="make each task CRANE-LLM's published input for the notebook, as it "
+                        "is (a folder such as llms/llms_inputs/executed_code_runinfo, with its "
+                        "library subfolders): the prompt is then CRANE-LLM's, byte for byte")
     if outputs:
         parser.add_argument("--keep-outputs", action="store_true",
                             help="add the executed cells' text outputs (the papers left them "
@@ -135,9 +154,11 @@ def _tasks(args: argparse.Namespace) -> int:
     from junobench.detection.tasks import tasks, write_tasks
 
     key = key_from_text(args.id_key) if args.id_key else new_key()
+    texts = _runtime_texts(args)
     tasks_, truths = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
-                           keep_outputs=args.keep_outputs, runtime_info=_runtime_texts(args),
-                           key=key, **filters_from(args))
+                           keep_outputs=args.keep_outputs, runtime_info=texts,
+                           key=key, crane_inputs=args.crane_inputs, style=_style(args),
+                           **filters_from(args))
     _report_runtime_info(args, tasks_)
     out, truth = write_tasks(tasks_, truths, args.out, args.truth_out)
     print(f"wrote {len(tasks_)} tasks to {out}")
@@ -154,18 +175,26 @@ def _detect(args: argparse.Namespace) -> int:
     if args.endpoint and not args.model:
         raise JunoBenchError("--endpoint needs --model", hint="name the model the server serves")
     if args.tasks:
+        if args.crane_inputs:
+            raise JunoBenchError("--crane-inputs builds tasks; --tasks reads tasks already built",
+                                 hint="use one of them (junobench tasks --crane-inputs DIR "
+                                 "writes such a tasks file)")
         if filters_from(args):
             raise JunoBenchError("filters apply when tasks are built from --source, not to --tasks",
                                  hint="filter with `junobench tasks`, or drop --tasks")
         items = read_tasks(args.tasks)
         texts = _runtime_texts(args)
         if texts is not None:
-            items = with_runtime_info(items, texts, file=args.tasks)
+            items = with_runtime_info(items, texts, file=args.tasks, style=_style(args))
     else:
         filters: dict[str, Any] = filters_from(args)  # label fields only: no keyword of tasks()
+        texts = _runtime_texts(args)
         items, _ = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
-                         runtime_info=_runtime_texts(args), **filters)
+                         runtime_info=texts, crane_inputs=args.crane_inputs,
+                         style=_style(args), **filters)
     _report_runtime_info(args, items)
+    if args.baseline in ("pylint", "pyright"):
+        return _detect_analyser(args, items)
     if args.baseline:
         summary = detect_static(items, args.out)
         print(f"wrote {len(summary.written)} predictions of the {args.baseline} baseline "
@@ -195,10 +224,36 @@ def _detect(args: argparse.Namespace) -> int:
     return 0
 
 
-def _runtime_texts(args: argparse.Namespace) -> dict[str, str] | None:
-    from junobench.detection.augment import runtime_texts_for
+def _detect_analyser(args: argparse.Namespace, items: list[dict[str, Any]]) -> int:
+    from junobench.detection.analysers import detect_analyser
 
-    return runtime_texts_for(args.runtime_info, args.runtime_exclude)
+    annotations = None
+    if args.runtime_info:
+        from junobench.runtime import runtime_annotations
+
+        annotations = runtime_annotations(args.runtime_info)
+    summary = detect_analyser(items, args.out, args.baseline, timeout=args.timeout,
+                              annotations=annotations,
+                              log=None if args.no_progress else
+                              lambda line: print(line, file=sys.stderr))
+    print(f"wrote {len(summary.written)} predictions of {args.baseline} to {summary.out}"
+          + (f"; {len(summary.resumed)} were already there" if summary.resumed else ""))
+    return 0
+
+
+def _runtime_texts(args: argparse.Namespace) -> dict[str, str] | None:
+    from junobench.detection.augment import runtime_texts_for, task_style
+
+    texts = runtime_texts_for(args.runtime_info, args.runtime_exclude)
+    args.runtime_style = task_style(args.runtime_info) if texts is not None else None
+    return texts
+
+
+def _style(args: argparse.Namespace) -> str | None:
+    """``crane`` when the runtime information is CRANE-LLM's: its tasks are CRANE-LLM's
+    documents (set by :func:`_runtime_texts`)."""
+    style = getattr(args, "runtime_style", None)
+    return "crane" if style == "crane" else None
 
 
 def _report_runtime_info(args: argparse.Namespace, items: list[dict[str, Any]]) -> None:
@@ -217,6 +272,13 @@ def _evaluate(args: argparse.Namespace) -> int:
     from junobench.detection.evaluate import evaluate, plot, render_report
     from junobench.errors import JunoBenchError
 
+    if args.judgments:
+        return _judgments(args)
+    if args.setting or args.sheet:
+        raise JunoBenchError("--setting and --sheet apply to --judgments FILE")
+    if not args.predictions:
+        raise JunoBenchError("junobench evaluate: the following arguments are required: PRED "
+                             "(or --judgments FILE)", hint="see `junobench evaluate --help`")
     if len(args.predictions) > 1:
         for option in ("fallback", "plot"):
             if getattr(args, option):
@@ -241,4 +303,22 @@ def _compare(args: argparse.Namespace) -> int:
                          revision=args.revision, truth=args.truth, layout=args.layout,
                          resamples=args.resamples, seed=args.seed, **filters_from(args))
     print(format_comparison(comparison, args.format), end="")
+    return 0
+
+
+def _judgments(args: argparse.Namespace) -> int:
+    from junobench.detection.endtoend import render_scores, score_judgments
+    from junobench.detection.judgments import read_judgments
+    from junobench.errors import JunoBenchError
+
+    if args.predictions:
+        raise JunoBenchError("--judgments scores judged diagnoses: pass it without PRED")
+    for option in ("fallback", "plot", "name", "truth", "layout", "source"):
+        if getattr(args, option):
+            raise JunoBenchError(f"--{option} does not apply to --judgments")
+    if filters_from(args):
+        raise JunoBenchError("filters do not apply to --judgments")
+    results = score_judgments(read_judgments(args.judgments, sheet=args.sheet),
+                              settings=args.setting, resamples=args.resamples, seed=args.seed)
+    print(render_scores(results, args.format), end="")
     return 0

@@ -11,8 +11,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = subparsers.add_parser(
         "export", help="write the records as parquet + dataset card (Hub layout)",
         description="Write the cases and notebooks records of a snapshot in the Hub layout: "
-        "DIR/README.md (dataset card), DIR/<config>/test-00000-of-00001.parquet and "
-        "DIR/checksums.json. An earlier export in DIR is replaced only when the new one is complete.")
+        "DIR/README.md (dataset card), DIR/<config>/test-00000-of-00001.parquet, "
+        "DIR/croissant.json (Croissant 1.0 with RAI fields) and DIR/checksums.json. "
+        "An earlier export in DIR is replaced only when the new one is complete.")
     add_source(parser)
     parser.add_argument("--out", required=True, metavar="DIR", help="the export directory")
     add_skip_invalid(parser)
@@ -62,7 +63,7 @@ def _check(args: argparse.Namespace) -> int:
     if problems:
         print(f"{len(problems)} problem(s) in {args.dir}")
         return 1
-    print(f"ok: {args.dir} (manifest, card and parquet schemas verified)")
+    print(f"ok: {args.dir} (manifest, card, croissant.json and parquet schemas verified)")
     return 0
 
 

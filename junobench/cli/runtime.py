@@ -40,6 +40,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--timeout", type=float, default=None, metavar="SEC",
                         help="time limit per cell run and for the inspection, in seconds "
                         "(default: 600)")
+    parser.add_argument("--style", choices=("junobench", "crane"), default="junobench",
+                        help="format of the summaries: junobench's fields tagged S/R/V "
+                        "(default), or CRANE-LLM's (its field names, per-column semantic types, "
+                        "execution_cell_source, __method__ entries; the prompt shows them as "
+                        "CRANE-LLM did)")
+    parser.add_argument("--signatures", action="store_true",
+                        help="with --style crane: add callables' signatures (CRANE-LLM left "
+                        "them out)")
     limits = parser.add_argument_group("size limits")
     limits.add_argument("--max-columns", type=int, metavar="N",
                         help="DataFrame columns described one by one (default: 20)")
@@ -71,7 +79,7 @@ def _runtime_info(args: argparse.Namespace) -> int:
         options=options, filters=filters_from(args), out=args.out,
         progress=False if args.no_progress else None, env=args.env, executor=args.executor,
         executor_options=executor_options(args), resume=not args.fresh,
-        pass_env=args.pass_env)
+        pass_env=args.pass_env, style=args.style, signatures=args.signatures)
     status = Counter(r["status"] for r in records)
     capped = [r["instance"] for r in records
               if r["capped"] or any("truncated" in s for s in (r["objects"] or {}).values())]

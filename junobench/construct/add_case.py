@@ -11,13 +11,18 @@ reproduced and fixed versions, the four labels, the diagnosis and the input data
    copied into ``data/``, the modifications recorded beside a downsampled or synthetic
    source) and the data files;
 3. checks the staged case as the builder reads it (notebooks parse, the reproduced
-   notebook has its error output, the fixed one its target cell);
+   notebook has its error output, the fixed one its target cell), refuses a case the
+   snapshot has already (same eid, notebook URL or file name, or a notebook's code:
+   :mod:`junobench.data.duplicates`), and runs the pair
+   (:mod:`~junobench.construct.pair_check`: the reproduced notebook must crash at its
+   target with the recorded exception, the fixed one must run) unless told not to, which
+   the case's ``provenance`` cell records;
 4. writes the new ``benchmark_desc.xlsx`` (the case's row, with ``DatasetTitle_N`` /
    ``DatasetUrl_N`` / ``DatasetLicenseName_N`` columns added when it has more datasets
    than the table has slots) and the diagnosis table (a reproduced and a fixed row) as
    temporary files;
 5. commits the three through one journal (:mod:`~junobench.construct.transaction`):
-   the snapshot has the whole case or none of it.
+   the snapshot has the whole case or none of it; a refusal leaves it as it was.
 
 The caller then validates the snapshot (:func:`junobench.data.validate.check`).
 """
@@ -33,10 +38,10 @@ from pathlib import Path
 from typing import Any
 
 from junobench import vocab
-from junobench.construct import transaction
+from junobench.construct import provenance, transaction
 from junobench.data import layout
 from junobench.data.metadata import read_metadata, validate_metadata
-from junobench.data.tables import DATASET_COLUMNS, Table, read_table, write_table
+from junobench.data.tables import DATASET_COLUMNS, DESC_COLUMNS, Table, read_table, write_table
 from junobench.errors import JunoBenchError
 
 #: Label options → (table column, vocabulary).
@@ -94,6 +99,7 @@ class Added:
     folder: Path
     files: list[str]  # relative to the case folder
     datasets: list[str]
+    checked: str = ""  # how the pair was verified (or that it was not)
 
 
 # --------------------------------------------------------------------------- inputs
@@ -233,12 +239,30 @@ def next_case_id(root: Path, prefix: str) -> str:
 
 
 def add_case(snapshot: str | Path, case: NewCase, *, allow_new_library: bool = False,
-             allow_new_labels: bool = False, pull: PullNotebook | None = None) -> Added:
-    """Add ``case`` to the snapshot (see the module docstring); returns what was written."""
+             allow_new_labels: bool = False, pull: PullNotebook | None = None,
+             verify: bool = True, env: str | Path | None = None,
+             timeout: float | None = None) -> Added:
+    """Add ``case`` to the snapshot (see the module docstring); returns what was written.
+
+    A case that shares its eid, notebook (URL or file name) or a notebook's code with one
+    of the snapshot is refused, naming it (:mod:`junobench.data.duplicates`). With
+    ``verify``, the pair is run first (:func:`~junobench.construct.pair_check.check_pair`,
+    kernels in ``env``'s interpreter, ``timeout`` seconds per cell) and refused unless the
+    reproduced notebook crashes at its target with the recorded exception and the fixed
+    one runs; without, the case's ``provenance`` says it was not verified. A refusal leaves
+    the snapshot as it was."""
+    root = transaction.editable_root(snapshot)
+    with transaction.editing(root):
+        return _add_case(root, case, allow_new_library=allow_new_library,
+                         allow_new_labels=allow_new_labels, pull=pull, verify=verify, env=env,
+                         timeout=timeout)
+
+
+def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_labels: bool,
+              pull: PullNotebook | None, verify: bool, env: str | Path | None,
+              timeout: float | None) -> Added:
     from junobench.data.cases import parse_case_folder
 
-    root = transaction.editable_root(snapshot)
-    transaction.finish_pending(root)
     if case.notebook_url:
         checked_notebook(case.notebook_url)
     prefix = library_prefix(case.library, allow_new=allow_new_library)
@@ -257,9 +281,9 @@ def add_case(snapshot: str | Path, case: NewCase, *, allow_new_library: bool = F
     desc = read_table(desc_path)
     desc.require(["nb_name"], hint="the case table of a snapshot")
     case_id = next_case_id(root, prefix)
-    layout.benchmark_dir(root).mkdir(exist_ok=True)
 
     staging = transaction.staging_dir(root)
+    temporaries: list[Path] = []
     try:
         folder = layout.case_dir(staging, case_id)
         folder.mkdir(parents=True)
@@ -272,15 +296,31 @@ def add_case(snapshot: str | Path, case: NewCase, *, allow_new_library: bool = F
                                  case=case_id, hint="nothing was added to the snapshot")
         error = _crash(result.record)
         row = _desc_row(desc, case, case_id, metadata, error)
+        _refuse_duplicates(root, desc, staging, case_id, row)
+        checked = "not verified (--no-verify)"
+        if verify:
+            from junobench.construct.pair_check import check_pair
+
+            fields = {DESC_COLUMNS.get(k, k): v for k, v in row.items()}
+            datasets = [{"title": d["title"], "url": d["url"], "license": d["license"]}
+                        for d in metadata]
+            checked = check_pair(staging, case_id, fields, datasets, env=env, timeout=timeout,
+                                 snapshot=root)
+        row["provenance"] = f"added by {provenance.tool('add-case')}; {checked}"
         desc_rows = _insert(desc.records(), row, "nb_name", prefix)
         desc_columns = _desc_columns(desc.columns, len(metadata))
+        if "provenance" not in desc_columns:
+            desc_columns.append("provenance")
         desc_tmp = transaction.temporary_beside(
             desc_path, lambda p: write_table(p, desc_rows, desc_columns))
+        temporaries.append(desc_tmp)
         diag_path = root / layout.DIAGNOSIS_TABLE
         diag_columns, diag_rows = _diagnosis_rows(diag_path, case, case_id, prefix)
         diag_tmp = transaction.temporary_beside(
             diag_path, lambda p: write_table(p, diag_rows, diag_columns))
+        temporaries.append(diag_tmp)
         rel = staging.name
+        layout.benchmark_dir(root).mkdir(exist_ok=True)  # only now: a refusal adds nothing
         transaction.commit(root, transaction.Edit(
             moves=[(f"{rel}/{layout.BENCHMARK_DIR}/{case_id}",
                     f"{layout.BENCHMARK_DIR}/{case_id}")],
@@ -290,10 +330,33 @@ def add_case(snapshot: str | Path, case: NewCase, *, allow_new_library: bool = F
         if (root / transaction.JOURNAL).exists():
             raise  # committed in part: the next editing command finishes it
         shutil.rmtree(staging, ignore_errors=True)
-        for leftover in root.glob(".*.edit"):
-            leftover.unlink(missing_ok=True)
+        for temporary in temporaries:  # ours only: other files stay
+            temporary.unlink(missing_ok=True)
         raise
-    return Added(case_id, layout.case_dir(root, case_id), files, names)
+    return Added(case_id, layout.case_dir(root, case_id), files, names, checked)
+
+
+def _refuse_duplicates(root: Path, desc: Table, staging: Path, case_id: str,
+                       row: Mapping[str, Any]) -> None:
+    """A :class:`JunoBenchError` naming the snapshot's cases the new one repeats (same eid,
+    notebook URL or file name, or a notebook's code), or two versions with the same code."""
+    from junobench.data import duplicates
+    from junobench.data.tables import DescRow
+
+    notebooks = {v: layout.notebook_path(staging, case_id, v) for v in vocab.VERSIONS}
+    keys = duplicates.case_keys({DESC_COLUMNS.get(k, k): v for k, v in row.items()}, notebooks)
+    if keys.get("reproduced") and keys.get("reproduced") == keys.get("fixed"):
+        raise JunoBenchError("the fixed notebook's code is the reproduced notebook's",
+                             hint="give the repaired notebook as --fixed; nothing was added")
+    rows = [DescRow(str(r.get("nb_name") or "").strip(), number,
+                    {DESC_COLUMNS.get(k, k): v for k, v in r.items()})
+            for number, r in enumerate(desc.records(), start=2)]
+    found = duplicates.matches(keys, duplicates.snapshot_keys(root, rows))
+    if found:
+        raise JunoBenchError(f"the case is already in the snapshot as {duplicates.describe(found)}",
+                             file=root / layout.DESC_TABLE,
+                             hint="nothing was added; a case is added once (remove the other "
+                                  "with `junobench construct remove-case` to replace it)")
 
 
 def _require_file(path: Path) -> None:

@@ -362,6 +362,10 @@ ORDER BY k.position, jid(s.SourceKernelVersionId)
 """
 
 
+#: The note of a notebook Meta Kaggle does not have.
+NOT_FOUND = "notebook not found in Meta Kaggle"
+
+
 def kaggle_metadata(notebooks: str | Path, meta_kaggle: str | Path, out: str | Path, *,
                     column: str | None = None) -> list[dict[str, Any]]:
     """Resolve each notebook of ``notebooks`` (CSV or xlsx; a column of Kaggle notebook URLs
@@ -382,7 +386,7 @@ def kaggle_metadata(notebooks: str | Path, meta_kaggle: str | Path, out: str | P
     for (_, name), (owner, slug), datasets in zip(names, refs, resolved, strict=True):
         base = {"notebook": name, "notebook_url": f"{KAGGLE}/code/{owner}/{slug}"}
         if datasets is None:
-            rows.append({**base, "note": "notebook not found in Meta Kaggle"})
+            rows.append({**base, "note": NOT_FOUND})
             continue
         notes = [d["note"] for d in datasets if d["kind"] == "note"]
         inputs = [d for d in datasets if d["kind"] != "note"]
@@ -458,6 +462,20 @@ class Downloaded:
 
 
 Fetch = Callable[[str], Path]
+
+
+class DownloadFailed(JunoBenchError):
+    """Some datasets of a download could not be fetched (every one was tried): ``done``
+    those that were, ``failures`` ``(handle, problem)`` of the others."""
+
+    def __init__(self, done: list[Downloaded], failures: list[tuple[str, str]], dest: Path) -> None:
+        self.done, self.failures = done, failures
+        total = len(done) + len(failures)
+        self.summary = (f"{len(failures)} of {total} dataset(s) could not be downloaded; "
+                        f"the other {len(done)} are in {dest}")
+        super().__init__(self.summary + ": " + "; ".join(f"{h}: {p}" for h, p in failures),
+                         hint="fix what each failure names, then run again: what is complete "
+                              "is kept")
 
 
 def kagglehub_fetch(handle: str) -> Path:
@@ -540,7 +558,9 @@ def download(datasets: str | Path, dest: str | Path, *, mirror: str | Path | Non
 
     Resumable: a version whose record matches the files present (sizes and sha256) is
     skipped; an interrupted or altered one is fetched again and swapped in whole, and of
-    the folder it replaces only the files its record lists are deleted.
+    the folder it replaces only the files its record lists are deleted. A dataset that
+    cannot be fetched does not stop the others: every one is tried, then
+    :class:`DownloadFailed` names each failure.
     """
     fetch = fetch or (mirror_fetch(mirror) if mirror is not None else kagglehub_fetch)
     dest = Path(dest)
@@ -550,7 +570,18 @@ def download(datasets: str | Path, dest: str | Path, *, mirror: str | Path | Non
     except OSError as error:
         raise JunoBenchError(f"cannot create the download folder ({error.strerror or error})",
                              file=dest) from None
-    return [_download_one(handle, dest, fetch) for handle in handles]
+    done: list[Downloaded] = []
+    failures: list[tuple[str, str]] = []
+    for handle in handles:
+        try:
+            done.append(_download_one(handle, dest, fetch))
+        except JunoBenchError as error:
+            failures.append((handle, str(error)))
+        except OSError as error:
+            failures.append((handle, f"{error.strerror or error}"))
+    if failures:
+        raise DownloadFailed(done, failures, dest)
+    return done
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:

@@ -28,11 +28,16 @@ from typing import Any
 
 from junobench.construct.triage import (
     INFRASTRUCTURE,
+    NO_CRASH,
     NOT_RUN,
+    OVER_QUOTA,
+    SAME,
     VERDICTS,
     Reproduction,
     classify,
     crash_cell,
+    reexecuted,
+    reexecution_order,
     reproduction_order,
 )
 from junobench.data.notebook import read_notebook
@@ -72,6 +77,8 @@ class Candidate:
     kaggle_paths: bool = False
     datasets: tuple[str, ...] = ()
     problem: str | None = None
+    rerun: tuple[Any, ...] = ()  # the order with the crashing cell run twice, to try on no crash
+    library: str | None = None  # for --quota
 
 
 @dataclass
@@ -121,6 +128,8 @@ def reproduce(
     progress: bool | None = None,
     on_row: Callable[[dict[str, Any]], None] | None = None,
     executor_options: Mapping[str, Any] | None = None,
+    quota: int | None = None,
+    library_column: str | None = None,
 ) -> ReproduceResult:
     """Replay each sampled crash of ``table`` (notebooks in ``notebooks``, input datasets in
     ``data``: ``DATA/<slug>/`` or ``construct download``'s ``DATA/<owner>/<slug>/``) and write
@@ -152,6 +161,9 @@ def reproduce(
     datasets = input_datasets(data) if data is not None else {}
     source = read_table(table)
     source.require([notebook_column], hint="the sampled table names each crash's notebook")
+    if quota is not None and quota < 1:
+        raise JunoBenchError(f"--quota must be at least 1, got {quota}")
+    library_of = _library_column(source.columns, library_column, table) if quota is not None else None
     rows: list[dict[str, Any]] = [dict(r) for r in source.records()]
     columns = [c for c in source.columns if c not in RESULT_COLUMNS] + list(RESULT_COLUMNS)
     earlier = previous_results(out, rows, notebook_column) if resume else {}
@@ -159,6 +171,13 @@ def reproduce(
         rows[number].update(kept)
     candidates = [candidate(i + 2, row, folder, datasets, notebook_column, exception_column, message_column)
                   for i, row in enumerate(rows) if i not in earlier]
+    limits = None
+    if quota is not None and library_of is not None:
+        for item in candidates:
+            item.library = _text(item.row.get(library_of)) or "(none)"
+        done = [_text(rows[i].get(library_of)) or "(none)" for i, kept in earlier.items()
+                if kept.get("reproduced") == SAME]
+        limits = _Quota(quota, {lib: done.count(lib) for lib in set(done)})
     kernels = env_kernel(env) if env is not None else None
     runner = executor if isinstance(executor, Executor) else make_executor(
         executor, jobs=jobs, target=kernels, **dict(executor_options or {}))
@@ -169,7 +188,7 @@ def reproduce(
     started = time.perf_counter()
     try:
         run_sync(_run_all(runner, candidates, datasets, timeout, progress, result, writer, on_row,
-                          None if data is None else str(Path(data).resolve())))
+                          None if data is None else str(Path(data).resolve()), limits))
     except BaseException:
         writer.flush()  # what finished is kept for the next run
         raise
@@ -208,6 +227,7 @@ def candidate(number: int, row: dict[str, Any], folder: Path, datasets: Mapping[
     code = "\n".join(c.source for c in cells)
     used = tuple(slug for slug in datasets if re.search(rf"(?<![\w.-]){re.escape(slug)}(?![\w.-])", code))
     item.notebook, item.crash, item.steps = path, target, tuple(steps)
+    item.rerun = () if document_order else tuple(reexecution_order(cells, steps) or ())
     item.expected = ename or crashed.ename
     item.document_order = document_order
     item.kaggle_paths = KAGGLE_INPUT in code or KAGGLE_WORKING in code
@@ -284,7 +304,7 @@ def previous_results(out: str | Path, rows: Sequence[Mapping[str, Any]], noteboo
 async def _run_all(executor: Executor, candidates: Sequence[Candidate], datasets: Mapping[str, Path],
                    timeout: float | None, progress: bool | None, result: ReproduceResult,
                    writer: _Writer, on_row: Callable[[dict[str, Any]], None] | None,
-                   trusted: str | None = None) -> None:
+                   trusted: str | None = None, quota: _Quota | None = None) -> None:
     import asyncio
 
     from tqdm import tqdm
@@ -311,24 +331,96 @@ async def _run_all(executor: Executor, candidates: Sequence[Candidate], datasets
             finished(item, Reproduction(NOT_RUN, item.problem), 0.0)
             return
         outcome = await executor.run(replay_task(item, datasets, timeout, trusted))
-        finished(item, judge_outcome(item, outcome), outcome.log.seconds)
+        verdict, seconds = judge_outcome(item, outcome), outcome.log.seconds
+        if verdict.outcome == NO_CRASH and item.rerun:
+            again = await executor.run(replay_task(item, datasets, timeout, trusted, steps=item.rerun))
+            count = item.rerun[-1].execution_count
+            verdict = reexecuted(judge_outcome(item, again), count, verdict)
+            seconds += again.log.seconds
+        finished(item, verdict, seconds)
 
     try:
         async with executor:
-            await asyncio.gather(*(one(item) for item in candidates))
+            if quota is None:
+                await asyncio.gather(*(one(item) for item in candidates))
+            else:
+                await _within_quota(candidates, quota, max(1, executor.jobs), one, finished)
     finally:
         bar.close()
 
 
+class _Quota:
+    """How many crashes each library may reproduce, and how many it has (or has running)."""
+
+    def __init__(self, limit: int, reproduced: Mapping[str, int]) -> None:
+        self.limit = limit
+        self.reproduced = dict(reproduced)
+        self.running: dict[str, int] = {}
+
+    def full(self, library: str) -> bool:
+        return self.reproduced.get(library, 0) >= self.limit
+
+    def busy(self, library: str) -> bool:
+        return self.reproduced.get(library, 0) + self.running.get(library, 0) >= self.limit
+
+
+async def _within_quota(candidates: Sequence[Candidate], quota: _Quota, workers: int,
+                        one: Callable[[Candidate], Any],
+                        finished: Callable[[Candidate, Reproduction, float], None]) -> None:
+    """Run ``candidates`` in table order, ``workers`` at a time, never more of a library at
+    once than could still be needed for its quota; those left when it is met are over quota."""
+    import asyncio
+
+    waiting = list(candidates)
+    changed = asyncio.Condition()
+
+    async def run(item: Candidate) -> None:
+        library = item.library or "(none)"
+        quota.running[library] = quota.running.get(library, 0) + 1
+        try:
+            await one(item)
+        finally:
+            quota.running[library] -= 1
+            if item.row.get("reproduced") == SAME:
+                quota.reproduced[library] = quota.reproduced.get(library, 0) + 1
+            async with changed:
+                changed.notify_all()
+
+    def next_item() -> Candidate | None:
+        """The first waiting row whose library may still need it (over-quota rows settled)."""
+        for item in [i for i in waiting if quota.full(i.library or "(none)")]:
+            waiting.remove(item)
+            finished(item, Reproduction(OVER_QUOTA, f"not tried: {quota.limit} crash(es) of "
+                                        f"{item.library} reproduced already (--quota)"), 0.0)
+        chosen = next((i for i in waiting if not quota.busy(i.library or "(none)")), None)
+        if chosen is not None:
+            waiting.remove(chosen)
+        return chosen
+
+    async def worker() -> None:
+        while True:
+            async with changed:
+                chosen = next_item()
+                while chosen is None and waiting:
+                    await changed.wait()
+                    chosen = next_item()
+            if chosen is None:
+                return
+            await run(chosen)
+
+    await asyncio.gather(*(worker() for _ in range(min(workers, len(candidates)) or 1)))
+
+
 def replay_task(item: Candidate, datasets: Mapping[str, Path], timeout: float | None,
-                trusted: str | None = None) -> ReplayTask:
+                trusted: str | None = None, *, steps: Sequence[Any] | None = None) -> ReplayTask:
     """The replay of a candidate: its notebook in ``working/``, its datasets in ``input/``
     (links in them may point anywhere under ``trusted``, the data folder)."""
     assert item.notebook is not None
     name = f"working/{item.notebook.name}"
     places = (Place(str(item.notebook), name),
               *(Place(str(datasets[slug]), f"input/{slug}", trusted=trusted) for slug in item.datasets))
-    return ReplayTask(key=f"row{item.number}", notebook=name, steps=item.steps, cwd="working",
+    return ReplayTask(key=f"row{item.number}" + ("-twice" if steps is not None else ""), notebook=name,
+                      steps=tuple(item.steps if steps is None else steps), cwd="working",
                       places=places, timeout=timeout, case=str(item.row.get("fname")),
                       prepare=KagglePaths() if item.kaggle_paths else None, requirements=item.requirements)
 
@@ -373,6 +465,17 @@ class _Writer:
         write_table(self.out, self.result.rows, self.result.columns)
         self.last = time.monotonic()
         self.dirty = False
+
+
+def _library_column(columns: Sequence[str], wanted: str | None, table: str | Path) -> str:
+    """The column naming each row's library, for ``--quota``."""
+    candidates = [wanted] if wanted else ["Libs-cause-estimated", "Libs-cause", "library"]
+    found = next((c for c in candidates if c in columns), None)
+    if found is None:
+        raise JunoBenchError(f"--quota needs a library column ({' or '.join(candidates)})",
+                             file=table, hint="score the table with `construct library-cause`, "
+                                              "or name the column with --library-column")
+    return found
 
 
 def _inside(path: Path, top: Path) -> bool:

@@ -10,8 +10,15 @@ The synthetic table keeps what a notebook's code depends on and none of the reco
 - categorical values (text, booleans, categories) drawn from the column's original
   values with their original frequencies; codes written with leading zeros (``00123``)
   stay text;
-- identifiers (integer or text columns whose values are all distinct) stay distinct:
-  distinct integers in the original range, or the original texts shuffled;
+- no original value of an identifier or of free text: identifiers (integer, text or date
+  columns whose values are all distinct) stay distinct, as distinct integers or dates in
+  the original range that are none of the originals (dates just past the range when it
+  has no room; an integer range with no room is permuted: ``1..n`` is only a count), or
+  generated texts; text columns of mostly distinct values (free text: names,
+  addresses, comments) get generated texts too, each original value replaced by the same
+  one wherever it appears. A generated text keeps the shape of the original: each
+  letter replaced by a random letter of the same case, each digit by a random digit (a
+  leading zero stays), other characters kept;
 - no original row reproduced whole: a synthetic row equal to an original one is drawn
   again (a few tries; with very few distinct values a repeat can be inevitable, and is
   counted).
@@ -87,16 +94,24 @@ def _column(column: Any, rng: Any) -> tuple[Any, str]:
     if present.empty:
         return column.copy(), "all missing: kept"
     values: Any
-    if is_identifier(column):
+    distinct = _all_distinct(present)
+    text_dates = _date_format(present) if _is_text(dtype) else None
+    if distinct and pd.api.types.is_integer_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype):
         values = np.empty(n, dtype=object)
-        if pd.api.types.is_integer_dtype(dtype):
-            low, high = int(present.min()), int(present.max())
-            values[~mask] = _distinct_integers(rng, low, high, len(present))
-            how = f"distinct integers in [{low}, {high}] (an identifier)"
-        else:
-            values[~mask] = rng.permutation(present.to_numpy(dtype=object))
-            how = "the original values, shuffled (an identifier: each value once)"
-        values[mask] = present.iloc[0]
+        low, high = int(present.min()), int(present.max())
+        values[~mask] = _distinct_ticks(rng, low, high, len(present), present.to_numpy(),
+                                        spill=False)
+        values[mask] = values[~mask][0]
+        dense = high - low + 1 - len(present) < len(present)  # too few others in range
+        how = (f"distinct integers in [{low}, {high}], "
+               + ("the range's own, permuted (a dense identifier: a count)" if dense
+                  else "none an original (an identifier)"))
+    elif _is_text(dtype) and text_dates is None and (distinct or _free_text(present)):
+        values = np.empty(n, dtype=object)
+        values[~mask] = _generated_texts(present.to_numpy(dtype=object), rng)
+        values[mask] = values[~mask][0]
+        how = ("generated texts shaped like the originals, none an original ("
+               + ("an identifier)" if distinct else "free text, each value replaced alike)"))
     elif pd.api.types.is_bool_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype):
         values, how = _categorical(present, n, rng), "drawn from the original values"
     elif pd.api.types.is_integer_dtype(dtype):
@@ -106,12 +121,17 @@ def _column(column: Any, rng: Any) -> tuple[Any, str]:
     elif pd.api.types.is_float_dtype(dtype):
         values, how = _floats(present.to_numpy(dtype=float), n, rng)
     elif pd.api.types.is_datetime64_any_dtype(dtype):
-        values, how = _dates(present, n, rng), "dates uniform in the original range"
-    elif (fmt := _date_format(present)) is not None:
+        values = _dates(present, n, rng, distinct=distinct)
+        how = "dates uniform in the original range" + (
+            ", distinct, none an original (an identifier)" if distinct else "")
+    elif text_dates is not None:
+        fmt = text_dates
         parsed = pd.Series([datetime.strptime(str(v), fmt) for v in present])
-        drawn = _dates(parsed, n, rng)
+        drawn = _dates(parsed, n, rng, distinct=distinct, unit=_format_unit(fmt))
         values = np.array([d.strftime(fmt) for d in pd.to_datetime(drawn)], dtype=object)
         how = f"dates ({fmt}) uniform in the original range"
+        if distinct:
+            how += ", distinct, none an original (an identifier)"
     else:
         values, how = _categorical(present, n, rng), "drawn from the original values"
     out = pd.Series(values, index=column.index).astype(dtype)
@@ -147,14 +167,20 @@ def _floats(present: Any, n: int, rng: Any) -> tuple[Any, str]:
 
 
 def is_identifier(column: Any) -> bool:
-    """A column of integers or text whose (present) values are all distinct: an id, drawn
-    without repeats."""
+    """A column of integers, text or dates whose (present) values are all distinct: an id,
+    drawn without repeats and without an original value."""
     import pandas as pd
 
-    present = column.dropna()
-    if len(present) < 2 or not (pd.api.types.is_integer_dtype(column.dtype)
-                                or pd.api.types.is_object_dtype(column.dtype)
-                                or pd.api.types.is_string_dtype(column.dtype)):
+    dtype = column.dtype
+    if pd.api.types.is_bool_dtype(dtype) or not (
+            pd.api.types.is_integer_dtype(dtype) or _is_text(dtype)
+            or pd.api.types.is_datetime64_any_dtype(dtype)):
+        return False
+    return _all_distinct(column.dropna())
+
+
+def _all_distinct(present: Any) -> bool:
+    if len(present) < 2:
         return False
     try:
         return bool(present.is_unique)
@@ -162,18 +188,108 @@ def is_identifier(column: Any) -> bool:
         return False
 
 
-def _distinct_integers(rng: Any, low: int, high: int, k: int) -> Any:
-    """``k`` distinct integers in ``[low, high]`` (which holds at least ``k``), in random order."""
+def _is_text(dtype: Any) -> bool:
+    import pandas as pd
+
+    return bool(pd.api.types.is_object_dtype(dtype) or pd.api.types.is_string_dtype(dtype))
+
+
+def _free_text(present: Any) -> bool:
+    """Text of mostly distinct values (names, addresses, comments), not categories."""
+    try:
+        distinct = present.nunique()
+    except TypeError:
+        return False
+    return len(present) >= 10 and distinct > len(present) / 2
+
+
+def _distinct_ticks(rng: Any, low: int, high: int, k: int, avoid: Any, *, spill: bool = True) -> Any:
+    """``k`` distinct integers from ``[low, high]`` that are not in ``avoid``, in random
+    order; when the range has too few, the rest just above it (``spill``) or, without,
+    from ``avoid`` itself."""
     import numpy as np
 
+    taken = {int(v) for v in np.asarray(avoid).tolist()}
     span = high - low + 1
-    if span <= 16 * k:
-        return rng.permutation(span)[:k] + low
+    if span <= max(16 * (k + len(taken)), 1 << 16):
+        pool = np.array([v for v in range(low, high + 1) if v not in taken], dtype=np.int64)
+        if len(pool) < k:
+            extra = ([v for v in range(high + 1, high + 1 + k + len(taken)) if v not in taken]
+                     if spill else rng.permutation(sorted(taken)).tolist())
+            pool = np.concatenate([pool, np.array(extra[:k - len(pool)], dtype=np.int64)])
+            return rng.permutation(pool)
     chosen: dict[int, None] = {}
     while len(chosen) < k:
         for value in rng.integers(low, high, size=k - len(chosen), endpoint=True).tolist():
-            chosen[value] = None
+            if value not in taken:
+                chosen[value] = None
     return np.array(list(chosen)[:k], dtype=np.int64)
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _generated_texts(values: Any, rng: Any) -> Any:
+    """Each value replaced by a generated text of its shape (see the module docstring),
+    equal values alike, distinct ones apart, none an original value."""
+    import numpy as np
+
+    unique = list(dict.fromkeys(values))
+    texts = [str(v) for v in unique]
+    originals = set(texts)
+    made: dict[int, str] = {}
+    used: set[str] = set()
+    todo = list(range(len(unique)))
+    for attempt in range(_TRIES * 2):
+        if not todo:
+            break
+        # a longer shape once a value's own keeps colliding (one-letter codes)
+        grow = "x" * max(0, attempt - _TRIES + 1)
+        drawn = _shaped_many([texts[i] + grow for i in todo], rng)
+        left = []
+        for i, candidate in zip(todo, drawn, strict=True):
+            if candidate in originals or candidate in used:
+                left.append(i)
+            else:
+                used.add(candidate)
+                made[i] = candidate
+        todo = left
+    if todo:  # pragma: no cover - 40 draws of a shape all taken
+        raise JunoBenchError(f"cannot generate a text unlike the originals for {texts[todo[0]][:40]!r}")
+    mapping = {}
+    for i, value in enumerate(unique):
+        text = made[i]
+        mapping[value] = int(text) if isinstance(value, int) and not isinstance(value, bool) \
+            and text.lstrip("-").isdigit() else text
+    return np.array([mapping[v] for v in values], dtype=object)
+
+
+def _shaped_many(texts: list[str], rng: Any) -> list[str]:
+    """A random text of each text's shape: letters by letters of the same case, digits by
+    digits (a number's first digit stays a zero when it was one, and is not one otherwise),
+    anything else kept. One draw for all."""
+    draws = rng.integers(0, 90, size=sum(map(len, texts))).tolist()
+    out = []
+    position = 0
+    for text in texts:
+        chars = []
+        previous_digit = False
+        for char in text:
+            draw = draws[position]
+            position += 1
+            if char.isascii() and char.isdigit():
+                chars.append(str(draw % 10) if previous_digit else "0" if char == "0"
+                             else str(1 + draw % 9))
+                previous_digit = True
+                continue
+            previous_digit = False
+            if char.isalpha():
+                letter = _LETTERS[draw % 26]
+                chars.append(letter.upper() if char.isupper() else letter)
+            else:
+                chars.append(char)
+        out.append("".join(chars))
+    return out
 
 
 def _categorical(present: Any, n: int, rng: Any) -> Any:
@@ -185,7 +301,11 @@ def _categorical(present: Any, n: int, rng: Any) -> Any:
     return values[order][rng.choice(len(order), size=n, p=weights)]
 
 
-def _dates(present: Any, n: int, rng: Any) -> Any:
+def _dates(present: Any, n: int, rng: Any, *, distinct: bool = False,
+           unit: int | None = None) -> Any:
+    """``n`` dates uniform in ``present``'s range, in steps of ``unit`` seconds (default:
+    whole days when every value is one, else seconds); with ``distinct``, all different and
+    none an original (just past the range when it has no room)."""
     import numpy as np
     import pandas as pd
 
@@ -195,12 +315,24 @@ def _dates(present: Any, n: int, rng: Any) -> Any:
                if getattr(stamps.dtype, "tz", None) is not None else stamps)
     seconds = seconds.to_numpy().astype("datetime64[s]").astype(np.int64)
     low, high = int(seconds.min()), int(seconds.max())
-    unit = 86_400 if (stamps.dt.normalize() == stamps).all() else 1
-    ticks = rng.integers(low // unit, high // unit, size=n, endpoint=True) * unit
+    if unit is None:
+        unit = 86_400 if (stamps.dt.normalize() == stamps).all() else 1
+    if distinct:
+        ticks = _distinct_ticks(rng, low // unit, high // unit, n, seconds // unit) * unit
+    else:
+        ticks = rng.integers(low // unit, high // unit, size=n, endpoint=True) * unit
     values = pd.to_datetime(ticks.astype("datetime64[s]"))
     if getattr(present.dtype, "tz", None) is not None:
         values = values.tz_localize("UTC").tz_convert(present.dtype.tz)
     return values.to_numpy() if getattr(present.dtype, "tz", None) is None else values
+
+
+def _format_unit(fmt: str) -> int:
+    """The seconds a date format tells apart: 1 with ``%S``, 60 with ``%M``, … a day."""
+    for code, seconds in (("%S", 1), ("%M", 60), ("%H", 3600)):
+        if code in fmt:
+            return seconds
+    return 86_400
 
 
 def _date_format(present: Any) -> str | None:

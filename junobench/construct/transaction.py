@@ -22,20 +22,22 @@ Paths in the journal are relative to the snapshot and checked to stay inside it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from junobench.data import layout
 from junobench.errors import JunoBenchError
 from junobench.safety import atomic
 from junobench.safety.paths import relative_name
 
-JOURNAL = ".junobench-edit.json"
-STAGING_PREFIX = ".junobench-edit-"
+JOURNAL = layout.EDIT_JOURNAL
+STAGING_PREFIX = layout.EDIT_STAGING_PREFIX
 
 
 @dataclass
@@ -68,7 +70,49 @@ def editable_root(snapshot: str | Path) -> Path:
 
 def staging_dir(root: Path) -> Path:
     """A new folder inside the snapshot to prepare an edit in."""
-    return Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, suffix=".partial", dir=root))
+    return Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, suffix=layout.EDIT_STAGING_SUFFIX, dir=root))
+
+
+def clean_leftovers(root: Path) -> list[str]:
+    """Remove what an edit killed before its journal was written left in the snapshot
+    (:func:`junobench.data.layout.edit_leftovers`: staging folders and temporary tables,
+    known by their names); the names removed. Call it holding :func:`editing`, with no
+    journal pending (a pending edit still needs its files)."""
+    if (root / JOURNAL).exists():
+        return []
+    removed = []
+    for path in layout.edit_leftovers(root):
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        removed.append(path.name)
+    return removed
+
+
+@contextlib.contextmanager
+def editing(root: Path) -> Iterator[Recovered]:
+    """Hold the snapshot for an edit: one editing command at a time (a lock on its folder),
+    an edit a killed run left finished first, leftovers of one killed before its journal
+    removed; yields what was recovered."""
+    with atomic.locked(root):
+        finished = finish_pending(root)
+        yield Recovered(finished, clean_leftovers(root))
+
+
+@dataclass
+class Recovered:
+    """What :func:`editing` found of earlier runs: the edit it finished (``"add-case
+    pandas_3"``), the leftovers it removed."""
+
+    finished: str | None = None
+    removed: list[str] = field(default_factory=list)
+
+    def messages(self) -> list[str]:
+        out = [f"finished an interrupted {self.finished}"] if self.finished else []
+        if self.removed:
+            out.append(f"removed what an interrupted edit left: {', '.join(self.removed)}")
+        return out
 
 
 def temporary_beside(path: Path, write: Callable[[Path], None]) -> Path:

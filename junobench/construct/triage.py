@@ -44,12 +44,14 @@ KERNEL_DIED = "kernel died"
 NOT_RUN = "not run"
 #: The machinery failed (no kernel started, a worker lost) after its retries: no verdict.
 INFRASTRUCTURE = "infrastructure error"
+#: Not tried: its library had reproduced its quota of crashes already.
+OVER_QUOTA = "over quota"
 
 #: Every value of the ``reproduced`` column.
 OUTCOMES: tuple[str, ...] = (SAME, DIFFERENT, EARLIER, NO_CRASH, TIMED_OUT, MISSING_DATA,
-                             MISSING_MODULE, KERNEL_DIED, NOT_RUN, INFRASTRUCTURE)
+                             MISSING_MODULE, KERNEL_DIED, NOT_RUN, INFRASTRUCTURE, OVER_QUOTA)
 #: Outcomes that are verdicts on the notebook (a rerun keeps them).
-VERDICTS: frozenset[str] = frozenset(OUTCOMES) - {INFRASTRUCTURE}
+VERDICTS: frozenset[str] = frozenset(OUTCOMES) - {INFRASTRUCTURE, OVER_QUOTA}
 
 _MODULE_ERRORS = ("ModuleNotFoundError",)
 _DATA_ERRORS = ("FileNotFoundError",)
@@ -114,6 +116,37 @@ def classify(log: RunLog, *, crash_cell: int, expected: str) -> Reproduction:
                             f"{log.planned} runs happened")
     return Reproduction(NO_CRASH, f"the crashing cell (code cell {crash_cell}) ran without "
                         f"error (recorded: {expected})", None, crash_cell)
+
+
+def reexecution_order(code_cells: Sequence[CodeCell], steps: Sequence[Step]) -> list[Step] | None:
+    """``steps`` (an order ending with the crashing cell) with the crashing cell run twice,
+    when the notebook suggests it ran before its recorded run: the count just below its
+    own is nowhere in the notebook (NBspecific_2 has no ``In[5]`` and crashed at
+    ``In[6]``: the cell ran as 5, then failed as 6). None when it does not, or when the
+    order already runs it twice (a ``[reexecute]`` cell)."""
+    if not steps:
+        return None
+    last = steps[-1]
+    if last.execution_count is None or last.execution_count < 2:
+        return None
+    if len(steps) > 1 and steps[-2].code_cell_index == last.code_cell_index:
+        return None
+    counts = {c.execution_count for c in code_cells if c.execution_count is not None}
+    if last.execution_count - 1 in counts:
+        return None
+    return [*steps[:-1], Step(last.code_cell_index, None), last]
+
+
+def reexecuted(verdict: Reproduction, count: int, first: Reproduction) -> Reproduction:
+    """The verdict of a second try that ran the crashing cell twice (see
+    :func:`reexecution_order`), saying so; when that try did not reproduce the crash either,
+    the first verdict with what the second found."""
+    why = f"In[{count - 1}] is missing, so the crashing cell ran twice (as a [reexecute] cell)"
+    if verdict.outcome == SAME:
+        return Reproduction(SAME, f"{verdict.detail}, on its second run: {why}",
+                            verdict.exception, verdict.cell)
+    return Reproduction(first.outcome, f"{first.detail}; run twice ({why}): {verdict.detail}",
+                        first.exception, first.cell)
 
 
 def crash_cell(code_cells: Sequence[CodeCell], ename: str | None = None,

@@ -4,6 +4,7 @@
 
     <root>/benchmark_desc.xlsx
     <root>/ground_truth_crash_prediction.xlsx            (optional)
+    <root>/VERSION                                       (optional) the dataset's version, e.g. 1.1.0
     <root>/benchmark/<case>/<case>.ipynb                 original (may be absent)
     <root>/benchmark/<case>/<case>_reproduced.ipynb
     <root>/benchmark/<case>/<case>_fixed.ipynb
@@ -23,6 +24,8 @@ from junobench.errors import JunoBenchError
 
 DESC_TABLE = "benchmark_desc.xlsx"
 DIAGNOSIS_TABLE = "ground_truth_crash_prediction.xlsx"
+#: The dataset's own version (optional; :mod:`junobench.data.release_files` reads it).
+VERSION_FILE = "VERSION"
 BENCHMARK_DIR = "benchmark"
 DATA_DIR = "data"
 METADATA_SUFFIX = ".metadata.json"
@@ -76,3 +79,42 @@ def relative(root: str | Path, path: str | Path) -> str:
         return Path(path).relative_to(root).as_posix()
     except ValueError:
         return str(path)
+
+
+#: An edit of the snapshot (``construct add-case``, ``remove-case``, ``renumber``) in
+#: progress: its journal, its staging folders and the temporary tables written beside
+#: the ones it replaces (:mod:`junobench.construct.transaction`).
+EDIT_JOURNAL = ".junobench-edit.json"
+EDIT_STAGING_PREFIX = ".junobench-edit-"
+EDIT_STAGING_SUFFIX = ".partial"
+EDIT_TEMPORARY_SUFFIX = ".edit"
+#: The case ids ``construct renumber`` changed, oldest first (exported with the tables).
+RENAMED_CASES = "renamed_cases.json"
+#: The root files an edit replaces through a temporary file beside them.
+EDITED_FILES: tuple[str, ...] = (DESC_TABLE, DIAGNOSIS_TABLE, RENAMED_CASES)
+
+
+def edit_leftovers(root: str | Path) -> list[Path]:
+    """What a killed edit left in the snapshot's root before its journal was written: its
+    staging folders (``.junobench-edit-*.partial/``), temporary tables
+    (``.benchmark_desc.xlsx.*.edit``) and a journal it was writing, by their names; links
+    are not counted."""
+    root = Path(root)
+    found = []
+    try:
+        entries = sorted(root.iterdir())
+    except OSError:
+        return []
+    for path in entries:
+        name = path.name
+        if path.is_symlink():
+            continue
+        staging = (name.startswith(EDIT_STAGING_PREFIX) and name.endswith(EDIT_STAGING_SUFFIX)
+                   and path.is_dir())
+        table = name.endswith(EDIT_TEMPORARY_SUFFIX) and any(
+            name.startswith(f".{edited}.") for edited in EDITED_FILES)
+        journal = name.startswith(f".{EDIT_JOURNAL}.") and name.endswith(".tmp")  # half-written
+        temporary = path.is_file() and (table or journal)
+        if staging or temporary:
+            found.append(path)
+    return found

@@ -27,13 +27,14 @@ from junobench.safety.paths import is_dir_entry
 DEFAULT_SOURCE = "PELAB-LiU/JunoBench"
 SAMPLE = "sample"
 
-#: Files fetched from the Hub by default: tables, notebooks, dataset metadata, and an
-#: export's card, parquet files and manifest. Input data only with ``include_data``.
+#: Files fetched from the Hub by default: tables, notebooks, dataset metadata, the
+#: dataset's version, and an export's card, parquet files and manifest. Input data only with ``include_data``.
 #: (The client matches with fnmatch, where ``*`` also crosses ``/``: top-level files are
 #: named exactly so that data files of the same type are not pulled in.)
 HUB_PATTERNS: tuple[str, ...] = (
     layout.DESC_TABLE,
     layout.DIAGNOSIS_TABLE,
+    layout.VERSION_FILE,
     "README.md",
     f"{layout.BENCHMARK_DIR}/*/*.ipynb",
     f"{layout.BENCHMARK_DIR}/*/{layout.DATA_DIR}/*{layout.METADATA_SUFFIX}",

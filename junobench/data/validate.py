@@ -16,13 +16,24 @@ Checks, and reports every problem found at once (none stops the others):
   ``DatasetLicenseName_N``) and the case's metadata files agree both ways (matched by
   URL, else by title); every dataset has a licence;
 - no folder holds more than :data:`MAX_FILES_PER_FOLDER` files (the Hugging Face Hub's
-  limit per folder).
+  limit per folder);
+- no two cases are one crash (same eid, notebook URL or file name, or a notebook's code:
+  :mod:`junobench.data.duplicates`);
+- no edit is pending: the journal of an add-case, remove-case or renumber killed half-way
+  is reported with the command that finishes it.
+
+Licence policy: every input dataset (table and metadata file) whose licence is unknown
+("Unknown", "Other (specified in description)", …) or outside an allow-list
+(:class:`junobench.data.licences.LicencePolicy`; by default the open licences of
+:data:`junobench.data.licences.OPEN_LICENCES`) is reported, as a warning unless
+``licence_policy="error"``. A ``VERSION`` file, when present, must hold a version.
 
 Warnings (reported, not failing; problems with ``strict``): a case without its original
 notebook, a case whose ``data/`` folder is absent (its data are not in the snapshot), an
 instance the diagnosis table gives different diagnoses (the loader keeps the last), a
 reproduced notebook whose crash is not the exception class the case table records
-(``ename``, compared without case: the published table writes it in lower case).
+(``ename``, compared without case: the published table writes it in lower case), what an
+edit killed before its journal left (staging folders, temporary tables).
 
 >>> problems = validate("sample")
 >>> print("\\n".join(map(str, problems)) or "valid")
@@ -32,6 +43,7 @@ valid
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,7 +51,9 @@ from typing import Any
 from junobench import vocab
 from junobench.data import layout
 from junobench.data.cases import parse_case_folder
+from junobench.data.licences import LicencePolicy
 from junobench.data.metadata import load_metadata_json, validate_metadata
+from junobench.data.release_files import VERSION_FILE, dataset_version
 from junobench.data.tables import DESC_REQUIRED, DIAGNOSIS_REQUIRED, DescRow, read_desc, read_table
 from junobench.errors import JunoBenchError, Problem
 
@@ -67,10 +81,21 @@ def validate(snapshot: str | Path, *, strict: bool = False) -> list[Problem]:
     return check(snapshot, strict=strict).problems
 
 
+#: What validate does with a licence outside the allow-list or unknown: a warning
+#: (default), a problem, or nothing.
+LICENCE_POLICY_MODES = ("warn", "error", "off")
+
+
 def check(snapshot: str | Path, *, max_files: int = MAX_FILES_PER_FOLDER,
-          strict: bool = False) -> Validation:
+          strict: bool = False, licences: LicencePolicy | None = None,
+          licence_policy: str = "warn") -> Validation:
     """Every problem and warning of the snapshot (see the module docstring); with
-    ``strict``, every warning is a problem."""
+    ``strict``, every warning is a problem. ``licences`` is the allow-list of input-dataset
+    licences (default :meth:`LicencePolicy.default`); ``licence_policy`` (``warn``,
+    ``error``, ``off``) says how a licence outside it, or unknown, is reported."""
+    if licence_policy not in LICENCE_POLICY_MODES:
+        raise JunoBenchError(f"unknown licence policy {licence_policy!r}",
+                             hint=f"use one of {', '.join(LICENCE_POLICY_MODES)}")
     root = snapshot_root(snapshot)
     report = Validation(root)
     rows = _check_desc(root, report.problems)
@@ -84,6 +109,13 @@ def check(snapshot: str | Path, *, max_files: int = MAX_FILES_PER_FOLDER,
     if rows is not None:
         report.cases = len(rows)
         _check_cases(root, rows, metadata, report)
+        if licence_policy != "off":
+            found = report.problems if licence_policy == "error" else report.warnings
+            found.extend(licence_policy_problems(root, rows, metadata, licences or LicencePolicy.default()))
+        _check_duplicates(root, rows, report.problems)
+    _check_version(root, report.problems)
+    _check_unfinished_edit(root, report.problems)
+    _check_edit_leftovers(root, report.warnings)
     _check_folder_sizes(root, max_files, report.problems)
     if strict:
         report.problems += report.warnings
@@ -315,6 +347,112 @@ def _check_metadata(root: Path, path: Path, problems: list[Problem]) -> None:
         if not (data_dir / listed).exists():
             problems.append(Problem(f"lists {listed!r}, which is not in data/", name, case,
                                     "add the file or remove it from 'files'"))
+
+
+# --------------------------------------------------------------------------- licences
+
+
+def licence_policy_problems(root: Path, rows: list[DescRow], metadata: dict[str, list[Path]],
+                            policy: LicencePolicy) -> list[Problem]:
+    """Every input dataset (table row and metadata file) whose licence is unknown or not in
+    ``policy``'s allow-list, once per case, dataset and licence."""
+    found: list[Problem] = []
+    seen: set[tuple[str, str, str]] = set()
+
+    def report(case: str, title: str, licence: str | None, file: str) -> None:
+        verdict = policy.verdict(licence)
+        if verdict == "allowed" or (case, title, str(licence)) in seen:
+            return
+        seen.add((case, title, str(licence)))
+        if verdict == "unknown":
+            found.append(Problem(
+                f"input-dataset licence unknown ({licence or 'none stated'})", file, case,
+                f"dataset {title!r}: find the licence on the source's page and record it, or replace "
+                "the data with a synthetic stand-in (construct synthetic)"))
+        else:
+            found.append(Problem(
+                f"input-dataset licence {licence!r} is not in the allow-list", file, case,
+                f"dataset {title!r}: allow the licence with --allow-licence {_quoted(str(licence))} or "
+                "a --licences file, or replace the data (construct synthetic)"))
+
+    for row in rows:
+        for dataset in row.datasets:
+            title = dataset.get("title")
+            if vocab.is_no_data(title) or not dataset.get("license"):
+                continue  # no licence at all is a problem of its own
+            report(row.case_id, str(title or dataset.get("url")), dataset.get("license"), layout.DESC_TABLE)
+    for case, files in metadata.items():
+        for path in files:
+            data = _json(path)
+            if isinstance(data, dict) and isinstance(data.get("license"), str):
+                report(case, str(data.get("title") or layout.dataset_name(path)), data["license"],
+                       layout.relative(root, path))
+    return found
+
+
+def _quoted(text: str) -> str:
+    return f"'{text}'" if re.search(r"[^\w.+-]", text) else text
+
+
+# --------------------------------------------------------------------------- version
+
+
+def _check_version(root: Path, problems: list[Problem]) -> None:
+    """A ``VERSION`` file, when present, holds a dataset version."""
+    try:
+        dataset_version(root)
+    except JunoBenchError as error:
+        problems.append(Problem(error.problem_.problem, VERSION_FILE, hint=error.problem_.hint))
+
+
+# --------------------------------------------------------------------------- duplicates
+
+
+def _check_duplicates(root: Path, rows: list[DescRow], problems: list[Problem]) -> None:
+    """Two cases that are one crash: same eid, notebook URL or file name, or a notebook's code."""
+    from junobench.data import duplicates
+
+    for found in duplicates.find_duplicates(duplicates.snapshot_keys(root, rows)):
+        problems.append(Problem(
+            f"the case repeats {found.earlier} (same {found.what})", layout.DESC_TABLE,
+            found.case, f"a crash is a case once: remove one (junobench construct remove-case "
+                        f"SNAPSHOT {found.case})"))
+
+
+# --------------------------------------------------------------------------- edits
+
+
+def _check_unfinished_edit(root: Path, problems: list[Problem]) -> None:
+    """A journal left by an edit killed half-way: the snapshot is between two states."""
+    path = root / layout.EDIT_JOURNAL
+    if not os.path.lexists(path):
+        return
+    what = "edit"
+    try:
+        import json
+
+        from junobench.safety.paths import read_regular
+
+        what = str(json.loads(read_regular(path, limit=1 << 20).decode("utf-8")).get("what") or what)
+    except (OSError, ValueError, AttributeError):
+        pass  # a journal no command could read: named as it is
+    command = (f"junobench construct renumber {root}" if what.split()[:1] == ["renumber"]
+               else "the same command" if what.split()[:1] in (["add-case"], ["remove-case"])
+               else "junobench construct add-case, remove-case or renumber")
+    problems.append(Problem(
+        f"an unfinished {what} is pending (its journal {layout.EDIT_JOURNAL}): the snapshot "
+        "is half-way between two states", layout.EDIT_JOURNAL, None,
+        f"run {command} again: it finishes the pending edit first"))
+
+
+def _check_edit_leftovers(root: Path, warnings: list[Problem]) -> None:
+    """Staging folders and temporary tables of an edit killed before it committed."""
+    if os.path.lexists(root / layout.EDIT_JOURNAL):
+        return  # the pending edit still needs them
+    for path in layout.edit_leftovers(root):
+        warnings.append(Problem(
+            "left by an interrupted add-case, remove-case or renumber (not part of the snapshot)",
+            path.name, None, "the next add-case, remove-case or renumber removes it"))
 
 
 # --------------------------------------------------------------------------- folders

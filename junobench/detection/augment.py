@@ -39,11 +39,23 @@ def runtime_texts_for(path: str | Path | None, exclude: Iterable[str] = ()
     return runtime_texts(path, exclude=exclude)
 
 
+def task_style(path: str | Path | None) -> str | None:
+    """``crane`` when the runtime-information file ``path`` is in CRANE-LLM's style (its
+    tasks are then CRANE-LLM's documents), else None."""
+    if not path:
+        return None
+    from junobench.runtime import runtime_style
+
+    return "crane" if runtime_style(path) == "crane" else None
+
+
 def with_runtime_info(items: Sequence[Mapping[str, Any]], texts: Mapping[str, str], *,
-                      file: str | Path | None = None) -> list[dict[str, Any]]:
+                      file: str | Path | None = None, style: str | None = None
+                      ) -> list[dict[str, Any]]:
     """Copies of ``items`` (tasks read from ``file``) whose ``runtime_info`` is the text of
-    their notebook in ``texts``, or absent when it has none. Blind tasks are refused: their
-    ids do not name the notebook a text belongs to."""
+    their notebook in ``texts``, or absent when it has none, in ``style`` when given
+    (:func:`task_style`). Blind tasks are refused: their ids do not name the notebook a
+    text belongs to."""
     if any(is_blind_id(task_key(item)) for item in items):
         raise JunoBenchError("blind tasks are not named by notebook, so runtime information "
                              "cannot be matched to them", file=file,
@@ -53,6 +65,8 @@ def with_runtime_info(items: Sequence[Mapping[str, Any]], texts: Mapping[str, st
         task = {k: v for k, v in item.items() if k != "runtime_info"}
         if task_key(item) in texts:
             task["runtime_info"] = texts[task_key(item)]
+        if style is not None:
+            task["style"] = style
         out.append(task)
     return out
 

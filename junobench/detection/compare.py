@@ -5,7 +5,9 @@ are restricted to the notebooks that every set decided (a set that skipped a not
 would otherwise be scored on an easier or harder sample); the excluded notebooks are
 listed per set. Every metric gets its case-bootstrap interval, and every pair of sets an
 exact McNemar test on the notebooks each got right and a paired bootstrap of the F1
-difference (:mod:`.uncertainty`).
+difference (:mod:`.uncertainty`). With more than two sets the pairs are a family of
+tests: each p-value is also given Holm-adjusted (:func:`~.uncertainty.holm`), in every
+output format.
 
 >>> unique_names(["runs/qwen/code", "runs/gpt/code", "runs/gpt/runinfo"])
 ['qwen/code', 'gpt/code', 'runinfo']
@@ -37,6 +39,7 @@ from junobench.detection.uncertainty import (
     Difference,
     McNemar,
     check_resamples,
+    holm,
     mcnemar,
     paired_difference,
 )
@@ -47,7 +50,7 @@ from junobench.errors import JunoBenchError
 FORMATS: tuple[str, ...] = ("table", "json", "csv", "markdown", "latex")
 
 
-@dataclass(frozen=True)
+@dataclass
 class PairTest:
     """Set ``a`` against set ``b`` on the ``n`` shared notebooks."""
 
@@ -56,16 +59,20 @@ class PairTest:
     n: int
     mcnemar: McNemar
     f1: Difference
+    #: Holm-adjusted p-values over all pairs of the comparison (the raw ones with one pair).
+    mcnemar_holm: float | None = None
+    f1_holm: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "a": self.a, "b": self.b, "notebooks": self.n,
             "mcnemar": {"only_a_correct": self.mcnemar.only_a,
                         "only_b_correct": self.mcnemar.only_b,
-                        "p_value": self.mcnemar.p_value, "exact": True},
+                        "p_value": self.mcnemar.p_value, "p_holm": self.mcnemar_holm,
+                        "exact": True},
             "f1_difference": {"estimate": self.f1.estimate,
                               "interval": None if self.f1.interval is None else list(self.f1.interval),
-                              "p_value": self.f1.p_value},
+                              "p_value": self.f1.p_value, "p_holm": self.f1_holm},
         }
 
 
@@ -160,11 +167,29 @@ def compare(
     decided = [set(r.evaluated) for r in reports]
     common = [str(row["instance"]) for row in labels.rows
               if all(str(row["instance"]) in d for d in decided)]
-    comparison = Comparison(shown, reports, common, resamples, seed)
+    return compare_reports(shown, reports, common, resamples=resamples, seed=seed)
+
+
+def compare_reports(names: Sequence[str], reports: Sequence[Report],
+                    common: Sequence[str] | None = None, *,
+                    resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Comparison:
+    """Reports side by side on ``common`` (default: the notebooks every report decided, in
+    the first report's order), every pair tested, p-values Holm-adjusted over the pairs."""
+    if len(names) != len(reports) or len(set(names)) != len(names):
+        raise JunoBenchError("give one distinct name per set")
+    if common is None:
+        decided = [set(r.evaluated) for r in reports]
+        common = [i for i in (reports[0].evaluated if reports else [])
+                  if all(i in d for d in decided)]
+    comparison = Comparison(list(names), list(reports), list(common), resamples, seed)
     restricted = comparison.scored
     for (i, a), (j, b) in combinations(enumerate(restricted), 2):
-        comparison.tests.append(pair_test(shown[i], a, shown[j], b, resamples=resamples,
+        comparison.tests.append(pair_test(names[i], a, names[j], b, resamples=resamples,
                                           seed=seed))
+    adjusted_m = holm([t.mcnemar.p_value for t in comparison.tests])
+    adjusted_f1 = holm([t.f1.p_value for t in comparison.tests])
+    for test, p_m, p_f1 in zip(comparison.tests, adjusted_m, adjusted_f1, strict=True):
+        test.mcnemar_holm, test.f1_holm = p_m, p_f1
     return comparison
 
 
@@ -216,17 +241,41 @@ def summary_rows(comparison: Comparison, *, percent: bool = False) -> list[dict[
 
 
 def pair_rows(comparison: Comparison) -> list[dict[str, Any]]:
+    """One row per pair; with more than one pair, the Holm-adjusted p-values beside the raw."""
+    family = len(comparison.tests) > 1
     rows = []
     for test in comparison.tests:
         f1 = test.f1
-        rows.append({
+        row: dict[str, Any] = {
             "A": test.a, "B": test.b, "n": test.n,
             "only A right": test.mcnemar.only_a, "only B right": test.mcnemar.only_b,
             "McNemar p": _p(test.mcnemar.p_value),
+        }
+        if family:
+            row["McNemar p (Holm)"] = _p(test.mcnemar_holm)
+        row.update({
             "F1 A-B": "n/a" if f1.estimate is None else f"{f1.estimate:+.3f}",
             "F1 A-B 95% CI": format_interval(f1.interval),
             "bootstrap p": _p(f1.p_value),
         })
+        if family:
+            row["bootstrap p (Holm)"] = _p(test.f1_holm)
+        rows.append(row)
+    return rows
+
+
+def csv_rows(comparison: Comparison) -> list[dict[str, Any]]:
+    """:meth:`Comparison.rows`, then one row per pair (``setting`` is ``A vs B``) with its
+    test results, raw and Holm-adjusted, in columns of their own."""
+    rows = comparison.rows()
+    for test in comparison.tests:
+        rows.append({"setting": f"{test.a} vs {test.b}", "n": test.n,
+                     "mcnemar_only_a": test.mcnemar.only_a, "mcnemar_only_b": test.mcnemar.only_b,
+                     "mcnemar_p": test.mcnemar.p_value, "mcnemar_p_holm": test.mcnemar_holm,
+                     "f1_difference": test.f1.estimate,
+                     "f1_difference_low": test.f1.interval[0] if test.f1.interval else None,
+                     "f1_difference_high": test.f1.interval[1] if test.f1.interval else None,
+                     "f1_difference_p": test.f1.p_value, "f1_difference_p_holm": test.f1_holm})
     return rows
 
 
@@ -239,9 +288,15 @@ def format_comparison(comparison: Comparison, fmt: str = "table") -> str:
     if fmt == "json":
         return json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False) + "\n"
     if fmt == "csv":
-        return render(comparison.rows(), "csv")
+        return render(csv_rows(comparison), "csv")
     if fmt == "latex":
-        return render(summary_rows(comparison, percent=True), "latex")
+        text = render(summary_rows(comparison, percent=True), "latex")
+        if comparison.tests:
+            text += ("\n% Paired tests: exact McNemar on notebooks right/wrong; paired case "
+                     "bootstrap of the F1 difference"
+                     + ("; Holm-adjusted p-values over the pairs" if len(comparison.tests) > 1
+                        else "") + "\n" + render(pair_rows(comparison), "latex"))
+        return text
     kind = "markdown" if fmt == "markdown" else "table"
     settings = (f"{len(comparison.common)} notebooks decided by every set; 95% intervals from "
                 f"{comparison.resamples} case bootstraps (seed {comparison.seed})")
@@ -253,7 +308,9 @@ def format_comparison(comparison: Comparison, fmt: str = "table") -> str:
         parts.append(render(pair_rows(comparison), kind))
     lead = "\n".join(notes) + "\n\n"
     tests_title = ("Paired tests (exact McNemar on notebooks right/wrong; paired case "
-                   "bootstrap of the F1 difference)\n\n")
+                   "bootstrap of the F1 difference"
+                   + ("; Holm-adjusted p-values over the " + str(len(comparison.tests))
+                      + " pairs" if len(comparison.tests) > 1 else "") + ")\n\n")
     return lead + parts[0] + ("\n" + tests_title + parts[1] if len(parts) > 1 else "")
 
 

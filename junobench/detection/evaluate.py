@@ -33,6 +33,7 @@ from junobench.detection.uncertainty import (
     Scored,
     bootstrap,
     check_resamples,
+    too_few_cases,
 )
 from junobench.detection.votes import DEFAULT_VOTE, VOTES, vote
 from junobench.errors import JunoBenchError
@@ -46,6 +47,10 @@ BREAKDOWNS: dict[str, tuple[str, str]] = {
 LABEL_FIELDS: tuple[str, ...] = ("instance", "case_id", "version", "crash", "library",
                                  "library_label", "root_cause")
 _EXCERPT = 80
+#: Marks a group whose interval comes from too few cases to mean anything.
+SMALL = "†"
+SMALL_NOTE = ("† fewer than 3 cases: the case bootstrap can only repeat them, so the "
+              "interval says little")
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +145,9 @@ class Report:
             row = {title: group, **score_row(confusion(_pair(d) for d in decisions))}
             if intervals:
                 row["intervals"] = _listed(self.intervals(decisions))
+                cases = count_cases(decisions)
+                row["cases"] = cases
+                row["too_few_cases"] = too_few_cases(cases)
             rows.append(row)
         return rows
 
@@ -182,6 +190,11 @@ class Report:
         """The same report scored on ``instances`` only (for side-by-side comparisons)."""
         keep = set(instances)
         return replace(self, decisions=[d for d in self.decisions if d.instance in keep])
+
+
+def count_cases(decisions: Iterable[Decision]) -> int:
+    """Distinct cases among ``decisions`` (the bootstrap's unit)."""
+    return len({vocab.split_instance(d.instance)[0] for d in decisions})
 
 
 def scored(decisions: Iterable[Decision]) -> list[Scored]:
@@ -492,7 +505,8 @@ def render_report(report: Report, fmt: str = "table", by: str = "library") -> st
                      "intervals": _listed(report.intervals())})
         return render([_flat(row) for row in rows], "csv")
     if fmt in ("markdown", "latex"):
-        return render(summary_rows(report, by, percent=fmt == "latex"), fmt)
+        rows = summary_rows(report, by, percent=fmt == "latex")
+        return render(rows, fmt) + small_note(rows, fmt)
     if fmt == "table":
         return format_report(report, by)
     raise JunoBenchError(f"unknown format {fmt!r}",
@@ -547,13 +561,19 @@ def format_report(report: Report, by: str = "library") -> str:
     lines.append("95% CI       " + "  ".join(f"{k} {format_interval(bounds[k])}" for k in METRICS)
                  + f"  ({report.resamples} case bootstraps, seed {report.seed})")
     rows = []
+    small = False
     for row in report.breakdown_rows(by, intervals=True):
-        shown = {k: "n/a" if v is None else v for k, v in row.items() if k != "intervals"}
-        shown["f1 95% CI"] = format_interval(row["intervals"]["f1"])
+        shown = {k: "n/a" if v is None else v for k, v in row.items()
+                 if k not in ("intervals", "cases", "too_few_cases")}
+        shown["f1 95% CI"] = format_interval(row["intervals"]["f1"]) + (
+            SMALL if row["too_few_cases"] else "")
+        small = small or row["too_few_cases"]
         rows.append(shown)
     if rows:
         lines += ["", f"by {BREAKDOWNS[by][1]}"]
         lines.append(table(rows, list(rows[0])).rstrip("\n"))
+        if small:
+            lines.append(SMALL_NOTE)
     return "\n".join(lines) + "\n"
 
 
@@ -576,12 +596,21 @@ def summary_rows(report: Report, by: str = "library", *, percent: bool = False
     for name, decisions in parts:
         values = scores(confusion(_pair(d) for d in decisions))
         bounds = report.intervals(decisions)
+        mark = SMALL if too_few_cases(count_cases(decisions)) else ""
         row: dict[str, Any] = {title: name, "n": len(report.evaluated_in(decisions))}
         for metric in METRICS:
-            row[TITLES[metric] + (" (%)" if percent else "")] = with_interval(
-                values[metric], bounds[metric], percent=percent)
+            text = with_interval(values[metric], bounds[metric], percent=percent)
+            row[TITLES[metric] + (" (%)" if percent else "")] = text + (
+                mark if bounds[metric] is not None else "")
         rows.append(row)
     return rows
+
+
+def small_note(rows: Sequence[Mapping[str, Any]], fmt: str) -> str:
+    """The note under a table with flagged intervals (a comment in LaTeX), or nothing."""
+    if not any(SMALL in str(v) for row in rows for v in row.values()):
+        return ""
+    return ("% " if fmt == "latex" else "\n") + SMALL_NOTE + "\n"
 
 
 def with_interval(value: float | None, bounds: Sequence[float] | None, *,

@@ -20,6 +20,12 @@ as in the papers; a notebook without any parsable answer counts as wrong in Insp
 accuracy and is left out of precision, recall and F1). Metrics: accuracy with its
 standard error, and precision, recall and F1 with crash as the positive class.
 
+With ``judge`` (an Inspect model name, or ``self``), every answer is also judged by
+CRANE-LLM's LLM-judge protocol (:mod:`.inspect_judge`: ``judge_passes`` passes, the
+ground-truth diagnosis from the sample's metadata), reduced over the epochs as CRANE-LLM
+reduces its runs; its end-to-end accuracy and the partially correct and reasoning-wrong
+counts are the judge scorer's metrics.
+
 The log is a predictions file: ``junobench evaluate LOG.eval`` reads each sample's
 answers per epoch as its runs and scores them with any vote, intervals and comparisons.
 """
@@ -50,13 +56,14 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import TaskState, generate
 
 from junobench.detection import prompt
+from junobench.detection.inspect_judge import diagnosis_judge, reduce_judged
 from junobench.detection.metrics import Confusion, confusion
 from junobench.detection.predictions import parse_run
 from junobench.detection.votes import vote
 
 #: Case labels copied into each sample's metadata (for Inspect's log viewer and analysis).
 SAMPLE_LABELS: tuple[str, ...] = ("case_id", "version", "library", "library_label", "root_cause",
-                                  "crash_type", "pipeline_stage", "ml_bug", "source")
+                                  "crash_type", "pipeline_stage", "ml_bug", "source", "diagnosis")
 
 
 @task
@@ -72,6 +79,10 @@ def crash_detection(
     keep_comments: bool = False,
     runs: int = 5,
     revision: str | None = None,
+    crane_inputs: str | None = None,
+    judge: str | None = None,
+    judge_passes: int = 5,
+    judge_reverse: bool = False,
 ) -> Task:
     """Crash detection on JunoBench's reproduced and fixed notebooks.
 
@@ -88,24 +99,33 @@ def crash_detection(
         keep_comments: keep code comments (the papers stripped them).
         runs: answers per notebook (epochs), voted by majority.
         revision: Hub revision of ``source``.
+        crane_inputs: a folder of CRANE-LLM's published inputs: each prompt is the
+            notebook's input as published (``junobench tasks --crane-inputs``).
+        judge: also judge each answer's diagnosis with this model (``self``: the model
+            under test), CRANE-LLM's protocol.
+        judge_passes: judge passes per answer.
+        judge_reverse: the reversed protocol (the answer before the ground truth).
     """
-    from junobench.detection.augment import runtime_texts_for
+    from junobench.detection.augment import runtime_texts_for, task_style
     from junobench.detection.tasks import tasks
 
     texts = runtime_texts_for(runtime_info, _values(runtime_exclude) or [])
+    style = task_style(runtime_info) if texts is not None else None
     filters: dict[str, str | Iterable[str] | None] = {
         "library": _values(library), "root_cause": _values(root_cause),
         "crash_type": _values(crash_type), "pipeline_stage": _values(stage),
         "origin": _values(origin)}
     items, truths = tasks(source, keep_comments=keep_comments, runtime_info=texts,
-                          revision=revision, library=filters["library"],
+                          revision=revision, crane_inputs=crane_inputs, style=style,
+                          library=filters["library"],
                           root_cause=filters["root_cause"], crash_type=filters["crash_type"],
                           pipeline_stage=filters["pipeline_stage"], origin=filters["origin"])
     samples = [_sample(item, truth) for item, truth in zip(items, truths, strict=True)]
     return Task(
         dataset=MemoryDataset(samples, name="junobench", location=str(source)),
         solver=generate(),
-        scorer=crash_scorer(),
+        scorer=[crash_scorer()] + ([diagnosis_judge(judge, int(judge_passes),
+                                                     bool(judge_reverse))] if judge else []),
         epochs=Epochs(int(runs), crash_majority()),
         metadata={"source": str(source), "filters": {k: v for k, v in filters.items() if v},
                   "runtime_info": runtime_info},
@@ -135,9 +155,12 @@ def _sample(item: dict[str, Any], truth: dict[str, Any]) -> Sample:
 @score_reducer(name="crash_majority")
 def crash_majority() -> ScoreReducer:
     """The epochs' detections voted into one (majority of the parsable answers; a tie is
-    no crash), scored against the label."""
+    no crash), scored against the label; the judge's scores reduced by
+    :func:`~junobench.detection.inspect_judge.reduce_judged`."""
 
     def reduce(scores: list[Score]) -> Score:
+        if scores and "judge_labels" in (scores[0].metadata or {}):
+            return reduce_judged(scores)  # the judge's scores: CRANE-LLM's reduction
         detections = [d for s in scores for d in (s.metadata or {}).get("votes", [None])]
         truth = bool((scores[0].metadata or {}).get("truth")) if scores else False
         decided = vote(detections, "majority")

@@ -8,11 +8,18 @@
 - ``crane-parsed``: the same folders of the CRANE-LLM repository's
   ``results_parsed_<k>/<model>/<setting>``, one LLM-judge label per run (``[Correct]``,
   ``[Partially correct]``, ``[Reasoning Wrong]``, ``[Wrong]``), read back into the
-  detection it judged;
+  detection it judged (the detections of a judge run can differ from the raw runs'
+  majority: see docs/diagnosis.md). The ``results_parsed_reversed_<k>`` folders hold the
+  judge's labels under the reversed protocol (prediction shown before the ground truth), a
+  check of the judge, not of the detector: they are refused here (read as a detector they
+  would score a precision of 1.000); :mod:`.judge` reads them as judge labels;
 - ``junobench-construct``: the JunoBench_construct repository's
   ``llms/detect_if_cell_crash/<model>``, ``results_buggy/`` and ``results_fixed/`` folders of
   ``crash_detection_results_<case>.json``;
 - ``buggy/fixed``: ``buggy/`` (or ``reproduced/``) and ``fixed/`` folders of ``<case>.json``;
+- ``crane-sa``: CRANE-LLM's static analysers' outputs, ``sas/sas_outputs/results_raw/
+  <pylint|pyright>/<setting>``, library folders of ``<instance>.json`` lists of the kept
+  messages (:mod:`junobench.detection.analysers`);
 - ``inspect``: an Inspect evaluation log (``.eval`` or ``.json``) of the
   ``junobench/crash_detection`` task, each epoch a run.
 
@@ -34,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from junobench import vocab
+from junobench.detection import analysers
 from junobench.detection.predictions import (
     CANONICAL,
     Predictions,
@@ -49,8 +57,10 @@ CRANE_PARSED = "crane-parsed"
 CONSTRUCT = "junobench-construct"
 CASE_FOLDERS = "buggy/fixed"
 INSPECT = "inspect"
+CRANE_SA = analysers.LAYOUT
 #: Every layout, in the order ``--layout`` lists them.
-LAYOUTS: tuple[str, ...] = (CANONICAL, INSTANCES, CRANE_PARSED, CONSTRUCT, CASE_FOLDERS, INSPECT)
+LAYOUTS: tuple[str, ...] = (CANONICAL, INSTANCES, CRANE_PARSED, CONSTRUCT, CASE_FOLDERS, INSPECT,
+                            CRANE_SA)
 
 #: Folder → notebook version, for the two case-folder layouts.
 CONSTRUCT_FOLDERS: dict[str, str] = {"results_buggy": "reproduced", "results_fixed": "fixed"}
@@ -63,6 +73,8 @@ OTHER = "other"
 
 _JUDGE = re.compile(r"^\s*\[?\s*(correct|partially correct|reasoning wrong|wrong)\s*\]?\s*$",
                     re.IGNORECASE)
+#: Folders of the judge's labels under the reversed protocol.
+REVERSED = re.compile(r"^results_parsed_reversed(_\d+)?$")
 _JUDGE_FAILED = re.compile(r"^\s*cannot (verify|extract)", re.IGNORECASE)
 _SEARCH_DEPTH = 4
 _HINT_ANY = ("pass a .jsonl file, an Inspect log, or a folder in one of the layouts: "
@@ -135,6 +147,8 @@ def _own_layout(folder: Path, *, strict: bool = False) -> str | None:
         return CONSTRUCT
     if any((folder / name).is_dir() for name in VERSION_FOLDERS):
         return CASE_FOLDERS
+    if analysers.looks_like_outputs(folder):
+        return CRANE_SA
     files = [f for f in _json_files(folder) if not strict or _names_instance(f.stem)]
     if not files:
         return None
@@ -193,7 +207,16 @@ def read_instance_files(folder: Path) -> Predictions:
 
 
 def read_crane_parsed(folder: Path) -> Predictions:
-    """Judge labels per run, turned back into the detection each judged (see :func:`judged`)."""
+    """Judge labels per run, turned back into the detection each judged (see :func:`judged`).
+    A folder under ``results_parsed_reversed_<k>`` is refused (see the module's notes)."""
+    reversed_part = next((part for part in folder.resolve().parts if REVERSED.match(part)), None)
+    if reversed_part is not None:
+        raise JunoBenchError(
+            f"{reversed_part} holds the LLM judge's labels under the reversed protocol (the "
+            "prediction shown before the ground truth): a check of the judge, not detections; "
+            "read as detections they score every fixed notebook right (precision 1.000)",
+            file=folder, hint="score the raw runs (results_raw) or a results_parsed_<k> folder; "
+            "the judge protocols are compared in docs/diagnosis.md")
 
     def convert(labels: list[Any], instance: str) -> list[Any]:
         version = vocab.split_instance(instance)[1]
@@ -360,6 +383,7 @@ READERS: dict[str, Callable[[Path], Predictions]] = {
     CONSTRUCT: read_construct,
     CASE_FOLDERS: read_case_folders,
     INSPECT: read_inspect_log,
+    CRANE_SA: analysers.read_outputs,
 }
 
 
@@ -376,4 +400,6 @@ _DESCRIPTIONS: dict[str, str] = {
                "JunoBench_construct",
     CASE_FOLDERS: "buggy/ and fixed/ folders of <case>.json",
     INSPECT: "an Inspect log (.eval or .json) of junobench/crash_detection",
+    CRANE_SA: "<library>/<instance>.json lists of pylint or pyright messages: CRANE-LLM "
+              "sas_outputs/results_raw/<analyser>/<setting>",
 }

@@ -3,7 +3,9 @@ and a JSON answer ``{"reasoning": str, "detection": bool}``.
 
 The user message is a list of sections (:func:`sections`): ``Executed Cells``, then
 ``Runtime Information`` when the task carries ``runtime_info``, then ``Target Cell``. A new
-kind of context is a new section here, and nothing else changes.
+kind of context is a new section here, and nothing else changes. A task of ``style``
+``"crane"`` (read from CRANE-LLM's published inputs, :mod:`junobench.detection.crane_inputs`)
+is sent as CRANE-LLM sent it: its user message is CRANE-LLM's document, byte for byte.
 
 >>> task = {"executed_cells": [{"source": "x = 1"}], "target_cell": {"source": "y + x"}}
 >>> print(user_message(task))
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+from junobench.detection import crane_inputs
 
 _INTRO = "You detect crashes in machine-learning Jupyter notebooks before they happen."
 _GIVEN = {
@@ -72,7 +76,10 @@ def executed_cells_text(cells: list[Mapping[str, Any]]) -> str:
 
 
 def user_message(task: Mapping[str, Any]) -> str:
-    """The sections as one text: ``# Title:`` then the body, a blank line between them."""
+    """The sections as one text: ``# Title:`` then the body, a blank line between them (a
+    ``crane``-style task: CRANE-LLM's document, see :mod:`junobench.detection.crane_inputs`)."""
+    if task.get("style") == crane_inputs.STYLE:
+        return crane_inputs.render_document(task)
     return "\n\n".join(f"# {title}:\n{body}" for title, body in sections(task))
 
 

@@ -31,6 +31,9 @@ from typing import Any
 
 from junobench import vocab
 from junobench.data.notebook import without_reexecute_marker
+from junobench.detection import crane_inputs
+from junobench.detection.crane_inputs import STYLE as crane_inputs_style
+from junobench.detection.crane_inputs import read_documents as crane_documents
 from junobench.detection.ids import blind_id, is_blind_id
 from junobench.errors import JunoBenchError
 from junobench.jsonl import read_instance_records, write_jsonl
@@ -127,9 +130,11 @@ def make_task(
     outputs: Mapping[int, str] | None = None,
     runtime_info: str | None = None,
     task_id: str | None = None,
+    style: str | None = None,
 ) -> dict[str, Any]:
     """The task of one ``notebooks`` record (see the module docstring); its ``id`` is
-    ``task_id`` (default: the instance, a readable id)."""
+    ``task_id`` (default: the instance, a readable id); ``style`` ``"crane"``: its prompt is
+    CRANE-LLM's document (:mod:`junobench.detection.crane_inputs`)."""
     target = record["target_cell"]
 
     def cell(run: Mapping[str, Any], *, with_output: bool) -> dict[str, Any]:
@@ -143,6 +148,11 @@ def make_task(
         return out
 
     task: dict[str, Any] = {"id": task_id or record["instance"]}
+    if style is not None:
+        if style != crane_inputs.STYLE:
+            raise JunoBenchError(f"unknown prompt style {style!r}",
+                                 hint=f"use {crane_inputs.STYLE!r} or none")
+        task["style"] = style
     task["executed_cells"] = [cell(run, with_output=True) for run in record["executed_cells"]]
     task["target_cell"] = cell(target, with_output=False)
     if runtime_info is not None:
@@ -169,21 +179,32 @@ def build_tasks(
     outputs: Mapping[str, Mapping[int, str]] | None = None,
     runtime_info: Mapping[str, str] | None = None,
     key: bytes | None = None,
+    documents: Mapping[str, Mapping[str, Any]] | None = None,
+    style: str | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Tasks and ground truth of ``notebooks`` records. ``outputs``: instance → code-cell
     index → output text; ``runtime_info``: instance → text for the prompt; ``key``: blind
     ids under this key (:func:`junobench.detection.ids.blind_id`), in id order; without
-    it ids are the instances, in record order."""
+    it ids are the instances, in record order. ``documents`` (instance → task, from
+    :func:`junobench.detection.crane_inputs.read_documents`): each task is the notebook's
+    CRANE-LLM input as published instead (every record needs one). ``style``: see
+    :func:`make_task`."""
     tasks_, truths = [], []
+    records = list(records)
+    if documents is not None:
+        _check_documents(records, documents)
     for record in records:
         instance = record["instance"]
         task_id = blind_id(instance, key) if key is not None else instance
-        tasks_.append(make_task(
-            record, keep_comments=keep_comments,
-            outputs=(outputs or {}).get(instance),
-            runtime_info=(runtime_info or {}).get(instance),
-            task_id=task_id,
-        ))
+        if documents is not None:
+            tasks_.append({"id": task_id, **documents[instance]})
+        else:
+            tasks_.append(make_task(
+                record, keep_comments=keep_comments,
+                outputs=(outputs or {}).get(instance),
+                runtime_info=(runtime_info or {}).get(instance),
+                task_id=task_id, style=style,
+            ))
         truths.append(truth_of(record, task_id))
     if key is not None:
         order = sorted(range(len(tasks_)), key=lambda i: tasks_[i]["id"])
@@ -199,10 +220,17 @@ def tasks(
     runtime_info: Mapping[str, str] | None = None,
     revision: str | None = None,
     key: bytes | None = None,
+    crane_inputs: str | Path | None = None,
+    style: str | None = None,
     **filters: str | Iterable[str] | None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Tasks and ground truth for the notebooks of ``source`` matching ``filters``
-    (blind ids under ``key`` when given, see :func:`build_tasks`).
+    (blind ids under ``key`` when given, see :func:`build_tasks`). ``crane_inputs``: a
+    folder of CRANE-LLM's published inputs (such as ``llms/llms_inputs/
+    executed_code_runinfo``); each task is then the notebook's input as published, so a
+    prompt built from it is CRANE-LLM's (comments, outputs and runtime information are
+    those of the input). ``style`` ``"crane"``: prompts in CRANE-LLM's form (for runtime
+    information extracted with ``runtime-info --style crane``).
 
     >>> from junobench.detection.ids import new_key
     >>> tasks_, truth = tasks("sample", library="pandas", key=new_key())
@@ -214,10 +242,33 @@ def tasks(
     """
     import junobench
 
+    if style == crane_inputs_style and keep_outputs:
+        raise JunoBenchError("CRANE-LLM's prompts have no cell outputs",
+                             hint="drop --keep-outputs, or use junobench's runtime-info style")
+    documents = None
+    if crane_inputs is not None:
+        if keep_comments or keep_outputs or runtime_info is not None:
+            raise JunoBenchError("tasks from CRANE-LLM inputs are those inputs as published: "
+                                 "their comments, outputs and runtime information cannot be "
+                                 "changed", file=crane_inputs,
+                                 hint="drop --keep-comments, --keep-outputs and --runtime-info")
+        documents = crane_documents(crane_inputs)
     records = junobench.load(source, "notebooks", revision=revision, **filters).to_list()
     outputs = notebook_outputs(source, records, revision=revision) if keep_outputs else None
     return build_tasks(records, keep_comments=keep_comments, outputs=outputs,
-                       runtime_info=runtime_info, key=key)
+                       runtime_info=runtime_info, key=key, documents=documents, style=style)
+
+
+def _check_documents(records: Sequence[Mapping[str, Any]],
+                     documents: Mapping[str, Mapping[str, Any]]) -> None:
+    missing = [r["instance"] for r in records if r["instance"] not in documents]
+    if missing:
+        shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8
+                                          else "")
+        raise JunoBenchError(f"no CRANE-LLM input for {len(missing)} of the {len(records)} "
+                             f"notebooks: {shown}",
+                             hint="pass the folder holding every notebook's input, or select "
+                             "the notebooks it has with the label filters")
 
 
 def notebook_outputs(source: str | Path, records: Sequence[Mapping[str, Any]], *,
@@ -289,6 +340,10 @@ def _task_problem(task: dict[str, Any]) -> str | None:
         return "'target_cell' must be {code_cell_index, execution_count, source}"
     if "runtime_info" in task and not isinstance(task["runtime_info"], (str, type(None))):
         return "'runtime_info' must be text"
+    if task.get("style", crane_inputs.STYLE) != crane_inputs.STYLE:
+        return f"'style' must be {crane_inputs.STYLE!r} (or absent)"
+    if task.get("target_title", crane_inputs.TARGET) not in crane_inputs.TARGET_TITLES:
+        return f"'target_title' must be one of {', '.join(crane_inputs.TARGET_TITLES)}"
     return None
 
 

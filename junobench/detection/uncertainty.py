@@ -18,6 +18,13 @@ cases scored for both).
 True
 >>> mcnemar([True, True, False, True], [False, True, False, False]).p_value
 0.5
+>>> holm([0.01, 0.04, 0.03])
+[0.03, 0.06, 0.06]
+
+With more than two detectors the pairs form a family of tests: :func:`holm` adjusts their
+p-values (Holm's step-down method, which controls the family-wise error rate). A group of
+fewer than :data:`MIN_CASES` cases has too few distinct resamples for its interval to
+mean anything (:func:`too_few_cases`); reports flag such groups.
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ from junobench.errors import JunoBenchError
 DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 0
 CONFIDENCE = 0.95
+#: Fewest cases for which a case-bootstrap interval is reported without a warning.
+MIN_CASES = 3
 
 Interval = tuple[float, float]
 #: One scored decision: (case id, truth, decision), crash = True.
@@ -156,3 +165,21 @@ def paired_difference(scored_a: Iterable[Scored], scored_b: Iterable[Scored], *,
     if len(defined):
         p_value = float(min(1.0, 2 * min(np.mean(defined <= 0), np.mean(defined >= 0))))
     return Difference(metric, estimate, percentile_interval(diff, confidence), p_value)
+
+
+def holm(p_values: Sequence[float | None]) -> list[float | None]:
+    """Holm-adjusted p-values, in the given order (None stays None and is not counted)."""
+    present = sorted((p, i) for i, p in enumerate(p_values) if p is not None)
+    out: list[float | None] = [None] * len(p_values)
+    running = 0.0
+    m = len(present)
+    for rank, (p, i) in enumerate(present):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
+
+
+def too_few_cases(cases: int) -> bool:
+    """True when ``cases`` cases are too few for a case-bootstrap interval to mean
+    anything (each resample can only repeat one or two cases)."""
+    return cases < MIN_CASES

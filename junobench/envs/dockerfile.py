@@ -46,6 +46,7 @@ def dockerfile_text(selection: Selection, *, junobench: str | None = None, uv: s
             f"what {len(selection.cases)} case(s) need" if selection.cases else "the selection")
     lock = " -c lock.txt" if env.lock_file is not None else ""
     exclude = f" --exclude-newer {env.exclude_newer}" if env.exclude_newer else ""
+    builds = needs_source_builds(selection)
     lines = [
         f"# JunoBench reproduction environment {env.name}: {what}, at the pinned versions.",
         "# Written by `junobench env dockerfile`; build it with `docker build -t junobench-env .`",
@@ -53,6 +54,10 @@ def dockerfile_text(selection: Selection, *, junobench: str | None = None, uv: s
         "# (no published image is recorded for this environment)",
         f"FROM {env.base_image}",
         "",
+        *([f"# No wheel for Python {env.python} on {env.platform}: {', '.join(builds)} (built "
+           "from source).",
+           "RUN apt-get update && apt-get install -y --no-install-recommends build-essential \\",
+           "    && rm -rf /var/lib/apt/lists/*", ""] if builds else []),
         "ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \\",
         "    UV_LINK_MODE=copy UV_TOOL_BIN_DIR=/usr/local/bin",
         f"RUN pip install uv=={uv or _uv_version()}",
@@ -73,6 +78,27 @@ def dockerfile_text(selection: Selection, *, junobench: str | None = None, uv: s
         f'CMD ["junobench", "env", "show", "{IMAGE_ENV}"]',
     ]
     return "\n".join(lines) + "\n"
+
+
+def needs_source_builds(selection: Selection) -> list[str]:
+    """The pins of ``selection`` its environment's lock has no wheel for (its
+    :data:`~junobench.envs.wheels.SOURCE_BUILDS`; every one for the whole environment, else
+    those the selection pins), which the image builds from source with a compiler."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    from junobench.envs.wheels import read_source_builds
+
+    listed = read_source_builds(selection.environment.folder) or []
+    if selection.whole:
+        return listed
+    wanted = set()
+    for line in selection.requirements:
+        try:
+            wanted.add(canonicalize_name(Requirement(line).name))
+        except InvalidRequirement:
+            continue
+    return [pin for pin in listed if canonicalize_name(pin.partition("==")[0]) in wanted]
 
 
 def image_manifest(selection: Selection) -> dict[str, object]:

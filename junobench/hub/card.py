@@ -57,13 +57,21 @@ def size_category(rows: int) -> str:
     return "n>1M"
 
 
-def card_data(infos: Mapping[str, Any], rows: int) -> Any:
+def card_data(infos: Mapping[str, Any], rows: int, licences: Sequence[str] = (),
+              version: str | None = None) -> Any:
     """The card's YAML metadata; ``infos`` maps each config to its ``datasets.DatasetInfo``,
-    ``rows`` is the row count of the largest config."""
+    ``rows`` is the row count of the largest config, ``licences`` the input datasets'
+    licences (named in ``license_details``: the repo's licence is ``other``)."""
     from datasets.info import DatasetInfosDict
     from datasets.utils.metadata import MetadataConfigs
     from huggingface_hub import DatasetCardData
 
+    extra: dict[str, Any] = {}
+    if licences:
+        extra["license_details"] = ("The input datasets' licences: " + "; ".join(licences)
+                                    + ". Each dataset's licence is in the card's body and in croissant.json.")
+    if version:
+        extra["version"] = version
     data = DatasetCardData(
         pretty_name="JunoBench",
         license="other",
@@ -74,6 +82,7 @@ def card_data(infos: Mapping[str, Any], rows: int) -> Any:
         task_categories=["text-classification"],
         tags=list(TAGS),
         size_categories=[size_category(rows)],
+        **extra,
     )
     MetadataConfigs({
         config: {"data_files": [{"split": SPLIT, "path": PARQUET[config]}],
@@ -170,9 +179,15 @@ def _input_datasets(case: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [d for d in case["datasets"] or [] if not vocab.is_no_data(d["title"])]
 
 
+def licence_names(cases: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Every distinct licence of the input datasets of ``cases`` (``Unknown`` for none)."""
+    return sorted({d["license"] or "Unknown" for c in cases for d in _input_datasets(c)})
+
+
 def render_card(infos: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
                 notebooks: Sequence[Mapping[str, Any]], report: Mapping[str, Any], *,
-                repo_id: str = DEFAULT_REPO_ID, template: str | Path | None = None) -> str:
+                repo_id: str = DEFAULT_REPO_ID, template: str | Path | None = None,
+                version: str | None = None) -> str:
     """The card's full text (YAML header and body)."""
     import jinja2
     from huggingface_hub import DatasetCard
@@ -191,10 +206,10 @@ def render_card(infos: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
         raise JunoBenchError(f"cannot read the card template ({error.strerror or error})",
                              file=path) from None
     context = body_context(cases, notebooks, report)
+    context["version"] = version
     try:
-        card = DatasetCard.from_template(card_data(infos, max(len(cases), len(notebooks))),
-                                         template_path=str(path), repo_id=repo_id,
-                                         **context)
+        data = card_data(infos, max(len(cases), len(notebooks)), licence_names(cases), version)
+        card = DatasetCard.from_template(data, template_path=str(path), repo_id=repo_id, **context)
     except jinja2.TemplateError as error:
         line = getattr(error, "lineno", None)  # syntax errors know their line
         where = f" (line {line})" if line else ""

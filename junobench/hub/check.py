@@ -2,8 +2,11 @@
 
 Checks the checksum manifest (every listed file present, size and sha256 equal, nothing
 unlisted), the card (its YAML parses, names both configs with their parquet file and the
-``cases`` default, and carries the records' features) and each parquet file (readable,
-the records' schema, the manifest's row count). Every problem is reported, with its file.
+``cases`` default, and carries the records' features; its body names the licence of
+every input dataset), ``croissant.json`` (Croissant 1.0, a FileObject per parquet file
+with its sha256, a RecordSet per config; validated by mlcroissant when it is installed)
+and each parquet file (readable, the records' schema, the manifest's row count). Every
+problem is reported, with its file.
 
 >>> from junobench.hub.write_export import export
 >>> _ = export("sample", "export")
@@ -22,6 +25,7 @@ from junobench.errors import JunoBenchError, Problem
 from junobench.hub.read_export import (
     CARD,
     CONFIG_NAMES,
+    CROISSANT,
     DEFAULT_CONFIG,
     MANIFEST,
     PARQUET,
@@ -48,6 +52,8 @@ def check(directory: str | Path) -> list[Problem]:
     rows = manifest.get("rows", {}) if manifest else {}
     for config in CONFIG_NAMES:
         _check_parquet(root, config, rows.get(config), problems)
+    _check_croissant(root, problems)
+    _check_card_licences(root, problems)
     return problems
 
 
@@ -173,9 +179,82 @@ def _check_parquet(root: Path, config: str, rows: int | None, problems: list[Pro
         problems.append(Problem(f"{count} rows, the manifest says {rows}", name))
 
 
+def _check_croissant(root: Path, problems: list[Problem]) -> None:
+    """``croissant.json``: Croissant 1.0, each parquet file with its sha256, both record sets."""
+    import json
+
+    from junobench.hub.croissant import CONFORMS_TO, validate_with_mlcroissant
+    from junobench.safety.paths import read_regular
+
+    path = root / CROISSANT
+    if not os.path.lexists(path):
+        problems.append(Problem("the Croissant metadata is missing", CROISSANT,
+                                hint="re-export with this version of junobench"))
+        return
+    if not _regular(path, CROISSANT, problems):
+        return
+    try:
+        data = json.loads(read_regular(path, limit=64 << 20).decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
+        problems.append(Problem(f"not readable JSON ({_first_line(error)})", CROISSANT, hint="re-export"))
+        return
+    if not isinstance(data, dict) or data.get("conformsTo") != CONFORMS_TO:
+        problems.append(Problem(f"does not declare conformsTo {CONFORMS_TO}", CROISSANT, hint="re-export"))
+        return
+    if not isinstance(data.get("@context"), dict):  # a remote context would be fetched by a reader
+        problems.append(Problem("its @context is not given inline", CROISSANT, hint="re-export"))
+        return
+    files = {str(d.get("contentUrl")): d for d in _items(data.get("distribution"))}
+    for config in CONFIG_NAMES:
+        entry = files.get(PARQUET[config])
+        if entry is None:
+            problems.append(Problem(f"names no FileObject for {PARQUET[config]}", CROISSANT, hint="re-export"))
+            continue
+        try:
+            actual = file_digest(root / PARQUET[config])["sha256"]
+        except OSError:
+            continue  # reported with the parquet file
+        if entry.get("sha256") != actual:
+            problems.append(Problem(f"the sha256 of {PARQUET[config]} is not the file's", CROISSANT,
+                                    hint="the parquet changed after export: re-export"))
+    sets = {str(r.get("name")) for r in _items(data.get("recordSet"))}
+    for config in CONFIG_NAMES:
+        if config not in sets:
+            problems.append(Problem(f"has no RecordSet {config!r}", CROISSANT, hint="re-export"))
+    if any(p.file == CROISSANT for p in problems):
+        return
+    for message in validate_with_mlcroissant(path) or []:
+        problems.append(Problem(f"mlcroissant: {message}", CROISSANT))
+
+
+def _items(value: Any) -> list[dict[str, Any]]:
+    """The objects of a JSON-LD list (one object stands for a list of one)."""
+    items = value if isinstance(value, list) else [value]
+    return [item for item in items if isinstance(item, dict)]
+
+
+def _check_card_licences(root: Path, problems: list[Problem]) -> None:
+    """The card's body names the licence of every input dataset of the cases."""
+    import pyarrow.parquet as pq
+
+    from junobench.hub.card import licence_names
+    from junobench.safety.text import markdown_text
+
+    try:
+        cases = pq.read_table(root / PARQUET["cases"], columns=["case_id", "datasets"]).to_pylist()
+        card = (root / CARD).read_text(encoding="utf-8")
+    except Exception:  # reported with the card or the parquet file
+        return
+    body = card.split("\n---", 2)[-1]
+    for licence in licence_names(cases):
+        if markdown_text(licence) not in body:
+            problems.append(Problem(f"the card does not name the input-dataset licence {licence!r}", CARD,
+                                    hint="re-export with the published card template"))
+
+
 def _regular(path: Path, name: str, problems: list[Problem]) -> bool:
     """Whether ``path`` is a regular file inside the export (a problem is added if not)."""
-    if not is_within(path, link_root(path.parent if name == CARD else path.parent.parent)):
+    if not is_within(path, link_root(path.parent if "/" not in name else path.parent.parent)):
         return False  # reported with the manifest
     try:
         require_regular(path)

@@ -16,6 +16,8 @@ returns the operations without creating a client or touching the network.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,8 +103,18 @@ def push(
 
 def _send(root: Path, uploads: list[Upload], repo_id: str, revision: str | None, private: bool,
           message: str, endpoint: str | None) -> Any:
+    return commit_export(root, uploads, repo_id, revision=revision, private=private, message=message,
+                         endpoint=endpoint)
+
+
+def commit_export(root: Path, uploads: list[Upload], repo_id: str, *, revision: str | None, private: bool,
+                  message: str, endpoint: str | None, extra: Mapping[str, bytes] | None = None,
+                  parent_commit: str | None = None, branch_from: str | None = None) -> Any:
+    """One commit of the export's ``uploads`` (and ``extra`` files, path → bytes) to
+    ``repo_id`` at branch ``revision`` (created, with the repo, if needed: from
+    ``branch_from``, default main's head); with ``parent_commit``, the Hub refuses it if the
+    branch has moved since. Returns the client's ``CommitInfo``."""
     from huggingface_hub import CommitOperationAdd, HfApi, get_token
-    from huggingface_hub.errors import HfHubHTTPError
 
     where = f"{repo_id}@{revision or 'main'}"
     if get_token() is None:
@@ -111,21 +123,32 @@ def _send(root: Path, uploads: list[Upload], repo_id: str, revision: str | None,
     api = HfApi(endpoint=endpoint)
     operations = [CommitOperationAdd(path_in_repo=u.path, path_or_fileobj=str(root / u.path))
                   for u in uploads]
-    try:
+    operations += [CommitOperationAdd(path_in_repo=name, path_or_fileobj=data)
+                   for name, data in sorted((extra or {}).items())]
+    with hub_call(where, "the upload"):
         api.create_repo(repo_id, repo_type="dataset", private=private, exist_ok=True)
         if private and api.repo_info(repo_id, repo_type="dataset").private is False:
             raise JunoBenchError("the repo exists and is public; --private applies to new repos only",
                                  file=where, hint="make it private on the Hub first, or push without --private")
         if revision and revision != "main":
-            api.create_branch(repo_id, branch=revision, repo_type="dataset", exist_ok=True)
+            api.create_branch(repo_id, branch=revision, revision=branch_from, repo_type="dataset", exist_ok=True)
         return api.create_commit(repo_id, operations, commit_message=message, repo_type="dataset",
-                                 revision=revision)
+                                 revision=revision, parent_commit=parent_commit)
+
+
+@contextmanager
+def hub_call(where: str, what: str) -> Iterator[None]:
+    """The Hub client's errors while doing ``what`` as one-line :class:`JunoBenchError` s."""
+    from huggingface_hub.errors import HfHubHTTPError
+
+    try:
+        yield
     except HfHubHTTPError as error:
         status = error.response.status_code if error.response is not None else "?"
-        raise JunoBenchError(f"the Hub refused the upload (HTTP {status}: {_first_line(error)})", file=where,
+        raise JunoBenchError(f"the Hub refused {what} (HTTP {status}: {_first_line(error)})", file=where,
                              hint="check the repo id and that your token has write access") from None
     except ValueError as error:  # the client's own checks, e.g. the card's YAML refused by the Hub
-        raise JunoBenchError(f"the upload failed: {_first_line(error)}", file=where) from None
+        raise JunoBenchError(f"{what} failed: {_first_line(error)}", file=where) from None
     except Exception as error:
         if type(error).__module__.split(".")[0] in ("httpx", "httpx2", "requests", "urllib3"):
             raise JunoBenchError(f"the Hub is unreachable ({_first_line(error)})", file=where,

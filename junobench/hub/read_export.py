@@ -5,7 +5,9 @@
     <dir>/README.md                                  the dataset card (YAML configs + features)
     <dir>/cases/test-00000-of-00001.parquet          config "cases", split "test"
     <dir>/notebooks/test-00000-of-00001.parquet      config "notebooks", split "test"
-    <dir>/checksums.json                             sha256 and size of every other file
+    <dir>/croissant.json                             Croissant 1.0 metadata (JSON-LD, with RAI fields)
+    <dir>/checksums.json                             sha256 and size of every other file, the dataset
+                                                     version and the input-data digests
 
 Stock ``datasets.load_dataset(dir, "cases")`` reads it; so does :func:`junobench.load`,
 which reads the parquet directly (filters pushed down) instead of rebuilding records.
@@ -26,12 +28,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from junobench.data import layout
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_open
 from junobench.safety.paths import open_regular, read_regular, relative_name
 
 CARD = "README.md"
 MANIFEST = "checksums.json"
+CROISSANT = "croissant.json"
 SPLIT = "test"
 CONFIG_NAMES = ("cases", "notebooks")
 DEFAULT_CONFIG = "cases"
@@ -47,8 +51,9 @@ def parquet_path(config: str) -> str:
 
 
 PARQUET: dict[str, str] = {config: parquet_path(config) for config in CONFIG_NAMES}
-#: The files an export holds besides its manifest (all listed in the manifest).
-EXPORT_FILES: frozenset[str] = frozenset({CARD, *PARQUET.values()})
+#: The files an export holds besides its manifest (all listed in the manifest); the record
+#: of renamed cases only when the snapshot has one.
+EXPORT_FILES: frozenset[str] = frozenset({CARD, CROISSANT, *PARQUET.values(), layout.RENAMED_CASES})
 
 
 def is_export(root: str | Path) -> bool:

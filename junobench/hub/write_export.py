@@ -8,13 +8,14 @@ leaves a previous ``out`` as it was.
 
 >>> result = export("sample", "export")
 >>> sorted(result.files)
-['README.md', 'cases/test-00000-of-00001.parquet', 'notebooks/test-00000-of-00001.parquet']
+['README.md', 'cases/test-00000-of-00001.parquet', 'croissant.json', 'notebooks/test-00000-of-00001.parquet']
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from junobench.errors import JunoBenchError
 from junobench.hub.read_export import (
     CARD,
     CONFIG_NAMES,
+    CROISSANT,
     EXPORT_FILES,
     MANIFEST,
     MANIFEST_FORMAT,
@@ -40,7 +42,7 @@ from junobench.safety.atomic import (
     swap_in,
     write_text,
 )
-from junobench.safety.paths import unlisted_files
+from junobench.safety.paths import check_not_linked_out, read_regular, unlisted_files
 
 logger = logging.getLogger("junobench")
 
@@ -64,13 +66,19 @@ def export(
     repo_id: str | None = None,
     template: str | Path | None = None,
     cache_dir: str | Path | None = None,
+    version: str | None = None,
+    published: str | None = None,
 ) -> ExportResult:
     """Write the records of ``source`` (a snapshot, ``"sample"`` or a Hub repo) to ``out``.
 
     ``repo_id`` is the repo the card's loading examples name (default the published one);
-    ``template`` replaces ``data_cards/junobench.md``.
+    ``template`` replaces ``data_cards/junobench.md``; ``version`` is the dataset version
+    recorded (default: the snapshot's ``VERSION`` file, if any); ``published`` the release
+    date (``YYYY-MM-DD``) ``croissant.json`` gives (none by default: exports stay
+    byte-identical).
     """
     from junobench.data.build import build
+    from junobench.data.release_files import data_digests, dataset_version
     from junobench.data.snapshot import resolve
     from junobench.envs.environment import snapshot_environment
     from junobench.hub.card import DEFAULT_REPO_ID
@@ -78,6 +86,7 @@ def export(
     root = resolve(source, revision=revision)
     out = Path(out).expanduser().absolute()
     _check_target(root, out)
+    version = version or dataset_version(root)
     cases, report = build(root, "cases", skip_invalid=skip_invalid, cache_dir=cache_dir)
     notebooks, _ = build(root, "notebooks", skip_invalid=skip_invalid, cache_dir=cache_dir)
     records = {"cases": cases, "notebooks": notebooks}
@@ -89,13 +98,15 @@ def export(
         "unpinned": dict(sorted(report.unpinned.items())),
         "environment": snapshot_environment(root).summary(),
     }
+    digests = data_digests(root)
     with locked(out.parent):
         recover(out, owned=_is_own_folder)
         _check_target(root, out)  # again: a recovered export is back, or a folder appeared
         staging = staging_folder(out)
         try:
             write_export(staging, records, report_dict, repo_id=repo_id or DEFAULT_REPO_ID,
-                         template=template)
+                         template=template, version=version, data=digests, published=published,
+                         extra=_carried_files(root))
             manifest = read_manifest(staging)
             old = swap_in(staging, out)
         except BaseException:
@@ -107,11 +118,17 @@ def export(
 
 
 def write_export(directory: Path, records: dict[str, Any], report: dict[str, Any], *,
-                 repo_id: str, template: str | Path | None = None) -> None:
-    """Write the parquet files, the card and the manifest of ``records`` into ``directory``."""
+                 repo_id: str, template: str | Path | None = None, version: str | None = None,
+                 data: dict[str, dict[str, str]] | None = None, published: str | None = None,
+                 extra: dict[str, bytes] | None = None) -> None:
+    """Write the parquet files, the card, ``croissant.json`` and the manifest of ``records``
+    into ``directory``; ``version`` is the dataset's, ``data`` the digests of the input-data
+    files of each case (both recorded in the manifest); ``extra`` (export file name → bytes:
+    files of the snapshot carried as they are)."""
     import datasets
 
     from junobench.hub.card import render_card
+    from junobench.hub.croissant import croissant
 
     infos = {}
     for config in CONFIG_NAMES:
@@ -125,15 +142,25 @@ def write_export(directory: Path, records: dict[str, Any], report: dict[str, Any
         infos[config] = datasets.DatasetInfo(features=dataset.features,
                                              download_size=path.stat().st_size,
                                              dataset_size=dataset.data.nbytes)
-    card = render_card(infos, records["cases"].to_list(), records["notebooks"].to_list(), report,
-                       repo_id=repo_id, template=template)
+    cases = records["cases"].to_list()
+    card = render_card(infos, cases, records["notebooks"].to_list(), report,
+                       repo_id=repo_id, template=template, version=version)
     write_text(directory / CARD, card)
-    files = {name: file_digest(directory / name) for name in sorted([CARD, *PARQUET.values()])}
+    parquet = {config: file_digest(directory / PARQUET[config]) for config in CONFIG_NAMES}
+    metadata = croissant({c: records[c].features for c in CONFIG_NAMES}, parquet, cases, report,
+                         repo_id=repo_id, version=version, published=published)
+    write_text(directory / CROISSANT, json.dumps(metadata, indent=2, ensure_ascii=False) + "\n")
+    for name, content in (extra or {}).items():
+        (directory / name).write_bytes(content)
+    files = {name: file_digest(directory / name)
+             for name in sorted([CARD, CROISSANT, *PARQUET.values(), *(extra or {})])}
     manifest = {
         "format": MANIFEST_FORMAT,
         "files": files,
         "rows": {config: len(records[config]) for config in CONFIG_NAMES},
         "report": report,
+        "version": version,
+        "data": data or {},
     }
     write_text(directory / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
 
@@ -171,6 +198,24 @@ def _check_target(root: Path, out: Path) -> None:
         shown = ", ".join(foreign[:5]) + (f", … (+{len(foreign) - 5})" if len(foreign) > 5 else "")
         raise JunoBenchError(f"the earlier export holds files it did not write: {shown}", file=out,
                              hint=hint)
+
+
+def _carried_files(root: Path) -> dict[str, bytes]:
+    """The snapshot's files an export carries as they are: the record of renamed cases
+    (``renamed_cases.json``, when there is one; it must be JSON)."""
+    from junobench.data import layout
+
+    path = root / layout.RENAMED_CASES
+    if not os.path.lexists(path):
+        return {}
+    check_not_linked_out(path, root)
+    try:
+        data = read_regular(path, limit=16 << 20)
+        json.loads(data.decode("utf-8"))
+    except (OSError, ValueError) as error:
+        raise JunoBenchError(f"the record of renamed cases cannot be read ({error})", file=path,
+                             hint="restore it, or remove it if no published id changed") from None
+    return {layout.RENAMED_CASES: data}
 
 
 #: What an export folder holds: its files, and the temporary files written on the way.

@@ -34,6 +34,7 @@ from junobench.envs.environment import snapshot_environment
 from junobench.envs.kernel import own_kernel
 from junobench.errors import JunoBenchError
 from junobench.jsonl import write_jsonl
+from junobench.runtime import crane
 from junobench.runtime.names import target_names
 from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS, summarise
 from junobench.safety.atomic import check_file_target
@@ -50,7 +51,11 @@ MIME = "application/vnd.junobench.runtime+json"
 #: Fields of a runtime-information record, in order.
 RECORD_FIELDS = ("instance", "case_id", "version", "target_cell", "status", "problem",
                  "categories", "names", "attributes", "undefined", "objects", "environment",
-                 "capped", "imported_by_inspection", "parsed", "seconds", "inputs")
+                 "capped", "imported_by_inspection", "parsed", "seconds", "inputs", "style",
+                 "annotations")
+
+#: The formats of runtime information: junobench's (S/R/V-tagged fields) and CRANE-LLM's.
+STYLES = ("junobench", crane.STYLE)
 
 #: Seconds between two writes of ``out`` while notebooks finish.
 WRITE_EVERY = 10.0
@@ -87,23 +92,32 @@ def categories_without(exclude: Iterable[str] = ()) -> tuple[str, ...]:
 
 
 def request_for(target_source: str, categories: Sequence[str] = CATEGORIES,
-                options: Mapping[str, int] | None = None) -> dict[str, Any]:
-    """What to ask the kernel about a target cell (names, attributes, bound names, limits)."""
+                options: Mapping[str, int] | None = None, *, style: str = "junobench",
+                executed: Sequence[tuple[int, str]] = (), signatures: bool = False
+                ) -> dict[str, Any]:
+    """What to ask the kernel about a target cell (names, attributes, bound names, limits);
+    in CRANE-LLM's ``style`` also where the executed cells (``(code-cell index, source)``
+    in execution order) last defined each name, and whether to give signatures."""
     found = target_names(target_source)
-    return {"names": list(found.names), "attributes": {k: list(v) for k, v in found.attributes.items()},
-            "bound": sorted(found.bound), "categories": list(categories),
-            "options": {**DEFAULT_OPTIONS, **(options or {})}, "parsed": found.parsed}
+    request = {"names": list(found.names),
+               "attributes": {k: list(v) for k, v in found.attributes.items()},
+               "bound": sorted(found.bound), "categories": list(categories),
+               "options": {**DEFAULT_OPTIONS, **(options or {})}, "parsed": found.parsed}
+    if style == crane.STYLE:
+        request.update(style=style, origins=crane.origins(executed), signatures=signatures)
+    return request
 
 
 def inspection_code(request: Mapping[str, Any]) -> str:
     """The code the kernel runs to summarise the requested names (stdlib-only, self-contained)."""
     plain = json.loads(json.dumps(request))  # Python literals only
-    return _SNIPPET % (repr(_summarise_source()), repr(plain), repr(MIME))
+    module = crane if request.get("style") == crane.STYLE else sys.modules[summarise.__module__]
+    return _SNIPPET % (repr(_module_source(module.__name__)), repr(plain), repr(MIME))
 
 
 @functools.cache
-def _summarise_source() -> str:
-    return inspect.getsource(sys.modules[summarise.__module__])  # the module's whole text
+def _module_source(name: str) -> str:
+    return inspect.getsource(sys.modules[name])  # the module's whole text
 
 
 class Inspection:
@@ -164,6 +178,8 @@ def runtime_info(
     executor_options: Mapping[str, Any] | None = None,
     resume: bool = True,
     pass_env: Sequence[str] = (),
+    style: str = "junobench",
+    signatures: bool = False,
 ) -> list[dict[str, Any]]:
     """Runtime information of the notebooks of ``case_ids`` (default: every case, or those
     matching ``filters``) in ``versions``, one record each (fields :data:`RECORD_FIELDS`).
@@ -181,12 +197,19 @@ def runtime_info(
     starting ``infrastructure error``. With ``out`` and ``resume``, the records an earlier
     ``out`` holds for the same inputs (``inputs``), but for infrastructure errors, are kept
     and not extracted again. The kernels see no credential-like variables but those named
-    in ``pass_env``.
+    in ``pass_env``. ``style`` ``"crane"`` writes CRANE-LLM's summaries instead
+    (:mod:`junobench.runtime.crane`; ``signatures`` adds callables' signatures to them).
     """
     from junobench.verify import runner_for
 
     require_run_extra()
     categories = categories_without(exclude)
+    if style not in STYLES:
+        raise JunoBenchError(f"unknown runtime-information style {style!r}",
+                             hint=f"use one of {', '.join(STYLES)}")
+    if signatures and style != crane.STYLE:
+        raise JunoBenchError("signatures are asked for in the crane style only (junobench's "
+                             "style gives them with R)", hint="add --style crane")
     bad = [v for v in versions if v not in vocab.EVALUATED_VERSIONS]
     if bad or not versions:
         raise JunoBenchError(f"unknown version {bad[0] if bad else '(none)'!r}",
@@ -204,7 +227,8 @@ def runtime_info(
                              hint="check the case ids and filters (`junobench ls`)")
     work = [(spec, version) for spec in specs for version in dict.fromkeys(versions)]
     found = kernel_environment(target or own_kernel(), snapshot_environment(root))
-    context = f"{target.python if target else ''}|{sorted(categories)}|{sorted(options.items())}"
+    context = (f"{target.python if target else ''}|{sorted(categories)}|{sorted(options.items())}"
+               + (f"|{style}|{signatures}" if style != "junobench" else ""))
     digests = {(spec.case_id, version): _inputs(spec, version, timeout, context) for spec, version in work}
     kept = _earlier(out, digests) if out is not None and resume else {}
     done: dict[tuple[str, str], dict[str, Any]] = dict(kept)
@@ -224,7 +248,7 @@ def runtime_info(
 
     try:
         records = run_sync(_extract_all(root, work, categories, options, runner, timeout, progress, finished,
-                                        found, digests, kept))
+                                        found, digests, kept, style, signatures))
     except (asyncio.CancelledError, KeyboardInterrupt):  # Ctrl-C: the kernels are stopped
         save()
         raise KeyboardInterrupt from None
@@ -273,7 +297,8 @@ async def _extract_all(root: Path, work: Sequence[tuple[CaseSpec, str]], categor
                        options: Mapping[str, int], executor: Executor, timeout: float | None,
                        progress: bool | None, on_record: Callable[[dict[str, Any]], None] | None,
                        found: KernelEnvironment, digests: Mapping[tuple[str, str], str | None],
-                       kept: Mapping[tuple[str, str], dict[str, Any]]) -> list[dict[str, Any]]:
+                       kept: Mapping[tuple[str, str], dict[str, Any]], style: str = "junobench",
+                       signatures: bool = False) -> list[dict[str, Any]]:
     from tqdm import tqdm
 
     todo = [(spec, version) for spec, version in work if (spec.case_id, version) not in kept]
@@ -284,7 +309,8 @@ async def _extract_all(root: Path, work: Sequence[tuple[CaseSpec, str]], categor
     async def one(spec: CaseSpec, version: str) -> dict[str, Any]:
         if (spec.case_id, version) in kept:
             return kept[(spec.case_id, version)]
-        record = await extract_notebook(root, spec, version, categories, options, timeout, executor)
+        record = await extract_notebook(root, spec, version, categories, options, timeout, executor,
+                                        style=style, signatures=signatures)
         record["inputs"] = digests.get((spec.case_id, version))
         unmet = found.mismatches(spec.requirements)
         if record["status"] == "failed" and unmet:
@@ -303,10 +329,11 @@ async def _extract_all(root: Path, work: Sequence[tuple[CaseSpec, str]], categor
 
 async def extract_notebook(root: Path, spec: CaseSpec, version: str, categories: Sequence[str],
                            options: Mapping[str, int], timeout: float | None,
-                           executor: Executor) -> dict[str, Any]:
+                           executor: Executor, *, style: str = "junobench",
+                           signatures: bool = False) -> dict[str, Any]:
     """The runtime-information record of one notebook of a case spec, replayed by
-    ``executor`` (entered by the caller)."""
-    record = new_record(spec.case_id, version, spec.target, categories)
+    ``executor`` (entered by the caller), in ``style``."""
+    record = new_record(spec.case_id, version, spec.target, categories, style)
     if spec.problem is not None or spec.data_absent:
         record.update(status="skipped" if spec.problem is None else "failed",
                       problem=DATA_ABSENT if spec.problem is None else f"cannot run: {spec.problem}")
@@ -317,9 +344,12 @@ async def extract_notebook(root: Path, spec: CaseSpec, version: str, categories:
     except JunoBenchError as error:
         record.update(status="failed", problem=f"cannot read the notebook: {error.problem_.problem}")
         return record
-    request = request_for(notebook.code_cells[spec.target].source, categories, options)
-    record.update(names=request["names"], attributes=request["attributes"], parsed=request.pop("parsed"))
     steps = spec.orders[version][:-1]  # everything before the target's (last) run
+    executed = [(step.code_cell_index, notebook.code_cells[step.code_cell_index].source)
+                for step in steps]
+    request = request_for(notebook.code_cells[spec.target].source, categories, options,
+                          style=style, executed=executed, signatures=signatures)
+    record.update(names=request["names"], attributes=request["attributes"], parsed=request.pop("parsed"))
     outcome = await executor.run(replay_task(spec, version, steps, timeout=timeout,
                                              after=Inspection(request, timeout)))
     record["seconds"] = round(outcome.log.seconds, 3)  # the replay's, not the time it waited
@@ -336,15 +366,19 @@ async def extract_notebook(root: Path, spec: CaseSpec, version: str, categories:
     payload = inspection.payload or {}
     record.update(status="ok", **{k: payload.get(k) for k in (
         "objects", "undefined", "environment", "capped", "imported_by_inspection")})
+    if style == crane.STYLE:
+        record["annotations"] = payload.get("annotations") or {}
     return record
 
 
-def new_record(case_id: str, version: str, target: int | None, categories: Sequence[str]) -> dict[str, Any]:
+def new_record(case_id: str, version: str, target: int | None, categories: Sequence[str],
+               style: str = "junobench") -> dict[str, Any]:
     """An empty record (every field present) for one notebook."""
     return {"instance": vocab.instance_id(case_id, version), "case_id": case_id, "version": version,
             "target_cell": target, "status": "failed", "problem": None, "categories": list(categories),
             "names": [], "attributes": {}, "undefined": [], "objects": {}, "environment": {},
-            "capped": None, "imported_by_inspection": [], "parsed": True, "seconds": 0.0, "inputs": None}
+            "capped": None, "imported_by_inspection": [], "parsed": True, "seconds": 0.0, "inputs": None,
+            "style": style, "annotations": {}}
 
 
 def run_problem(log: RunLog) -> str | None:

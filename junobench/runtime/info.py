@@ -31,6 +31,7 @@ from typing import Any
 
 from junobench.errors import JunoBenchError
 from junobench.jsonl import read_instance_records
+from junobench.runtime import crane
 from junobench.runtime.summarise import CATEGORIES
 
 _HINT = "write it with `junobench runtime-info --out FILE.jsonl`"
@@ -70,8 +71,18 @@ def drop_categories(record: Mapping[str, Any], exclude: Iterable[str]) -> dict[s
 
 def runtime_text(record: Mapping[str, Any], *, exclude: Iterable[str] = ()) -> str:
     """The prompt text of one record: each object (type, then its S, R and V fields), the
-    names the target cell reads that the kernel does not define, and library versions."""
+    names the target cell reads that the kernel does not define, and library versions; a
+    record in CRANE-LLM's style (``style: "crane"``) gives CRANE-LLM's text, the
+    ``pprint``-ed summaries (:func:`junobench.runtime.crane.text`)."""
     exclude = list(exclude)
+    if record.get("style") == crane.STYLE:
+        unknown = sorted({c.upper() for c in exclude} - set(CATEGORIES))
+        if unknown:
+            raise JunoBenchError(f"unknown runtime-information categories {', '.join(unknown)}",
+                                 hint="use S, R or V")
+        summaries = {name: crane.decode(value)
+                     for name, value in (record.get("objects") or {}).items()}
+        return crane.text(crane.drop(summaries, exclude))
     if exclude:
         record = drop_categories(record, exclude)
     lines = ["Objects the target cell uses, as they are in the kernel before it runs:"]
@@ -116,6 +127,33 @@ def _object_lines(name: str, summary: Mapping[str, Any]) -> list[str]:
 
 def _json(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def runtime_style(path: str | Path) -> str:
+    """The style of a runtime-information file's records (``junobench`` or ``crane``); a
+    file mixing them is an error."""
+    styles = {str(record.get("style") or "junobench") for record in read_runtime_info(path).values()}
+    if len(styles) > 1:
+        raise JunoBenchError(f"records in several styles ({', '.join(sorted(styles))})", file=path,
+                             hint="extract all notebooks of a file in one --style")
+    return styles.pop() if styles else "junobench"
+
+
+def runtime_annotations(path: str | Path) -> dict[str, dict[str, str]]:
+    """Instance → {name: type} of the records of ``path`` extracted in CRANE-LLM's style
+    (the names' types for the static analysers' annotations); an error for a file in
+    junobench's style, whose records have none."""
+    if runtime_style(path) != crane.STYLE:
+        raise JunoBenchError("type annotations come from runtime information in CRANE-LLM's "
+                             "style", file=path, hint="extract it with `junobench runtime-info "
+                             "--style crane`")
+    out: dict[str, dict[str, str]] = {}
+    for instance, record in read_runtime_info(path).items():
+        found = record.get("annotations")
+        if record["status"] == "ok" and isinstance(found, dict):
+            out[instance] = {str(k): str(v) for k, v in found.items()
+                             if isinstance(k, str) and isinstance(v, str)}
+    return out
 
 
 def runtime_texts(path: str | Path, *, exclude: Iterable[str] = ()) -> dict[str, str]:

@@ -1,0 +1,417 @@
+"""``junobench diff A B``: what changed from one version of the benchmark to another.
+
+``A`` and ``B`` are any sources :func:`junobench.load` reads (snapshot directories, exports,
+``"sample"``, Hub dataset repos at a revision). Cases are matched by their ``eid`` (the
+crash's id, which a renumbering keeps), else by case id: a case of ``B`` whose eid ``A``
+does not hold is *added*, the reverse *removed*, and a matched case under another id
+*renamed*. For each matched case the diff lists the changed labels, diagnosis, crash
+(exception, message, crash line, target cell), notebooks (their code cells, outputs and
+metadata aside, and execution orders), input datasets (title, URL, licence,
+modifications, and the files when both sides hold the data), requirements, and
+input-data files (by sha256; compared only where both sides hold the data: an export
+records its snapshot's digests, a Hub snapshot is read without its data).
+
+>>> d = diff("sample", "sample")
+>>> d.empty, d.summary()
+(True, 'no change: 10 cases in both')
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Label fields compared (record field → what the release notes call it).
+LABELS: dict[str, str] = {
+    "library_label": "library", "root_cause": "root cause", "crash_type": "crash type",
+    "pipeline_stage": "pipeline stage", "ml_bug": "ML bug", "source": "origin",
+}
+#: Crash fields compared.
+CRASH: dict[str, str] = {
+    "exception": "exception", "evalue": "message", "crash_line": "crash line",
+    "target_cell_index": "target cell", "notebook_url": "notebook URL",
+}
+NOTEBOOKS = ("original", "reproduced", "fixed")
+FORMATS = ("table", "json", "markdown")
+
+
+@dataclass
+class CaseChange:
+    """What changed in one case matched in both sources (empty lists: nothing)."""
+
+    case_id: str
+    old_id: str
+    eid: str | None
+    labels: dict[str, list[Any]] = field(default_factory=dict)   # field → [old, new]
+    diagnosis: list[Any] | None = None                             # [old, new]
+    crash: dict[str, list[Any]] = field(default_factory=dict)
+    notebooks: dict[str, str] = field(default_factory=dict)        # version → what changed
+    datasets: list[str] = field(default_factory=list)
+    requirements: dict[str, list[str]] = field(default_factory=dict)
+    data: dict[str, list[str]] = field(default_factory=dict)       # added / removed / changed
+
+    @property
+    def renamed(self) -> bool:
+        return self.case_id != self.old_id
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.labels or self.diagnosis or self.crash or self.notebooks or self.datasets
+                    or self.requirements or self.data)
+
+    def lines(self) -> list[str]:
+        """One line per change, in plain words."""
+        out = [f"{LABELS[k]}: {_short(o)} → {_short(n)}" for k, (o, n) in self.labels.items()]
+        if self.diagnosis:
+            out.append(f"diagnosis: {_short(self.diagnosis[0], 60)} → {_short(self.diagnosis[1], 60)}")
+        out += [f"{CRASH[k]}: {_short(o)} → {_short(n)}" for k, (o, n) in self.crash.items()]
+        out += [f"{version} notebook: {what}" for version, what in self.notebooks.items()]
+        out += [f"dataset {line}" for line in self.datasets]
+        for what, names in self.requirements.items():
+            out.append(f"requirements {what}: {', '.join(names)}")
+        for what, names in self.data.items():
+            out.append(f"data {what}: {', '.join(names)}")
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"case_id": self.case_id, "old_id": self.old_id, "eid": self.eid, "labels": self.labels,
+                "diagnosis": self.diagnosis, "crash": self.crash, "notebooks": self.notebooks,
+                "datasets": self.datasets, "requirements": self.requirements, "data": self.data}
+
+
+@dataclass
+class SnapshotDiff:
+    """The difference from ``old`` to ``new``."""
+
+    old: str
+    new: str
+    old_cases: int
+    new_cases: int
+    added: list[dict[str, Any]] = field(default_factory=list)     # {case_id, eid, library_label, root_cause}
+    removed: list[dict[str, Any]] = field(default_factory=list)
+    changes: list[CaseChange] = field(default_factory=list)       # matched cases, renamed or changed
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def renamed(self) -> list[CaseChange]:
+        return [c for c in self.changes if c.renamed]
+
+    @property
+    def changed(self) -> list[CaseChange]:
+        return [c for c in self.changes if c.changed]
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.changes)
+
+    def summary(self) -> str:
+        if self.empty:
+            return f"no change: {self.new_cases} cases in both"
+        parts = [f"{len(self.added)} added", f"{len(self.removed)} removed",
+                 f"{len(self.renamed)} renamed", f"{len(self.changed)} changed"]
+        return f"{', '.join(parts)} ({self.old_cases} → {self.new_cases} cases)"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"old": self.old, "new": self.new, "cases": {"old": self.old_cases, "new": self.new_cases},
+                "summary": self.summary(), "added": self.added, "removed": self.removed,
+                "renamed": [{"old_id": c.old_id, "case_id": c.case_id, "eid": c.eid} for c in self.renamed],
+                "changed": [c.to_dict() for c in self.changed], "notes": self.notes}
+
+    def table(self) -> str:
+        """Plain text: one line per case, its changes indented below."""
+        from junobench.safety.text import printable
+
+        lines = [f"{self.old} → {self.new}: {self.summary()}"]
+        lines += [f"  added    {c['case_id']}  ({_case_words(c)})" for c in self.added]
+        lines += [f"  removed  {c['case_id']}  ({_case_words(c)})" for c in self.removed]
+        lines += [f"  renamed  {c.old_id} → {c.case_id}" for c in self.renamed]
+        for change in self.changed:
+            lines.append(f"  changed  {change.case_id}")
+            lines += [f"             {line}" for line in change.lines()]
+        lines += [f"  note: {note}" for note in self.notes]
+        return "\n".join(printable(line) for line in lines) + "\n"
+
+    def markdown(self, *, heading: str | None = None, level: int = 2) -> str:
+        """Release notes in Markdown (every value from the data escaped)."""
+        from junobench.safety.text import markdown_text as md
+
+        h = "#" * level
+        out = [f"{h} {md(heading)}", ""] if heading else []
+        out += [f"{md(self.summary())}.", ""]
+        if self.added:
+            out += [f"{h}# Added", ""] + [f"- `{md(c['case_id'])}`: {md(_case_words(c))}" for c in self.added] + [""]
+        if self.removed:
+            out += [f"{h}# Removed", ""]
+            out += [f"- `{md(c['case_id'])}`: {md(_case_words(c))}" for c in self.removed] + [""]
+        if self.renamed:
+            out += [f"{h}# Renamed", ""]
+            out += [f"- `{md(c.old_id)}` → `{md(c.case_id)}`" for c in self.renamed] + [""]
+        if self.changed:
+            out += [f"{h}# Changed", ""]
+            for change in self.changed:
+                out.append(f"- `{md(change.case_id)}`")
+                out += [f"  - {md(line)}" for line in change.lines()]
+            out.append("")
+        if self.notes:
+            out += [f"{h}# Notes", ""] + [f"- {md(n)}" for n in self.notes] + [""]
+        return "\n".join(out)
+
+    def render(self, fmt: str) -> str:
+        if fmt == "json":
+            return json.dumps(self.to_dict(), indent=2, ensure_ascii=False) + "\n"
+        if fmt == "markdown":
+            return self.markdown(heading=f"Changes from {self.old} to {self.new}")
+        if fmt == "table":
+            return self.table()
+        raise ValueError(f"unknown format {fmt!r}")
+
+
+def diff(old: str | Path, new: str | Path, *, old_revision: str | None = None,
+         new_revision: str | None = None, cache_dir: str | Path | None = None) -> SnapshotDiff:
+    """The :class:`SnapshotDiff` from ``old`` to ``new`` (each a source :func:`junobench.load`
+    reads, at its revision when it is a Hub repo)."""
+    from junobench.loader import load
+
+    old_cases = load(old, "cases", revision=old_revision, cache_dir=cache_dir).to_list()
+    new_cases = load(new, "cases", revision=new_revision, cache_dir=cache_dir).to_list()
+    old_data = source_data_digests(old, revision=old_revision)
+    new_data = source_data_digests(new, revision=new_revision)
+    return compare(old_cases, new_cases, old_data, new_data, old=str(old), new=str(new))
+
+
+def compare(old_cases: Sequence[Mapping[str, Any]], new_cases: Sequence[Mapping[str, Any]],
+            old_data: Mapping[str, Mapping[str, str]] | None = None,
+            new_data: Mapping[str, Mapping[str, str]] | None = None, *,
+            old: str = "A", new: str = "B") -> SnapshotDiff:
+    """The diff of two lists of ``cases`` records (a pure function); ``old_data`` /
+    ``new_data`` map case ids to their data files' sha256 (None: unknown)."""
+    result = SnapshotDiff(old, new, len(old_cases), len(new_cases))
+    pairs, added, removed = _match(old_cases, new_cases)
+    result.added = [_case_summary(c) for c in added]
+    result.removed = [_case_summary(c) for c in removed]
+    unknown_data: list[str] = []
+    records_only = old_data is None and new_data is None
+    for a, b in pairs:
+        a_data = None if old_data is None else old_data.get(a["case_id"])
+        b_data = None if new_data is None else new_data.get(b["case_id"])
+        # the datasets' file lists are what each side holds: compared only with the data
+        change = _case_change(a, b, files=records_only or (a_data is not None and b_data is not None))
+        if a_data is not None and b_data is not None:
+            change.data = _data_change(a_data, b_data)
+        elif (a_data is None) != (b_data is None) or (a_data is None and _has_data(b)):
+            unknown_data.append(b["case_id"])
+        if change.renamed or change.changed:
+            result.changes.append(change)
+    result.changes.sort(key=lambda c: _id_key(c.case_id))
+    if unknown_data:
+        shown = ", ".join(sorted(unknown_data, key=_id_key)[:8]) + (" …" if len(unknown_data) > 8 else "")
+        result.notes.append(f"input-data files not compared for {len(unknown_data)} case(s) whose data one "
+                            f"side does not hold: {shown}")
+    return result
+
+
+def source_data_digests(source: str | Path, *, revision: str | None = None) -> dict[str, dict[str, str]] | None:
+    """Case id → {data file: sha256} of a source: an export's recorded digests, or a local
+    snapshot's files (None for a source that records none)."""
+    from junobench.data.release_files import data_digests
+    from junobench.data.snapshot import hub_repo, resolve
+    from junobench.hub.read_export import is_export, read_manifest
+
+    root = resolve(source, revision=revision)
+    if is_export(root):
+        recorded = read_manifest(root).get("data")
+        return _checked_digests(recorded)
+    if hub_repo(source) is not None:
+        return None  # fetched without its data
+    return data_digests(root)
+
+
+def _checked_digests(value: Any) -> dict[str, dict[str, str]] | None:
+    if not isinstance(value, dict):
+        return None
+    out: dict[str, dict[str, str]] = {}
+    for case, files in value.items():
+        if isinstance(case, str) and isinstance(files, dict) and all(
+                isinstance(k, str) and isinstance(v, str) for k, v in files.items()):
+            out[case] = dict(files)
+    return out
+
+
+# --------------------------------------------------------------------------- matching
+
+
+def _match(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]
+           ) -> tuple[list[tuple[Mapping[str, Any], Mapping[str, Any]]], list[Mapping[str, Any]],
+                      list[Mapping[str, Any]]]:
+    """Pairs matched by eid (a repeated eid: by case id among those), then by case id."""
+    pairs = []
+    by_eid: dict[str, list[int]] = {}
+    for index, case in enumerate(old):
+        if case.get("eid"):
+            by_eid.setdefault(case["eid"], []).append(index)
+    taken: set[int] = set()
+    unmatched_new = []
+    for b in new:
+        same = [j for j in by_eid.get(b.get("eid") or "", []) if j not in taken]
+        match = next((j for j in same if old[j]["case_id"] == b["case_id"]), same[0] if same else None)
+        if match is None:
+            unmatched_new.append(b)
+        else:
+            taken.add(match)
+            pairs.append((old[match], b))
+    by_id = {a["case_id"]: j for j, a in enumerate(old) if j not in taken}
+    added = []
+    for b in unmatched_new:  # no eid in common: the same case id, unless both have other eids
+        found = by_id.get(b["case_id"])
+        if found is None or found in taken or (old[found].get("eid") and b.get("eid")):
+            added.append(b)
+        else:
+            taken.add(found)
+            pairs.append((old[found], b))
+    left = [a for j, a in enumerate(old) if j not in taken]
+    key = _id_key
+    return (sorted(pairs, key=lambda p: key(p[1]["case_id"])), sorted(added, key=lambda c: key(c["case_id"])),
+            sorted(left, key=lambda c: key(c["case_id"])))
+
+
+def _id_key(case_id: str) -> tuple[str, int, str]:
+    library, _, number = case_id.rpartition("_")
+    return (library.casefold(), int(number), case_id) if number.isdigit() else (case_id.casefold(), 0, case_id)
+
+
+def _case_summary(case: Mapping[str, Any]) -> dict[str, Any]:
+    return {"case_id": case["case_id"], "eid": case.get("eid"), "library": case.get("library_label"),
+            "root_cause": case.get("root_cause"), "crash_type": case.get("crash_type"),
+            "exception": case.get("exception")}
+
+
+def _case_words(summary: Mapping[str, Any]) -> str:
+    parts = [summary.get("library"), summary.get("root_cause"), summary.get("crash_type"),
+             summary.get("exception")]
+    return ", ".join(str(p) for p in parts if p)
+
+
+# --------------------------------------------------------------------------- one case
+
+
+def _case_change(a: Mapping[str, Any], b: Mapping[str, Any], *, files: bool = True) -> CaseChange:
+    change = CaseChange(b["case_id"], a["case_id"], b.get("eid") or a.get("eid"))
+    change.labels = {k: [a.get(k), b.get(k)] for k in LABELS if a.get(k) != b.get(k)}
+    if _words(a.get("diagnosis")) != _words(b.get("diagnosis")):
+        change.diagnosis = [a.get("diagnosis"), b.get("diagnosis")]
+    change.crash = {k: [a.get(k), b.get(k)] for k in CRASH if a.get(k) != b.get(k)}
+    for version in NOTEBOOKS:
+        what = _notebook_change(a.get(version), b.get(version))
+        if version != "original":
+            order = (a.get("execution_order") or {}).get(version)
+            if what is None and _order(order) != _order((b.get("execution_order") or {}).get(version)):
+                what = "execution order changed"
+        if what:
+            change.notebooks[version] = what
+    change.datasets = _dataset_changes(a.get("datasets") or [], b.get("datasets") or [], files=files)
+    old_req, new_req = set(a.get("requirements") or []), set(b.get("requirements") or [])
+    change.requirements = {k: sorted(v) for k, v in (("added", new_req - old_req),
+                                                     ("removed", old_req - new_req)) if v}
+    return change
+
+
+def _words(text: Any) -> str:
+    return " ".join(str(text).split()) if text is not None else ""
+
+
+def _order(order: Any) -> list[tuple[Any, Any]]:
+    return [(c.get("code_cell_index"), c.get("execution_count")) for c in order or []]
+
+
+def code_cells(notebook: str | None) -> list[str] | None:
+    """The code cells' sources of a notebook's JSON text (None when it is not a notebook)."""
+    if notebook is None:
+        return None
+    try:
+        cells = json.loads(notebook).get("cells")
+    except (ValueError, AttributeError, RecursionError):
+        return None
+    if not isinstance(cells, list):
+        return None
+    out = []
+    for cell in cells:
+        if isinstance(cell, dict) and cell.get("cell_type") == "code":
+            source = cell.get("source", "")
+            out.append("".join(map(str, source)) if isinstance(source, list) else str(source))
+    return out
+
+
+def _notebook_change(a: str | None, b: str | None) -> str | None:
+    if a == b:  # the same text: nothing to parse
+        return None
+    if a is None:
+        return "added"
+    if b is None:
+        return "removed"
+    old, new = code_cells(a), code_cells(b)
+    if old is None or new is None:
+        return None if a == b else "changed (not readable as a notebook)"
+    if old == new:
+        return None
+    edited, inserted, deleted = [], 0, 0
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag == "replace":
+            edited += list(range(j1, j2))
+            inserted += max(0, (j2 - j1) - (i2 - i1))
+            deleted += max(0, (i2 - i1) - (j2 - j1))
+        elif tag == "insert":
+            inserted += j2 - j1
+        elif tag == "delete":
+            deleted += i2 - i1
+    parts = []
+    if edited:
+        parts.append(f"code cell{'s' if len(edited) > 1 else ''} {', '.join(map(str, edited))} edited")
+    if inserted:
+        parts.append(f"{inserted} code cell(s) added")
+    if deleted:
+        parts.append(f"{deleted} code cell(s) removed")
+    return "; ".join(parts)
+
+
+def _dataset_changes(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]], *,
+                     files: bool = True) -> list[str]:
+    def ident(d: Mapping[str, Any]) -> str:
+        return str(d.get("name") or d.get("url") or d.get("title"))
+
+    before, after = {ident(d): d for d in old}, {ident(d): d for d in new}
+    lines = [f"{name!r} added ({after[name].get('license') or 'no licence'})" for name in after if name not in before]
+    lines += [f"{name!r} removed" for name in before if name not in after]
+    for name in after:
+        if name not in before:
+            continue
+        a, b = before[name], after[name]
+        for key in ("title", "url", "license"):
+            if a.get(key) != b.get(key):
+                lines.append(f"{name!r} {key}: {_short(a.get(key))} → {_short(b.get(key))}")
+        for key in ("modifications", "files") if files else ("modifications",):
+            gained = sorted(set(b.get(key) or []) - set(a.get(key) or []))
+            lost = sorted(set(a.get(key) or []) - set(b.get(key) or []))
+            if gained:
+                lines.append(f"{name!r} {key} added: {', '.join(gained)}")
+            if lost:
+                lines.append(f"{name!r} {key} removed: {', '.join(lost)}")
+    return lines
+
+
+def _has_data(case: Mapping[str, Any]) -> bool:
+    return any(d.get("files") for d in case.get("datasets") or [])
+
+
+def _data_change(a: Mapping[str, str], b: Mapping[str, str]) -> dict[str, list[str]]:
+    out = {"added": sorted(set(b) - set(a)), "removed": sorted(set(a) - set(b)),
+           "changed": sorted(k for k in set(a) & set(b) if a[k] != b[k])}
+    return {k: v for k, v in out.items() if v}
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = "(none)" if value is None else " ".join(str(value).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"

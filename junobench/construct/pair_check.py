@@ -1,0 +1,81 @@
+"""Run a new case's pair before it joins a snapshot: the reproduced notebook must crash at
+its target with the recorded exception, the fixed one must run.
+
+The staged case folder is verified as ``junobench verify`` verifies a case: its spec
+(:func:`junobench.verify.spec.case_spec`), each notebook replayed in a fresh kernel in a
+temporary copy of the folder (the kernel start path of verify, with its sandbox), kernels
+in the interpreter of ``env`` (a folder made by ``junobench env create``) or in
+junobench's own, and judged by :func:`junobench.verify.judge.judge`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from junobench import vocab
+from junobench.data import layout
+from junobench.data.tables import DescRow
+from junobench.errors import JunoBenchError
+
+#: Hint of a refusal.
+_HINT = ("nothing was added; fix the notebooks (or run it in the case's pinned environment, "
+         "--env DIR), or add it unverified with --no-verify (recorded in its provenance)")
+
+
+def check_pair(root: Path, case_id: str, fields: Mapping[str, Any],
+               datasets: Sequence[Mapping[str, Any]] = (), *, env: str | Path | None = None,
+               timeout: float | None = None, snapshot: Path | None = None) -> str:
+    """Replay the case ``case_id`` staged under ``root`` (``fields``: its table row, record
+    field names) and judge it; a one-line account when both notebooks behave, else a
+    :class:`JunoBenchError` naming what went wrong, and the pins of ``snapshot``'s
+    environment the kernels' interpreter does not meet."""
+    from junobench.verify import runner_for
+    from junobench.verify.report import PASSED
+    from junobench.verify.runner import require_run_extra
+    from junobench.verify.session import DEFAULT_TIMEOUT, verify_specs
+    from junobench.verify.spec import case_spec
+
+    require_run_extra()
+    spec = case_spec(root, DescRow(case_id, 0, dict(fields), [dict(d) for d in datasets]))
+    if spec.problem is not None:
+        raise JunoBenchError(f"the pair cannot be run: {spec.problem}", case=case_id, hint=_HINT)
+    if spec.data_absent:
+        raise JunoBenchError("the pair cannot be run: files its dataset metadata lists are "
+                             "not in data/", case=case_id,
+                             hint="attach them with --data NAME=PATH, or --no-verify")
+    limit = DEFAULT_TIMEOUT if timeout is None else timeout
+    runner = runner_for("local", jobs=2, timeout=limit, env=env)
+    result = verify_specs([spec], timeout=limit, progress=False, executor=runner)[case_id]
+    if result.status != PASSED:
+        wrong = [f"{version}: {verdict.reason}" for version, verdict in
+                 (("reproduced", result.reproduced), ("fixed", result.fixed)) if not verdict.ok]
+        if result.infrastructure or not wrong:
+            wrong = [f"{result.status}: {result.reproduced.reason}; {result.fixed.reason}"]
+        unmet = _unmet_pins(runner.target, snapshot or root, spec)
+        raise JunoBenchError("the pair does not behave as a case must: " + "; ".join(wrong)
+                             + (f" (the kernels' environment has {'; '.join(unmet[:4])})"
+                                if unmet else ""), case=case_id, hint=_HINT)
+    where = "its pinned environment" if env is not None else "junobench's own environment"
+    return (f"verified in {where}: reproduced: {result.reproduced.reason}; fixed: "
+            f"{result.fixed.reason}")
+
+
+def _unmet_pins(target: Any, snapshot: Path, spec: Any) -> list[str]:
+    """The pins of the case's imports in the snapshot's environment that ``target``'s
+    interpreter (None: junobench's) does not meet; empty when that cannot be told."""
+    from junobench.data.notebook import read_notebook
+    from junobench.envs.check import kernel_environment
+    from junobench.envs.environment import snapshot_environment
+    from junobench.envs.kernel import own_kernel
+    from junobench.envs.requirements import local_modules, requirements_of
+
+    try:
+        environment = snapshot_environment(snapshot)
+        sources = [cell.source for version in vocab.EVALUATED_VERSIONS for cell in
+                   read_notebook(spec.folder / layout.notebook_name(spec.case_id, version))[0].code_cells]
+        needs = requirements_of(sources, environment, local=local_modules(spec.folder))
+        return kernel_environment(target or own_kernel(), environment).mismatches(needs.requirements)
+    except JunoBenchError:
+        return []

@@ -1,0 +1,213 @@
+"""End-to-end scores (detection and diagnosis) of judged settings: CRANE-LLM's Table 2(a)
+and Table 3.
+
+Each setting's judgments become one end-to-end decision per notebook
+(:func:`~junobench.detection.judgments.decision`: right only when ``correct``), scored
+as detection is scored: the same confusion matrix and metrics (:mod:`.metrics`), the same
+case-bootstrap intervals (:mod:`.uncertainty`), and, for several settings, the same paired
+tests on the notebooks they all have (:mod:`.compare`, Holm-adjusted over the pairs).
+Table 3 counts, per setting, the detected crashes and their diagnoses by outcome.
+
+>>> from junobench.detection.judgments import Judgments
+>>> j = Judgments({"s": {"torch_1_reproduced": "correct", "torch_1_fixed": "wrong",
+...                      "torch_2_reproduced": "reasoning wrong", "torch_2_fixed": "correct"}})
+>>> s = score_judgments(j, resamples=50)["s"]
+>>> d = s.to_dict()
+>>> d["tp"], d["fp"], d["tn"], d["fn"], d["precision"], d["reasoning_wrong"]
+(1, 1, 1, 1, 0.5, 1)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from junobench import vocab
+from junobench.detection.evaluate import Decision, Report, with_interval
+from junobench.detection.judgments import (
+    CORRECT,
+    DIAGNOSED,
+    OUTCOMES,
+    PARTIALLY_CORRECT,
+    REASONING_WRONG,
+    WRONG,
+    Judgments,
+    decision,
+    read_judgments,
+)
+from junobench.detection.metrics import scores
+from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED, METRICS, check_resamples
+from junobench.errors import JunoBenchError
+
+#: Output formats of end-to-end scores.
+FORMATS: tuple[str, ...] = ("table", "json", "csv", "markdown", "latex")
+#: Keys of each setting's object in the JSON output, in order.
+KEYS: tuple[str, ...] = ("tp", "fp", "tn", "fn", "precision", "recall", "f1", "accuracy",
+                         "partially_correct", "reasoning_wrong")
+
+
+@dataclass
+class DiagnosisScore:
+    """One setting's end-to-end scores: its decisions as a detection report, and the
+    outcome counts behind them."""
+
+    setting: str
+    #: A detection report over the end-to-end decisions (``vote`` is ``judged``).
+    report: Report
+    #: Outcome → count over the setting's judged notebooks (Table 3 counts these).
+    counts: dict[str, int]
+    #: Outcome → count on reproduced (crashing) notebooks only.
+    reproduced: dict[str, int]
+
+    @property
+    def partially_correct(self) -> int:
+        return self.counts[PARTIALLY_CORRECT]
+
+    @property
+    def reasoning_wrong(self) -> int:
+        return self.counts[REASONING_WRONG]
+
+    @property
+    def diagnoses(self) -> int:
+        """Crashes detected: the diagnoses that needed a judgment."""
+        return sum(self.reproduced[o] for o in DIAGNOSED)
+
+    def to_dict(self) -> dict[str, Any]:
+        values = scores(self.report.overall)
+        out: dict[str, Any] = {k: values[k] for k in KEYS[:8]}
+        out.update({
+            "partially_correct": self.partially_correct,
+            "reasoning_wrong": self.reasoning_wrong,
+            "n": values["n"],
+            "correct": self.counts[CORRECT],
+            "wrong": self.counts[WRONG],
+            "detected_crashes": self.diagnoses,
+            "intervals": {k: None if v is None else list(v)
+                          for k, v in self.report.intervals().items()},
+            "by_library": self.report.breakdown_rows("library", intervals=True),
+        })
+        return out
+
+    def table3_row(self) -> dict[str, Any]:
+        """Table 3: the detected crashes and their diagnoses by outcome."""
+        return {"setting": self.setting, "detected crashes": self.diagnoses,
+                "correct": self.reproduced[CORRECT],
+                "partially correct": self.reproduced[PARTIALLY_CORRECT],
+                "reasoning wrong": self.reproduced[REASONING_WRONG]}
+
+
+def labels_of(instance: str) -> dict[str, Any]:
+    """The labels a judged notebook carries without a snapshot: its version and library."""
+    case_id, version = vocab.split_instance(instance)
+    library = vocab.library_of(case_id)
+    return {"instance": instance, "case_id": case_id, "version": version,
+            "crash": version == "reproduced", "library": library,
+            "library_label": vocab.library_label(library)}
+
+
+def score_setting(setting: str, judged: Mapping[str, str], *,
+                  resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> DiagnosisScore:
+    """End-to-end scores of one setting's judgments ``{instance: outcome}``; notebooks are
+    taken in sorted order, so that the intervals do not depend on the file's order."""
+    check_resamples(resamples)
+    decisions = []
+    counts = dict.fromkeys(OUTCOMES, 0)
+    reproduced = dict.fromkeys(OUTCOMES, 0)
+    for instance, judgment in sorted(judged.items()):
+        labels = labels_of(instance)
+        truth = bool(labels["crash"])
+        decisions.append(Decision(instance, truth, decision(labels["version"], judgment), labels))
+        counts[judgment] += 1
+        if truth:
+            reproduced[judgment] += 1
+    report = Report(vote="judged", decisions=decisions, notebooks=len(decisions),
+                    predictions=setting, layout="judgments", resamples=resamples, seed=seed)
+    return DiagnosisScore(setting, report, counts, reproduced)
+
+
+def score_judgments(judgments: Judgments | str | Path, *, settings: Sequence[str] | None = None,
+                    resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
+                    ) -> dict[str, DiagnosisScore]:
+    """End-to-end scores of every setting of ``judgments`` (a file or read judgments), or
+    of ``settings`` in that order."""
+    if not isinstance(judgments, Judgments):
+        judgments = read_judgments(judgments)
+    names = list(settings) if settings else list(judgments.settings)
+    unknown = [n for n in names if n not in judgments.settings]
+    if unknown:
+        raise JunoBenchError(f"no setting {unknown[0]!r} in the judgments", file=judgments.path,
+                             hint="its settings: " + ", ".join(judgments.settings))
+    return {name: score_setting(name, judgments.settings[name], resamples=resamples, seed=seed)
+            for name in names}
+
+
+# --------------------------------------------------------------------------- output
+
+
+def summary_rows(results: Mapping[str, DiagnosisScore], *, percent: bool = False
+                 ) -> list[dict[str, Any]]:
+    """Table 2(a) with Table 3 beside it: per setting, n, each score with its 95% interval,
+    and the partially correct and reasoning-wrong diagnoses."""
+    rows = []
+    for name, result in results.items():
+        values = scores(result.report.overall)
+        bounds = result.report.intervals()
+        row: dict[str, Any] = {"setting": name, "n": values["n"]}
+        for metric in METRICS:
+            title = {"f1": "F1"}.get(metric, metric.capitalize()) + (" (%)" if percent else "")
+            row[title] = with_interval(values[metric], bounds[metric], percent=percent)
+        row["partially correct"] = result.partially_correct
+        row["reasoning wrong"] = result.reasoning_wrong
+        rows.append(row)
+    return rows
+
+
+def render_scores(results: Mapping[str, DiagnosisScore], fmt: str = "table") -> str:
+    """End-to-end scores in ``fmt``. ``json``: an object keyed by setting (:data:`KEYS`
+    first, fractions at full precision); ``csv``: one row per setting with the intervals as
+    ``<metric>_low``/``_high``; ``table``, ``markdown``, ``latex``: Table 2(a) with the
+    intervals, Table 3, and with several settings their paired tests."""
+    import json
+
+    from junobench.detection.compare import compare_reports, pair_rows
+    from junobench.render import render
+
+    if fmt not in FORMATS:
+        raise JunoBenchError(f"unknown format {fmt!r}", hint="use " + ", ".join(FORMATS))
+    if fmt == "json":
+        return json.dumps({name: r.to_dict() for name, r in results.items()}, indent=2,
+                          ensure_ascii=False) + "\n"
+    if fmt == "csv":
+        rows = []
+        for name, result in results.items():
+            data = result.to_dict()
+            row: dict[str, Any] = {"setting": name, **{k: data[k] for k in (*KEYS, "n")}}
+            for metric, bounds in data["intervals"].items():
+                row[f"{metric}_low"], row[f"{metric}_high"] = bounds or (None, None)
+            rows.append(row)
+        return render(rows, "csv")
+    percent = fmt == "latex"
+    kind = fmt
+    parts = [render(summary_rows(results, percent=percent), kind),
+             render([r.table3_row() for r in results.values()], kind)]
+    titles = ["End-to-end (a true positive needs the crash detected and diagnosed correctly); "
+              "95% case-bootstrap intervals",
+              "Diagnoses of the detected crashes"]
+    reports = [r.report for r in results.values()]
+    if len(reports) > 1:
+        first = next(iter(results.values()))
+        comparison = compare_reports(list(results), reports, resamples=first.report.resamples,
+                                     seed=first.report.seed)
+        left_out = {n: len(x) for n, x in comparison.excluded().items() if x}
+        parts.append(render(pair_rows(comparison), kind))
+        titles.append(f"Paired tests on the {len(comparison.common)} notebooks every setting "
+                      "has (exact McNemar on notebooks right/wrong; paired case bootstrap of the "
+                      "F1 difference" + ("; Holm-adjusted p-values over the pairs"
+                                         if len(comparison.tests) > 1 else "") + ")"
+                      + "".join(f"; {n}: {k} notebooks left out" for n, k in left_out.items()))
+    if fmt == "latex":  # titles as comments: one line each, whatever the setting names hold
+        return "\n".join("% " + " ".join(title.split()) + f"\n{part}"
+                         for title, part in zip(titles, parts, strict=True))
+    return "\n".join(f"{title}\n\n{part}" for title, part in zip(titles, parts, strict=True))

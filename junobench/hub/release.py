@@ -1,0 +1,347 @@
+"""``junobench release SNAPSHOT --repo-id ID``: a new version of the benchmark on the Hub.
+
+A release is, in order: the version (the snapshot's ``VERSION`` file, or ``version=``, then
+written there); the snapshot validated; the Hub read (the repo at ``revision``: its head
+commit, tags, card and ``CHANGELOG.md``; a repo that does not exist yet is a first
+release); the diff against the previous release (the Hub repo's export at that commit, or
+``previous=`` any source :func:`junobench.load` reads); an export (card, parquet,
+``croissant.json``); the changelog entry made from the diff, put on top of the Hub's
+``CHANGELOG.md``; the card's diff against the Hub's; then one commit of the export and
+``CHANGELOG.md`` to ``revision`` (refused by the Hub if the branch moved since it was read)
+and the tag ``v<version>`` on that commit. A tag that exists already is refused before
+anything is sent: a release is never moved. ``dry_run`` does everything but writing the
+``VERSION`` file and sending; a dry run that cannot reach the Hub (offline,
+``HF_HUB_OFFLINE=1``) says so and compares with ``previous`` or with nothing.
+
+>>> plan = release("mybench", "someone/bench", version="1.1.0", previous="sample",
+...                dry_run=True, offline=True)                              # doctest: +SKIP
+>>> print(plan.entry)                                                       # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import datetime
+import difflib
+import re
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from junobench.changes import SnapshotDiff
+from junobench.errors import JunoBenchError
+
+CHANGELOG = "CHANGELOG.md"
+CHANGELOG_TITLE = "# Changelog"
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}\Z")
+_TAG = re.compile(r"^[A-Za-z0-9][\w.-]{0,99}\Z")
+
+
+@dataclass
+class HubState:
+    """What the Hub holds for the release's repo and branch (all None: nothing read)."""
+
+    reachable: bool
+    exists: bool = False
+    head: str | None = None            # the commit read (the branch's, else main's for a new branch)
+    tags: list[str] = field(default_factory=list)
+    card: str | None = None
+    changelog: str | None = None
+    has_export: bool = False           # an export or a snapshot: a previous release
+    note: str = ""
+    branch_exists: bool = True         # False: the release's branch is made from main's head
+
+
+@dataclass
+class ReleaseResult:
+    """What a release did (or, in a dry run, would do)."""
+
+    snapshot: Path
+    repo_id: str
+    revision: str
+    version: str
+    tag: str
+    dry_run: bool
+    hub: HubState
+    previous: str | None
+    diff: SnapshotDiff
+    entry: str
+    changelog: str
+    card_diff: str
+    export_dir: Path | None
+    files: list[str]
+    steps: list[str] = field(default_factory=list)
+    commit_oid: str | None = None
+    commit_url: str | None = None
+
+    def report(self) -> str:
+        """The plan (dry run) or what was done, as text."""
+        from junobench.safety.text import printable
+
+        verb = "dry run: would release" if self.dry_run else "released"
+        lines = [f"{verb} {self.snapshot} as version {self.version} to dataset repo {self.repo_id} "
+                 f"({self.revision}), tag {self.tag}", f"hub: {self.hub.note}",
+                 f"compared with: {self.previous or 'nothing (first release)'}: {self.diff.summary()}", "steps:"]
+        lines += [f"  - {step}" for step in self.steps]
+        lines += ["files:"] + [f"  {name}" for name in self.files]
+        lines += ["", f"changelog entry ({CHANGELOG}):", "", self.entry.rstrip(), ""]
+        lines += ["card diff (the Hub's README.md → the new one):", ""]
+        lines += [self.card_diff.rstrip() or "(no change)", ""]
+        if self.dry_run:
+            lines.append("dry run: nothing was written or sent")
+        else:
+            lines.append(f"commit {self.commit_oid}: {self.commit_url}")
+            lines.append(f"tag {self.tag} → {self.commit_oid}")
+        return "\n".join(printable(line) for line in lines) + "\n"
+
+
+def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, revision: str = "main",
+            tag: str | None = None, previous: str | Path | None = None, out: Path | None = None,
+            date: str | None = None, private: bool = False, dry_run: bool = False,
+            offline: bool = False, endpoint: str | None = None) -> ReleaseResult:
+    """Release ``snapshot`` to the dataset repo ``repo_id`` (see the module docstring).
+
+    ``out`` keeps the export (default: a temporary directory, removed afterwards);
+    ``offline`` (dry runs only) does not read the Hub.
+    """
+    from junobench.data.release_files import VERSION_FILE, check_version, dataset_version
+    from junobench.data.snapshot import is_repo_id
+    from junobench.data.validate import check, snapshot_root
+
+    if not is_repo_id(repo_id):
+        raise JunoBenchError(f"not a Hub repo id: {repo_id!r}", hint="use owner/name, e.g. someone/junobench")
+    if offline and not dry_run:
+        raise JunoBenchError("a release is sent to the Hub: offline works for a dry run only",
+                             hint="add --dry-run, or leave out offline")
+    if str(snapshot) == "sample":
+        raise JunoBenchError("the bundled sample is not released", file="sample",
+                             hint="copy it first: junobench checkout --source sample --dest DIR CASE…")
+    root = snapshot_root(snapshot)
+    recorded = dataset_version(root)
+    version = check_version(version, file=root / VERSION_FILE) if version else recorded
+    if version is None:
+        raise JunoBenchError("the snapshot declares no version", file=root / VERSION_FILE,
+                             hint="pass --version MAJOR.MINOR.PATCH (it is written into VERSION)")
+    tag = tag or f"v{version}"
+    if not _TAG.match(tag):
+        raise JunoBenchError(f"not a tag name: {tag!r}", hint="letters, digits, '.', '_' and '-', e.g. v1.1.0")
+    date = date or datetime.datetime.now(datetime.timezone.utc).date().isoformat()
+    try:
+        if not _DATE.match(date):
+            raise ValueError(date)
+        datetime.date.fromisoformat(date)
+    except ValueError:
+        raise JunoBenchError(f"not a date: {date!r}", hint="use YYYY-MM-DD") from None
+
+    if not dry_run:
+        from huggingface_hub import get_token
+
+        if get_token() is None:
+            raise JunoBenchError("no Hugging Face token found", file=repo_id,
+                                 hint="log in with `hf auth login` or set HF_TOKEN (a token with write "
+                                      "access), or add --dry-run")
+    validation = check(root)
+    if validation.problems:
+        shown = "; ".join(str(p) for p in validation.problems[:3])
+        raise JunoBenchError(f"the snapshot is not valid ({len(validation.problems)} problem(s): {shown})",
+                             file=root, hint="fix them first: see `junobench validate`")
+
+    hub = HubState(False, note="not read (offline dry run)") if offline else \
+        read_hub(repo_id, revision, endpoint=endpoint, dry_run=dry_run)
+    if tag in hub.tags:
+        raise JunoBenchError(f"the tag {tag} exists already in {repo_id}", file=f"{repo_id}@{tag}",
+                             hint="a release is never moved: release a new version")
+
+    steps: list[str] = [f"validated: {validation.cases} cases"
+                         + (f", {len(validation.warnings)} warning(s) (see `junobench validate`)"
+                            if validation.warnings else ", no warning")]
+    licences = sorted({w.problem for w in validation.warnings if "licence" in w.problem})
+    steps += [f"warning: {problem}" for problem in licences]
+    temporary = None if out is not None else tempfile.TemporaryDirectory(prefix="junobench-release-")
+    try:
+        export_dir = Path(temporary.name) / "export" if temporary is not None else Path(str(out))
+        result = _prepare(root, repo_id, revision, version, tag, date, previous, hub, export_dir, dry_run, steps)
+        if version != recorded:
+            result.steps.append(f"once tagged, write {version} into {VERSION_FILE} of the snapshot")
+        if not dry_run:
+            _publish(result, private=private, endpoint=endpoint)
+            if version != recorded:  # the snapshot records the version it was released as
+                from junobench.safety.atomic import write_text
+
+                write_text(root / VERSION_FILE, version + "\n")
+        if temporary is not None:
+            result.export_dir = None
+        return result
+    finally:
+        if temporary is not None:
+            temporary.cleanup()
+
+
+def _prepare(root: Path, repo_id: str, revision: str, version: str, tag: str, date: str,
+             previous: str | Path | None, hub: HubState, export_dir: Path, dry_run: bool,
+             steps: list[str]) -> ReleaseResult:
+    from junobench.hub.push import plan
+    from junobench.hub.read_export import CARD
+    from junobench.hub.write_export import export
+
+    resumed = latest_entry(hub.changelog, version) if previous is None else None
+    if resumed is not None:  # the release's own date, so that the same files are made again
+        found = re.match(rf"## {re.escape(version)} \((\d{{4}}-\d{{2}}-\d{{2}})\)", resumed)
+        date = found.group(1) if found else date
+    export(root, export_dir, repo_id=repo_id, version=version, published=date)  # VERSION may be unwritten
+    if resumed is not None:
+        # the head holds this version already, untagged (a release interrupted after its
+        # commit): its entry stands, and the same files make no new commit
+        entry, changelog = resumed, hub.changelog or ""
+        diff, compared = _diff(root, repo_id, hub, None)
+        steps.append(f"the Hub's head already holds version {version} (not tagged): finish that release")
+    else:
+        diff, compared = _diff(root, repo_id, hub, previous)
+        entry = diff.markdown(heading=f"{version} ({date})", level=2)
+        changelog = merge_changelog(entry, hub.changelog)
+    new_card = (export_dir / CARD).read_text(encoding="utf-8")
+    card_diff = "".join(difflib.unified_diff(
+        (hub.card or "").splitlines(keepends=True), new_card.splitlines(keepends=True),
+        fromfile=f"{repo_id}@{hub.head or revision}/{CARD}" if hub.card is not None else "/dev/null",
+        tofile=f"export/{CARD}"))
+    uploads = plan(export_dir)
+    files = [u.path for u in uploads] + [CHANGELOG]
+    if not hub.exists:
+        steps.append(f"create dataset repo {repo_id}")
+    if not hub.branch_exists:
+        steps.append(f"create branch {revision} from main")
+    parent = _parent(hub)
+    steps.append(f"one commit to {revision} adding {len(files)} file(s): the export and {CHANGELOG}"
+                 + (f" (on top of {parent[:12]}: refused if the branch moves meanwhile)" if parent else ""))
+    steps.append(f"tag the commit {tag}")
+    return ReleaseResult(root, repo_id, revision, version, tag, dry_run, hub, compared, diff, entry, changelog,
+                         card_diff, export_dir, sorted(files), steps)
+
+
+def _diff(root: Path, repo_id: str, hub: HubState, previous: str | Path | None) -> tuple[SnapshotDiff, str | None]:
+    """The diff from the previous release to ``root``, and what it was compared with."""
+    from junobench.changes import compare, diff
+    from junobench.loader import load
+
+    if previous is not None:
+        return diff(previous, root), str(previous)
+    if hub.has_export and hub.head is not None:
+        return diff(repo_id, root, old_revision=hub.head), f"{repo_id}@{hub.head[:12]}"
+    cases = load(root, "cases").to_list()
+    return compare([], cases, old="nothing", new=str(root)), None
+
+
+def latest_entry(changelog: str | None, version: str) -> str | None:
+    """The top entry of ``changelog`` when it is the one of ``version``, else None."""
+    body = (changelog or "").strip()
+    if body.startswith(CHANGELOG_TITLE):
+        body = body[len(CHANGELOG_TITLE):].strip()
+    if not body.startswith(f"## {version} ("):
+        return None
+    following = body.find("\n## ", 1)
+    return body if following < 0 else body[:following].rstrip() + "\n"
+
+
+def merge_changelog(entry: str, existing: str | None) -> str:
+    """``entry`` on top of an existing changelog (its title kept once)."""
+    body = (existing or "").strip()
+    if body.startswith(CHANGELOG_TITLE):
+        body = body[len(CHANGELOG_TITLE):].strip()
+    parts = [CHANGELOG_TITLE, entry.strip(), *([body] if body else [])]
+    return "\n\n".join(parts) + "\n"
+
+
+def read_hub(repo_id: str, revision: str, *, endpoint: str | None = None, dry_run: bool = False) -> HubState:
+    """The repo's state at ``revision``; an unreachable Hub is an error, except in a dry run."""
+    from huggingface_hub import HfApi
+    from huggingface_hub import errors as hf_errors
+
+    from junobench.data.layout import DESC_TABLE
+    from junobench.hub.read_export import PARQUET
+
+    api = HfApi(endpoint=endpoint)
+    where = f"{repo_id}@{revision}"
+    try:
+        try:
+            info = api.dataset_info(repo_id, revision=revision, files_metadata=False)
+        except hf_errors.RevisionNotFoundError:
+            if revision == "main":
+                raise
+            state = read_hub(repo_id, "main", endpoint=endpoint, dry_run=dry_run)
+            state.branch_exists = False
+            state.note = f"branch {revision} does not exist yet: made from main; {state.note}"
+            return state
+        refs = api.list_repo_refs(repo_id, repo_type="dataset")
+        siblings = {s.rfilename for s in info.siblings or []}
+        head = info.sha or revision
+        state = HubState(True, True, info.sha, [t.name for t in refs.tags],
+                         has_export=all(p in siblings for p in PARQUET.values()) or DESC_TABLE in siblings)
+        state.card = _read(api, repo_id, head, "README.md") if "README.md" in siblings else None
+        state.changelog = _read(api, repo_id, head, CHANGELOG) if CHANGELOG in siblings else None
+        tags = ", ".join(state.tags) or "none"
+        state.note = (f"{repo_id} at {revision} is commit {info.sha}; tags: {tags}; "
+                      + ("it holds a release" if state.has_export else "it holds no export or snapshot"))
+        return state
+    except hf_errors.RepositoryNotFoundError:
+        return HubState(True, False, note=f"{repo_id} does not exist yet: a first release")
+    except Exception as error:
+        if not _unreachable(error):
+            if isinstance(error, hf_errors.HfHubHTTPError):
+                raise JunoBenchError(f"the Hub refused reading the repo ({_first_line(error)})", file=where,
+                                     hint="check the repo id, the revision and your token") from None
+            raise
+        if not dry_run:
+            raise JunoBenchError(f"the Hub is unreachable ({_first_line(error)})", file=where,
+                                 hint="check your network, or HF_ENDPOINT") from None
+        return HubState(False, note=f"unreachable ({_first_line(error)}): the card and changelog are "
+                                    "compared with nothing")
+
+
+def _read(api: Any, repo_id: str, commit: str, name: str) -> str | None:
+    from huggingface_hub import hf_hub_download
+
+    path = hf_hub_download(repo_id, name, repo_type="dataset", revision=commit, endpoint=api.endpoint)
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _unreachable(error: BaseException) -> bool:
+    from huggingface_hub import errors as hf_errors
+
+    offline = getattr(hf_errors, "OfflineModeIsEnabled", ConnectionError)  # a ConnectionError in any case
+    if isinstance(error, (offline, hf_errors.LocalEntryNotFoundError, ConnectionError, OSError)):
+        return True
+    if isinstance(error, hf_errors.HfHubHTTPError):
+        return error.response is None or error.response.status_code >= 500
+    return type(error).__module__.split(".")[0] in ("httpx", "httpx2", "requests", "urllib3")
+
+
+def _parent(hub: HubState) -> str | None:
+    """The commit the release's commit must follow (None: a new repo or a new branch)."""
+    return hub.head if hub.branch_exists else None
+
+
+def _publish(result: ReleaseResult, *, private: bool, endpoint: str | None) -> None:
+    """The commit and the tag."""
+    from huggingface_hub import HfApi
+
+    from junobench.hub.push import commit_export, hub_call, plan
+
+    assert result.export_dir is not None
+    uploads = plan(result.export_dir)
+    message = f"JunoBench {result.version}"
+    commit = commit_export(result.export_dir, uploads, result.repo_id, revision=result.revision, private=private,
+                           message=message, endpoint=endpoint,
+                           extra={CHANGELOG: result.changelog.encode("utf-8")}, parent_commit=_parent(result.hub),
+                           branch_from=None if result.hub.branch_exists else result.hub.head)
+    result.commit_oid, result.commit_url = commit.oid, commit.commit_url
+    with hub_call(f"{result.repo_id}@{commit.oid}", f"the tag {result.tag}"):
+        HfApi(endpoint=endpoint).create_tag(result.repo_id, tag=result.tag, revision=commit.oid,
+                                            tag_message=f"JunoBench {result.version}", repo_type="dataset")
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return lines[0] if lines else type(error).__name__
