@@ -4,7 +4,7 @@ Each mutant changes one thing in one module: an arithmetic operator (``+`` ↔ `
 ``*`` ↔ ``/``, ``//`` → ``/``, ``%`` → ``*``), a comparison (``<`` ↔ ``<=``, ``>`` ↔
 ``>=``, ``==`` ↔ ``!=``, ``in`` ↔ ``not in``, ``is`` ↔ ``is not``), a boolean operator
 (``and`` ↔ ``or``), a ``not`` dropped, or a constant (a number n → n + 1, 0.5 → 1.0,
-``True`` ↔ ``False``, ``None`` → ``0``). Annotations, docstrings and other strings are left
+``True`` ↔ ``False``). Annotations, docstrings and other strings are left
 alone, and so is a line marked ``# pragma: no mutate`` (a change no test can see, such as
 a search bound that only saves time; the line says why). The mutated module is written
 into a private copy of the project and the test files run against it in a subprocess,
@@ -244,9 +244,7 @@ def _constant(value: object) -> str | None:
         return str(value + 1)
     if isinstance(value, float):
         return repr(value + 1.0) if value != 0.5 else "1.0"
-    if value is None:
-        return "0"
-    return None
+    return None  # (None is left alone: None -> 0 swaps one falsy default for another)
 
 
 # --------------------------------------------------------------------------- running

@@ -286,3 +286,14 @@ def test_every_entry_point_answers_any_library_unless_asked_for_the_benchmark_s(
     assert estimate_many([plain, plain], ["sns.set()", None]) == ["seaborn", None]
     with pytest.raises(ValueError):
         estimate_many([plain, plain], ["sns.set()"])
+
+
+def test_a_clue_is_a_value() -> None:
+    from dataclasses import FrozenInstanceError
+
+    traceback = literal("LinAlgError   Traceback (most recent call last)", cell("run(x)"),
+                        "LinAlgError: bad input")
+    (clue,) = explain(traceback)
+    with pytest.raises(FrozenInstanceError):
+        clue.weight = 0.0  # type: ignore[misc]
+    assert {clue} == set(explain(traceback))

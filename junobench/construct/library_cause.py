@@ -453,7 +453,7 @@ class _ModuleLibraries(dict[str, "str | None"]):
 
     def __missing__(self, module: str) -> str | None:
         lib = library_of_module(module)
-        if len(self) < 100_000:
+        if len(self) < 100_000:  # pragma: no mutate (a memory bound of a cache)
             self[module] = lib
         return lib
 
@@ -574,7 +574,7 @@ def _text(traceback: Any) -> tuple[str, str]:
     # (find with bounds, not "in" a slice: no copy of the head; from its first "x", found
     # by a fast memchr, as most heads hold none)
     if type(traceback) is str and traceback.startswith("['") \
-            and ((x := traceback.find("x", 0, _ANSI_HEAD)) < 0
+            and ((x := traceback.find("x", 0, _ANSI_HEAD)) < 0  # pragma: no mutate (a probe)
                  or traceback.find("x1b[", x, _ANSI_HEAD) < 0):
         return traceback, "\\n"
     return _normalise(traceback)
@@ -653,7 +653,9 @@ def _exception_of(text: str, newline: str) -> tuple[str | None, str | None, bool
         while True:
             quote = text[close]
             start = text.rfind(quote, low, close)
-            if text[start - 1] == "\\" and start > 0:  # (the usual case fails the first test)
+            before = start - 1
+            # (a fast path: _unescaped returns start as it is when no backslash precedes it)
+            if text[before] == "\\" and start > 0:  # pragma: no mutate
                 start = _unescaped(text, quote, low, start)
             if start <= 0:  # no opening quote: beyond the window, or not a literal
                 listed = False if low else None
