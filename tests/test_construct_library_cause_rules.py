@@ -297,3 +297,16 @@ def test_a_clue_is_a_value() -> None:
     with pytest.raises(FrozenInstanceError):
         clue.weight = 0.0  # type: ignore[misc]
     assert {clue} == set(explain(traceback))
+
+
+def test_escaped_quotes_inside_the_last_item_are_not_its_boundary() -> None:
+    # repr escapes the quote inside the message ('can\'t'); a backslash that ends an item
+    # is escaped itself (two backslashes before the closing quote: not an escaped quote).
+    escaped = literal("LinAlgError   Traceback (most recent call last)", cell("run(x)"),
+                      "LinAlgError: can't \"invert\" it")
+    assert "\\'" in escaped
+    assert clues(escaped) == {("numpy", WEIGHTS["exception"], "exception", "LinAlgError")}
+    backslash = literal("LinAlgError   Traceback (most recent call last)", cell("run(x)"),
+                        "LinAlgError: can't \"read\" C:\\data\\")
+    assert backslash.endswith("\\\\']")
+    assert clues(backslash) == {("numpy", WEIGHTS["exception"], "exception", "LinAlgError")}
