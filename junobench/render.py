@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from junobench.safety.text import csv_cell
+from junobench.safety.text import csv_cell, markdown_text
 
 
 def render(rows: Sequence[Mapping[str, Any]], fmt: str, columns: Sequence[str] | None = None) -> str:
@@ -40,16 +40,16 @@ def render(rows: Sequence[Mapping[str, Any]], fmt: str, columns: Sequence[str] |
 
 
 def markdown(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
-    """A GitHub-flavoured Markdown table (``|`` in cells escaped, numbers right-aligned).
+    """A GitHub-flavoured Markdown table, numbers right-aligned. Headers and cells are
+    text (:func:`~junobench.safety.text.markdown_text`): ``|``, Markdown markup and HTML
+    (a model named ``<script>``) are escaped, line breaks and control characters dropped.
 
     >>> print(markdown([{"a": "x|y", "n": 2}], ["a", "n"]), end="")
     | a | n |
     |---|--:|
     | x\\|y | 2 |
     """
-    def escape(text: str) -> str:
-        return text.replace("\\", "\\\\").replace("|", "\\|")
-
+    escape = markdown_text
     numeric = [all(isinstance(row.get(c), (int, float)) for row in rows) and bool(rows)
                for c in columns]
     lines = ["| " + " | ".join(escape(c) for c in columns) + " |",

@@ -22,6 +22,7 @@ from junobench.data.build import prepare
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.envs.create import Selection, kernel_requirements
 from junobench.envs.environment import packaged, snapshot_environment
+from junobench.envs.pins import parse_pins
 from junobench.errors import JunoBenchError
 from junobench.loader import load
 
@@ -45,6 +46,7 @@ def select(source: str | Path | None, case_ids: Sequence[str] | None = None, *,
     cases = _cases(root, case_ids, revision, filters)
     _, report = prepare(root, ("cases",), skip_invalid=True)
     wanted = {c["case_id"] for c in cases}
+    _check_requirements(root, cases)
     requirements = sorted({r for c in cases for r in c["requirements"]} | set(kernel))
     unpinned = {c: names for c, names in report.unpinned.items() if c in wanted}
     return Selection(env, requirements, [c["case_id"] for c in cases], unpinned)
@@ -70,3 +72,19 @@ def _cases(root: Path, case_ids: Sequence[str] | None, revision: str | None,
     if not rows:
         raise JunoBenchError("no cases selected", file=root, hint="check the case ids and filters")
     return rows
+
+
+def _check_requirements(root: Path, cases: Iterable[Mapping[str, Any]]) -> None:
+    """Each case's ``requirements`` (data, when the source is an export) must be one
+    ``name==version`` pin each: they reach the installer and the Dockerfile."""
+    for case in cases:
+        for line in case["requirements"] or []:
+            try:
+                ok = isinstance(line, str) and "\n" not in line and "\r" not in line \
+                    and len(parse_pins(line)) == 1
+            except JunoBenchError:
+                ok = False
+            if not ok:
+                raise JunoBenchError(f"requirement {str(line)[:80]!r} is not a pin (name==version)",
+                                     file=root, case=str(case["case_id"]),
+                                     hint="a case's requirements are pins from its environment")

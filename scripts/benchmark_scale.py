@@ -21,6 +21,12 @@ worker count of ``--workers`` (longest first onto the least loaded worker).
     python scripts/benchmark_scale.py [--jobs 2] [--notebooks 8] [--seconds 2] [--repeat 3]
                                       [--workers 2,8,32,128] [--report verify-report.json]
 
+With ``--big SIZE`` (e.g. ``2GiB``; ``0`` skips it), one more run measures memory: a case
+whose data file has that size (a sparse file in a temporary folder, read through by the
+notebook) replayed on a Ray instance the executor starts itself; it prints the peak
+resident memory of the Ray driver process and of this process against the file's size
+(goal: each well under 2x).
+
 Numbers depend on what else the machine is doing; report them with that caveat.
 """
 
@@ -135,6 +141,69 @@ def benchmark_times(report: Path | None, measured: Sequence[float]) -> tuple[lis
     return times, f"{BENCHMARK_NOTEBOOKS} notebooks at the sample's measured times"
 
 
+def _peak(pid: int) -> int:
+    """Peak resident memory of process ``pid`` so far (bytes; Linux ``VmHWM``), 0 when gone."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def big_file(size: int) -> dict[str, float]:
+    """One replay of a case holding a ``size``-byte data file on a Ray instance of its own;
+    the peak memory of the Ray driver and of this process, in bytes."""
+    import resource
+    import threading
+
+    import nbformat
+
+    from junobench.verify.ray_executor import RayExecutor
+
+    with tempfile.TemporaryDirectory(prefix="junobench-big-") as folder:
+        case = Path(folder) / "case"
+        (case / "data").mkdir(parents=True)
+        with open(case / "data" / "big.bin", "wb") as out:
+            out.truncate(size)  # sparse: no disk, no memory, here
+        source = ("import os\nsize = 0\nwith open('data/big.bin', 'rb') as f:\n"
+                  "    while chunk := f.read(1 << 24):\n        size += len(chunk)\n"
+                  f"assert size == os.path.getsize('data/big.bin') == {size}")
+        nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]), case / "nb.ipynb")
+        task = ReplayTask("big", "case/nb.ipynb", (Step(0, 1),), "case", (Place(str(case), "case"),), timeout=600)
+        peaks = {"driver": 0}
+
+        async def run() -> ReplayOutcome:
+            executor = RayExecutor(jobs=1, init_options={"num_cpus": 1, "include_dashboard": False,
+                                                         "object_store_memory": 300 << 20})
+            async with executor:
+                stop = threading.Event()
+                pid = executor.driver_pid
+                assert pid is not None
+
+                def watch() -> None:
+                    while not stop.wait(0.2):
+                        peaks["driver"] = max(peaks["driver"], _peak(pid))
+
+                watcher = threading.Thread(target=watch)
+                watcher.start()
+                try:
+                    return await executor.run(task)
+                finally:
+                    peaks["driver"] = max(peaks["driver"], _peak(pid))
+                    stop.set()
+                    watcher.join()
+
+        started = time.perf_counter()
+        outcome = run_sync(run())
+        seconds = time.perf_counter() - started
+    if outcome.error or outcome.log.failure or outcome.log.steps[-1].status != "ok":
+        raise SystemExit(f"the big-file replay failed: {outcome.error or outcome.log}")
+    this = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return {"driver": peaks["driver"], "this": this, "seconds": seconds}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=2)
@@ -143,7 +212,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--workers", default="2,8,32,128", help="worker counts to project for")
     parser.add_argument("--report", type=Path, help="a verify --report of the benchmark (per-case seconds)")
+    parser.add_argument("--big", default="2GiB", help="size of the data file of the memory run (0: skip it)")
+    parser.add_argument("--only-big", action="store_true", help="run the memory run only")
     args = parser.parse_args(argv)
+    from junobench.cli.common import parse_size
+
+    big = parse_size(args.big) if args.big not in ("0", "") else 0
+    if big:
+        memory = big_file(big)
+        print(f"memory: one case with a {big / (1 << 30):.3g} GiB data file on Ray ({memory['seconds']:.1f} s): "
+              f"peak of the Ray driver {memory['driver'] / (1 << 20):.0f} MiB "
+              f"({memory['driver'] / big:.3f}x the file), of this process {memory['this'] / (1 << 20):.0f} MiB "
+              f"({memory['this'] / big:.3f}x); goal: each well under 2x")
+    if args.only_big:
+        return 0
     workers = [int(w) for w in args.workers.split(",") if w.strip()]
 
     import ray

@@ -7,11 +7,15 @@ Responses request is recorded with its input as chat ``messages`` too, so ``answ
 the tests read both the same way. It records every request and the most it served at once,
 checks a bearer key when given one, and can be told to fail requests (``fail(number,
 body)`` returns an HTTP status, ``"drop"`` to close the connection without a reply,
-``"garbage"`` for a 200 that is not JSON, or None). It runs on aiohttp's event loop in a
+``"garbage"`` for a 200 that is not JSON, ``"drip"`` for a reply sent one byte a second,
+``"huge"`` for a 200 whose body streams ``huge_bytes`` of JSON without a length, ``"huge
+declared"`` the same with its Content-Length, or None); ``sent`` counts the bytes those
+modes wrote, ``started`` records when each request came in. It runs on aiohttp's event loop in a
 background thread, so a thousand waiting answers cost no thread each: a client's
 throughput against it is bounded by the delay, not by the server.
 
-Run as a program it serves until killed, answering ``{"reasoning", "detection": false}``
+Run as a program it serves until killed (``--mode drip`` or ``huge`` for a hostile
+server), answering ``{"reasoning", "detection": false}``
 after ``--delay`` seconds, and prints its base URL on the first line (for benchmarks).
 """
 
@@ -20,13 +24,14 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
 from multidict import CIMultiDictProxy
 
-Answer = Callable[[dict[str, Any]], str]
+Answer = Callable[[dict[str, Any]], "str | None"]
 Fail = Callable[[int, dict[str, Any]], "int | str | None"]
 
 
@@ -55,7 +60,7 @@ def chat_messages(body: dict[str, Any]) -> list[dict[str, str]]:
 
 class ChatServer:
     def __init__(self, answer: Answer, *, fail: Fail | None = None, api_key: str | None = None,
-                 delay: float = 0.0, port: int = 0) -> None:
+                 delay: float = 0.0, port: int = 0, huge_bytes: int = 2 << 30) -> None:
         self.answer = answer
         self.fail = fail
         self.api_key = api_key
@@ -65,6 +70,9 @@ class ChatServer:
         #: Request headers, looked up case-insensitively.
         self.headers: list[CIMultiDictProxy[str]] = []
         self.served = 0
+        self.huge_bytes = huge_bytes
+        self.sent = 0
+        self.started: list[float] = []
         self.in_flight = 0
         self.most_in_flight = 0
         self._lock = threading.Lock()
@@ -116,6 +124,7 @@ class ChatServer:
         with self._lock:
             self.requests.append(body)
             self.headers.append(request.headers)
+            self.started.append(time.monotonic())
             number = len(self.requests)
         if request.method != "POST" or request.path not in ("/v1/chat/completions", "/v1/responses"):
             return _json(404, {"error": {"message": f"no route {request.method} {request.path}"}})
@@ -126,6 +135,10 @@ class ChatServer:
             assert request.transport is not None
             request.transport.abort()  # the connection goes, no reply
             return web.Response()
+        if mode == "drip":
+            return await self._drip(request, number, body)
+        if mode in ("huge", "huge declared"):
+            return await self._huge(request, declared=mode == "huge declared")
         if mode == "garbage":
             return web.Response(status=200, body=b"<html>bad gateway</html>",
                                 content_type="application/json")
@@ -146,14 +159,56 @@ class ChatServer:
             self.served += 1
         if responses:
             return _json(200, _response(number, body, content))
-        reply = {
-            "id": f"chatcmpl-{number}", "object": "chat.completion", "created": 0,
-            "model": body.get("model"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }
-        return _json(200, reply)
+        return _json(200, _completion(number, body, content))
+
+
+    async def _drip(self, request: web.Request, number: int, body: dict[str, Any]) -> web.StreamResponse:
+        """A whole completion, one byte a second (headers at once)."""
+        text = json.dumps(_completion(number, body, self.answer(body))).encode()
+        reply = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+        reply.content_length = len(text)
+        await reply.prepare(request)
+        try:
+            for i in range(len(text)):
+                await reply.write(text[i:i + 1])
+                with self._lock:
+                    self.sent += 1
+                await asyncio.sleep(1.0)
+        except (ConnectionError, RuntimeError):
+            pass  # the client gave up
+        return reply
+
+    async def _huge(self, request: web.Request, *, declared: bool) -> web.StreamResponse:
+        """A JSON string of ``huge_bytes`` bytes, streamed as fast as the client reads."""
+        reply = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+        if declared:
+            reply.content_length = self.huge_bytes
+        await reply.prepare(request)
+        chunk = b"x" * (1 << 20)
+        try:
+            await reply.write(b'"')
+            left = self.huge_bytes - 2
+            while left > 0:
+                part = chunk[:left]
+                await reply.write(part)
+                left -= len(part)
+                with self._lock:
+                    self.sent += len(part)
+            await reply.write(b'"')
+        except (ConnectionError, RuntimeError):
+            pass
+        return reply
+
+
+def _completion(number: int, body: dict[str, Any], content: str | None) -> dict[str, Any]:
+    """A chat completion reply carrying ``content``."""
+    return {
+        "id": f"chatcmpl-{number}", "object": "chat.completion", "created": 0,
+        "model": body.get("model"),
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
 
 
 def _response(number: int, body: dict[str, Any], text: str) -> dict[str, Any]:
@@ -184,8 +239,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--delay", type=float, default=0.0, help="seconds before each answer")
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--mode", choices=("drip", "huge", "huge declared"), default=None,
+                        help="answer every request this way (a hostile server)")
     args = parser.parse_args()
     no_crash = json.dumps({"reasoning": "nothing undefined", "detection": False})
-    with ChatServer(lambda body: no_crash, delay=args.delay, port=args.port) as running:
+    mode = args.mode
+    with ChatServer(lambda body: no_crash, delay=args.delay, port=args.port,
+                    fail=None if mode is None else lambda number, body: mode) as running:
         print(running.url, flush=True)
         threading.Event().wait()

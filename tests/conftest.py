@@ -52,6 +52,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     return report
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test on a local Ray cluster is slow (a Ray instance per module, workers per run)."""
+    for item in items:
+        if "ray_cluster" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture(scope="session")
 def reference_dir() -> Path:
     """The reference data folder (read-only test data)."""
@@ -114,18 +121,22 @@ def labelled_snapshot(snapshot_copy, reference_dir):
     return snapshot_copy
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster():
-    """One local Ray instance for the whole test session (2 CPUs, a small object store);
-    executors in tests join it."""
+    """One local Ray instance per test module (2 CPUs, a small object store); executors in
+    tests join it (their driver process connects to it)."""
     ray = pytest.importorskip("ray", reason="the Ray executor needs the ray extra")
     if not ray.is_initialized():
         # The tests' stand-in Hub speaks the LFS protocol only: workers use the client's switch.
         ray.init(num_cpus=2, object_store_memory=100 * 1024 * 1024, include_dashboard=False,
                  log_to_driver=False, logging_level="warning",
                  runtime_env={"env_vars": {"HF_HUB_DISABLE_XET": "1"}})
+    session = ray._private.worker._global_node.get_session_dir_path()
     yield ray
     ray.shutdown()
+    from junobench.verify.ray_executor import remove_session
+
+    remove_session(session)  # as junobench does for the instances it starts
 
 
 #: Where the test suite keeps the pinned environments it makes: outside the per-run caches,

@@ -30,3 +30,19 @@ def gone(pid: int, seconds: float = 20) -> bool:
 def parent_of(pid: int) -> int:
     """The parent process of ``pid`` (Linux)."""
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def processes_with(text: str, name: str | None = None) -> list[int]:
+    """Process ids whose command line holds ``text`` (and whose name is ``name``), Linux."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            command = (entry / "cmdline").read_bytes()
+            comm = (entry / "comm").read_text().strip()
+        except OSError:
+            continue
+        if text.encode() in command and (name is None or comm == name):
+            found.append(int(entry.name))
+    return found

@@ -279,7 +279,7 @@ def test_the_dockerfile_reproduces_the_selection(tmp_path, capsys):
     assert lines[0] == "FROM python:3.10-slim"  # the environment's Python
     assert f"# Alternative: the published image {env.published_image}" in text
     assert "uv venv --allow-existing --python /usr/local/bin/python3.10 /opt/junobench-env" in text
-    assert "-r requirements.txt -c lock.txt --exclude-newer 2025-07-01" in text
+    assert "-r requirements.txt -c lock.txt --exclude-newer 2025-07-01 --require-hashes" in text
     assert "-m ipykernel install --prefix /opt/junobench-env" in text
     assert 'ARG JUNOBENCH=junobench[run]==' in text and 'uv tool install --python 3.12 "${JUNOBENCH}"' in text
     pins = (out / "requirements.txt").read_text().split()
@@ -287,7 +287,9 @@ def test_the_dockerfile_reproduces_the_selection(tmp_path, capsys):
     needed = set(cases["sklearn_1"]["requirements"]) | set(cases["statsmodels_1"]["requirements"])
     assert pins == sorted(needed | {f"ipykernel=={env.pin('ipykernel')}"})  # only what the two import
     assert "statsmodels==0.14.0" in pins and "scikit-learn==1.2.2" in pins
-    assert (out / "lock.txt").read_bytes() == env.lock_file.read_bytes()
+    # the lock's checked pins and hashes, written again (no comment or option of the file)
+    assert (out / "lock.txt").read_text() == env.lock_text and "--hash=sha256:" in env.lock_text
+    assert parse_lock(env.lock_text) == env.locked
     manifest = json.loads((out / "junobench-env.json").read_text())
     assert manifest["requirements"] == pins and manifest["cases"] == ["sklearn_1", "statsmodels_1"]
     # --all: every published pin; rewriting the same folder is allowed

@@ -100,7 +100,7 @@ def test_plot_writes_a_png(qwen, reference_snapshot, tmp_path, capsys):
     assert target.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_unparsable_runs_are_counted_and_an_all_unparsable_notebook_is_excluded(
+def test_unparsable_runs_are_counted_and_an_all_unparsable_notebook_stays_in_n_as_no_crash(
         qwen, reference_snapshot, tmp_path):
     folder = tmp_path / "preds"
     shutil.copytree(qwen, folder)
@@ -111,7 +111,11 @@ def test_unparsable_runs_are_counted_and_an_all_unparsable_notebook_is_excluded(
     data = report.to_dict()
     assert data["undecided"] == ["torch_1_fixed"]
     assert data["unparsable"]["count"] == 2
-    assert data["notebooks"] == 221
+    assert data["notebooks"] == 222  # not dropped: scored as no crash (right, on a fixed notebook)
+    (folder / "torch_1_reproduced.json").write_text("[NaN, NaN, NaN]")
+    data = evaluate(folder, reference_snapshot).to_dict()
+    assert data["notebooks"] == 222 and data["unparsable"]["count"] == 5
+    assert sorted(data["undecided"]) == ["torch_1_fixed", "torch_1_reproduced"]
     text = format_report(report)
     assert "undecided    1 notebooks with no parsable run" in text
     assert "torch_1_fixed run 1: 'no idea'" in text

@@ -8,6 +8,7 @@ import io
 import os
 import signal
 import tarfile
+import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -20,13 +21,16 @@ from junobench.data.notebook import Step
 from junobench.data.snapshot import sample_path
 from junobench.errors import JunoBenchError
 from junobench.verify import make_executor
-from junobench.verify.executor import LocalExecutor, Place, ReplayTask, run_tasks
-from junobench.verify.ray_executor import RayExecutor, pack, unpack
+from junobench.verify.case_files import survey
+from junobench.verify.executor import LocalExecutor, Place, ReplayTask, Workspace, run_tasks
+from junobench.verify.ray_executor import RayExecutor
 from junobench.verify.runner import run_sync
+from junobench.verify.shipping import TooLarge, receive, ship
 from junobench.verify.spec import case_specs
 
 pytest.importorskip("nbclient", reason="replays need the run extra")
-pytestmark = pytest.mark.kernel
+# A hung replay fails its test within minutes, with every thread's stack (pytest-timeout).
+pytestmark = [pytest.mark.kernel, pytest.mark.timeout(300)]
 
 
 def wait_for(path: Path, seconds: float = 120) -> str:
@@ -36,6 +40,13 @@ def wait_for(path: Path, seconds: float = 120) -> str:
             return path.read_text().strip()
         time.sleep(0.2)
     raise AssertionError(f"{path} never appeared")
+
+
+def worker_folders(pid: int) -> list[Path]:
+    """The folders of the Ray worker ``pid`` (its scratch and kernel files)."""
+    from junobench.verify.ray_worker import PREFIX
+
+    return list(Path(tempfile.gettempdir()).glob(f"{PREFIX}{pid}-*"))
 
 
 def one_cell_task(folder: Path, source: str, key: str = "t", timeout: float = 120) -> ReplayTask:
@@ -103,18 +114,23 @@ def test_a_killed_worker_is_retried_and_its_kernel_does_not_survive(ray_cluster,
                          "first = not marker.exists()\nmarker.write_text(str(os.getpid()))\n"
                          "if first:\n    time.sleep(120)")
 
-    async def kill_first_worker() -> None:
+    async def kill_first_worker() -> int:
         kernel = int(await asyncio.to_thread(wait_for, marker))
-        os.kill(parent_of(kernel), signal.SIGKILL)  # the Ray worker that started the kernel
+        worker = parent_of(kernel)  # the Ray worker that started the kernel
+        assert worker_folders(worker), "the worker keeps its files in a folder of its own"
+        os.kill(worker, signal.SIGKILL)
         assert await asyncio.to_thread(gone, kernel), "the first attempt's kernel was left behind"
+        return worker
 
     async def main():
         async with RayExecutor(retries=1) as executor:
             run = asyncio.ensure_future(executor.run(task))
-            await kill_first_worker()
-            return await run
+            worker = await kill_first_worker()
+            return await run, worker
 
-    outcome = run_sync(main())
+    outcome, killed = run_sync(main())
+    # the replacement worker swept the dead one's folder: the case's copy and the kernel's key
+    assert not worker_folders(killed)
     assert outcome.ok and outcome.attempts == 2
     assert outcome.log.steps[0].status == "ok"
     assert len(outcome.faults) == 1 and outcome.faults[0].startswith("attempt 1: the worker died")
@@ -138,7 +154,7 @@ def test_faults_past_the_retries_are_infrastructure_errors(ray_cluster, tmp_path
     assert outcome.log.steps == () and outcome.log.failure == outcome.error
 
 
-@pytest.mark.parametrize("executor", ["local", "ray"])
+@pytest.mark.parametrize("executor", ["local", pytest.param("ray", marks=pytest.mark.slow)])
 def test_cancelling_stops_the_kernels(executor, tmp_path, request):
     if executor == "ray":
         request.getfixturevalue("ray_cluster")
@@ -147,17 +163,20 @@ def test_cancelling_stops_the_kernels(executor, tmp_path, request):
                            ".write_text(str(os.getpid()))\nwhile True: time.sleep(0.1)", key=f"t{i}")
              for i, m in enumerate(markers)]
 
-    async def main() -> list[int]:
+    async def main() -> tuple[list[int], list[int]]:
         run = asyncio.ensure_future(run_tasks(make_executor(executor, jobs=2), tasks))
         kernels = [int(await asyncio.to_thread(wait_for, m)) for m in markers]
+        workers = [parent_of(pid) for pid in kernels]
         run.cancel()  # what Ctrl-C does to the run
         with pytest.raises(asyncio.CancelledError):
             await run
-        return kernels
+        return kernels, workers
 
-    kernels = run_sync(main())
+    kernels, workers = run_sync(main())
     for pid in kernels:
         assert gone(pid), f"kernel {pid} was left behind"
+    if executor == "ray":  # the workers removed their folders: the cases' copies, the kernels' keys
+        assert not [folder for pid in workers for folder in worker_folders(pid)]
 
 
 def test_pinned_requirements_become_a_uv_runtime_environment(tmp_path):
@@ -188,6 +207,16 @@ def test_an_environment_missing_on_the_worker_is_an_infrastructure_error(ray_clu
     assert not outcome.ok and "is not on this worker" in outcome.error
 
 
+def test_a_wrong_token_is_named_in_the_error(ray_cluster, monkeypatch):
+    # Ray's local instances use token authentication (RAY_AUTH_MODE=token); a driver with
+    # another token cannot join, and the error says where the token comes from.
+    address = ray_cluster.get_runtime_context().gcs_address
+    monkeypatch.setenv("RAY_AUTH_MODE", "token")
+    monkeypatch.setenv("RAY_AUTH_TOKEN", "not-the-cluster-token")
+    with pytest.raises(JunoBenchError, match=r"token authentication is on .*RAY_AUTH_TOKEN"):
+        run_sync(run_tasks(RayExecutor(address=address), []))
+
+
 def test_ray_options_are_checked(ray_cluster):
     with pytest.raises(JunoBenchError, match="asks for 64 CPUs"):
         run_sync(run_tasks(RayExecutor(cpus=64), []))
@@ -197,24 +226,82 @@ def test_ray_options_are_checked(ray_cluster):
         RayExecutor(memory=0)
 
 
-def test_archives_keep_files_and_refuse_escapes(tmp_path):
+def _shipped(entries, out: Path, chunk: int = 7) -> list[bytes]:
+    """``entries`` shipped through an in-memory store of ``chunk``-byte objects, received in ``out``."""
+    store: list[bytes] = []
+
+    def put(data: bytes) -> int:
+        assert len(data) <= chunk  # the driver never holds more than one chunk
+        store.append(data)
+        return len(store) - 1
+
+    shipment = ship(entries, put=put, chunk=chunk)
+    receive(shipment.chunks, Workspace(out, "."), out, get=store.__getitem__)
+    return store
+
+
+def test_shipped_files_arrive_in_chunks_and_escapes_are_refused(tmp_path):
     folder = tmp_path / "case"
     (folder / "data").mkdir(parents=True)
     (folder / "data" / "a.csv").write_text("x\n1\n")
+    (folder / "data" / "two\nlines.csv").write_text("y\n2\n")  # a name a local copy keeps
     (folder / "data" / "inner").symlink_to("a.csv")
-    archive = pack([Place(str(folder), "case")])
-    unpack(archive, tmp_path / "out")
+    store = _shipped(survey([Place(str(folder), "case")]), tmp_path / "out")
+    assert len(store) > 3
     assert (tmp_path / "out" / "case" / "data" / "a.csv").read_text() == "x\n1\n"
+    assert (tmp_path / "out" / "case" / "data" / "two\nlines.csv").read_text() == "y\n2\n"
     assert (tmp_path / "out" / "case" / "data" / "inner").is_symlink()
     with pytest.raises(JunoBenchError, match="leaves the task's workspace"):
-        pack([Place(str(folder), "../elsewhere")])
+        survey([Place(str(folder), "../elsewhere")])
+    with pytest.raises(TooLarge, match="more than the 4 B"):
+        ship(survey([Place(str(folder), "case")]), put=lambda data: data, limit=4)
     (folder / "data" / "outside").symlink_to("/etc/passwd")
-    with pytest.raises(JunoBenchError, match="a link out of the folder"):  # packed as a local copy is made
-        pack([Place(str(folder), "case")])
-    hostile = io.BytesIO()  # an archive that did not come from pack(): refused on the worker
+    with pytest.raises(JunoBenchError, match="a link out of the folder"):  # the check a local copy makes
+        survey([Place(str(folder), "case")])
+    hostile = io.BytesIO()  # a stream that did not come from ship(): refused on the worker
     with tarfile.open(fileobj=hostile, mode="w") as bundle:
         link = tarfile.TarInfo("case/passwd")
         link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
         bundle.addfile(link)
     with pytest.raises(JunoBenchError, match="archive member refused"):
-        unpack(hostile.getvalue(), tmp_path / "out2")
+        receive([hostile.getvalue()], Workspace(tmp_path / "out2", "."), tmp_path / "out2", get=lambda data: data)
+
+
+def test_a_driver_that_stops_answering_is_stopped_and_its_replays_lost(ray_cluster, tmp_path, monkeypatch):
+    from junobench.verify import ray_executor
+
+    monkeypatch.setattr(ray_executor, "SILENCE", 8.0)
+    marker = tmp_path / "kernel.pid"
+    task = one_cell_task(tmp_path / "case", f"import os, pathlib, time\npathlib.Path({str(marker)!r})"
+                         ".write_text(str(os.getpid()))\ntime.sleep(120)")
+
+    async def main():
+        async with RayExecutor(retries=0) as executor:
+            run = asyncio.ensure_future(executor.run(task))
+            kernel = int(await asyncio.to_thread(wait_for, marker))
+            os.kill(executor.driver_pid, signal.SIGSTOP)  # its event loop says nothing more
+            return await run, executor, kernel
+
+    outcome, executor, kernel = run_sync(main())
+    assert not outcome.ok and "stopped answering" in outcome.error
+    assert executor.stopped.startswith("the Ray cluster was lost: the Ray driver stopped answering")
+    assert gone(kernel, 60), "the lost replay's kernel was left running"
+    assert executor.log.exists() and str(executor.log) in outcome.error  # kept: it says what went wrong
+    executor.log.unlink()
+
+
+def test_a_worker_sweeps_the_folders_of_dead_workers_only(tmp_path):
+    import subprocess
+
+    from junobench.verify.ray_worker import PREFIX, _started, sweep
+
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    dead = tmp_path / f"{PREFIX}{ended.pid}-{_started(os.getpid())}"
+    reused = tmp_path / f"{PREFIX}{os.getppid()}-1"  # a live pid, but another process's start time
+    living = tmp_path / f"{PREFIX}{os.getppid()}-{_started(os.getppid())}"
+    for folder in (dead, reused, living):
+        (folder / "runtime").mkdir(parents=True)
+        (folder / "runtime" / "kernel-1.json").write_text('{"key": "secret"}')
+    assert sorted(sweep(tmp_path)) == sorted([dead, reused])
+    assert [p.name for p in tmp_path.iterdir()] == [living.name]

@@ -203,3 +203,18 @@ def test_a_pooled_kernel_that_died_while_waiting_is_never_handed_out():
     dead, handed, live = run_sync(scenario())
     assert handed != dead and live
     assert not alive(handed)
+
+
+@pytest.mark.timeout(120)
+def test_a_kernel_that_never_answers_ends_at_its_deadline_and_is_killed(tmp_path):
+    from junobench.envs.kernel import KernelTarget, start_kernel
+
+    mute = tmp_path / "python"
+    pid_file = tmp_path / "pid"
+    mute.write_text(f"#!/bin/sh\necho $$ > {pid_file}\nexec sleep 600\n")
+    mute.chmod(0o755)
+    started = time.perf_counter()
+    with pytest.raises((TimeoutError, RuntimeError)):
+        run_sync(start_kernel(KernelTarget(str(mute)), cwd=tmp_path, env=kernel_env(), timeout=3))
+    assert time.perf_counter() - started < 30
+    assert not alive(int(pid_file.read_text()))

@@ -81,6 +81,17 @@ def test_timeout_and_kernel_failure_are_reported_as_such():
     assert not v.ok and v.reason == "kernel failure: the kernel died"
 
 
+def test_refused_files_are_an_input_error_not_a_kernel_failure():
+    from junobench.construct.triage import NOT_RUN, classify
+
+    refused = log(planned=3, input_error="data/pipe: a FIFO (named pipe): only regular files are copied")
+    for version in ("reproduced", "fixed"):
+        v = judge(version, refused, target=2, expected="KeyError")
+        assert not v.ok and v.reason == f"input error: {refused.input_error}"
+    triaged = classify(refused, crash_cell=2, expected="KeyError")
+    assert triaged.outcome == NOT_RUN and triaged.detail.startswith("input error: data/pipe")
+
+
 def test_incomplete_replay_is_not_a_pass():
     v = judge("fixed", log((0, OK), planned=3), target=2)
     assert not v.ok and v.reason == "incomplete replay: 1 of 3 runs happened"

@@ -19,7 +19,7 @@ from junobench.runtime import runtime_info
 from junobench.verify import verify
 
 pytest.importorskip("nbclient", reason="verify needs the run extra")
-pytestmark = pytest.mark.kernel
+pytestmark = [pytest.mark.kernel, pytest.mark.slow, pytest.mark.timeout(420)]
 
 
 def _verdicts(report: dict) -> dict:
@@ -31,14 +31,15 @@ def test_verify_on_ray_gives_the_local_verdicts(ray_cluster, tmp_path, capsys):
     local, remote = tmp_path / "local.json", tmp_path / "ray.json"
     code_local, _, _ = run_cli(capsys, "verify", "--source", "sample", "--report", str(local), "--no-progress")
     code_ray, _, err = run_cli(capsys, "verify", "--source", "sample", "--report", str(remote), "--no-progress",
-                                 "--executor", "ray", "--cpus-per-notebook", "1", "--retries", "1")
+                                 "--executor", "ray", "--cpus-per-notebook", "1", "--retries", "1", "--jobs", "3")
     assert code_ray == code_local
     local_report, ray_report = json.loads(local.read_text()), json.loads(remote.read_text())
     assert len(ray_report["cases"]) == 10
     assert _verdicts(ray_report) == _verdicts(local_report)
     assert all(entry["attempts"] == {"reproduced": 1, "fixed": 1} and entry["faults"] == {}
                for entry in ray_report["cases"].values() if entry["status"] != "skipped")
-    assert "ray, 2 jobs, 1 CPU per notebook" in err
+    # --jobs 3 on 2 CPUs: lowered to what the cluster holds at once, not a wait without end
+    assert "ray, 2 jobs, 1 CPU per notebook (--jobs 3 lowered to 2" in err
 
 
 def test_a_killed_worker_is_retried_and_the_report_says_so(ray_cluster, tmp_path):
@@ -157,3 +158,51 @@ def test_verify_from_the_hub_on_ray_lets_each_worker_fetch_its_case(ray_cluster,
     assert any(path.endswith("/benchmark/pandas_1/data/passengers.csv") for path in fetched)
     assert not any("/benchmark/numpy_1/data/" in path and not path.endswith(".metadata.json")
                    for path in fetched)  # only the verified cases' data
+
+
+def test_the_same_files_give_the_same_verdict_on_both_executors(ray_cluster, tmp_path):
+    """One check of case files for both: a data file named with a newline is a file like
+    any other; a FIFO is refused as an input error, before any kernel starts."""
+    snap = checkout(["pandas_1", "pandas_2"], "sample", tmp_path / "snap")
+    data = snap / "benchmark" / "pandas_1" / "data"
+    (data / "odd\nname.csv").write_text("a,b\n1,2\n")
+    edit_cell(snap, "pandas_1", "fixed", 0, "import numpy as np\nimport pandas as pd\n"
+              "assert pd.read_csv('data/odd\\nname.csv').shape == (1, 2)")
+    os.mkfifo(snap / "benchmark" / "pandas_2" / "data" / "pipe")
+    local = verify(source=snap, progress=False, jobs=2)
+    remote = verify(source=snap, progress=False, executor="ray", executor_options={"retries": 0})
+    assert [(c.status, c.reproduced, c.fixed) for c in remote] == [(c.status, c.reproduced, c.fixed) for c in local]
+    assert remote["pandas_1"].status == "passed", remote["pandas_1"].fixed.reason
+    refused = remote["pandas_2"]
+    assert refused.status == "failed" and refused.reproduced.reason.startswith("input error: ")
+    assert "a FIFO" in refused.reproduced.reason and "pipe" in refused.reproduced.reason
+
+
+def test_a_notebook_that_kills_its_worker_gets_a_verdict_kept_on_resume(ray_cluster, tmp_path):
+    snap = checkout(["pandas_1"], "sample", tmp_path / "snap")
+    edit_cell(snap, "pandas_1", "fixed", 0, "import os, signal\nos.kill(os.getppid(), signal.SIGKILL)")
+    report_file = tmp_path / "r.json"
+    report = verify(source=snap, executor="ray", report=report_file, progress=False,
+                    executor_options={"retries": 1})
+    case = report["pandas_1"]
+    assert case.status == "failed", case.fixed.reason
+    assert "the notebook killed the Ray worker running it, on each of the 2 attempts" in case.fixed.reason
+    written = json.loads(report_file.read_text())["cases"]["pandas_1"]
+    assert written["attempts"]["fixed"] == 2 and len(written["faults"]["fixed"]) == 2
+    seen = []
+    again = verify(source=snap, executor="ray", report=report_file, progress=False,
+                   on_case=lambda c: seen.append(c.case_id))
+    assert seen == [] and again["pandas_1"].kept and again["pandas_1"].fixed.reason == case.fixed.reason
+
+
+def test_a_replay_past_its_deadline_is_a_fault_that_is_retried(ray_cluster, tmp_path):
+    from junobench.verify.ray_executor import RayExecutor
+
+    snap = checkout(["pandas_1"], "sample", tmp_path / "snap")
+    edit_cell(snap, "pandas_1", "reproduced", 0, "import time\ntime.sleep(600)")
+    report = verify(source=snap, executor=RayExecutor(retries=1, deadline=20), progress=False)
+    case = report["pandas_1"]
+    assert case.status == "infrastructure error"
+    assert case.attempts["reproduced"] == 2
+    assert all("passed its deadline of 20 s" in fault for fault in case.faults["reproduced"])
+    assert case.fixed.ok  # the other notebook ran within its deadline

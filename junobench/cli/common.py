@@ -104,6 +104,9 @@ def add_executor(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--retries", type=int, metavar="N",
                        help="Ray: attempts after an infrastructure fault (a worker or node lost, "
                        "an environment that fails to build; default: 2)")
+    group.add_argument("--max-case-size", metavar="SIZE",
+                       help="Ray: most bytes of files one notebook's replay may send to its worker "
+                       "(default: 64GiB)")
     group.add_argument("--build-envs", action="store_true",
                        help="Ray: run each notebook in a runtime environment of its pinned "
                        "requirements, built on the worker with uv (cached per requirement set)")
@@ -121,10 +124,13 @@ def executor_options(args: argparse.Namespace) -> dict[str, Any]:
             options[key] = value
     if getattr(args, "memory_per_notebook", None) is not None:
         options["memory"] = parse_size(args.memory_per_notebook)
+    if getattr(args, "max_case_size", None) is not None:
+        options["max_case_size"] = parse_size(args.max_case_size)
     if getattr(args, "build_envs", False):
         options["build_envs"] = True
     if options and getattr(args, "executor", "local") != "ray":
-        given = [k for k in ("ray_address", "cpus_per_notebook", "memory_per_notebook", "retries", "build_envs")
+        given = [k for k in ("ray_address", "cpus_per_notebook", "memory_per_notebook", "retries",
+                             "max_case_size", "build_envs")
                  if getattr(args, k, None) not in (None, False)]
         names = ", ".join(f"--{k.replace('_', '-')}" for k in given)
         raise JunoBenchError(f"{names} appl{'ies' if ',' not in names else 'y'} to --executor ray only")

@@ -33,6 +33,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         "(default: the environment's version)")
     create.add_argument("--all", action="store_true", dest="whole",
                         help="every pin of the environment, not only what the cases import")
+    create.add_argument("--allow-build", action="store_true",
+                        help="build source distributions where a pin has no wheel (their build "
+                        "scripts run with your rights; default: wheels only)")
     create.set_defaults(handler=_create)
 
     docker = verbs.add_parser(
@@ -65,7 +68,7 @@ def _create(args: argparse.Namespace) -> int:
 
     selection = select(args.source, args.cases or None, revision=args.revision, whole=args.whole,
                        filters=filters_from(args))
-    made = create_environment(args.dir, selection, python=args.python)
+    made = create_environment(args.dir, selection, python=args.python, allow_build=args.allow_build)
     if made.python_note:
         print(f"note: {made.python_note}", file=sys.stderr)
     for case, names in made.unpinned.items():

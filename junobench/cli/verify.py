@@ -94,4 +94,7 @@ def _verify(args: argparse.Namespace) -> int:
     else:
         print(render(report.rows(), args.format, TABLE_COLUMNS), end="")
     print(report.summary(), file=sys.stderr)
+    if report.stopped is not None:
+        print(f"error: {report.stopped} (the report holds every case; run the same command again to resume)",
+              file=sys.stderr)
     return 0 if report.ok else 1

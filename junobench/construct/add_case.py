@@ -229,6 +229,17 @@ def case_ids(root: Path) -> set[str]:
     return ids
 
 
+def _same_prefix(root: Path, prefix: str) -> str:
+    """``prefix``, refused when the snapshot spells a library's prefix the same but for
+    case (``Foo`` beside ``foo``): their case ids would collide on case-insensitive file
+    systems."""
+    for other in {vocab.library_of(i) for i in case_ids(root)} | set(vocab.LIBRARIES):
+        if other and other != prefix and other.casefold() == prefix.casefold():
+            raise JunoBenchError(f"library {prefix!r} differs from the snapshot's {other!r} only in case",
+                                 hint=f"use --library {other}: case ids must be unique ignoring case")
+    return prefix
+
+
 def next_case_id(root: Path, prefix: str) -> str:
     """One past the highest ``<prefix>_<n>`` of the snapshot."""
     numbers = [int(i.rpartition("_")[2]) for i in case_ids(root) if vocab.library_of(i) == prefix]
@@ -265,7 +276,7 @@ def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_l
 
     if case.notebook_url:
         checked_notebook(case.notebook_url)
-    prefix = library_prefix(case.library, allow_new=allow_new_library)
+    prefix = _same_prefix(root, library_prefix(case.library, allow_new=allow_new_library))
     check_labels(case, allow_new=allow_new_labels)
     for path in (case.reproduced, case.fixed, *([case.original] if case.original else [])):
         _require_file(path)

@@ -40,7 +40,8 @@ MISSING_DATA = "missing data"
 MISSING_MODULE = "missing module"
 #: The kernel died while running a cell (a crash of the process, not an exception).
 KERNEL_DIED = "kernel died"
-#: Nothing ran: the notebook is absent or unreadable, or has no crashing cell.
+#: Nothing ran: the notebook is absent or unreadable, has no crashing cell, or its files
+#: were refused (an input error: a link out of its folder, a FIFO).
 NOT_RUN = "not run"
 #: The machinery failed (no kernel started, a worker lost) after its retries: no verdict.
 INFRASTRUCTURE = "infrastructure error"
@@ -81,6 +82,8 @@ def classify(log: RunLog, *, crash_cell: int, expected: str) -> Reproduction:
     ``ModuleNotFoundError`` before or at the crashing cell says why the notebook could not
     be judged, unless it is the recorded exception raised at the crashing cell itself.
     """
+    if log.input_error is not None:
+        return Reproduction(NOT_RUN, f"input error: {log.input_error}")
     if len(log.steps) > log.planned:
         return Reproduction(INFRASTRUCTURE, f"inconsistent replay: {len(log.steps)} runs for an "
                             f"order of {log.planned}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,9 +21,10 @@ from typing import Any
 
 from junobench import vocab
 from junobench.data import layout
+from junobench.data.digests import ContentDigests
 from junobench.envs.environment import SNAPSHOT_FOLDER, environment_files
 from junobench.errors import JunoBenchError
-from junobench.safety.paths import is_dir_entry
+from junobench.safety.paths import is_dir_entry, link_inside
 
 DEFAULT_SOURCE = "PELAB-LiU/JunoBench"
 SAMPLE = "sample"
@@ -188,47 +190,53 @@ def _first_line(error: BaseException) -> str:
 
 
 def fingerprint(root: str | Path) -> str:
-    """A digest of the snapshot's content: every file's path, size, inode, modification
-    and change times, and those of the files that decide its environment (its own or the
-    packaged one).
+    """A digest of the snapshot's content: every file's path and sha256, and those of the
+    files that decide its environment (its own or the packaged one).
 
     Any edit to a table, notebook, metadata, data or environment file changes it, so
-    records cached under it are never served stale, also after an edit that keeps a
-    file's size and modification time (``touch -r``, ``cp -p``, ``rsync -a``, ``tar x``):
-    writing a file moves its change time, which no user command can set back. Costs one
-    ``stat`` per file, no reads.
+    records cached under it are never served stale, whatever the edit keeps of a file's
+    size and times (``touch -r``, ``cp -p``, ``rsync -a``, ``tar x``). Each file's digest
+    is remembered under its path, size, times and inode (:mod:`junobench.data.digests`):
+    a file is read again only after it changed, otherwise this costs a ``stat`` per file.
     """
     root = str(root)
-    entries: list[tuple[str, int, int, int, int]] = []
-    for name in (layout.DESC_TABLE, layout.DIAGNOSIS_TABLE):
-        _add(entries, name, os.path.join(root, name))
-    for env_file in environment_files(root):
-        _add(entries, str(env_file), str(env_file))
-    stack = [layout.BENCHMARK_DIR]
-    while stack:
-        relative = stack.pop()
-        try:
-            with os.scandir(os.path.join(root, relative)) as found:
-                listing = sorted(found, key=lambda e: e.name)
-        except (FileNotFoundError, NotADirectoryError):
-            entries.append((relative, -1, -1, -1, -1))
-            continue
-        subdirs = []
-        for entry in listing:
-            path = f"{relative}/{entry.name}"
-            if is_dir_entry(entry):  # a link loop is not: recorded as unreadable
-                subdirs.append(path)
-            else:
-                _add(entries, path, entry)
-        stack.extend(reversed(subdirs))
+    entries: list[tuple[str, int, str]] = []
+    with ContentDigests() as digests:
+        for name in (layout.DESC_TABLE, layout.DIAGNOSIS_TABLE):
+            _add(entries, name, os.path.join(root, name), digests, root)
+        for env_file in environment_files(root):
+            _add(entries, str(env_file), str(env_file), digests, str(env_file.parent))
+        stack = [layout.BENCHMARK_DIR]
+        while stack:
+            relative = stack.pop()
+            try:
+                with os.scandir(os.path.join(root, relative)) as found:
+                    listing = sorted(found, key=lambda e: e.name)
+            except (FileNotFoundError, NotADirectoryError):
+                entries.append((relative, -1, ""))
+                continue
+            subdirs = []
+            for entry in listing:
+                path = f"{relative}/{entry.name}"
+                if is_dir_entry(entry):  # a link loop is not: recorded as unreadable
+                    subdirs.append(path)
+                else:
+                    _add(entries, path, entry.path, digests, root)
+            stack.extend(reversed(subdirs))
     return hashlib.sha256(repr(entries).encode()).hexdigest()
 
 
-def _add(entries: list[tuple[str, int, int, int, int]], name: str,
-         entry: os.DirEntry[str] | str) -> None:
+def _add(entries: list[tuple[str, int, str]], name: str, path: str, digests: ContentDigests,
+         root: str) -> None:
     try:
-        info = entry.stat() if isinstance(entry, os.DirEntry) else os.stat(entry)
+        info = os.stat(path)
+        if os.path.islink(path) and not link_inside(path, root):
+            content = f"link {os.readlink(path)}"  # refused when read: not read here either
+        elif stat.S_ISREG(info.st_mode):
+            content = digests.sha256(path)
+        else:
+            content = f"mode {info.st_mode:o}"
     except OSError:
-        entries.append((name, -1, -1, -1, -1))
+        entries.append((name, -1, ""))
         return
-    entries.append((name, info.st_size, info.st_ino, info.st_mtime_ns, info.st_ctime_ns))
+    entries.append((name, info.st_size, content))

@@ -106,6 +106,7 @@ def check(snapshot: str | Path, *, max_files: int = MAX_FILES_PER_FOLDER,
     for files in metadata.values():
         for path in files:
             _check_metadata(root, path, report.problems)
+    _check_case_collisions(_case_folders(root) + [r.case_id for r in rows or []], report.problems)
     if rows is not None:
         report.cases = len(rows)
         _check_cases(root, rows, metadata, report)
@@ -251,6 +252,23 @@ def _check_cases(root: Path, rows: list[DescRow], metadata: dict[str, list[Path]
                 row.case_id))
         if row.case_id in metadata or result.record is not None:
             _check_datasets(root, row, metadata.get(row.case_id, []), report)
+
+
+def case_collisions(case_ids: list[str]) -> list[list[str]]:
+    """Groups of case ids that differ only in case (``Foo_1``, ``foo_1``): one folder on a
+    case-insensitive file system (macOS, Windows)."""
+    groups: dict[str, set[str]] = {}
+    for case_id in case_ids:
+        groups.setdefault(case_id.casefold(), set()).add(case_id)
+    return [sorted(group) for _, group in sorted(groups.items()) if len(group) > 1]
+
+
+def _check_case_collisions(case_ids: list[str], problems: list[Problem]) -> None:
+    for group in case_collisions(case_ids):
+        problems.append(Problem(
+            f"case ids {' and '.join(group)} differ only in case: they collide on a "
+            "case-insensitive file system", f"{layout.BENCHMARK_DIR}/{group[0]}", group[0],
+            "rename all but one (junobench construct renumber)"))
 
 
 def _check_exception(root: Path, row: DescRow, record: dict[str, Any], warnings: list[Problem]) -> None:

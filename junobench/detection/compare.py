@@ -45,6 +45,7 @@ from junobench.detection.uncertainty import (
 )
 from junobench.detection.votes import DEFAULT_VOTE
 from junobench.errors import JunoBenchError
+from junobench.safety.text import markdown_text
 
 #: Output formats of a comparison (and of one report).
 FORMATS: tuple[str, ...] = ("table", "json", "csv", "markdown", "latex")
@@ -306,6 +307,8 @@ def format_comparison(comparison: Comparison, fmt: str = "table") -> str:
                           f"them)" for name, items in excluded.items()]
     if comparison.tests:
         parts.append(render(pair_rows(comparison), kind))
+    if kind == "markdown":  # the names are data: escaped like the tables' cells
+        notes = [markdown_text(note) for note in notes]
     lead = "\n".join(notes) + "\n\n"
     tests_title = ("Paired tests (exact McNemar on notebooks right/wrong; paired case "
                    "bootstrap of the F1 difference"

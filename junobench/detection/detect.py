@@ -91,14 +91,19 @@ class ChatSettings:
 
 def make_client(endpoint: str, *, api_key: str | None, retries: int = DEFAULT_RETRIES,
                 timeout: float = DEFAULT_TIMEOUT) -> AsyncOpenAI:
-    """The SDK's async client for ``endpoint``, with its retries and timeout."""
+    """The SDK's async client for ``endpoint``, with its retries; each request ends at
+    ``timeout`` seconds (connect, headers and body together) and its reply body at
+    :data:`~junobench.detection.bounded.MAX_REPLY_BYTES` (:mod:`.bounded`)."""
     try:
         from openai import AsyncOpenAI
     except ImportError:
         raise JunoBenchError("running a model needs the openai SDK",
                              hint="pip install 'junobench[detect]'") from None
+    from junobench.detection.bounded import bounded_http_client
+
     return AsyncOpenAI(base_url=base_url(endpoint), api_key=api_key or NO_KEY,
-                       max_retries=retries, timeout=timeout)
+                       max_retries=retries, timeout=timeout,
+                       http_client=bounded_http_client(deadline=timeout, url=base_url(endpoint)))
 
 
 async def complete(client: AsyncOpenAI, settings: ChatSettings, messages: list[dict[str, str]],
@@ -127,7 +132,8 @@ async def complete(client: AsyncOpenAI, settings: ChatSettings, messages: list[d
                                      "URL such as http://localhost:8000/v1) and --model") from None
             raise RequestFailed(message) from None
         except (openai.APIConnectionError, openai.APITimeoutError) as error:
-            raise RequestFailed(scrub(f"cannot reach {where}: {error}")) from None
+            cause = f" ({error.__cause__})" if error.__cause__ is not None and str(error.__cause__) else ""
+            raise RequestFailed(scrub(f"cannot reach {where}: {error}{cause}")) from None
         except (ValueError, openai.APIResponseValidationError) as error:
             if attempt == malformed_retries:
                 raise RequestFailed(scrub(f"malformed reply from {where}: {error}")) from None
@@ -136,18 +142,19 @@ async def complete(client: AsyncOpenAI, settings: ChatSettings, messages: list[d
         if text is not None:
             return text
         if attempt == malformed_retries:
-            raise RequestFailed(f"malformed reply from {where}: no message in it")
+            raise RequestFailed(f"malformed reply from {where}: no message text in it")
     raise AssertionError("unreachable")
 
 
 def _text(reply: Any) -> str | None:
-    """The first choice's text ('' for an empty message); None when the reply has none."""
+    """The first choice's text ('' for an empty message); None when the reply has none
+    (``content: null`` included: such a reply is asked again, never stored as '')."""
     try:
         content = reply.choices[0].message.content
     except (AttributeError, IndexError, TypeError):
         return None
     if content is None:
-        return ""
+        return None
     if isinstance(content, list):  # content parts
         return "".join(p.get("text", "") for p in content if isinstance(p, dict))
     return str(content)
@@ -168,12 +175,14 @@ def _server_message(error: Any) -> str:
 
 def finished_instances(out: Path) -> set[str]:
     """Instances already in an output file. A last line cut short by an interruption is
-    dropped (the file is rewritten without it); any other broken line is an error."""
+    dropped (the file is rewritten without it); any other broken line, and an instance on
+    two lines, is an error naming the lines."""
     if not out.exists():
         return set()
     text = out.read_text(encoding="utf-8")
     lines = text.splitlines(keepends=True)
     done: list[tuple[str, str]] = []
+    first_line: dict[str, int] = {}
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -188,6 +197,11 @@ def finished_instances(out: Path) -> set[str]:
                 return {i for i, _ in done}
             raise JunoBenchError(f"line {number} is not a predictions line", file=out,
                                  hint="pass another --out, or repair the file") from None
+        if instance in first_line:
+            raise JunoBenchError(f"line {number}: instance {instance!r} appears twice (first at line "
+                                 f"{first_line[instance]})", file=out, case=instance,
+                                 hint="keep one line per instance, or pass another --out")
+        first_line[instance] = number
         done.append((instance, line))
     if lines and not text.endswith("\n"):
         with out.open("a", encoding="utf-8") as handle:

@@ -240,7 +240,8 @@ def score(
     """Score raw runs per instance against ``labels`` (``notebooks`` records).
 
     Instances of ``labels`` without runs are excluded and listed as missing; instances
-    whose runs are all unparsable are excluded and listed as undecided. A run for an
+    whose runs are all unparsable are listed as undecided and scored as no crash (the
+    papers' rule: crash only when certain), so they stay in ``n``. A run for an
     instance outside ``known`` (default: the labelled ones) is an error naming it.
     Instances in ``known`` but not in ``labels`` (filtered out) are ignored.
     """
@@ -271,8 +272,11 @@ def score(
                                                        verdict.problem or "unparsable"))
             detections.append(verdict.detection)
         decisions = vote(detections, vote_method)
-        if not decisions:
+        if not decisions and detections:
+            # every run unparsable (NaN, an error marker, free text): still a notebook the
+            # detector was asked about, scored by the "only if certain" rule as no crash
             report.undecided.append(instance)
+            decisions = [False]
         truth = bool(row["crash"])
         report.decisions += [Decision(instance, truth, d, row) for d in decisions]
     return report
@@ -544,7 +548,7 @@ def format_report(report: Report, by: str = "library") -> str:
                      f"{_describe_missing(report.missing)}")
     if report.undecided:
         lines.append(f"undecided    {len(report.undecided)} notebooks with no parsable run, "
-                     f"excluded: {_some(report.undecided)}")
+                     f"scored as no crash: {_some(report.undecided)}")
     lines.append(f"unparsable   {len(report.unparsable)} of {report.runs} runs")
     for item in report.unparsable[:20]:
         lines.append(f"             {item.instance} run {item.run}: {item.output!r} ({item.problem})")

@@ -46,6 +46,7 @@ from junobench.detection.predictions import (
     CANONICAL,
     Predictions,
     check_instance,
+    loads,
     read_jsonl,
     value_kind,
 )
@@ -326,7 +327,7 @@ def _read_case_folders(folder: Path, layout: str, folders: dict[str, str]) -> Pr
 def runs_file(file: Path, instance: str) -> list[Any]:
     """The runs in one JSON file: a list, or a single run (object, string, boolean)."""
     try:
-        data = json.loads(read_regular(file).decode("utf-8"))
+        data = loads(read_regular(file).decode("utf-8"))
     except (ValueError, RecursionError) as error:
         raise JunoBenchError(f"not valid JSON ({error})", file=file, case=instance,
                              hint="each file holds a JSON list of the detector's runs") from None

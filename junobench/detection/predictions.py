@@ -78,12 +78,16 @@ def parse_run(raw: Any) -> Verdict:
     if bare:
         return Verdict(bare.group(1).lower() == "true")
     try:
-        whole = json.loads(text)
+        whole = loads(text)
     except (ValueError, RecursionError):
         whole = None
     if isinstance(whole, (dict, bool)) or (isinstance(whole, str) and whole != text):
         return parse_run(whole)  # the whole output is JSON: an object, or an encoded string
-    found = [v for v in (_from_object(o) for o in _objects(text)) if v.valid]
+    verdicts = [_from_object(o) for o in _objects(text)]
+    repeated = next((v for v in verdicts if v.problem and "twice" in v.problem), None)
+    if repeated is not None:
+        return repeated
+    found = [v for v in verdicts if v.valid]
     if not found:
         return Verdict(None, problem="no JSON object with a boolean 'detection' and not TRUE/FALSE")
     if len({v.detection for v in found}) > 1:
@@ -91,7 +95,38 @@ def parse_run(raw: Any) -> Verdict:
     return found[0]
 
 
+class _Repeated(dict):  # type: ignore[type-arg]
+    """A JSON object that named some key more than once (``repeated`` holds them)."""
+
+    repeated: frozenset[str] = frozenset()
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook``: a dict, marked :class:`_Repeated` when a key comes twice."""
+    out = dict(pairs)
+    if len(out) == len(pairs):
+        return out
+    from collections import Counter
+
+    marked = _Repeated(out)
+    marked.repeated = frozenset(k for k, n in Counter(k for k, _ in pairs).items() if n > 1)
+    return marked
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` that keeps track of objects naming a key twice (the last one does not
+    silently win: :func:`parse_run` calls an answer with two ``detection`` keys unparsable)."""
+    return json.loads(text, object_pairs_hook=_pairs)
+
+
+def repeated_keys(value: Any) -> frozenset[str]:
+    """The keys an object read by :func:`loads` named more than once."""
+    return value.repeated if isinstance(value, _Repeated) else frozenset()
+
+
 def _from_object(obj: Mapping[str, Any]) -> Verdict:
+    if "detection" in repeated_keys(obj):
+        return Verdict(None, problem="'detection' given twice in one object")
     if "detection" not in obj:
         return Verdict(None, problem="object without a 'detection' field")
     value = obj["detection"]
@@ -105,7 +140,7 @@ def _from_object(obj: Mapping[str, Any]) -> Verdict:
 
 def _objects(text: str) -> Iterator[Mapping[str, Any]]:
     """JSON objects embedded in ``text`` (in prose, code fences…), outermost only."""
-    decoder = json.JSONDecoder()
+    decoder = json.JSONDecoder(object_pairs_hook=_pairs)
     position = text.find("{")
     while position != -1:
         try:
@@ -160,10 +195,13 @@ an instance id or a blind task id)."""
     for number, line in _lines(path):
         where = f"{path}:{number}"
         try:
-            item = json.loads(line)
+            item = loads(line)
         except (ValueError, RecursionError) as error:
             raise JunoBenchError(f"line {number} is not valid JSON ({error})", file=path,
                                  hint="each line must be one JSON object") from None
+        if repeated_keys(item) & {"instance", "runs"}:
+            raise JunoBenchError(f"line {number} names {', '.join(sorted(repeated_keys(item)))} twice",
+                                 file=path, hint="each line holds one instance and one list of runs")
         instance, runs = _canonical_item(item, path, number)
         if instance in out.runs:
             raise JunoBenchError(f"line {number}: instance {instance!r} appears twice "

@@ -17,13 +17,16 @@ on the machine, the interpreter used says so, and the manifest records it.
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
 import json
 import os
 import shutil
+import stat
 import tempfile
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,11 +46,16 @@ from junobench.envs.installer import (
 )
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import OLD, recover, write_text
+from junobench.safety.paths import read_regular
 
 #: The manifest a junobench environment folder holds.
 MANIFEST = "junobench-env.json"
 #: The requirement file written into the environment (what was asked for).
 REQUIREMENTS_FILE = "junobench-requirements.txt"
+#: The environment's lock as given to the installer (its checked pins, written again).
+CONSTRAINTS_FILE = "junobench-constraints.txt"
+#: What a create's journal names as its writer.
+JOURNAL_WRITER = "junobench env create"
 
 
 @dataclass
@@ -135,14 +143,26 @@ def create_environment(
     selection: Selection,
     *,
     python: str | None = None,
+    allow_build: bool = False,
 ) -> Created:
     """Make (or reuse) the environment of ``selection`` (:func:`junobench.selection.select`)
-    at ``dest``; see the module docstring."""
+    at ``dest``; see the module docstring. Only wheels are installed unless ``allow_build``
+    (a source distribution's build runs its code: :func:`~junobench.envs.installer.run_build`).
+    Two creates into one ``dest`` do not overlap: the second fails with an error while the
+    first holds the lock."""
     started = time.perf_counter()
     env = selection.environment
     dest = Path(dest).expanduser().absolute()
     interpreter, version, note = choose_python(env, python)
     key = selection_key(selection, version)
+    with _building(dest):
+        return _create(dest, selection, interpreter, version, note, key, started, allow_build)
+
+
+def _create(dest: Path, selection: Selection, interpreter: Path, version: str, note: str | None,
+            key: str, started: float, allow_build: bool) -> Created:
+    """:func:`create_environment` holding the lock of ``dest``."""
+    env = selection.environment
     recover_environment(dest)
     existing = _existing(dest)
     if existing is not None and existing.get("key") == key and venv_python(dest).is_file() \
@@ -150,18 +170,33 @@ def create_environment(
         return Created(dest, venv_python(dest), selection.requirements, True, time.perf_counter() - started,
                        existing.get("python", {}).get("note"), existing.get("installer", ""),
                        selection.unpinned, existing)
+    if not allow_build:
+        _refuse_source_builds(selection)
     uv = uv_binary()
     installer = f"uv {run([uv, '--version'], what='uv').split()[1]}" if uv else "pip"
     journal = _journal(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    write_text(journal, f"building {dest.name}; the environment it replaces is kept beside it\n")
+    record: dict[str, Any] = {"writer": JOURNAL_WRITER, "dest": dest.name, "made": None, "emptied": None}
+    _write_json(journal, record)
     old = _move_aside(dest) if existing is not None else None
     try:
+        existed = dest.is_dir() and not dest.is_symlink()
+        if not existed:  # a kill before its identity is noted leaves an empty folder to remove
+            record["making"] = True
+            _write_json(journal, record)
         dest.mkdir(parents=True, exist_ok=True)
+        info = dest.stat()
+        record["made" if not existed else "emptied"] = [info.st_dev, info.st_ino]
+        _write_json(journal, record)
         venv = make_venv(dest, interpreter, uv)
         requirements = dest / REQUIREMENTS_FILE
         requirements.write_text("\n".join(selection.requirements) + "\n", encoding="utf-8")
-        install(venv, requirements, env.lock_file, uv, exclude_newer=env.exclude_newer)
+        constraints = None
+        if env.lock_text:  # the checked pins, written again: nothing else reaches the installer
+            constraints = dest / CONSTRAINTS_FILE
+            constraints.write_text(env.lock_text, encoding="utf-8")
+        install(venv, requirements, constraints, uv, exclude_newer=env.exclude_newer,
+                allow_build=allow_build, require_hashes=env.hashed)
         spec_name = f"junobench-{key[:8]}"
         run([str(venv), "-m", "ipykernel", "install", "--prefix", str(dest), "--name", spec_name,
              "--display-name", f"JunoBench ({env.name}, Python {version})"],
@@ -182,7 +217,8 @@ def create_environment(
         manifest["seconds"] = round(time.perf_counter() - started, 1)
         _write_json(dest / MANIFEST, manifest)
     except BaseException:
-        shutil.rmtree(dest, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            _undo(dest, record)
         if old is not None:
             old.rename(dest)
         journal.unlink(missing_ok=True)
@@ -192,6 +228,22 @@ def create_environment(
     journal.unlink(missing_ok=True)
     return Created(dest, venv, selection.requirements, False, time.perf_counter() - started, note,
                    installer, selection.unpinned, manifest)
+
+
+def _refuse_source_builds(selection: Selection) -> None:
+    """Stop before anything is made when the selection pins a distribution its environment
+    lists as having no wheel (building it runs its build script: ``--allow-build``)."""
+    from junobench.envs.wheels import read_source_builds
+
+    env = selection.environment
+    wanted = {line.partition("==")[0] for line in selection.requirements}
+    listed = read_source_builds(env.folder) or []
+    builds = listed if selection.whole else [pin for pin in listed if pin.partition("==")[0] in wanted]
+    if builds:
+        raise JunoBenchError(f"{', '.join(builds)} ha{'s' if len(builds) == 1 else 've'} no wheel for "
+                             f"Python {env.python} on {env.platform}: building from source runs "
+                             "the distribution's build script",
+                             hint="pass --allow-build to build, or leave out the cases that need it")
 
 
 def _existing(dest: Path) -> dict[str, Any] | None:
@@ -225,21 +277,105 @@ def _journal(dest: Path) -> Path:
     return dest.parent / f".{dest.name}.building"
 
 
+@contextlib.contextmanager
+def _building(dest: Path) -> Iterator[None]:
+    """Hold the lock of ``dest`` (``flock`` on ``.<dest>.lock`` beside it, removed after)
+    for the block; a :class:`JunoBenchError` at once when another create holds it."""
+    import fcntl
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    path = dest.parent / f".{dest.name}.lock"
+    while True:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        except OSError as error:
+            raise JunoBenchError(f"cannot lock the environment folder ({error.strerror or error})",
+                                 file=path) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise JunoBenchError("another `env create` is making an environment here", file=dest,
+                                 hint="wait for it to finish, or choose another folder") from None
+        try:
+            same = os.fstat(fd).st_ino == os.lstat(path).st_ino
+        except FileNotFoundError:
+            same = False  # the holder before us removed it: lock the new one
+        if same:
+            break
+        os.close(fd)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+        os.close(fd)
+
+
+def _read_journal(journal: Path, dest: Path) -> dict[str, Any] | None:
+    """The record of a create's journal, None when there is none; a file that is not a
+    journal of ``env create`` for ``dest`` is an error (it is not ours to act on)."""
+    if not os.path.lexists(journal):
+        return None
+    try:
+        data = json.loads(read_regular(journal, limit=1 << 16).decode("utf-8")) \
+            if not journal.is_symlink() else None
+    except (OSError, ValueError):
+        data = None
+    if not isinstance(data, dict) or data.get("writer") != JOURNAL_WRITER or data.get("dest") != dest.name:
+        raise JunoBenchError("is not a journal of `env create` for this folder; nothing was changed",
+                             file=journal, hint="remove it if no `env create` is running, then try again")
+    return data
+
+
+def _identity(value: Any) -> tuple[int, int] | None:
+    if isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value):
+        return value[0], value[1]
+    return None
+
+
+def _undo(dest: Path, record: Mapping[str, Any]) -> Path | None:
+    """Remove what a create whose journal is ``record`` made at ``dest``: the folder it made
+    (or the contents it put into a folder that was empty), only when ``dest`` is still that
+    very folder. Returns ``dest`` when something was removed."""
+    made, emptied = _identity(record.get("made")), _identity(record.get("emptied"))
+    try:
+        info = dest.lstat()
+    except OSError:
+        return None
+    if made is None and emptied is None and record.get("making") is True:
+        try:  # killed between making the folder and noting it: removed only while empty
+            os.rmdir(dest)
+        except OSError:
+            return None
+        return dest
+    if not stat.S_ISDIR(info.st_mode) or (info.st_dev, info.st_ino) not in (made, emptied):
+        return None  # not the folder this create made: never ours to remove
+    if (info.st_dev, info.st_ino) == made:
+        shutil.rmtree(dest)
+    else:
+        for child in list(dest.iterdir()):
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+    return dest
+
+
 def recover_environment(dest: str | Path) -> list[Path]:
     """Clean up after a create that was killed (a virtual environment is built in place,
-    its paths being absolute): the half-built environment at ``dest`` is removed and the
-    one it was replacing, kept beside it, is put back; a finished one keeps its place.
-    Only folders holding a junobench environment's manifest are touched. Returns what was
-    removed or restored."""
+    its paths being absolute): what its journal says it made at ``dest`` is removed, unless
+    it finished, and the environment it was replacing, kept beside it, is put back. A
+    folder the journal does not name (a user's own environment) is never removed, and a
+    journal not written by ``env create`` is an error. Returns what was removed or restored."""
     dest = Path(dest).expanduser().absolute()
     journal = _journal(dest)
     touched: list[Path] = []
-    if journal.is_file() and not journal.is_symlink():
+    record = _read_journal(journal, dest)
+    if record is not None:
         finished = (dest / MANIFEST).is_file() and not (dest / MANIFEST).is_symlink()
-        if os.path.isdir(dest) and not os.path.islink(dest) and not finished \
-                and (not any(dest.iterdir()) or (dest / "pyvenv.cfg").is_file()):  # what create makes
-            shutil.rmtree(dest)
-            touched.append(dest)
+        if not finished and (undone := _undo(dest, record)) is not None:
+            touched.append(undone)
         journal.unlink()
     return touched + recover(dest, owned=lambda folder: (folder / MANIFEST).is_file())
 

@@ -20,13 +20,22 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import shutil
 from pathlib import Path
 
 from junobench.envs.create import MANIFEST, REQUIREMENTS_FILE, Selection, selection_key
+from junobench.envs.environment import SPEC_FILE
 from junobench.envs.installer import run, uv_binary
+from junobench.envs.pins import parse_pins
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import remove_files, remove_tree, staging_folder, swap_in
+from junobench.safety.grammar import (
+    check,
+    is_environment_name,
+    is_image_reference,
+    is_iso_date,
+    is_python_version,
+    is_version,
+)
 
 #: Where the image keeps the environment.
 IMAGE_ENV = "/opt/junobench-env"
@@ -42,10 +51,12 @@ def dockerfile_text(selection: Selection, *, junobench: str | None = None, uv: s
     ``JUNOBENCH`` takes any requirement, e.g. a git URL); ``uv`` the uv version to install
     (default: the one here)."""
     env = selection.environment
+    uv, junobench = check_values(selection, uv=uv or _uv_version(), junobench=junobench or _own_version())
     what = (f"every pin of {env.name}" if selection.whole else
             f"what {len(selection.cases)} case(s) need" if selection.cases else "the selection")
     lock = " -c lock.txt" if env.lock_file is not None else ""
     exclude = f" --exclude-newer {env.exclude_newer}" if env.exclude_newer else ""
+    exclude += " --require-hashes" if env.hashed else ""
     builds = needs_source_builds(selection)
     lines = [
         f"# JunoBench reproduction environment {env.name}: {what}, at the pinned versions.",
@@ -60,7 +71,7 @@ def dockerfile_text(selection: Selection, *, junobench: str | None = None, uv: s
            "    && rm -rf /var/lib/apt/lists/*", ""] if builds else []),
         "ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \\",
         "    UV_LINK_MODE=copy UV_TOOL_BIN_DIR=/usr/local/bin",
-        f"RUN pip install uv=={uv or _uv_version()}",
+        f"RUN pip install uv=={uv}",
         "",
         f"# The environment: the image's Python {env.python}, the pins, the kernel.",
         f"WORKDIR {IMAGE_ENV}",
@@ -71,7 +82,7 @@ def dockerfile_text(selection: Selection, *, junobench: str | None = None, uv: s
         f"    && {IMAGE_ENV}/bin/python -m ipykernel install --prefix {IMAGE_ENV} --name {_spec_name(selection)}",
         "",
         f"# junobench itself, on its own Python {TOOL_PYTHON} (it needs newer libraries than the pins).",
-        f"ARG JUNOBENCH=junobench[run]=={junobench or _own_version()}",
+        f"ARG JUNOBENCH=junobench[run]=={junobench}",
         f'RUN uv tool install --python {TOOL_PYTHON} "${{JUNOBENCH}}"',
         "",
         "WORKDIR /work",
@@ -134,8 +145,8 @@ def write_context(out: str | Path, selection: Selection, *, junobench: str | Non
     try:
         (staging / "Dockerfile").write_text(dockerfile_text(selection, junobench=junobench), encoding="utf-8")
         (staging / "requirements.txt").write_text("\n".join(selection.requirements) + "\n", encoding="utf-8")
-        if selection.environment.lock_file is not None:
-            shutil.copyfile(selection.environment.lock_file, staging / "lock.txt")
+        if selection.environment.lock_file is not None:  # its checked pins, written again
+            (staging / "lock.txt").write_text(selection.environment.lock_text, encoding="utf-8")
         (staging / MANIFEST).write_text(json.dumps(image_manifest(selection), indent=2) + "\n",
                                         encoding="utf-8")
         old = swap_in(staging, out)
@@ -145,6 +156,26 @@ def write_context(out: str | Path, selection: Selection, *, junobench: str | Non
     if old is not None:
         remove_files(old, list(CONTEXT_FILES))  # what a context holds; anything else stays
     return out
+
+
+def check_values(selection: Selection, *, uv: str, junobench: str) -> tuple[str, str]:
+    """Check every value the Dockerfile takes from data against its grammar (see
+    :mod:`junobench.safety.grammar`); returns ``uv`` and ``junobench``, checked."""
+    env = selection.environment
+    where = env.folder / SPEC_FILE
+    check(env.name, is_environment_name, field="name", file=where)
+    check(env.python, is_python_version, field="python", file=where)
+    check(env.base_image, is_image_reference, field="base_image", file=where)
+    if env.published_image is not None:
+        check(env.published_image, is_image_reference, field="published_image", file=where)
+    if env.exclude_newer is not None:
+        check(env.exclude_newer, is_iso_date, field="exclude_newer", file=where)
+    parse_pins("\n".join(selection.requirements), "the selection's requirements")
+    from junobench.envs.wheels import SOURCE_BUILDS
+
+    parse_pins("\n".join(needs_source_builds(selection)), env.folder / SOURCE_BUILDS)
+    return (check(uv, is_version, field="the uv version"),
+            check(junobench, is_version, field="--junobench-version"))
 
 
 def _spec_name(selection: Selection) -> str:

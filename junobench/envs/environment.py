@@ -19,16 +19,23 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from packaging.markers import InvalidMarker, Marker
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from junobench.envs.pins import Pin, lock_text, parse_pins
 from junobench.errors import JunoBenchError
+from junobench.safety.grammar import (
+    check,
+    is_environment_name,
+    is_image_reference,
+    is_iso_date,
+    is_python_version,
+)
 from junobench.safety.paths import link_inside
 
 #: Where the packaged environments live (one folder each).
@@ -71,6 +78,10 @@ class Environment:
     sources: dict[str, str] = field(default_factory=dict)
     origin: str = "package"  # "package" or the snapshot it came with
     digest: str = ""
+    #: The lock as installers are given it: written again from its checked pins.
+    lock_text: str = ""
+    #: Whether every pin of the lock carries hashes (installs then check them).
+    hashed: bool = False
 
     def pin(self, distribution: str) -> str | None:
         """The pinned version of a distribution (any spelling of its name), else None."""
@@ -143,7 +154,7 @@ def read_environment(folder: str | Path, *, origin: str = "package") -> Environm
     if not isinstance(spec, dict):
         raise JunoBenchError("not a JSON object", file=spec_path,
                              hint="write the environment as {\"name\": …, \"python\": …}")
-    name = _string(spec, "name", spec_path)
+    name = check(_string(spec, "name", spec_path), is_environment_name, field="name", file=spec_path)
     if "requirements" not in spec:  # a reference to a packaged environment
         extra = sorted(set(spec) - {"name"})
         if extra:
@@ -157,7 +168,7 @@ def read_environment(folder: str | Path, *, origin: str = "package") -> Environm
                                  "with python and requirements")
         return packaged(name)
     python = _string(spec, "python", spec_path)
-    if not _is_python_version(python):
+    if not is_python_version(python):
         raise JunoBenchError(f"python must be a version like 3.10, got {python!r}", file=spec_path)
     platform = spec.get("platform", "linux x86_64")
     if platform not in _PLATFORMS:
@@ -167,14 +178,20 @@ def read_environment(folder: str | Path, *, origin: str = "package") -> Environm
     pins, kernel = parse_requirements(_read_text(req_path, folder.parent), req_path)
     locked: dict[str, str] = {}
     lock_path = None
+    lock_pins: list[Pin] = []
     if spec.get("lock") is not None:
         lock_path = _member(folder, _string(spec, "lock", spec_path), spec_path)
-        locked = parse_lock(_read_text(lock_path, folder.parent), lock_path, python=python, platform=platform)
+        lock_pins = parse_pins(_read_text(lock_path, folder.parent), lock_path, hashes=True)
+        locked = _locked(lock_pins, lock_path, python, platform)
         for dist, version in pins.items():
             if locked.get(dist, version) != version:
                 raise JunoBenchError(f"the lock has {dist}=={locked[dist]} but the requirements pin "
                                      f"{dist}=={version}", file=lock_path,
                                      hint="regenerate the lock (scripts/lock_environment.py)")
+    for pin in parse_pins(_read_text(req_path, folder.parent), req_path, open_requirements=True):
+        if pin.version is None and pin.name not in locked:
+            raise JunoBenchError(f"line {pin.line}: {str(pin)!r} is not a pin (name==version) and "
+                                 "no lock pins it", file=req_path, hint="pin it, or name a lock that pins it")
     sources = spec.get("sources") or {}
     if not isinstance(sources, dict) or not all(isinstance(v, str) for v in sources.values()):
         raise JunoBenchError("sources must map each fact to where it came from (strings)",
@@ -186,37 +203,28 @@ def read_environment(folder: str | Path, *, origin: str = "package") -> Environm
     return Environment(
         name=name, python=python, folder=folder, requirements=pins, kernel=tuple(kernel),
         locked=locked, lock_file=lock_path, requirements_file=req_path, platform=platform,
-        exclude_newer=_optional(spec, "exclude_newer", spec_path),
-        base_image=_optional(spec, "base_image", spec_path) or f"python:{python}-slim",
-        published_image=_optional(spec, "published_image", spec_path),
+        exclude_newer=_optional(spec, "exclude_newer", spec_path, is_iso_date),
+        base_image=_optional(spec, "base_image", spec_path, is_image_reference) or f"python:{python}-slim",
+        published_image=_optional(spec, "published_image", spec_path, is_image_reference),
         title=_optional(spec, "title", spec_path), sources=dict(sources), origin=origin,
-        digest=digest.hexdigest()[:16],
+        digest=digest.hexdigest()[:16], lock_text=lock_text(lock_pins),
+        hashed=bool(lock_pins) and all(p.hashes for p in lock_pins),
     )
 
 
 def parse_requirements(text: str, path: Path | str = "requirements.in") -> tuple[dict[str, str], list[str]]:
-    """Pins (``name==version``: canonical name → version) and other requirements (kept as
-    written, e.g. ``ipykernel>=6.20.0``) of a requirements file."""
+    """Pins (``name==version``: canonical name → version) and open requirements (kept as
+    written, e.g. ``ipykernel>=6.20.0``; the lock must pin them) of a requirements file.
+    Anything but a requirement (options, URLs, paths) is refused (:mod:`.pins`)."""
     pins: dict[str, str] = {}
     other: list[str] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split(" #", 1)[0].strip()
-        if not line or line.startswith("#"):
+    for pin in parse_pins(text, path, open_requirements=True):
+        if pin.version is None:
+            other.append(str(pin))
             continue
-        try:
-            req = Requirement(line)
-        except InvalidRequirement as error:
-            reason = str(error).splitlines()[0] if str(error) else "unreadable"
-            raise JunoBenchError(f"line {number}: not a requirement ({reason})", file=path,
-                                 hint="one requirement per line, e.g. pandas==2.1.4") from None
-        name = canonicalize_name(req.name)
-        specs = list(req.specifier)
-        if req.url is None and len(specs) == 1 and specs[0].operator == "==" and "*" not in specs[0].version:
-            if name in pins:
-                raise JunoBenchError(f"line {number}: {name} is pinned twice", file=path)
-            pins[name] = specs[0].version
-        else:
-            other.append(line)
+        if pin.name in pins:
+            raise JunoBenchError(f"line {pin.line}: {pin.name} is pinned twice", file=path)
+        pins[pin.name] = pin.version
     return pins, other
 
 
@@ -224,24 +232,21 @@ def parse_lock(text: str, path: Path | str = "lock.txt", *, python: str = "3.10"
                platform: str = "linux x86_64") -> dict[str, str]:
     """Canonical name → version of every distribution a lock installs for ``python`` on
     ``platform`` (entries whose markers exclude them are left out)."""
+    return _locked(parse_pins(text, path, hashes=True), path, python, platform)
+
+
+def _locked(pins: list[Pin], path: Path | str, python: str, platform: str) -> dict[str, str]:
     env = marker_environment(python, platform)
     out: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.strip()
-        if not line or line.startswith(("#", "-")):
-            continue
-        spec, _, marker = line.partition(";")
-        name, sep, version = spec.strip().partition("==")
-        if not sep or not name or not version or " " in version:
-            raise JunoBenchError(f"line {number}: not a locked requirement (name==version)",
-                                 file=path, hint="regenerate the lock (scripts/lock_environment.py)")
-        if marker.strip():
+    for pin in pins:
+        if pin.marker:
             try:
-                if not Marker(marker.strip()).evaluate(env):
+                if not Marker(pin.marker).evaluate(env):
                     continue
             except InvalidMarker as error:
-                raise JunoBenchError(f"line {number}: bad marker ({error})", file=path) from None
-        out[canonicalize_name(name)] = version.strip()
+                raise JunoBenchError(f"line {pin.line}: bad marker ({error})", file=path) from None
+        assert pin.version is not None
+        out[pin.name] = pin.version
     return out
 
 
@@ -251,11 +256,6 @@ def marker_environment(python: str, platform: str = "linux x86_64") -> dict[str,
             "implementation_name": "cpython", "platform_python_implementation": "CPython",
             "platform_release": "", "platform_version": "", "implementation_version": f"{python}.0",
             **_PLATFORMS[platform]}
-
-
-def _is_python_version(text: str) -> bool:
-    parts = text.split(".")
-    return len(parts) == 2 and all(p.isdigit() and len(p) <= 3 for p in parts) and parts[0] == "3"
 
 
 def _member(folder: Path, name: str, spec_path: Path) -> Path:
@@ -302,9 +302,12 @@ def _string(spec: Mapping[str, Any], key: str, path: Path) -> str:
     return value.strip()
 
 
-def _optional(spec: Mapping[str, Any], key: str, path: Path) -> str | None:
+def _optional(spec: Mapping[str, Any], key: str, path: Path,
+              grammar: Callable[[object], bool] | None = None) -> str | None:
     value = spec.get(key)
     if value is not None and not isinstance(value, str):
         raise JunoBenchError(f"{key!r} must be a string", file=path)
+    if value is not None and grammar is not None:
+        check(value, grammar, field=key, file=path)
     return value
 

@@ -13,9 +13,11 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from junobench.errors import JunoBenchError
+from junobench.safety.grammar import check, is_iso_date
 
 #: How long one install command may run (seconds).
 INSTALL_TIMEOUT = 3600
@@ -46,7 +48,7 @@ def run(command: Sequence[str], *, what: str, cwd: str | Path | None = None,
         raise JunoBenchError(f"{what}: gave no result within {timeout:g} s") from None
     if done.returncode != 0:
         lines = [ln.strip() for ln in (done.stderr or done.stdout).splitlines() if ln.strip()]
-        errors = [ln for ln in lines if ln.lower().startswith(("error", "×", "caused by", "╰─▶"))]
+        errors = [ln for ln in lines if ln.lower().startswith(("error", "×", "caused by", "cause:", "╰─▶"))]
         detail = (errors or lines or [f"exit status {done.returncode}"])[-1]
         raise JunoBenchError(f"{what} failed: {detail}")
     return done.stdout
@@ -110,9 +112,18 @@ def venv_python(folder: Path) -> Path:
 
 
 def install(python: Path, requirements: Path, constraints: Path | None, uv: str | None, *,
-            exclude_newer: str | None = None) -> None:
+            exclude_newer: str | None = None, allow_build: bool = False,
+            require_hashes: bool = False) -> None:
     """Install ``requirements`` (a file) into the environment of ``python``, every other
-    distribution held to ``constraints`` (a lock). Modules are compiled to bytecode at
+    distribution held to ``constraints`` (a lock).
+
+    Wheels only (``--no-build``; pip: ``--only-binary :all:``): a source distribution runs
+    its build code, which needs ``allow_build`` and then runs through :func:`run_build`.
+    With ``require_hashes`` every file must match a hash of the lock (pip, which takes no
+    hashes from a constraints file, installs what :func:`_pip_choice` resolved, each
+    distribution with its hashes). Index options come
+    from the user's own configuration only: the files junobench passes hold pins and
+    hashes, nothing else (:mod:`junobench.envs.pins`). Modules are compiled to bytecode at
     install time, as pip does (uv does not by default): every kernel of the environment
     would otherwise compile its imports again where bytecode is not written
     (``PYTHONDONTWRITEBYTECODE``, a read-only folder), which made verify 2.5x slower."""
@@ -122,26 +133,86 @@ def install(python: Path, requirements: Path, constraints: Path | None, uv: str 
         if constraints is not None:
             command += ["-c", str(constraints)]
         if exclude_newer:
-            command += ["--exclude-newer", exclude_newer]
+            command += ["--exclude-newer", check(exclude_newer, is_iso_date, field="exclude_newer")]
+        if not allow_build:
+            command.append("--no-build")
+        if require_hashes:  # uv checks the hashes of the constraints too
+            command.append("--require-hashes")
+    elif require_hashes and constraints is not None:
+        hashed = _pip_choice(python, requirements, constraints, allow_build)
+        command = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                   "--require-hashes", "--no-deps", "-r", str(hashed)]
+        command += [] if allow_build else ["--only-binary", ":all:"]
     else:
         command = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                    "-r", str(requirements)]
         if constraints is not None:
             command += ["-c", str(constraints)]
-    run(command, what=f"installing {requirements.name} with {'uv' if uv else 'pip'}")
+        if not allow_build:
+            command += ["--only-binary", ":all:"]
+    what = f"installing {requirements.name} with {'uv' if uv else 'pip'}"
+    if allow_build:
+        run_build(command, what=what)
+    else:
+        run(command, what=what)
+
+
+def _pip_choice(python: Path, requirements: Path, constraints: Path, allow_build: bool) -> Path:
+    """What pip would install for ``requirements`` under the lock ``constraints`` (a dry
+    run against the lock without its hashes), written beside ``requirements`` as exact
+    pins each with the lock's hashes; a distribution the lock does not pin is an error."""
+    from packaging.utils import canonicalize_name
+    from packaging.version import InvalidVersion, Version
+
+    from junobench.envs.pins import lock_text, parse_pins, unhashed
+
+    pins = parse_pins(constraints.read_text(encoding="utf-8"), constraints, hashes=True)
+    folder = requirements.parent
+    plain, report = folder / ".junobench-constraints-plain.txt", folder / ".junobench-pip-report.json"
+    plain.write_text(unhashed(lock_text(pins)), encoding="utf-8")
+    try:
+        command = [str(python), "-m", "pip", "install", "--dry-run", "--quiet", "--disable-pip-version-check",
+                   "--ignore-installed", "--report", str(report), "-r", str(requirements), "-c", str(plain)]
+        run(command + ([] if allow_build else ["--only-binary", ":all:"]),
+            what=f"resolving {requirements.name} with pip")
+        chosen = json.loads(report.read_text(encoding="utf-8")).get("install", [])
+    finally:
+        plain.unlink(missing_ok=True)
+        report.unlink(missing_ok=True)
+    lines = []
+    for item in chosen:
+        meta = item.get("metadata", {}) if isinstance(item, dict) else {}
+        name, version = canonicalize_name(str(meta.get("name", ""))), str(meta.get("version", ""))
+        try:
+            pin = next(p for p in pins if p.name == name and p.version is not None
+                       and Version(p.version) == Version(version))
+        except (StopIteration, InvalidVersion):
+            raise JunoBenchError(f"pip would install {name}=={version}, which the lock does not pin",
+                                 file=constraints, hint="regenerate the lock, or install with uv") from None
+        lines.append(lock_text([replace(pin, marker=None)]))
+    hashed = folder / "junobench-requirements-hashed.txt"
+    hashed.write_text("".join(lines), encoding="utf-8")
+    return hashed
+
+
+def run_build(command: Sequence[str], *, what: str) -> str:
+    """Run an install that may build source distributions: their build scripts run here,
+    with the user's rights. The one place such code runs (``env create --allow-build``)."""
+    return run(command, what=what)
 
 
 def compile_lock(folder: Path, requirements: str, lock: str, *, python: str, exclude_newer: str,
                  uv: str | None = None) -> Path:
     """Resolve ``requirements`` (a file in ``folder``) into the universal lock ``lock``:
     every transitive dependency for ``python`` and newer, on every platform, as of
-    ``exclude_newer`` (uv only: pip has no resolver that writes locks)."""
+    ``exclude_newer``, with the hash of every file (uv only: pip has no resolver that
+    writes locks)."""
     uv = uv or uv_binary()
     if uv is None:
         raise JunoBenchError("locking an environment needs uv", hint="pip install uv")
     run([uv, "pip", "compile", "--quiet", requirements, "--universal", "--python-version", python,
-         "--exclude-newer", exclude_newer, "-o", lock], what=f"resolving {folder / requirements}",
-        cwd=folder)
+         "--exclude-newer", exclude_newer, "--generate-hashes", "-o", lock],
+        what=f"resolving {folder / requirements}", cwd=folder)
     return folder / lock
 
 

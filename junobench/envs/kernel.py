@@ -13,12 +13,14 @@ Verify's runner and its pool call it here; a remote worker can call it the same 
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import os
+import signal
 import sys
 import time
 from collections.abc import Mapping
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -29,6 +31,8 @@ from junobench.errors import JunoBenchError
 
 #: The kernel name clients ask for (any name resolves to the target's spec).
 KERNEL_NAME = "python3"
+#: Seconds a kernel may take to stop before its process is killed.
+SHUTDOWN_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -100,10 +104,13 @@ class StartedKernel:
         finally:
             try:
                 if km is not None:
-                    if await km.is_alive():
-                        await km.shutdown_kernel(now=True)  # also cleans up its resources
-                    else:
-                        await _maybe_await(km.cleanup_resources())
+                    await asyncio.wait_for(_stop(km), SHUTDOWN_TIMEOUT)
+            except asyncio.TimeoutError:  # a kernel that does not stop: its process is killed
+                pid = self.pid or _pid(km)
+                if pid is not None:
+                    with suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+                _remove(getattr(km, "connection_file", None))
             finally:
                 self._sinks.close()
 
@@ -143,18 +150,40 @@ async def start_kernel(target: KernelTarget, *, cwd: str | Path, env: Mapping[st
     kernel = StartedKernel(manager, None, target, str(cwd), None if log is None else str(log))
     sink: IO[bytes] = kernel._sinks.enter_context(open(log if log is not None else os.devnull, "ab"))  # noqa: SIM115
     try:
-        await manager.start_kernel(cwd=str(cwd), env=target.environ(env), stdout=sink, stderr=sink,
-                                   extra_arguments=["--HistoryManager.hist_file=:memory:"])
+        # Every step has a deadline: a kernel that never answers (or a channel that never
+        # sends) ends as a TimeoutError instead of a wait without end.
+        await asyncio.wait_for(manager.start_kernel(cwd=str(cwd), env=target.environ(env), stdout=sink,
+                                                    stderr=sink,
+                                                    extra_arguments=["--HistoryManager.hist_file=:memory:"]),
+                               timeout)
+        kernel.pid = _pid(manager)
         kernel.kc = manager.client()
         kernel.kc.start_channels()
-        await kernel.kc.wait_for_ready(timeout=timeout)
+        left = max(1.0, timeout - (time.perf_counter() - started))
+        await asyncio.wait_for(kernel.kc.wait_for_ready(timeout=left), left + 5)
         kernel.kc.allow_stdin = False
+    except asyncio.TimeoutError:  # Python 3.10's is not the builtin TimeoutError callers catch
+        await kernel.shutdown()
+        raise TimeoutError(f"the kernel did not start and answer within {timeout:g} s") from None
     except BaseException:
         await kernel.shutdown()
         raise
     kernel.pid = _pid(manager)
     kernel.seconds = time.perf_counter() - started
     return kernel
+
+
+async def _stop(km: Any) -> None:
+    if await km.is_alive():
+        await km.shutdown_kernel(now=True)  # also cleans up its resources
+    else:
+        await _maybe_await(km.cleanup_resources())
+
+
+def _remove(path: str | None) -> None:
+    if path:
+        with suppress(OSError):
+            os.unlink(path)
 
 
 def _pid(manager: Any) -> int | None:

@@ -391,6 +391,8 @@ def run_problem(log: RunLog) -> str | None:
             value = (step.evalue or "").strip().splitlines()
             detail = f"{step.ename}: {value[0]}" if value and value[0] else str(step.ename)
             return f"code cell {step.code_cell_index} raised {detail}, before the target"
+    if log.input_error is not None:
+        return f"input error: {log.input_error}"
     if log.failure is not None:
         return f"kernel failure: {log.failure}"
     if len(log.steps) < log.planned:

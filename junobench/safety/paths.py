@@ -81,13 +81,16 @@ def check_component(name: object, *, what: str, file: str | Path | None = None,
 
 
 def inside(root: str | Path, *parts: str) -> Path:
-    """``root / parts…`` after checking, lexically, that it stays under ``root``."""
-    joined = Path(root).joinpath(*parts)
-    name = "/".join(parts)
-    if relative_name(name) is None:
-        raise JunoBenchError(f"the path {name!r} leaves {root}", file=joined,
-                             hint="paths from data must stay inside the folder they describe")
-    return joined
+    """``root / parts…`` after checking, lexically, that every part is a relative path
+    (:func:`relative_name`: not absolute, not ``C:x``, no ``..``, no control character), so
+    that the joined path stays under ``root``."""
+    if not parts:
+        raise JunoBenchError("no path inside the folder was given", file=root)
+    for part in parts:
+        if relative_name(part) is None:
+            raise JunoBenchError(f"the path {part!r} leaves {root}", file=root,
+                                 hint="paths from data must stay inside the folder they describe")
+    return Path(root).joinpath(*parts)
 
 
 def is_dir_entry(entry: os.DirEntry[str]) -> bool:

@@ -177,7 +177,7 @@ def make_executor(name: str = "local", *, jobs: int | None = None, target: Kerne
     interpreter (None: that of the process running the replay). ``jobs`` defaults to the number
     of cores (local) or to what the Ray cluster's CPUs hold; ``options`` are the
     :class:`~junobench.verify.ray_executor.RayExecutor`'s (``address``, ``cpus``,
-    ``memory``, ``retries``, ``build_envs``)."""
+    ``memory``, ``retries``, ``build_envs``, ``max_case_size``, ``deadline``)."""
     if name == "local":
         if options:
             raise JunoBenchError(f"option(s) {', '.join(sorted(options))} apply to --executor ray only")

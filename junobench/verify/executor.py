@@ -39,7 +39,8 @@ from typing import Any
 from junobench.data.notebook import Step
 from junobench.envs.kernel import KernelTarget, StartedKernel, own_kernel
 from junobench.errors import JunoBenchError
-from junobench.safety.paths import copy_tree, link_root, relative_name, require_regular
+from junobench.safety.paths import link_root
+from junobench.verify.case_files import Entry, copy_entries, survey, workspace_name
 from junobench.verify.judge import RunLog
 from junobench.verify.pool import KernelPool
 from junobench.verify.runner import kernel_env, replay
@@ -130,6 +131,8 @@ class Executor:
             raise JunoBenchError(f"--jobs must be at least 1, got {self.jobs}")
         self._slots: asyncio.Semaphore | None = None
         self.expected = 0
+        #: Why the executor stopped running replays before the end (a lost cluster), if it did.
+        self.stopped: str | None = None
 
     def expect(self, notebooks: int) -> None:
         """Say how many replays are coming (an executor may start kernels ahead for them)."""
@@ -196,10 +199,9 @@ class LocalExecutor(Executor):
             scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=f"junobench-{task.key}-"))
             try:
                 workspace = Workspace(scratch / WORKSPACE, task.cwd)
-                try:
-                    await asyncio.to_thread(materialize, task, workspace)
-                except (JunoBenchError, OSError) as error:
-                    return ReplayOutcome(task, not_run(task, f"cannot copy the task's files: {error}"))
+                refused = await _materialize(task, workspace)
+                if refused is not None:
+                    return refused
                 log, after = await execute(task, workspace, self.target, kernel_log=scratch / "kernel.log",
                                            pass_env=self.pass_env)
                 return ReplayOutcome(task, log, after)
@@ -215,10 +217,9 @@ class LocalExecutor(Executor):
             return ReplayOutcome(task, not_run(task, f"{type(error).__name__}: {error}"))
         try:
             workspace = Workspace(Path(kernel.cwd).parent, task.cwd, Path(kernel.cwd))
-            try:
-                await asyncio.to_thread(materialize, task, workspace)
-            except (JunoBenchError, OSError) as error:
-                return ReplayOutcome(task, not_run(task, f"cannot copy the task's files: {error}"))
+            refused = await _materialize(task, workspace)
+            if refused is not None:
+                return refused
             log, after = await execute(task, workspace, self.target, kernel=kernel)
             return ReplayOutcome(task, log, after)
         finally:
@@ -258,32 +259,42 @@ async def run_tasks(executor: Executor, tasks: Sequence[ReplayTask]) -> list[Rep
         return list(await asyncio.gather(*(executor.run(t) for t in tasks)))
 
 
-def materialize(task: ReplayTask, workspace: Workspace) -> None:
-    """Copy the task's places, and its Hub cases (fetched here), into ``workspace``."""
-    for item in task.places:
-        place(Path(item.source), workspace.path(item.dest), trusted=item.trusted, case=task.case)
-    if task.fetch:
-        from junobench.data.snapshot import fetch_case
-
-        for case in task.fetch:
-            options: dict[str, Any] = {"endpoint": case.endpoint} if case.endpoint else {}
-            folder = fetch_case(case.repo_id, case.case_id, revision=case.revision, **options)
-            place(folder, workspace.path(case.dest), trusted=str(link_root(folder.parent.parent)), case=case.case_id)
-
-
-def place(source: Path, target: Path, *, trusted: str | None = None, case: str | None = None) -> None:
-    """Copy a folder (links inside kept, links into ``trusted`` read as files, any other link
-    or special file refused: :func:`~junobench.safety.paths.copy_tree`) or a regular file to
-    ``target``."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if source.is_dir():
-        copy_tree(source, target, trusted=trusted, case=case)
-        return
+async def _materialize(task: ReplayTask, workspace: Workspace) -> ReplayOutcome | None:
+    """Copy the task's files into ``workspace``; the outcome of a task whose files are
+    refused (an input error) or cannot be copied, else None."""
     try:
-        require_regular(source)
+        await asyncio.to_thread(materialize, task, workspace)
+    except JunoBenchError as error:
+        return ReplayOutcome(task, refused(task, str(error)))
     except OSError as error:
-        raise JunoBenchError(f"not a regular file ({error.strerror or error})", file=source, case=case) from None
-    shutil.copyfile(source, target)
+        return ReplayOutcome(task, not_run(task, f"cannot copy the task's files: {error}"))
+    return None
+
+
+def task_files(task: ReplayTask) -> list[Entry]:
+    """The checked entries of the task's places (:func:`~junobench.verify.case_files.survey`:
+    the one check of case files, whichever executor runs the task)."""
+    return survey(task.places, case=task.case)
+
+
+def materialize(task: ReplayTask, workspace: Workspace, *, entries: Sequence[Entry] | None = None) -> None:
+    """Copy the task's places (``entries``: their survey, when already made), and its Hub
+    cases (fetched here), into ``workspace``."""
+    copy_entries(task_files(task) if entries is None else entries, workspace)
+    fetch_cases(task, workspace)
+
+
+def fetch_cases(task: ReplayTask, workspace: Workspace) -> None:
+    """Fetch the task's Hub cases here and copy them into ``workspace``."""
+    if not task.fetch:
+        return
+    from junobench.data.snapshot import fetch_case
+
+    for case in task.fetch:
+        options: dict[str, Any] = {"endpoint": case.endpoint} if case.endpoint else {}
+        folder = fetch_case(case.repo_id, case.case_id, revision=case.revision, **options)
+        fetched = Place(str(folder), case.dest, trusted=str(link_root(folder.parent.parent)))
+        copy_entries(survey([fetched], case=case.case_id), workspace)
 
 
 def hub_endpoint() -> str | None:
@@ -295,10 +306,8 @@ def hub_endpoint() -> str | None:
 
 def inside(root: Path, relative: str) -> Path:
     """``root / relative``, refused when it is absolute or climbs out of ``root``
-    (:func:`junobench.safety.paths.relative_name`)."""
-    if relative_name(relative) is None:
-        raise JunoBenchError(f"path {relative!r} leaves the task's workspace")
-    return root / relative
+    (:func:`~junobench.verify.case_files.workspace_name`)."""
+    return root / workspace_name(relative)
 
 
 async def execute(task: ReplayTask, workspace: Workspace, target: KernelTarget | None, *,
@@ -330,6 +339,11 @@ async def _given(kernel: StartedKernel) -> StartedKernel:
 def not_run(task: ReplayTask, why: str) -> RunLog:
     """The log of a replay that could not start."""
     return RunLog(steps=(), planned=len(task.steps), failure=why, timeout=task.timeout)
+
+
+def refused(task: ReplayTask, why: str) -> RunLog:
+    """The log of a replay whose files were refused (an input error, judged as such)."""
+    return RunLog(steps=(), planned=len(task.steps), input_error=why, timeout=task.timeout)
 
 
 def without_places(task: ReplayTask) -> ReplayTask:

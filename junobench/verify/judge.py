@@ -36,7 +36,9 @@ class RunLog:
 
     ``steps`` are the runs that happened, in order; the replay stops after the first run
     that is not ``ok``. ``planned`` is the length of the order. ``failure`` says why the
-    kernel could not run the notebook at all (did not start, died). ``timeout`` is the
+    kernel could not run the notebook at all (did not start, died); ``input_error`` that
+    the task's files were refused before any kernel started (a link out of the case
+    folder, a FIFO). ``timeout`` is the
     per-cell limit in seconds; the other fields are measurements the judge ignores.
     """
 
@@ -47,6 +49,7 @@ class RunLog:
     seconds: float = 0.0
     kernel_seconds: float = 0.0
     kernel_pid: int | None = None
+    input_error: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +137,8 @@ def _interrupted(log: RunLog, target: int) -> Verdict | None:
             limit = f" after {log.timeout:g}s" if log.timeout else ""
             where = _where(step.code_cell_index, target, first_run=position < log.planned - 1)
             return Verdict(False, f"timed out{limit} at {where}", None, step.code_cell_index)
+    if log.input_error is not None:
+        return Verdict(False, f"input error: {log.input_error}")
     if log.failure is not None:
         cell = log.steps[-1].code_cell_index if log.steps else None
         return Verdict(False, f"kernel failure: {log.failure}", None, cell)

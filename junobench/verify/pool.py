@@ -30,15 +30,17 @@ KERNEL_LOG = "kernel.log"
 
 
 class KernelPool:
-    """Up to ``size`` kernels of ``target`` started ahead for ``notebooks`` notebooks."""
+    """Up to ``size`` kernels of ``target`` started ahead for ``notebooks`` notebooks, their
+    folders in ``scratch`` (default: the temporary directory)."""
 
     def __init__(self, target: KernelTarget, *, size: int, notebooks: int, env: Mapping[str, str],
-                 startup_timeout: float = 120) -> None:
+                 startup_timeout: float = 120, scratch: Path | None = None) -> None:
         self.target = target
         self.size = max(0, size)
         self.remaining = notebooks  # kernels still to hand out
         self.env = dict(env)
         self.startup_timeout = startup_timeout
+        self.scratch = None if scratch is None else str(scratch)
         self._starting: deque[asyncio.Task[StartedKernel]] = deque()
         self._closed = False
 
@@ -50,7 +52,8 @@ class KernelPool:
         """A kernel in a new empty folder; one that dies while starting (a busy machine,
         a port taken meanwhile) is tried once more."""
         for attempt in range(1, attempts + 1):
-            scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="junobench-kernel-"))
+            scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="junobench-kernel-",
+                                                      dir=self.scratch))
             work = scratch / WORK_DIR
             work.mkdir()
             try:

@@ -1,29 +1,31 @@
-"""Replays as Ray tasks (``--executor ray``): the notebooks run on a Ray cluster's workers.
+"""Replays on a Ray cluster (``--executor ray``), driven from a process of their own.
 
-Each :class:`~junobench.verify.executor.ReplayTask` becomes one Ray task asking for
-``cpus`` CPUs (default 1) and, when given, ``memory`` bytes: a call to one of ``jobs``
-long-lived workers (:class:`ReplayWorker`, an async actor holding those resources, which
-starts the next notebook's kernel while the current one runs, as the local executor
-does), or, with ``build_envs``, a plain task in its own runtime environment
-(:func:`replay_on_worker`). Its files travel with it: the
-driver packs the task's places into a tar archive once (shared by the tasks that need
-the same files, e.g. a case's reproduced and fixed notebooks), puts it in Ray's object
-store, and the worker unpacks it into a scratch folder of its own, so that no shared
-filesystem is needed. The worker replays the notebook with verify's runner (the same
-kernel start as locally) and returns the log and the ``after`` hook.
+:class:`RayExecutor` starts the Ray driver (:mod:`.ray_driver`) as a child process and
+hands it the replay tasks; the driver joins or starts the cluster and runs each task on a
+worker (:mod:`.ray_worker`): one of ``jobs`` long-lived workers (an async actor holding
+``cpus`` CPUs and, when given, ``memory`` bytes, which starts the next notebook's kernel
+while the current one runs), or, with ``build_envs``, a plain task in its own runtime
+environment holding the task's pinned ``requirements`` (built with ``uv`` on the worker
+and cached by Ray per requirement set). A task's files are checked as a local run checks
+them (:mod:`.case_files`) and stream to the worker in bounded chunks (:mod:`.shipping`),
+at most ``max_case_size`` bytes; no shared filesystem is needed.
 
 Faults are not verdicts: a worker or node that dies, an environment that fails to build,
-an archive that is lost, or any error of the task itself is retried up to ``retries``
-times, each attempt recorded; when every attempt fails the outcome carries an
-infrastructure ``error`` instead of a replay. Ray's own retries are off so that every
-attempt is counted here. With ``build_envs``, each task asks Ray for a runtime
-environment holding its pinned ``requirements`` (built with ``uv`` on the worker and
-cached by Ray per requirement set); the kernel then runs in that environment's
-interpreter.
+files lost with a node, a replay past its deadline, or any error of the task itself is
+retried up to ``retries`` times, each attempt recorded; when every attempt fails the
+outcome carries an infrastructure ``error`` instead of a replay. A notebook whose every
+attempt (two or more) killed its worker gets a verdict instead: it is the notebook's
+doing. Ray's own retries are off so that every attempt is counted here.
+
+Ray lives in the child: whatever it prints goes to a log file (never to stdout), and a
+lost cluster (its raylet killed, every node gone) ends the child, not junobench: the
+replays in flight and the ones still to come end as infrastructure errors and
+:attr:`~junobench.verify.executor.Executor.stopped` says why the run stopped. A Ray
+instance the child started is stopped and its session folder removed.
 
 Cancelling a run (Ctrl-C) cancels its Ray task: the worker is interrupted and stops its
-kernel; a worker that does not stop within :data:`CANCEL_GRACE` seconds is killed (and its
-kernel, which polls its parent, exits with it). A dead long-lived worker is replaced.
+kernel; a worker that does not stop within 15 seconds is killed (and its kernel, which
+polls its parent, exits with it).
 
 >>> executor = RayExecutor(address="auto", cpus=2, memory=4 << 30)   # doctest: +SKIP
 """
@@ -31,53 +33,36 @@ kernel, which polls its parent, exits with it). A dead long-lived worker is repl
 from __future__ import annotations
 
 import asyncio
-import io
-import logging
+import contextlib
+import itertools
 import os
-import shutil
 import socket
-import tarfile
+import subprocess
+import sys
 import tempfile
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from junobench.envs.kernel import KernelTarget, own_kernel
 from junobench.errors import JunoBenchError
-from junobench.verify.executor import (
-    WORKSPACE,
-    Executor,
-    Place,
-    ReplayOutcome,
-    ReplayTask,
-    Workspace,
-    execute,
-    inside,
-    materialize,
-    not_run,
-    place,
-    without_places,
-)
-from junobench.verify.judge import RunLog
-from junobench.verify.pool import KernelPool
-from junobench.verify.runner import kernel_env, run_sync
+from junobench.verify.executor import Executor, ReplayOutcome, ReplayTask, not_run
+from junobench.verify.ray_driver import DriverOptions, describe_fault, remove_session, require_ray, task_runtime_env
+from junobench.verify.ray_worker import living_workers, sweep
+from junobench.verify.shipping import DEFAULT_LIMIT
 
-#: Seconds a cancelled task may take to stop its kernel before its worker is killed.
-CANCEL_GRACE = 15.0
+__all__ = ["RayExecutor", "describe_fault", "remove_session", "require_ray"]
 
-_Archive = tuple[Place, ...]
-
-
-def require_ray() -> Any:
-    """The ``ray`` module, or a clear error when the ray extra is not installed."""
-    try:
-        import ray
-    except ImportError:
-        raise JunoBenchError("--executor ray needs Ray, not installed",
-                             hint="pip install 'junobench[ray]'") from None
-    return ray
+#: Seconds the driver process may take to join or start the cluster.
+START_TIMEOUT = 300.0
+#: Seconds the driver process may take to close (its workers, an instance it started).
+CLOSE_TIMEOUT = 60.0
+#: Seconds without a word from the driver after which it is taken for hung and killed.
+SILENCE = 120.0
 
 
 @dataclass
@@ -85,8 +70,10 @@ class RayExecutor(Executor):
     """Replays on a Ray cluster: ``address`` (None: join the cluster of ``RAY_ADDRESS`` or of
     ``ray start`` on this machine, else start a local instance), ``cpus`` and ``memory``
     (bytes) per replay, ``retries`` of infrastructure faults, ``build_envs`` (a runtime
-    environment per requirement set), ``runtime_env`` (Ray's, for every task). ``jobs`` 0:
-    as many replays at once as the cluster's CPUs hold."""
+    environment per requirement set), ``runtime_env`` (Ray's, for every task),
+    ``max_case_size`` (bytes of files a replay may ship; None: no limit), ``deadline``
+    (seconds per attempt; None: from the task's time limits). ``jobs`` 0: as many replays
+    at once as the cluster's CPUs hold; more than that is lowered to it (``note`` says so)."""
 
     jobs: int = 0
     address: str | None = None
@@ -96,6 +83,8 @@ class RayExecutor(Executor):
     build_envs: bool = False
     runtime_env: dict[str, Any] | None = None
     init_options: dict[str, Any] = field(default_factory=dict)
+    max_case_size: int | None = DEFAULT_LIMIT
+    deadline: float | None = None
 
     def __post_init__(self) -> None:
         self.name = "ray"
@@ -108,335 +97,266 @@ class RayExecutor(Executor):
             raise JunoBenchError(f"--memory-per-notebook must be positive, got {self.memory}")
         if self.retries < 0:
             raise JunoBenchError(f"--retries must be 0 or more, got {self.retries}")
+        if self.max_case_size is not None and self.max_case_size <= 0:
+            raise JunoBenchError(f"--max-case-size must be positive, got {self.max_case_size}")
         self._slots = None
         self.expected = 0
-        self._owned = False
-        self._remote: Any = None
-        self._actor: Any = None
-        self._idle: asyncio.Queue[Any] | None = None
-        self._submitted = 0
-        self._archives: dict[_Archive, tuple[asyncio.Task[Any], int]] = {}
-
-    async def __aenter__(self) -> RayExecutor:
-        ray = require_ray()
-        if not ray.is_initialized():
-            try:
-                ray.init(address=self.address, log_to_driver=False, logging_level=logging.WARNING,
-                         **self.init_options)
-            except (ConnectionError, ValueError, RuntimeError) as error:
-                where = self.address or os.environ.get("RAY_ADDRESS") or "a local instance"
-                raise JunoBenchError(f"cannot start or join the Ray cluster ({error})", file=where,
-                                     hint="check --ray-address (e.g. ray://head:10001 or auto)") from None
-            self._owned = True
-        cluster = ray.cluster_resources()
-        cpus = float(cluster.get("CPU", 0))
-        if self.cpus > cpus:
-            await self._leave()
-            raise JunoBenchError(f"each notebook asks for {self.cpus:g} CPUs; the Ray cluster has {cpus:g}",
-                                 hint="lower --cpus-per-notebook")
-        if self.memory is not None and self.memory > cluster.get("memory", 0):
-            await self._leave()
-            raise JunoBenchError(f"each notebook asks for {self.memory} bytes of memory; the Ray cluster "
-                                 f"has {int(cluster.get('memory', 0))}", hint="lower --memory-per-notebook")
-        if self.jobs == 0:
-            self.jobs = max(1, int(cpus // self.cpus))
-        self._remote = ray.remote(replay_on_worker)
-        self._slots = asyncio.Semaphore(self.jobs)
-        self._submitted = 0
-        if not self.build_envs:  # one long-lived worker per slot, each with a kernel started ahead
-            self._actor = ray.remote(ReplayWorker)
-            self._idle = asyncio.Queue()
-            for _ in range(self.jobs):
-                self._idle.put_nowait(self._new_worker())
-        return self
-
-    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
-                        trace: TracebackType | None) -> None:
-        for packing, _ in self._archives.values():
-            packing.cancel()
-        self._archives.clear()
-        self._slots = None
-        try:
-            await self._close_workers()
-        finally:
-            await self._leave()
-
-    def _new_worker(self) -> Any:
-        options: dict[str, Any] = {"num_cpus": self.cpus, "max_restarts": 0, "max_task_retries": 0}
-        if self.memory is not None:
-            options["memory"] = self.memory
-        if self.runtime_env:
-            options["runtime_env"] = self.runtime_env
-        return self._actor.options(**options).remote(self.target, self.pass_env)
-
-    async def _close_workers(self) -> None:
-        """Stop the long-lived workers: their kernels started ahead first, then the processes."""
-        if self._idle is None:
-            return
-        ray = require_ray()
-        workers = []
-        while not self._idle.empty():
-            workers.append(self._idle.get_nowait())
-        self._idle = None
-        closing = [worker.close.remote() for worker in workers]
-        if closing:
-            await asyncio.to_thread(ray.wait, closing, num_returns=len(closing), timeout=CANCEL_GRACE)
-        for worker in workers:
-            ray.kill(worker)
-
-    async def _leave(self) -> None:
-        if self._owned:
-            require_ray().shutdown()
-            self._owned = False
-
-    def describe(self) -> str:
-        memory = f", {self.memory / (1 << 30):.3g} GiB" if self.memory else ""
-        return f"ray, {self.jobs} job{'s' if self.jobs != 1 else ''}, {self.cpus:g} CPU{memory} per notebook"
-
-    async def run(self, task: ReplayTask) -> ReplayOutcome:
-        ray = require_ray()
-        faults: list[str] = []
-        async with self.slots:
-            try:
-                archive = await self._archive(task.places)
-            except (JunoBenchError, OSError) as error:
-                return ReplayOutcome(task, not_run(task, f"cannot pack the task's files: {error}"))
-            self._submitted += 1
-            try:
-                for attempt in range(1, self.retries + 2):
-                    worker = None if self._idle is None else await self._idle.get()
-                    ref = self._submit(task, archive, worker)
-                    try:
-                        log, after, where = await ref
-                    except asyncio.CancelledError:
-                        await self._stop(ref, worker)
-                        raise
-                    except ray.exceptions.TaskCancelledError:
-                        self._give_back(worker, replace=True)
-                        raise asyncio.CancelledError from None
-                    except ray.exceptions.RayError as error:
-                        faults.append(f"attempt {attempt}: {describe_fault(error)}")
-                        self._give_back(worker, replace=isinstance(error, ray.exceptions.RayActorError))
-                        if isinstance(error, ray.exceptions.ObjectLostError):
-                            archive = await self._repack(task.places)
-                        continue
-                    self._give_back(worker)
-                    return ReplayOutcome(task, log, after, attempt, tuple(faults), worker=where)
-            finally:
-                self._release(task.places)
-        attempts = self.retries + 1
-        last = faults[-1].split(": ", 1)[1]
-        why = f"{attempts} attempt{'s' if attempts > 1 else ''} failed, the last: {last}"
-        return ReplayOutcome(task, not_run(task, why), task.after, attempts, tuple(faults), error=why)
-
-    def _give_back(self, worker: Any, *, replace: bool = False) -> None:
-        """Return a long-lived worker to the idle ones (a new one in place of a dead one)."""
-        if worker is None or self._idle is None:
-            return
-        if replace:
-            require_ray().kill(worker)
-            worker = self._new_worker()
-        self._idle.put_nowait(worker)
-
-    def _submit(self, task: ReplayTask, archive: Any, worker: Any) -> Any:
-        if worker is not None:  # start the worker's next kernel now if more notebooks are to come
-            more = self.expected - self._submitted >= self.jobs
-            return worker.replay.options(name=f"junobench:{task.key}").remote(without_places(task), archive, more)
-        options: dict[str, Any] = {"num_cpus": self.cpus, "max_retries": 0, "retry_exceptions": False,
-                                   "name": f"junobench:{task.key}"}
-        if self.memory is not None:
-            options["memory"] = self.memory
-        runtime_env = self.task_runtime_env(task)
-        if runtime_env:
-            options["runtime_env"] = runtime_env
-        return self._remote.options(**options).remote(without_places(task), archive, self.target, self.pass_env)
+        self.note: str | None = None
+        self.lost: str | None = None
+        self.stopped: str | None = None
+        self.log: Path | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._connection: Connection | None = None
+        self._dumps: Callable[[Any], bytes] = _no_pickle
+        self._loads: Callable[[bytes], Any] = _no_pickle
+        self._lock = threading.Lock()
+        self._pending: dict[int, tuple[ReplayTask, asyncio.Future[Any]]] = {}
+        self._ids = itertools.count(1)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._ready: asyncio.Future[Any] | None = None
+        self._closed: asyncio.Future[None] | None = None
+        self._session: str | None = None
+        self._keep_log = False  # the driver itself failed: its log says why
+        self._heard = time.monotonic()  # when the driver last said something
+        self._stuck = False
+        self._watchdog: asyncio.Future[None] | None = None
 
     def task_runtime_env(self, task: ReplayTask) -> dict[str, Any] | None:
         """Ray's runtime environment for ``task``: the executor's, plus (``build_envs``) a
         ``uv`` environment with the task's pinned requirements."""
-        env = dict(self.runtime_env or {})
-        if self.build_envs and task.requirements:
-            uv = env.get("uv") or {}
-            packages = list(uv.get("packages", []) if isinstance(uv, dict) else uv)
-            packages += [r for r in task.requirements if r not in packages]
-            env["uv"] = {**(uv if isinstance(uv, dict) else {}), "packages": packages}
-        return env or None
+        return task_runtime_env(self._options(), task)
 
-    async def _archive(self, places: _Archive) -> Any:
-        """The object-store reference of ``places`` packed (once for every task that needs them)."""
-        entry = self._archives.get(places)
-        if entry is None:
-            packing = asyncio.ensure_future(asyncio.to_thread(put_archive, places))
-            self._archives[places] = (packing, 1)
-        else:
-            packing, users = entry
-            self._archives[places] = (packing, users + 1)
+    def _options(self) -> DriverOptions:
+        options = dict(self.init_options)
+        address = self.address
+        if address is None and "ray" in sys.modules and sys.modules["ray"].is_initialized():
+            with contextlib.suppress(Exception):  # a Ray Client connection has no GCS address here
+                address = sys.modules["ray"].get_runtime_context().gcs_address  # join this process's cluster
+        return DriverOptions(jobs=self.jobs, address=address, cpus=self.cpus, memory=self.memory,
+                             retries=self.retries, build_envs=self.build_envs, runtime_env=self.runtime_env,
+                             init_options=options, target=self.target, pass_env=tuple(self.pass_env),
+                             expected=self.expected, max_case_size=self.max_case_size, deadline=self.deadline)
+
+    # ------------------------------------------------------------------ the driver process
+
+    async def __aenter__(self) -> RayExecutor:
+        from ray import cloudpickle  # also checks that Ray is installed
+
+        require_ray()
+        self._dumps, self._loads = cloudpickle.dumps, cloudpickle.loads
+        self._loop = asyncio.get_running_loop()
+        self._ready, self._closed = self._loop.create_future(), self._loop.create_future()
+        ours, theirs = socket.socketpair()
+        # The driver's log (Ray's own output; kept only when the driver fails): a new file
+        # of ours, written by the child, never renamed into place.
+        with tempfile.NamedTemporaryFile(prefix="junobench-ray-driver-", suffix=".log", delete=False) as log_file:
+            fd = os.dup(log_file.fileno())
+        self.log = Path(log_file.name)
+        package = str(Path(__file__).resolve().parents[2])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = package + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         try:
-            return await asyncio.shield(packing)
-        except BaseException:
-            self._release(places)
-            raise
-
-    def _release(self, places: _Archive) -> None:
-        entry = self._archives.get(places)
-        if entry is None:
-            return
-        packing, users = entry
-        if users <= 1:
-            del self._archives[places]  # the last task using it: the object store may free it
-        else:
-            self._archives[places] = (packing, users - 1)
-
-    async def _repack(self, places: _Archive) -> Any:
-        """Pack ``places`` again (their archive was lost with a node)."""
-        packing = asyncio.ensure_future(asyncio.to_thread(put_archive, places))
-        entry = self._archives.get(places)
-        self._archives[places] = (packing, entry[1] if entry else 1)
-        return await asyncio.shield(packing)
-
-    async def _stop(self, ref: Any, worker: Any) -> None:
-        """Cancel a running task: interrupt it (its kernel is stopped), kill it if it lingers."""
-        ray = require_ray()
-        ray.cancel(ref)
-        done, _ = await asyncio.to_thread(ray.wait, [ref], timeout=CANCEL_GRACE)
-        if worker is not None:
-            if done:
-                self._give_back(worker)
-            else:
-                self._give_back(worker, replace=True)
-        elif not done:
-            ray.cancel(ref, force=True)
-
-
-def describe_fault(error: BaseException) -> str:
-    """One line for an infrastructure fault (Ray's messages run over many lines)."""
-    kinds = {
-        "WorkerCrashedError": "the worker died",
-        "ActorDiedError": "the worker died",
-        "ActorUnavailableError": "the worker was unreachable",
-        "NodeDiedError": "the node died",
-        "LocalRayletDiedError": "the node's raylet died",
-        "OutOfMemoryError": "the worker was killed for lack of memory",
-        "RuntimeEnvSetupError": "the environment failed to build",
-        "ObjectLostError": "the task's files were lost",
-        "TaskUnschedulableError": "the task cannot be scheduled",
-        "RayTaskError": "the task failed",
-    }
-    names = [base.__name__ for base in type(error).__mro__]
-    what = next((kinds[n] for n in names if n in kinds), type(error).__name__)
-    cause = getattr(error, "cause", None)
-    detail = f"{type(cause).__name__}: {cause}" if isinstance(cause, BaseException) else str(error)
-    lines = [line.strip() for line in detail.splitlines() if line.strip()]
-    useful = [line for line in lines if not line.startswith(("Traceback", "File ", "^"))]
-    return f"{what} ({(useful or lines or [type(error).__name__])[-1][:300]})"
-
-
-# --------------------------------------------------------------------------- archives
-
-
-def pack(places: Sequence[Place]) -> bytes:
-    """A tar archive of ``places``, copied as a local run copies them first (links inside a
-    folder kept, links into its trusted root read as files, anything else refused)."""
-    with tempfile.TemporaryDirectory(prefix="junobench-pack-") as staging:
-        root = Path(staging)
-        for item in places:
-            place(Path(item.source), inside(root, item.dest), trusted=item.trusted)
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w") as archive:
-            for entry in sorted(root.iterdir()):
-                archive.add(entry, arcname=entry.name, recursive=True)
-        return buffer.getvalue()
-
-
-def put_archive(places: Sequence[Place]) -> Any:
-    """``places`` packed and put in Ray's object store (its reference)."""
-    return require_ray().put(pack(places))
-
-
-def unpack(archive: bytes, workspace: Path | Workspace) -> None:
-    """Extract an archive of :func:`pack` into ``workspace`` (each member where the
-    workspace places it): only regular files, folders and links that stay inside
-    (tarfile's ``data`` filter)."""
-    if isinstance(workspace, Path):
-        workspace = Workspace(workspace, ".")
-    root = workspace.root
-    root.mkdir(parents=True, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as bundle:
-        members = bundle.getmembers()
-        for member in members:
-            member.name = workspace.path(member.name).relative_to(root).as_posix()
-        if hasattr(tarfile, "data_filter"):
-            try:
-                bundle.extractall(root, members=members, filter="data")
-            except tarfile.FilterError as error:
-                raise JunoBenchError(f"archive member refused: {error}") from None
-            return
-        for member in members:  # Pythons without extraction filters
-            if not (member.isfile() or member.isdir()):
-                raise JunoBenchError(f"archive member {member.name!r} is not a file or folder")
-        bundle.extractall(root, members=members)  # members checked above
-
-
-# --------------------------------------------------------------------------- the worker side
-
-
-def replay_on_worker(task: ReplayTask, archive: bytes, target: KernelTarget | None,
-                     pass_env: Sequence[str] = ()) -> tuple[RunLog, Any, str]:
-    """The Ray task: unpack the files into a scratch folder (and fetch its Hub cases),
-    replay in a kernel of ``target`` (None: this worker's interpreter, e.g. the runtime
-    environment Ray built), clean up. Returns the log, the ``after`` hook and where it ran
-    (``host:pid``). A ``target`` whose interpreter is not on this worker is a fault."""
-    _check_target(target)
-    scratch = Path(tempfile.mkdtemp(prefix=f"junobench-{task.key}-"))
-    try:
-        workspace = Workspace(scratch / WORKSPACE, task.cwd)
-        unpack(archive, workspace)
-        materialize(task, workspace)  # the places are in the archive; this fetches Hub cases
-        log, after = run_sync(execute(task, workspace, target, kernel_log=scratch / "kernel.log", pass_env=pass_env))
-        return log, after, _where()
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
-class ReplayWorker:
-    """A long-lived Ray worker (an async actor) for one slot: it replays one notebook at a
-    time, each in a fresh kernel of ``target``, and starts the next notebook's kernel while
-    the current one runs (verify's :class:`~junobench.verify.pool.KernelPool`, size 1)."""
-
-    def __init__(self, target: KernelTarget | None, pass_env: Sequence[str] = ()) -> None:
-        self.target = target
-        self.pass_env = tuple(pass_env)
-        self.pool: KernelPool | None = None
-
-    async def replay(self, task: ReplayTask, archive: bytes, more: bool) -> tuple[RunLog, Any, str]:
-        """Replay ``task`` (its files in ``archive``); with ``more``, start the next kernel."""
-        _check_target(self.target)
-        if self.pool is None:
-            self.pool = KernelPool(self.target or own_kernel(), size=1, notebooks=0,
-                                   env=kernel_env(keep=self.pass_env))
-        self.pool.remaining = 1 + int(more)
-        kernel = await self.pool.acquire()
-        try:
-            workspace = Workspace(Path(kernel.cwd).parent, task.cwd, Path(kernel.cwd))
-            await asyncio.to_thread(unpack, archive, workspace)
-            await asyncio.to_thread(materialize, task, workspace)  # Hub cases, if any
-            log, after = await execute(task, workspace, self.target, kernel=kernel)
-            return log, after, _where()
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "junobench.verify.ray_driver", str(theirs.fileno())],
+                stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, pass_fds=(theirs.fileno(),), env=env,
+                start_new_session=True)  # Ctrl-C reaches junobench, which stops the driver in order
         finally:
-            await kernel.shutdown()
-            await asyncio.to_thread(shutil.rmtree, Path(kernel.cwd).parent, True)
+            os.close(fd)
+            theirs.close()
+        self._connection = Connection(ours.detach())
+        threading.Thread(target=self._listen, name="junobench-ray-driver", daemon=True).start()
+        self._send("start", self._options())
+        try:
+            info = await asyncio.wait_for(asyncio.shield(self._ready), START_TIMEOUT)
+        except asyncio.TimeoutError:
+            await self._end()
+            raise JunoBenchError(f"the Ray driver did not join or start the cluster within {START_TIMEOUT:.0f} s",
+                                 file=self.address or os.environ.get("RAY_ADDRESS") or "a local instance",
+                                 hint=f"see its log {self.log}") from None
+        except BaseException:
+            await self._end()
+            raise
+        self.jobs, self.note, self._session = info["jobs"], info["note"], info["session"] if info["owned"] else None
+        self._slots = asyncio.Semaphore(self.jobs)
+        self._watchdog = asyncio.ensure_future(self._watch_driver())
+        return self
 
-    async def close(self) -> None:
-        """Stop the kernel started ahead, if any."""
-        if self.pool is not None:
-            await self.pool.close()
+    async def _watch_driver(self) -> None:
+        """Kill a driver that has said nothing for :data:`SILENCE` seconds (its event loop is
+        stuck): its replays then end as infrastructure errors, as when it dies."""
+        while self._process is not None and self._process.poll() is None:
+            await asyncio.sleep(min(5.0, SILENCE / 4))
+            if time.monotonic() - self._heard > SILENCE and self._process is not None:
+                self._stuck = True
+                self._process.kill()
+                return
+
+    async def __aexit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                        trace: TracebackType | None) -> None:
+        self._slots = None
+        await self._end()
+
+    async def _end(self) -> None:
+        """Close the driver (its workers, an instance it started), kill it if it lingers,
+        remove the session folder of an instance it started and, unless it failed, its log."""
+        process = self._process
+        if process is None:
+            return
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+        if process.poll() is None:
+            with contextlib.suppress(OSError):
+                self._send("close")
+            assert self._closed is not None
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(asyncio.shield(self._closed), CLOSE_TIMEOUT)
+            try:
+                await asyncio.to_thread(process.wait, 10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                await asyncio.to_thread(process.wait)
+        if self._connection is not None:
+            self._connection.close()
+        if self._session is not None:
+            await asyncio.to_thread(remove_session, self._session)
+        await asyncio.to_thread(sweep)  # what workers on this machine left when they died
+        if self.lost is not None and self._session is not None:  # workers of a lost instance end soon after
+            for _ in range(30):
+                if not await asyncio.to_thread(living_workers):
+                    break
+                await asyncio.sleep(0.5)
+                await asyncio.to_thread(sweep)
+        if not self._keep_log and self.log is not None:
+            self.log.unlink(missing_ok=True)
+        self._process = None
+
+    @property
+    def driver_pid(self) -> int | None:
+        """The process id of the Ray driver, while it runs."""
+        return None if self._process is None else self._process.pid
+
+    def _send(self, *message: Any) -> None:
+        assert self._connection is not None
+        data = self._dumps(message)
+        with self._lock:
+            self._connection.send_bytes(data)
+
+    def _listen(self) -> None:
+        """The reader thread: each message of the driver to the event loop."""
+        assert self._connection is not None and self._loop is not None
+        while True:
+            try:
+                message = self._loads(self._connection.recv_bytes())
+            except (EOFError, OSError):
+                message = ("gone",)
+            except Exception as error:  # an outcome that cannot be read back here
+                message = ("fatal", f"cannot read the driver's message: {error}")
+            with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                self._loop.call_soon_threadsafe(self._receive, message)
+            if message[0] in ("gone", "closed"):
+                return
+
+    def _receive(self, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        self._heard = time.monotonic()
+        assert self._ready is not None and self._closed is not None
+        if kind == "ready":
+            _settle(self._ready, result=message[1])
+        elif kind == "failed":
+            _settle(self._ready, error=message[1])
+        elif kind in ("done", "cancelled", "crashed"):
+            entry = self._pending.pop(message[1], None)
+            if entry is not None:
+                task, future = entry
+                if kind == "done":
+                    _settle(future, result=message[2])
+                elif kind == "cancelled":
+                    _settle(future, error=asyncio.CancelledError())
+                else:
+                    why = f"the Ray driver failed on this task: {message[2].strip().splitlines()[-1]}"
+                    _settle(future, result=_lost(task, why))
+        elif kind == "lost":
+            self._lose(message[1])
+        elif kind == "fatal":
+            self._keep_log = True
+            self._lose(f"the Ray driver failed ({message[1].strip().splitlines()[-1]}; its log: {self.log})")
+        elif kind in ("closed", "gone"):
+            if kind == "gone" and not self._closed.done():
+                code = self._process.poll() if self._process is not None else None
+                if self._stuck:
+                    self._keep_log = True
+                    self._lose(f"the Ray driver stopped answering for {SILENCE:.0f} s and was stopped "
+                               f"(its log: {self.log})")
+                elif self._node_died():
+                    self._lose(f"its node's raylet died, and the Ray driver with it (exit code {code})")
+                else:
+                    self._keep_log = True
+                    self._lose(f"the Ray driver process ended (exit code {code}; its log: {self.log})")
+                _settle(self._ready, error=JunoBenchError(
+                    "the Ray driver ended before joining the cluster", hint=f"see its log {self.log}"))
+            _settle(self._closed, result=None)
+
+    def _node_died(self) -> bool:
+        """Whether the driver's log says that its node or raylet died."""
+        try:
+            text = self.log.read_text(errors="replace") if self.log is not None else ""
+        except OSError:
+            return False
+        return "Raylet is terminated" in text or "has been marked dead" in text
+
+    def _lose(self, why: str) -> None:
+        """The cluster is lost: every replay in flight ends as an infrastructure error."""
+        if self.lost is None:
+            self.lost = why
+            self.stopped = f"the Ray cluster was lost: {why}"
+        for task, future in self._pending.values():
+            _settle(future, result=_lost(task, self.lost))
+        self._pending.clear()
+
+    # ------------------------------------------------------------------ replays
+
+    def describe(self) -> str:
+        memory = f", {self.memory / (1 << 30):.3g} GiB" if self.memory else ""
+        text = f"ray, {self.jobs} job{'s' if self.jobs != 1 else ''}, {self.cpus:g} CPU{memory} per notebook"
+        return f"{text} ({self.note})" if self.note else text
+
+    async def run(self, task: ReplayTask) -> ReplayOutcome:
+        async with self.slots:
+            if self.lost is not None:
+                return _lost(task, self.lost)
+            assert self._loop is not None
+            key = next(self._ids)
+            future: asyncio.Future[Any] = self._loop.create_future()
+            self._pending[key] = (task, future)
+            try:
+                self._send("run", key, task)
+            except OSError:
+                self._pending.pop(key, None)
+                return _lost(task, self.lost or "the Ray driver process is gone")
+            try:
+                outcome: ReplayOutcome = await asyncio.shield(future)
+                return outcome
+            except asyncio.CancelledError:
+                if not future.done():
+                    with contextlib.suppress(OSError):
+                        self._send("cancel", key)
+                    with contextlib.suppress(BaseException):
+                        await asyncio.wait_for(future, CLOSE_TIMEOUT)
+                raise
 
 
-def _check_target(target: KernelTarget | None) -> None:
-    if target is not None and not Path(target.python).is_file():
-        raise JunoBenchError(f"the environment's interpreter {target.python} is not on this worker",
-                             hint="put the environment on a path every worker shares")
+def _no_pickle(value: Any) -> Any:
+    raise RuntimeError("use the executor inside `async with executor:`")
 
 
-def _where() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+def _settle(future: asyncio.Future[Any], *, result: Any = None, error: BaseException | None = None) -> None:
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
+def _lost(task: ReplayTask, why: str) -> ReplayOutcome:
+    return ReplayOutcome(task, not_run(task, why), task.after, 0, (), error=why)

@@ -107,11 +107,12 @@ class VerifyReport:
     jobs: int = 1
     environment: dict[str, Any] | None = None
     executor: str | None = None
+    stopped: str | None = None  # why the run stopped early (a lost cluster): the rest are infrastructure errors
 
     @property
     def ok(self) -> bool:
         """True when every case passed (a skipped case does not pass)."""
-        return bool(self.cases) and all(c.passed for c in self.cases)
+        return bool(self.cases) and all(c.passed for c in self.cases) and self.stopped is None
 
     def __iter__(self) -> Iterator[CaseResult]:
         return iter(self.cases)
@@ -152,8 +153,11 @@ class VerifyReport:
         return text
 
     def to_json(self) -> dict[str, Any]:
-        return {"environment": self.environment,
+        data: dict[str, Any] = {"environment": self.environment,
                 "cases": {case.case_id: case.to_json() for case in self.cases}}
+        if self.stopped is not None:
+            data["stopped"] = self.stopped
+        return data
 
     def rows(self) -> list[dict[str, Any]]:
         return [case.row() for case in self.cases]

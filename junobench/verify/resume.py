@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from junobench.data.digests import ContentDigests
 from junobench.errors import JunoBenchError
 from junobench.verify.report import VERDICT_STATUSES, CaseResult
 
@@ -26,8 +27,9 @@ from junobench.verify.report import VERDICT_STATUSES, CaseResult
 def inputs_digest(folder: str | Path, *, timeout: float | None, notebooks: Iterable[str] = (),
                   extra: str = "") -> str:
     """A digest of what a replay of ``folder`` depends on: the bytes of the ``notebooks``
-    named (paths relative to it; default every ``.ipynb``), the relative path and size of
-    every other file, the ``timeout``, and ``extra`` (e.g. the kernel's environment)."""
+    named (paths relative to it; default every ``.ipynb``), the relative path and sha256 of
+    every other file (remembered by :mod:`junobench.data.digests`, so unchanged data is not
+    read again), the ``timeout``, and ``extra`` (e.g. the kernel's environment)."""
     root = Path(folder)
     names = sorted(notebooks)
     digest = hashlib.sha256(f"timeout={timeout!r}\nextra={extra}\n".encode())
@@ -38,9 +40,10 @@ def inputs_digest(folder: str | Path, *, timeout: float | None, notebooks: Itera
         for name in names:
             digest.update(f"notebook {name}\n".encode())
             digest.update((root / name).read_bytes())
-        for name in files:
-            if name not in names:
-                digest.update(f"file {name} {(root / name).stat().st_size}\n".encode())
+        with ContentDigests() as contents:
+            for name in files:
+                if name not in names:
+                    digest.update(f"file {name} {contents.sha256(root / name)}\n".encode())
     except OSError as error:
         raise JunoBenchError(f"cannot read the case folder ({error})", file=root) from None
     return digest.hexdigest()

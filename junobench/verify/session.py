@@ -66,7 +66,8 @@ def verify_specs(
         results = run_sync(_verify_all(specs, runner, timeout, progress, on_case, kept or {}, fetch))
     except asyncio.CancelledError:  # Ctrl-C cancelled the run; the kernels are stopped
         raise KeyboardInterrupt from None
-    return VerifyReport(results, time.perf_counter() - started, runner.jobs, executor=runner.describe())
+    return VerifyReport(results, time.perf_counter() - started, runner.jobs, executor=runner.describe(),
+                        stopped=runner.stopped)
 
 
 async def _verify_all(

@@ -1,0 +1,127 @@
+"""Content digests of input files, remembered so that unchanged large data is read once.
+
+Resume (``verify --report``) and the records cache decide from what files hold, not from
+their names and sizes: :func:`file_sha256` is the sha256 of a file's bytes. Each digest
+is remembered in a small SQLite memo in the cache folder (``file-digests.sqlite``) under
+the file's path, size, modification and change times, device and inode: an edit moves
+the change time (no user command can set it back), so a remembered digest is used only
+for the very bytes it was computed from, and a file is read again only after it changed.
+Without a writable cache the digests are computed every time.
+
+>>> with ContentDigests() as digests:                       # doctest: +SKIP
+...     digests.sha256("benchmark/pandas_1/data/train.csv")[:12]
+'9f2c4e1a0b37'
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import sqlite3
+import stat
+import time
+from pathlib import Path
+from types import TracebackType
+
+from junobench.data.cache import cache_root
+
+MEMO_FILE = "file-digests.sqlite"
+_CHUNK = 1 << 20
+#: A file changed less than this long ago is not remembered: a second write within the
+#: file system's clock tick could leave size and times as they were.
+_SETTLED_NS = 2_000_000_000
+#: Look-ups made one query each (a case folder); past them the memo is read whole (a snapshot).
+_ONE_BY_ONE = 64
+
+
+class ContentDigests:
+    """The sha256 of files, through the memo (open it as a context manager, or call
+    :meth:`close`)."""
+
+    def __init__(self, cache_dir: str | Path | None = None) -> None:
+        self._db: sqlite3.Connection | None = None
+        self._pending: list[tuple[str, int, int, int, int, int, str]] = []
+        self._known: dict[str, tuple[tuple[int, ...], str]] | None = None
+        self._lookups = 0
+        try:
+            folder = cache_root(cache_dir)
+            folder.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(folder / MEMO_FILE, timeout=30)
+            self._db.execute("CREATE TABLE IF NOT EXISTS digests (path TEXT PRIMARY KEY, size INTEGER, "
+                             "mtime INTEGER, ctime INTEGER, dev INTEGER, ino INTEGER, sha256 TEXT)")
+        except (OSError, sqlite3.Error):
+            self._db = None  # no memo: every digest is computed
+
+    def __enter__(self) -> ContentDigests:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        self.close()
+
+    def sha256(self, path: str | Path) -> str:
+        """The sha256 (hex) of the regular file ``path`` (links followed); ``OSError`` when
+        it cannot be read or is not a regular file."""
+        real = os.path.abspath(path)
+        info = os.stat(real)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(0, "not a regular file", str(path))
+        key = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_dev, info.st_ino)
+        remembered = self._lookup(real, key)
+        if remembered is not None:
+            return remembered
+        digest = _read_digest(real)
+        after = os.stat(real)
+        settled = time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) > _SETTLED_NS
+        if settled and (after.st_size, after.st_mtime_ns, after.st_ctime_ns, after.st_dev, after.st_ino) == key:
+            # unchanged while read, and not so recent that another write could share its times
+            self._pending.append((real, *key, digest))
+        return digest
+
+    def _lookup(self, real: str, key: tuple[int, int, int, int, int]) -> str | None:
+        if self._db is None:
+            return None
+        self._lookups += 1
+        if self._known is None and self._lookups <= _ONE_BY_ONE:
+            try:
+                row = self._db.execute("SELECT size, mtime, ctime, dev, ino, sha256 FROM digests "
+                                       "WHERE path = ?", (real,)).fetchone()
+            except sqlite3.Error:
+                return None
+            return str(row[5]) if row is not None and tuple(row[:5]) == key else None
+        if self._known is None:  # one query for the whole memo: a snapshot asks for many
+            try:
+                rows = self._db.execute("SELECT path, size, mtime, ctime, dev, ino, sha256 FROM digests")
+                self._known = {row[0]: (tuple(row[1:6]), str(row[6])) for row in rows}
+            except sqlite3.Error:
+                self._known = {}
+        found = self._known.get(real)
+        return found[1] if found is not None and found[0] == key else None
+
+    def close(self) -> None:
+        """Write the new digests into the memo and close it."""
+        if self._db is None:
+            return
+        with contextlib.suppress(sqlite3.Error), self._db:
+            self._db.executemany("INSERT OR REPLACE INTO digests VALUES (?, ?, ?, ?, ?, ?, ?)",
+                                 self._pending)
+        self._pending = []
+        self._db.close()
+        self._db = None
+
+
+def _read_digest(path: str) -> str:
+    from junobench.safety.paths import open_regular
+
+    digest = hashlib.sha256()
+    with os.fdopen(open_regular(path), "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_sha256(path: str | Path, cache_dir: str | Path | None = None) -> str:
+    """The sha256 of one file, through the memo (see :class:`ContentDigests`)."""
+    with ContentDigests(cache_dir) as digests:
+        return digests.sha256(path)

@@ -1,0 +1,209 @@
+"""The worker side of ``--executor ray``: what runs inside a Ray worker process.
+
+A :class:`ReplayWorker` (a long-lived async actor, one per slot) or :func:`replay_on_worker`
+(a plain task, under ``--build-envs``) receives a task and its files
+(:mod:`.shipping`), replays the notebook with verify's runner in a scratch folder and
+returns the log. Everything a worker writes (the case's copy, its data included, the
+kernels' folders and their connection files, which hold the kernel's key) lies in the
+worker's own folder, :func:`worker_root` (``<tmp>/junobench-worker-<pid>-<start>``):
+a replay's part is removed when the replay ends, for whatever reason, the folder when
+the worker closes, and a worker starting later removes the folders of workers that are
+no longer running (killed, or lost with their raylet), matched by process id and start
+time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import socket
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from junobench.envs.kernel import KernelTarget, StartedKernel, own_kernel
+from junobench.errors import JunoBenchError
+from junobench.verify.executor import WORKSPACE, ReplayTask, Workspace, execute, fetch_cases
+from junobench.verify.judge import RunLog
+from junobench.verify.pool import KernelPool
+from junobench.verify.runner import kernel_env, run_sync
+from junobench.verify.shipping import receive
+
+#: Prefix of a worker's own folder in the temporary directory.
+PREFIX = "junobench-worker-"
+
+_ROOT: Path | None = None
+
+
+def _started(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot, Linux), None when it is not
+    running or that cannot be read."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _running(pid: int, started: str) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    now = _started(pid)
+    return now is None or now == started
+
+
+def sweep(base: Path | None = None) -> list[Path]:
+    """Remove the folders of workers no longer running under ``base`` (default: the
+    temporary directory); the folders removed."""
+    base = Path(base or tempfile.gettempdir())
+    removed = []
+    for folder in base.glob(f"{PREFIX}*"):
+        pid, _, started = folder.name[len(PREFIX):].partition("-")
+        if not pid.isdigit() or int(pid) == os.getpid() or _running(int(pid), started):
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(folder)
+    return removed
+
+
+def living_workers(base: Path | None = None) -> list[Path]:
+    """The folders under ``base`` (default: the temporary directory) of workers still running."""
+    base = Path(base or tempfile.gettempdir())
+    living = []
+    for folder in base.glob(f"{PREFIX}*"):
+        pid, _, started = folder.name[len(PREFIX):].partition("-")
+        if pid.isdigit() and int(pid) != os.getpid() and _running(int(pid), started):
+            living.append(folder)
+    return living
+
+
+def worker_root() -> Path:
+    """This worker's own folder (made on first use, after sweeping those of dead workers);
+    the process's temporary files, kernel connection files included, go there."""
+    global _ROOT
+    if _ROOT is None or not _ROOT.is_dir():
+        base = Path(tempfile.gettempdir() if _ROOT is None else _ROOT.parent)
+        sweep(base)
+        root = base / f"{PREFIX}{os.getpid()}-{_started(os.getpid()) or 0}"
+        root.mkdir(mode=0o700, exist_ok=True)
+        tempfile.tempdir = str(root)  # jupyter_client writes connection files with mkstemp
+        _ROOT = root
+    return _ROOT
+
+
+def close_root() -> None:
+    """Remove this worker's folder."""
+    global _ROOT
+    if _ROOT is not None:
+        shutil.rmtree(_ROOT, ignore_errors=True)
+        tempfile.tempdir = str(_ROOT.parent)
+        _ROOT = None
+
+
+def _get(ref: Any) -> bytes:
+    import ray
+
+    data: bytes = ray.get(ref)
+    return data
+
+
+def unpack(chunks: Sequence[Any], task: ReplayTask, workspace: Workspace) -> None:
+    """Write the shipped files of ``task`` into ``workspace``, then fetch its Hub cases."""
+    receive(chunks, workspace, workspace.root, get=_get)
+    fetch_cases(task, workspace)
+
+
+def replay_on_worker(task: ReplayTask, chunks: Sequence[Any], target: KernelTarget | None,
+                     pass_env: Sequence[str] = ()) -> tuple[RunLog, Any, str]:
+    """The Ray task: receive the files into a scratch folder (and fetch its Hub cases),
+    replay in a kernel of ``target`` (None: this worker's interpreter, e.g. the runtime
+    environment Ray built), clean up. Returns the log, the ``after`` hook and where it ran
+    (``host:pid``). A ``target`` whose interpreter is not on this worker is a fault."""
+    _check_target(target)
+    scratch = Path(tempfile.mkdtemp(prefix=f"replay-{os.getpid()}-", dir=worker_root()))
+    try:
+        workspace = Workspace(scratch / WORKSPACE, task.cwd)
+        unpack(chunks, task, workspace)
+        log, after = run_sync(execute(task, workspace, target, kernel_log=scratch / "kernel.log", pass_env=pass_env))
+        return log, after, where()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+class ReplayWorker:
+    """A long-lived Ray worker (an async actor) for one slot: it replays one notebook at a
+    time, each in a fresh kernel of ``target``, and starts the next notebook's kernel while
+    the current one runs (verify's :class:`~junobench.verify.pool.KernelPool`, size 1)."""
+
+    def __init__(self, target: KernelTarget | None, pass_env: Sequence[str] = ()) -> None:
+        self.target = target
+        self.pass_env = tuple(pass_env)
+        self.pool: KernelPool | None = None
+        self.current: tuple[ReplayTask, StartedKernel] | None = None
+        worker_root()
+
+    async def prepare(self, task: ReplayTask, chunks: Sequence[Any], more: bool) -> None:
+        """Get ready to replay ``task``: a kernel started (with ``more``, the next one starts
+        too) and the task's files received from ``chunks`` into its folder. Separate from
+        :meth:`replay` so that the driver bounds the start-up on its own."""
+        await self.discard()
+        _check_target(self.target)
+        if self.pool is None:
+            self.pool = KernelPool(self.target or own_kernel(), size=1, notebooks=0,
+                                   env=kernel_env(keep=self.pass_env), scratch=worker_root())
+        self.pool.remaining = 1 + int(more)
+        kernel = await self.pool.acquire()
+        self.current = (task, kernel)
+        workspace = Workspace(Path(kernel.cwd).parent, task.cwd, Path(kernel.cwd))
+        try:
+            await asyncio.to_thread(unpack, chunks, task, workspace)
+        except BaseException:
+            await self.discard()
+            raise
+
+    async def replay(self) -> tuple[RunLog, Any, str]:
+        """Replay the task :meth:`prepare` got ready; its kernel and folder are removed after."""
+        if self.current is None:
+            raise RuntimeError("nothing prepared to replay")
+        task, kernel = self.current
+        try:
+            workspace = Workspace(Path(kernel.cwd).parent, task.cwd, Path(kernel.cwd))
+            log, after = await execute(task, workspace, self.target, kernel=kernel)
+            return log, after, where()
+        finally:
+            await self.discard()
+
+    async def discard(self) -> None:
+        """Stop the kernel of a prepared task and remove its folder, if any."""
+        current, self.current = self.current, None
+        if current is not None:
+            kernel = current[1]
+            try:
+                await kernel.shutdown()
+            finally:
+                await asyncio.to_thread(shutil.rmtree, Path(kernel.cwd).parent, True)
+
+    async def close(self) -> None:
+        """Stop the kernels (prepared, started ahead), if any, and remove the worker's folder."""
+        try:
+            await self.discard()
+            if self.pool is not None:
+                await self.pool.close()
+        finally:
+            close_root()
+
+
+def _check_target(target: KernelTarget | None) -> None:
+    if target is not None and not Path(target.python).is_file():
+        raise JunoBenchError(f"the environment's interpreter {target.python} is not on this worker",
+                             hint="put the environment on a path every worker shares")
+
+
+def where() -> str:
+    """``host:pid`` of this process."""
+    return f"{socket.gethostname()}:{os.getpid()}"
