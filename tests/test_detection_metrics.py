@@ -154,6 +154,8 @@ def test_a_paired_bootstrap_realigns_the_cases_and_doubles_the_smaller_tail() ->
     assert difference.p_value == pytest.approx(2 * min(np.mean(np.array(diffs) <= 0),
                                                        np.mean(np.array(diffs) >= 0)))
     assert difference.p_value == 0.5  # 1 of 4 resamples above zero, doubled
+    reverse = paired_difference(B, A, resamples=4, seed=0)  # the smaller tail below zero
+    assert reverse.estimate == pytest.approx(-difference.estimate) and reverse.p_value == 0.5
     assert difference.interval == pytest.approx(
         (float(np.percentile(diffs, 2.5)), float(np.percentile(diffs, 97.5))))
     assert paired_difference(A, B, metric="accuracy", resamples=4, seed=0).estimate == \
@@ -213,3 +215,20 @@ def test_test_results_are_values() -> None:
             setattr(value, field, 0.0)
     assert test == mcnemar([True, False], [False, False]) and hash(test) == hash(
         mcnemar([True, False], [False, False]))
+
+
+def test_two_cases_are_too_few_for_an_interval_three_are_not() -> None:
+    from junobench.detection.uncertainty import too_few_cases
+
+    assert [too_few_cases(n) for n in (0, 1, 2, 3, 4)] == [True, True, True, False, False]
+
+
+def test_holm_by_hand() -> None:
+    from junobench.detection.uncertainty import holm
+
+    # sorted 0.01, 0.02, 0.04 of m = 3: 3 x 0.01, max(0.03, 2 x 0.02), max(0.04, 1 x 0.04)
+    adjusted = holm([0.04, None, 0.01, 0.02])
+    assert adjusted[1] is None
+    assert adjusted[0] == pytest.approx(0.04) and adjusted[2] == pytest.approx(0.03)
+    assert adjusted[3] == pytest.approx(0.04)
+    assert holm([0.6, 0.9]) == [1.0, 1.0]  # capped at one
