@@ -310,3 +310,24 @@ def test_escaped_quotes_inside_the_last_item_are_not_its_boundary() -> None:
                         "LinAlgError: can't \"read\" C:\\data\\")
     assert backslash.endswith("\\\\']")
     assert clues(backslash) == {("numpy", WEIGHTS["exception"], "exception", "LinAlgError")}
+
+
+def test_colour_codes_are_stripped_from_a_list_or_a_plain_text() -> None:
+    items = ["\x1b[0;31mKeyError\x1b[0m    Traceback (most recent call last)",
+             "Cell \x1b[0;32mIn[5], line 1\x1b[0m\n\x1b[0;32m----> 1\x1b[0m "
+             "df\x1b[38;5;241m.\x1b[39mloc[\x1b[38;5;124m'x'\x1b[39m]\n",
+             "\x1b[0;31mKeyError\x1b[0m: 'x'"]
+    for form in (items, "\n".join(items)):
+        assert {(lib, kind, word) for lib, _, kind, word in clues(form)} == \
+            {("pandas", "crash_method", "loc")}
+        assert estimate(form) == "pandas"
+
+
+def test_the_tie_breakers_read_the_cell_lines_just_above_a_late_crash_line() -> None:
+    above = "".join(f"      {n} x{n} = {n}\n" for n in range(1, 30)) + "     30 sns.set()\n"
+    traceback = literal("NameError   Traceback (most recent call last)",
+                        f"Cell In[2], line 31\n{above}---> 31 show(z)\n",
+                        "NameError: name 'show' is not defined")
+    assert traceback.index("---> 31") > 240  # the window starts inside the cell, not at 0
+    assert estimate(traceback) == "seaborn"
+    assert ("seaborn", WEIGHTS["code"], "code", "used in the cell") in clues(traceback)
