@@ -1,4 +1,5 @@
-"""Reading JSONL files of one record per notebook instance (tasks, runtime information).
+"""JSONL files of one record per notebook instance (tasks, runtime information): reading
+them, and :func:`write_jsonl`.
 
 Each non-blank line is a JSON object with an ``instance`` id such as ``torch_7_fixed``,
 at most once per file. Any problem is a :class:`~junobench.errors.JunoBenchError` naming
@@ -8,13 +9,23 @@ the file, the line and (when known) the instance.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from junobench import vocab
 from junobench.errors import JunoBenchError
+from junobench.safety.atomic import atomic_open
 from junobench.safety.paths import read_regular
+
+
+def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
+    """Write rows as JSON Lines atomically (beside, then moved over ``path``)."""
+    path = Path(path)
+    with atomic_open(path) as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return path
 
 
 def read_instance_records(path: str | Path, *, what: str, hint: str,

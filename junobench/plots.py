@@ -1,4 +1,6 @@
-"""Bar charts of the benchmark's distributions (the paper's Figure 2), from :mod:`junobench.stats`.
+"""Every figure junobench draws: the benchmark's distributions (the paper's Figure 2, from
+:mod:`junobench.stats`) and the grouped bars of a crash-detection report
+(:func:`junobench.detection.evaluate.figure`).
 
 Needs matplotlib (``pip install 'junobench[plot]'``), imported on first use. Figures are
 built with matplotlib's object API on the Agg canvas (no pyplot state, no display
@@ -135,6 +137,44 @@ def plot_dimension(stats: Stats, dimension: str, *, ax: Any = None) -> Any:
     return bar_chart(counts, title=title, labels=labels, colours=colours, xlabel=xlabel, ax=ax)
 
 
+def grouped_bar_chart(series: Mapping[str, Sequence[float]], groups: Sequence[str], *,
+                      errors: Mapping[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+                      title: str = "", ylabel: str = "", ylim: tuple[float, float] | None = None,
+                      ax: Any = None) -> Any:
+    """Vertical bars side by side: one bar per series in each group (``series`` maps a
+    legend label to one value per group), the groups labelled below, the legend outside
+    the axes, right of them, clear of the bars. ``errors`` gives a series its error bars
+    (the lengths below and above each value). Returns the figure."""
+    with _style():
+        fig, ax = _axes(ax, 0, size=(max(6.0, 0.9 * len(groups) + 2), 4.6))
+        width = 0.8 / max(1, len(series))
+        middle = (len(series) - 1) / 2
+        for i, (label, values) in enumerate(series.items()):
+            positions = [x + (i - middle) * width for x in range(len(groups))]
+            if errors and label in errors:
+                ax.bar(positions, values, width, label=label, yerr=[list(e) for e in errors[label]],
+                       capsize=2, error_kw={"elinewidth": 0.8})
+            else:
+                ax.bar(positions, values, width, label=label)
+        ax.set_xticks(range(len(groups)), groups, rotation=35, ha="right", fontsize="small")
+        if ylim is not None:
+            ax.set_ylim(*ylim)
+        ax.set_ylabel(ylabel)
+        if title:
+            ax.set_title(title, fontsize="medium")
+        ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  borderaxespad=0.0, frameon=False)
+    return fig
+
+
+def save_figure(fig: Any, path: str | Path, *, dpi: int = 120) -> Path:
+    """Write ``fig`` to ``path`` (format from its suffix), beside and moved into place."""
+    path = Path(path)
+    fmt = path.suffix.lstrip(".").lower() or "png"
+    _save(fig, path, fmt, dpi)
+    return path
+
+
 def save_plots(stats: Stats, out_dir: str | Path, *, dimensions: Sequence[str] = DIMENSIONS,
                formats: Sequence[str] = ("png", "svg"), dpi: int = 200) -> list[Path]:
     """Write ``<dimension>.<format>`` into ``out_dir`` (created) for each dimension; each
@@ -178,8 +218,10 @@ def _style() -> Any:
     return _matplotlib().rc_context(RC)
 
 
-def _axes(ax: Any, bars: int, *, legend_entries: int = 0) -> tuple[Any, Any]:
-    """``ax`` and its figure, or a new figure on the Agg canvas sized for ``bars`` bars."""
+def _axes(ax: Any, bars: int, *, legend_entries: int = 0,
+          size: tuple[float, float] | None = None) -> tuple[Any, Any]:
+    """``ax`` and its figure, or a new figure on the Agg canvas sized for ``bars``
+    horizontal bars (or of ``size`` inches)."""
     if ax is not None:
         return ax.figure, ax
     _matplotlib()
@@ -187,7 +229,7 @@ def _axes(ax: Any, bars: int, *, legend_entries: int = 0) -> tuple[Any, Any]:
     from matplotlib.figure import Figure
 
     height = max(0.9 + 0.26 * bars, 0.4 + 0.17 * legend_entries)
-    fig = Figure(figsize=(WIDTH, height), layout="constrained")
+    fig = Figure(figsize=size or (WIDTH, height), layout="constrained")
     FigureCanvasAgg(fig)
     return fig, fig.add_subplot()
 

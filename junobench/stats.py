@@ -1,160 +1,27 @@
 """Distributions of the benchmark: label counts, cross-tabulations by library, licences.
 
-:func:`compute` is a pure function of ``cases`` records; :func:`stats` loads them (any
-source, the filters of :func:`junobench.load`) and computes. The plots are in
-:mod:`junobench.plots`.
+:func:`stats` loads a source's ``cases`` (any source, the filters of
+:func:`junobench.load`) and counts them with :func:`compute`, a pure function of the
+records (:mod:`junobench.data.distributions`). The plots are in :mod:`junobench.plots`.
 
->>> s = compute([{"case_id": "torch_1", "library": "torch", "root_cause": "API misuse",
-...               "crash_type": "invalid argument", "pipeline_stage": "training",
-...               "source": None, "dataset_note": None, "exception": "RuntimeError",
-...               "datasets": []}])
->>> s.counts["library"], s.by_library["root_cause"]
-({'torch': 1}, {'API misuse': {'torch': 1}})
+>>> s = stats("sample")
+>>> s.cases, s.counts["library"]["pandas"]
+(10, 2)
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from junobench import vocab
+from junobench.data.distributions import DIMENSIONS as DIMENSIONS
+from junobench.data.distributions import FIELDS as FIELDS
+from junobench.data.distributions import NOT_RECORDED as NOT_RECORDED
+from junobench.data.distributions import SEGMENTED as SEGMENTED
+from junobench.data.distributions import TITLES as TITLES
+from junobench.data.distributions import Stats as Stats
+from junobench.data.distributions import compute as compute
 from junobench.data.snapshot import DEFAULT_SOURCE
-
-#: The four label dimensions of the benchmark (``cases`` fields), as the paper's Figure 2.
-DIMENSIONS: tuple[str, ...] = ("library", "root_cause", "crash_type", "pipeline_stage")
-#: Dimensions cross-tabulated by library (Figure 2b and 2d are segmented by library).
-SEGMENTED: tuple[str, ...] = ("root_cause", "pipeline_stage")
-#: Readable names of the statistics.
-TITLES: dict[str, str] = {
-    "library": "Library cause",
-    "root_cause": "Root cause",
-    "crash_type": "Crash type",
-    "pipeline_stage": "ML pipeline stage",
-    "source": "Source",
-    "exception": "Exception class",
-    "license": "Input-dataset licence (datasets)",
-    "modification": "Input-data modification (cases)",
-    "dataset_note": "Dataset note (cases)",
-}
-#: The value counted for a case whose field is null.
-NOT_RECORDED = "(not recorded)"
-
-_VOCABULARIES: dict[str, Sequence[str]] = {
-    "library": vocab.LIBRARIES,
-    "root_cause": vocab.ROOT_CAUSES,
-    "crash_type": vocab.CRASH_TYPES,
-    "pipeline_stage": vocab.PIPELINE_STAGES,
-    "source": vocab.SOURCES,
-    "modification": vocab.MODIFICATIONS,
-}
-#: ``cases`` fields that :func:`compute` reads.
-FIELDS: tuple[str, ...] = (*DIMENSIONS, "source", "dataset_note", "exception", "datasets")
-
-
-@dataclass
-class Stats:
-    """Counts over a set of cases.
-
-    ``counts[name]`` maps each value to its number of cases (most frequent first; ties
-    in vocabulary order) for the four :data:`DIMENSIONS`, ``exception``, and — only when
-    some case records it — ``source``, ``modification`` (cases whose input data were
-    downsampled / synthetic, from the dataset metadata files and the table's
-    ``Dataset_note``) and ``dataset_note`` (the note's ``;``-separated parts, verbatim).
-    ``counts["license"]`` counts distinct input datasets per licence.
-    ``by_library[dim]`` maps each value of a :data:`SEGMENTED` dimension to its
-    ``{library: count}`` (libraries in the order of ``counts["library"]``).
-    """
-
-    cases: int
-    counts: dict[str, dict[str, int]] = field(default_factory=dict)
-    by_library: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON shape: ``cases``, one key per count, ``<dim>_by_library``."""
-        out: dict[str, Any] = {"cases": self.cases, **self.counts}
-        for dim, table in self.by_library.items():
-            out[f"{dim}_by_library"] = table
-        return out
-
-    def rows(self) -> list[dict[str, Any]]:
-        """Tidy rows ``{statistic, value, library, count}`` (``library`` set in cross-tabs)."""
-        out: list[dict[str, Any]] = [{"statistic": "cases", "value": "", "library": "",
-                                      "count": self.cases}]
-        for name, counts in self.counts.items():
-            out += [{"statistic": name, "value": v, "library": "", "count": n} for v, n in counts.items()]
-        for dim, table in self.by_library.items():
-            out += [{"statistic": f"{dim}_by_library", "value": v, "library": lib, "count": n}
-                    for v, libs in table.items() for lib, n in libs.items()]
-        return out
-
-    def libraries(self) -> list[str]:
-        """The libraries present, most cases first."""
-        return list(self.counts.get("library", {}))
-
-    def to_text(self) -> str:
-        """Aligned text: one table per count (with shares), one matrix per cross-tab."""
-        from junobench.render import table
-
-        parts = [f"{self.cases} cases\n"]
-        for name, counts in self.counts.items():
-            unit = "datasets" if name == "license" else "cases"  # a case may have several parts
-            total = (sum(counts.values()) if name == "license" else self.cases) or 1
-            rows = [{name: v, unit: n, "share": f"{100 * n / total:.1f}%"} for v, n in counts.items()]
-            columns = [name, unit, "share"]
-            parts.append(f"{TITLES.get(name, name)}\n{table(rows, columns)}")
-        libraries = self.libraries()
-        for dim, matrix in self.by_library.items():
-            rows = [{dim: v, **{lib: libs.get(lib, "") for lib in libraries},
-                     "total": sum(libs.values())} for v, libs in matrix.items()]
-            parts.append(f"{TITLES[dim]} by library\n{table(rows, [dim, *libraries, 'total'])}")
-        return "\n".join(parts)
-
-
-def compute(cases: Iterable[Mapping[str, Any]]) -> Stats:
-    """The :class:`Stats` of ``cases`` records (only the :data:`FIELDS` are read)."""
-    cases = list(cases)
-    counters: dict[str, Counter[str]] = {name: Counter() for name in (*DIMENSIONS, "source", "exception")}
-    crosses: dict[str, Counter[tuple[str, str]]] = {dim: Counter() for dim in SEGMENTED}
-    modification: Counter[str] = Counter()
-    notes: Counter[str] = Counter()
-    licences: dict[tuple[str, str], str] = {}
-    for case in cases:
-        for name, counter in counters.items():
-            counter[_value(case.get(name))] += 1
-        library = _value(case.get("library"))
-        for dim, cross in crosses.items():
-            cross[_value(case.get(dim)), library] += 1
-        note = case.get("dataset_note") or ""
-        parts = [p.strip() for p in note.split(";") if p.strip()]
-        notes.update(dict.fromkeys(parts, 1))
-        kinds = {m for d in case.get("datasets") or [] for m in d.get("modifications") or []}
-        kinds |= {kind for kind in vocab.MODIFICATIONS if kind in note.lower()}
-        modification.update(kinds)
-        for d in case.get("datasets") or []:
-            title = d.get("title") or d.get("name") or ""
-            if vocab.is_no_data(title):
-                continue
-            licences[(title, d.get("url") or "")] = d.get("license") or NOT_RECORDED
-
-    counts = {name: _ordered(counters[name], name) for name in DIMENSIONS}
-    if set(counters["source"]) - {NOT_RECORDED}:
-        counts["source"] = _ordered(counters["source"], "source")
-    counts["exception"] = _ordered(counters["exception"], "exception")
-    counts["license"] = _ordered(Counter(licences.values()), "license")
-    if modification:
-        counts["modification"] = _ordered(modification, "modification")
-    if notes:
-        counts["dataset_note"] = _ordered(notes, "dataset_note")
-    libraries = list(counts["library"])
-    by_library = {
-        dim: {value: {lib: crosses[dim][value, lib] for lib in libraries if crosses[dim][value, lib]}
-              for value in counts[dim]}
-        for dim in SEGMENTED
-    }
-    return Stats(len(cases), counts, by_library)
 
 
 def stats(source: str | Path = DEFAULT_SOURCE, *, revision: str | None = None,
@@ -168,18 +35,3 @@ def stats(source: str | Path = DEFAULT_SOURCE, *, revision: str | None = None,
 
     cases = load(source, "cases", revision=revision, skip_invalid=skip_invalid, **filters)
     return compute(cases.select_columns(list(FIELDS)).to_list())
-
-
-def _value(value: Any) -> str:
-    return NOT_RECORDED if value is None or value == "" else str(value)
-
-
-def _ordered(counter: Counter[str], name: str) -> dict[str, int]:
-    """Most frequent first; ties in vocabulary order, then alphabetical; not recorded last."""
-    known = {v: i for i, v in enumerate(_VOCABULARIES.get(name, ()))}
-
-    def key(item: tuple[str, int]) -> tuple[bool, int, int, str]:
-        value, count = item
-        return value == NOT_RECORDED, -count, known.get(value, len(known)), value
-
-    return dict(sorted(counter.items(), key=key))

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from reference import reference_dir
 
+from junobench.cores import available_cores
 from junobench.data import layout
 from junobench.data.tables import read_table, write_table
 
@@ -222,7 +223,7 @@ def main() -> int:
               f"{warm['fingerprint']:.3f}s; "
               f"size and mtime only: {warm['size_mtime_fingerprint']:.3f}s "
               f"(ratio {warm['fingerprint'] / warm['size_mtime_fingerprint']:.2f})")
-        print(f"cores: {os.cpu_count()}  (load average {os.getloadavg()[0]:.2f} at the end)")
+        print(f"cores: {available_cores()}  (load average {os.getloadavg()[0]:.2f} at the end)")
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -29,9 +29,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from junobench.envs.create import create_environment, select
+from junobench.envs.create import create_environment
 from junobench.envs.kernel import env_kernel
 from junobench.envs.sandbox import Sandbox
+from junobench.selection import select
 from junobench.verify import VerifyReport, case_specs
 from junobench.verify.session import verify_specs
 
@@ -55,9 +56,9 @@ def run(specs: list, target, jobs: int, pool: int, timeout: float, sandbox: Sand
     return report
 
 
-def timed_create(dest: Path, source: str, **kwargs) -> float:
+def timed_create(dest: Path, selection) -> float:
     started = time.perf_counter()
-    create_environment(dest, source, **kwargs)
+    create_environment(dest, selection)
     return time.perf_counter() - started
 
 
@@ -85,14 +86,14 @@ def main(argv: list[str] | None = None) -> int:
         saved = os.environ.get("UV_CACHE_DIR")
         os.environ["UV_CACHE_DIR"] = str(scratch / "uv-cache")  # empty: every wheel downloaded
         try:
-            cold = timed_create(scratch / "cold", args.source, selection=selection)
+            cold = timed_create(scratch / "cold", selection)
         finally:
             if saved is None:
                 os.environ.pop("UV_CACHE_DIR")
             else:
                 os.environ["UV_CACHE_DIR"] = saved
-        cached = timed_create(scratch / "cached", args.source, selection=selection)
-        reused = timed_create(scratch / "cached", args.source, selection=selection)
+        cached = timed_create(scratch / "cached", selection)
+        reused = timed_create(scratch / "cached", selection)
         env_dir = args.env or scratch / "cached"
 
         target = env_kernel(env_dir)

@@ -216,7 +216,7 @@ def pinned_kernel(cases: list[Case], env_dir: Path | None) -> KernelTarget:
     if needs.unpinned:
         raise BuildError(f"the cases import what {env.name} does not pin: {', '.join(needs.unpinned)}")
     selection = Selection(env, sorted(set(needs.requirements) | set(kernel_requirements(env))))
-    made = create_environment(env_dir or cache_root() / "envs" / "sample-build", selection=selection)
+    made = create_environment(env_dir or cache_root() / "envs" / "sample-build", selection)
     print(f"{'reused' if made.reused else 'created'} the environment {made.path} "
           f"(Python {made.manifest['python']['used']}{'; ' + made.python_note if made.python_note else ''})")
     return env_kernel(made.path)

@@ -148,13 +148,14 @@ def shared_environment(name: str, source: str | Path = "sample", **kwargs):
     """Make (or reuse) an environment under :data:`TEST_ENVS`, one process at a time."""
     from filelock import FileLock
 
-    from junobench.envs.create import create_environment, select, selection_key
+    from junobench.envs.create import create_environment, selection_key
+    from junobench.selection import select
 
     TEST_ENVS.mkdir(parents=True, exist_ok=True)
     selection = select(source, kwargs.pop("case_ids", None), filters=kwargs.pop("filters", None))
     key = selection_key(selection, kwargs.get("python") or selection.environment.python)
     with FileLock(str(TEST_ENVS / f"{name}-{key}.lock")):
-        return create_environment(TEST_ENVS / f"{name}-{key}", source, selection=selection, **kwargs)
+        return create_environment(TEST_ENVS / f"{name}-{key}", selection, **kwargs)
 
 
 @pytest.fixture(scope="session")

@@ -1,5 +1,5 @@
 """The builder: the Arrow-batch writing path and parallel preparation give exactly the
-records of datasets' stock per-example path; the one datasets internal it relies on."""
+records of datasets' stock per-example path; the two datasets internals it relies on."""
 
 from __future__ import annotations
 
@@ -93,3 +93,19 @@ def test_datasets_leaves_the_builder_module_alone(tmp_path):
     done = subprocess.run([sys.executable, "-c", script, str(sample_path()), str(tmp_path / "cache")],
                           cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_the_prepared_folder_is_where_datasets_moves_from(tmp_path):
+    """``_output_dir`` (records.py): the folder datasets prepares and then moves to the
+    cache folder: the build report written there arrives beside the records. Fails if
+    datasets drops or renames the attribute."""
+    from junobench.data.records import read_report
+    from junobench.data.snapshot import sample_path
+
+    builder = JunoBench(config_name="cases", snapshot=str(sample_path()), fingerprint="x",
+                        cache_dir=str(tmp_path / "cache"))
+    assert isinstance(builder._output_dir, str)
+    assert builder.cache_root == str(tmp_path / "cache")
+    builder.download_and_prepare()
+    assert builder._output_dir == builder.cache_dir
+    assert read_report(builder.cache_dir)["skipped"] == []

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 
 from junobench.envs.check import kernel_environment
-from junobench.envs.create import MANIFEST, create_environment, read_manifest, select, show_environment
+from junobench.envs.create import MANIFEST, create_environment, read_manifest, show_environment
 from junobench.envs.environment import packaged
 from junobench.envs.installer import current_python, python_version
 from junobench.envs.kernel import env_kernel, own_kernel, start_kernel
 from junobench.errors import JunoBenchError
+from junobench.selection import select
 from junobench.verify import verify
 from junobench.verify.runner import kernel_env, run_sync
 from tests.cli_run import run_cli
@@ -163,7 +164,7 @@ def test_a_failed_create_keeps_the_previous_environment(sample_env, tmp_path, mo
     from junobench.envs import create as create_module
 
     target = tmp_path / "env"
-    made = create_environment(target, "sample", ["NBspecific_2"], python=str(current_python()))
+    made = create_environment(target, select("sample", ["NBspecific_2"]), python=str(current_python()))
     before = read_manifest(target)
 
     def broken(*args, **kwargs):
@@ -171,7 +172,7 @@ def test_a_failed_create_keeps_the_previous_environment(sample_env, tmp_path, mo
 
     monkeypatch.setattr(create_module, "install", broken)
     with pytest.raises(JunoBenchError, match="no network"):
-        create_environment(target, "sample", ["pandas_2"], python=str(current_python()))
+        create_environment(target, select("sample", ["pandas_2"]), python=str(current_python()))
     assert read_manifest(target) == before and made.python.is_file()
     assert [p.name for p in tmp_path.iterdir()] == ["env"]  # nothing half-made left beside it
 
@@ -186,10 +187,11 @@ def test_a_create_killed_while_installing_leaves_the_previous_environment(tmp_pa
 
     target = tmp_path / "env"
     python = str(current_python())
-    create_environment(target, "sample", ["NBspecific_2"], python=python)
+    create_environment(target, select("sample", ["NBspecific_2"]), python=python)
     before = read_manifest(target)
     script = ("import sys; from junobench.envs.create import create_environment; "
-              "create_environment(sys.argv[1], 'sample', ['pandas_2'], python=sys.argv[2])")
+              "from junobench.selection import select; "
+              "create_environment(sys.argv[1], select('sample', ['pandas_2']), python=sys.argv[2])")
     run = subprocess.Popen([sys.executable, "-c", script, str(target), python])
     try:
         deadline = time.monotonic() + 120
@@ -202,7 +204,7 @@ def test_a_create_killed_while_installing_leaves_the_previous_environment(tmp_pa
         if run.poll() is None:
             run.kill()
     assert not (target / MANIFEST).exists()  # killed half-way: a half-built environment
-    again = create_environment(target, "sample", ["NBspecific_2"], python=python)
+    again = create_environment(target, select("sample", ["NBspecific_2"]), python=python)
     assert again.reused and read_manifest(target) == before
     assert [p.name for p in tmp_path.iterdir()] == ["env"]
 
@@ -258,14 +260,14 @@ def test_checkout_with_env_makes_the_cases_environment(tmp_path, capsys):
 def test_the_environment_s_modules_are_compiled_at_install(tmp_path, monkeypatch):
     """Every kernel would compile pandas' imports again where no bytecode is written."""
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
-    made = create_environment(tmp_path / "env", "sample", ["NBspecific_2"], python=str(current_python()))
+    made = create_environment(tmp_path / "env", select("sample", ["NBspecific_2"]), python=str(current_python()))
     assert made.installer.startswith("uv")
     assert list(made.path.glob("lib/python*/site-packages/pandas/__pycache__/*.pyc"))
 
 
 def test_without_uv_the_environment_is_made_with_pip(tmp_path, monkeypatch):
     monkeypatch.setenv("JUNOBENCH_NO_UV", "1")
-    made = create_environment(tmp_path / "env", "sample", ["NBspecific_2"], python=str(current_python()))
+    made = create_environment(tmp_path / "env", select("sample", ["NBspecific_2"]), python=str(current_python()))
     assert made.installer == "pip" and made.manifest["installer"] == "pip"
     _, rows, _ = show_environment(made.path)
     assert {r.name: r.status for r in rows} == {"ipykernel": "ok", "numpy": "ok", "pandas": "ok"}

@@ -357,3 +357,43 @@ def test_the_dockerfile_writer_keeps_other_files(tmp_path, capsys):
     code, _, err = run_cli(capsys, "env", "dockerfile", "--source", "sample", "--out", str(out))
     assert code == 1 and err.startswith("error: ") and "notes.md" in err
     assert [p.name for p in out.iterdir()] == ["notes.md"]
+
+
+_CELL_LINES = st.sampled_from([
+    "import pandas as pd", "from sklearn.model_selection import train_test_split",
+    "import os, numpy as np", "!pip install lightgbm==4.6.0", "%pip install -q xgboost",
+    "x = 1; import seaborn as sns", "from . import helper", "import helper", "import clip",
+    "print('import torch')", "y = np.zeros(3)", "from google.colab import drive", "",
+])
+
+
+@given(st.lists(st.lists(_CELL_LINES, max_size=4).map("\n".join), max_size=6))
+def test_a_case_needs_what_its_cells_need_one_by_one(cells):
+    """The cells are scanned together: the result is what each cell alone would need."""
+    env = packaged()
+    together = requirements_of(cells, env, local=["helper"])
+    alone = [requirements_of([cell], env, local=["helper"]) for cell in cells]
+    assert together.requirements == sorted({r for need in alone for r in need.requirements})
+    assert together.unpinned == sorted({u for need in alone for u in need.unpinned})
+    assert together.local == sorted({m for need in alone for m in need.local})
+    assert together.resolved == {k: v for need in alone for k, v in need.resolved.items()}
+
+
+@given(st.lists(_CELL_LINES | st.text(alphabet="imports ;!%pipnal\n.", max_size=30), max_size=12)
+       .map("\n".join))
+def test_imports_are_found_on_every_line_that_holds_them(text):
+    """Only lines holding 'import' / 'install' are scanned: the same modules, in the same
+    order, as scanning every position of the text."""
+    from junobench.envs import requirements
+
+    expected = [m.group("from") or m.group("import") for m in requirements._IMPORT.finditer(text)]
+    found = [item.module for item in imports_of(text) if item.how == "import"]
+    pips = [name for m in requirements._PIP.finditer(text)
+            for name in requirements.pip_requirements(m.group("args"))]
+    assert [item.module for item in imports_of(text) if item.how == "pip"] == pips
+    modules = []
+    for value in expected:
+        if value.startswith(".") or not value:
+            continue
+        modules += [part.split()[0] for part in value.split(",") if part.split()]
+    assert found == modules

@@ -17,11 +17,12 @@ import pytest
 
 from junobench.data.snapshot import sample_path
 from junobench.envs import installer
-from junobench.envs.create import MANIFEST, create_environment, recover_environment, select
+from junobench.envs.create import MANIFEST, create_environment, recover_environment
 from junobench.envs.environment import packaged, parse_lock, parse_requirements
 from junobench.envs.installer import current_python
 from junobench.envs.pins import lock_text, parse_pins
 from junobench.errors import JunoBenchError
+from junobench.selection import select
 from tests.cli_run import run_cli
 
 HASH = "--hash=sha256:" + "a" * 64
@@ -247,7 +248,9 @@ def test_two_creates_into_one_folder_do_not_overlap(tmp_path):
             "def slow(*a, **k):\n"
             "    print('locked', flush=True); time.sleep(float(sys.argv[2])); return real(*a, **k)\n"
             "create._create = slow\n"
-            "create.create_environment(sys.argv[1], 'sample', ['NBspecific_2'], python=sys.argv[3])\n"
+            "from junobench.selection import select\n"
+            "create.create_environment(sys.argv[1], select('sample', ['NBspecific_2']), "
+            "python=sys.argv[3])\n"
             "print('done', flush=True)\n")
     first = subprocess.Popen([sys.executable, "-c", hold, str(target), "3", python], stdout=subprocess.PIPE, text=True,
                              env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
@@ -265,7 +268,7 @@ def test_two_creates_into_one_folder_do_not_overlap(tmp_path):
             first.kill()
     assert (target / MANIFEST).is_file()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["env"]  # no lock or journal left
-    again = create_environment(target, "sample", ["NBspecific_2"], python=python)
+    again = create_environment(target, select("sample", ["NBspecific_2"]), python=python)
     assert again.reused
 
 
@@ -274,11 +277,11 @@ def test_two_creates_into_one_folder_do_not_overlap(tmp_path):
     "pandas==2.1.4\n--index-url x", "pandas==2.1.4 --hash=sha256:" + "a" * 64, "pandas>=2", 7,
 ])
 def test_a_case_s_requirements_from_an_export_are_pins_or_refused(monkeypatch, tmp_path, line):
-    from junobench.envs import create
+    from junobench import selection
 
     rows = [{"case_id": "pandas_1", "requirements": ["numpy==1.26.4"]},
             {"case_id": "pandas_2", "requirements": ["numpy==1.26.4", line]}]
-    monkeypatch.setattr(create, "_cases", lambda *args: rows)
+    monkeypatch.setattr(selection, "_cases", lambda *args: rows)
     with pytest.raises(JunoBenchError, match="is not a pin") as error:
         select("sample", ["pandas_1", "pandas_2"])
     assert error.value.problem_.case == "pandas_2"
@@ -303,7 +306,7 @@ def test_a_file_whose_hash_is_not_the_lock_s_is_not_installed(sample_copy, tmp_p
     assert "numpy" in (folder / "lock.txt").read_text()
     target = tmp_path / "env"
     with pytest.raises(JunoBenchError, match=r"(?i)hash"):
-        create_environment(target, sample_copy, ["NBspecific_2"], python=str(current_python()))
+        create_environment(target, select(sample_copy, ["NBspecific_2"]), python=str(current_python()))
     assert not target.exists()
 
 

@@ -20,8 +20,8 @@ from junobench.data.snapshot import resolve
 from junobench.errors import JunoBenchError
 from junobench.hub.push import commit_export, plan
 from junobench.hub.read_export import CARD, CROISSANT
-from junobench.hub.release import latest_entry, merge_changelog
 from junobench.hub.write_export import export
+from junobench.release import latest_entry, merge_changelog
 
 TOKEN = "hf_junobenchReleaseToken123456789"
 REPO = "someone/bench"
@@ -205,7 +205,7 @@ def test_a_push_between_reading_the_hub_and_the_commit_fails_the_release(hub, sn
                                                                          monkeypatch) -> None:
     """The release commits on top of the head it read: a push in between makes the Hub
     refuse the commit, and nothing is tagged or written into the snapshot."""
-    import junobench.hub.release as release_module
+    import junobench.release as release_module
 
     out = export("sample", tmp_path / "first").out
     commit_export(out, plan(out), REPO, revision=None, private=False, message="first", endpoint=hub.url)

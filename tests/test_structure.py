@@ -85,13 +85,59 @@ def test_nothing_outside_the_cli_imports_it():
 def test_lower_layers_do_not_reach_up(package):
     """data is the bottom of the flow; hub and detection build on it, never on each other."""
     above = {"data": ("junobench.hub", "junobench.detection", "junobench.verify", "junobench.runtime",
-                      "junobench.construct", "junobench.loader", "junobench.browse", "junobench.stats"),
+                      "junobench.construct", "junobench.loader", "junobench.browse", "junobench.stats",
+                      "junobench.selection"),
              "hub": ("junobench.detection", "junobench.verify", "junobench.runtime", "junobench.construct"),
              "detection": ("junobench.hub", "junobench.verify", "junobench.construct")}[package]
     prefix = f"junobench.{package}"
     wrong = {m: sorted(e for e in edges if e.startswith(above))
              for m, edges in import_graph().items() if m == prefix or m.startswith(prefix + ".")}
     assert not {m: e for m, e in wrong.items() if e}
+
+
+def unit_of(module: str) -> str:
+    """The unit a module belongs to: its subpackage (``junobench.data``) or, for a
+    top-level module, the module itself (``junobench.loader``)."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def unit_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Subpackage or top-level module → the others it imports (the package itself and
+    ``__main__`` left out: they import everything by design)."""
+    units: dict[str, set[str]] = {}
+    skip = {"junobench", "junobench.__main__"}
+    for module, edges in graph.items():
+        if unit_of(module) in skip:
+            continue
+        targets = units.setdefault(unit_of(module), set())
+        targets.update(unit_of(e) for e in edges if unit_of(e) not in skip)
+    for unit, targets in units.items():
+        targets.discard(unit)
+    return units
+
+
+def test_no_two_subpackages_import_each_other():
+    """Between subpackages and top-level modules imports go one way: no unit reaches,
+    directly or through others (``data`` → ``envs`` → ``loader`` → ``data``), back to itself."""
+    units = unit_graph(import_graph())
+    mutual = sorted(f"{a} ↔ {b}" for a, targets in units.items() for b in targets
+                    if a < b and a in units.get(b, set()))
+    assert not mutual, "subpackages importing each other: " + "; ".join(mutual)
+    cycle = find_cycle(units)
+    assert cycle is None, "import cycle between subpackages: " + " → ".join(cycle or [])
+
+
+def test_the_unit_graph_sees_a_mutual_import_through_deferred_imports():
+    graph = {"junobench.data.cases": {"junobench.envs.environment"},
+             "junobench.envs.create": {"junobench.loader"},
+             "junobench.loader": {"junobench.data.build"}, "junobench.data.build": set(),
+             "junobench.envs.environment": set()}
+    units = unit_graph(graph)
+    assert units == {"junobench.data": {"junobench.envs"}, "junobench.envs": {"junobench.loader"},
+                     "junobench.loader": {"junobench.data"}}
+    assert find_cycle(units) == ["junobench.data", "junobench.envs", "junobench.loader",
+                                 "junobench.data"]
 
 
 def test_the_detector_finds_a_cycle():

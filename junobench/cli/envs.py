@@ -64,10 +64,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _create(args: argparse.Namespace) -> int:
     from junobench.envs.create import create_environment
+    from junobench.selection import select
 
-    made = create_environment(args.dir, args.source, args.cases or None, revision=args.revision,
-                              python=args.python, whole=args.whole, filters=filters_from(args),
-                              allow_build=args.allow_build)
+    selection = select(args.source, args.cases or None, revision=args.revision, whole=args.whole,
+                       filters=filters_from(args))
+    made = create_environment(args.dir, selection, python=args.python, allow_build=args.allow_build)
     if made.python_note:
         print(f"note: {made.python_note}", file=sys.stderr)
     for case, names in made.unpinned.items():
@@ -81,8 +82,8 @@ def _create(args: argparse.Namespace) -> int:
 
 
 def _dockerfile(args: argparse.Namespace) -> int:
-    from junobench.envs.create import select
     from junobench.envs.dockerfile import write_context
+    from junobench.selection import select
 
     selection = select(args.source, args.cases or None, revision=args.revision, whole=args.whole,
                        filters=filters_from(args))  # --all without --source reads no snapshot

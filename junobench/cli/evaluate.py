@@ -167,9 +167,9 @@ def _tasks(args: argparse.Namespace) -> int:
 
 
 def _detect(args: argparse.Namespace) -> int:
+    from junobench.detection.augment import with_runtime_info
     from junobench.detection.detect import detect, detect_static
-    from junobench.detection.ids import is_blind_id
-    from junobench.detection.tasks import read_tasks, task_key, tasks
+    from junobench.detection.tasks import read_tasks, tasks
     from junobench.errors import JunoBenchError
 
     if args.endpoint and not args.model:
@@ -185,16 +185,7 @@ def _detect(args: argparse.Namespace) -> int:
         items = read_tasks(args.tasks)
         texts = _runtime_texts(args)
         if texts is not None:
-            if any(is_blind_id(task_key(item)) for item in items):
-                raise JunoBenchError("blind tasks are not named by notebook, so --runtime-info "
-                                     "cannot be matched to them", file=args.tasks,
-                                     hint="build the tasks with `junobench tasks --runtime-info`")
-            for item in items:
-                item.pop("runtime_info", None)
-                if task_key(item) in texts:
-                    item["runtime_info"] = texts[task_key(item)]
-                if _style(args) is not None:
-                    item["style"] = _style(args)
+            items = with_runtime_info(items, texts, file=args.tasks, style=_style(args))
     else:
         filters: dict[str, Any] = filters_from(args)  # label fields only: no keyword of tasks()
         texts = _runtime_texts(args)
@@ -251,16 +242,11 @@ def _detect_analyser(args: argparse.Namespace, items: list[dict[str, Any]]) -> i
 
 
 def _runtime_texts(args: argparse.Namespace) -> dict[str, str] | None:
-    from junobench.errors import JunoBenchError
+    from junobench.detection.augment import runtime_texts_for, task_style
 
-    if not args.runtime_info:
-        if args.runtime_exclude:
-            raise JunoBenchError("--runtime-exclude needs --runtime-info FILE")
-        return None
-    from junobench.runtime import runtime_style, runtime_texts
-
-    args.runtime_style = runtime_style(args.runtime_info)
-    return runtime_texts(args.runtime_info, exclude=args.runtime_exclude)
+    texts = runtime_texts_for(args.runtime_info, args.runtime_exclude)
+    args.runtime_style = task_style(args.runtime_info) if texts is not None else None
+    return texts
 
 
 def _style(args: argparse.Namespace) -> str | None:
@@ -273,9 +259,9 @@ def _style(args: argparse.Namespace) -> str | None:
 def _report_runtime_info(args: argparse.Namespace, items: list[dict[str, Any]]) -> None:
     if not args.runtime_info:
         return
-    from junobench.detection.tasks import task_key
+    from junobench.detection.augment import lacking_runtime_info
 
-    missing = [task_key(t) for t in items if not t.get("runtime_info")]
+    missing = lacking_runtime_info(items)
     if missing:
         shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
         print(f"warning: {len(missing)} of {len(items)} tasks have no runtime information "

@@ -59,7 +59,7 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _release(args: argparse.Namespace) -> int:
-    from junobench.hub.release import release
+    from junobench.release import release
 
     result = release(args.snapshot, args.repo_id, version=args.version, revision=args.revision,
                      tag=args.tag, previous=args.previous, out=Path(args.out) if args.out else None,

@@ -69,8 +69,9 @@ def _checkout(args: argparse.Namespace) -> int:
     print(f"checked out {len(set(args.cases))} case(s) into {dest}")
     if args.env is not None:
         from junobench.envs.create import create_environment
+        from junobench.selection import select
 
-        made = create_environment(args.env, dest, python=args.python)
+        made = create_environment(args.env, select(dest), python=args.python)
         if made.python_note:
             print(f"note: {made.python_note}", file=sys.stderr)
         print(f"{'reused' if made.reused else 'created'} environment {made.path} "

@@ -73,7 +73,6 @@ COMPETITION_TABLES: dict[str, tuple[str, ...]] = {
 NOTEBOOK_OUTPUT_TABLES: dict[str, tuple[str, ...]] = {
     "KernelVersionKernelSources": ("KernelVersionId", "SourceKernelVersionId"),
 }
-OPTIONAL_TABLES: dict[str, tuple[str, ...]] = {**COMPETITION_TABLES, **NOTEBOOK_OUTPUT_TABLES}
 
 #: Columns of the datasets table that kaggle-metadata writes and download reads.
 DATASET_COLUMNS: tuple[str, ...] = (

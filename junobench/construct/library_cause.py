@@ -352,14 +352,14 @@ _ANSI_HEAD = 400
 _HEADER = "Traceback (most recent call last)"
 #: How a literal list of IPython's traceback lines starts (its first line is 75 dashes),
 #: and where an arrow could start in it at the earliest (on the last dash).
-_DASHED_HEAD = "['" + "-" * 75
-_DASHES_END = len(_DASHED_HEAD) - 1
+_DASHED_HEAD = "['" + "-" * 75  # pragma: no mutate (only where the arrow search starts)
+_DASHES_END = len(_DASHED_HEAD) - 1  # pragma: no mutate (a bound: no arrow is that early)
 _QUOTES = frozenset("'\"")
 _LAST_ITEM_ENDS = ("']", '"]')
 #: An exception's name (dotted module prefixes allowed; a prefix's ``\w*+`` is
 #: possessive where the ``re`` module knows it, Python 3.11 on: giving characters back
 #: could never reach a dot, so the answers are the same, only found faster).
-_POSSESSIVE = "+" if sys.version_info >= (3, 11) else ""
+_POSSESSIVE = "+" if sys.version_info >= (3, 11) else ""  # pragma: no mutate (speed only)
 _EXCEPTION_NAME = (rf"(?:[A-Za-z_]\w*{_POSSESSIVE}\.)*[A-Z]\w*"
                    r"(?:Error|Exception|Exit|Interrupt|Warning|Iteration)")
 #: ``Name: message`` or a bare ``Name``.
@@ -453,7 +453,7 @@ class _ModuleLibraries(dict[str, "str | None"]):
 
     def __missing__(self, module: str) -> str | None:
         lib = library_of_module(module)
-        if len(self) < 100_000:
+        if len(self) < 100_000:  # pragma: no mutate (a memory bound of a cache)
             self[module] = lib
         return lib
 
@@ -531,40 +531,71 @@ def explain(traceback: Any, code: str | None = None, *, benchmark: bool = False
             ) -> list[Evidence]:
     """Every clue about a crash, strongest first (for reviewing a decision)."""
     clues: list[tuple[str, float, str, str]] = []
-    _, context = _clues(traceback, code, clues.append, benchmark=benchmark)
+    _, context = _clues(traceback, code, clues.append, benchmark)
     _tiebreak_clues(context, code, clues.append)
     if benchmark:
         clues = [clue for clue in clues if clue[0] in _LABELS]
     return sorted((Evidence(*clue) for clue in clues), key=lambda e: (-e.weight, e.library, e.kind))
 
 
-def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool = False
+#: Receives each clue as ``(library, weight, kind, text)`` (None: clues are only summed).
+_Record = Callable[[tuple[str, float, str, str]], Any] | None
+
+
+def _clues(traceback: Any, code: str | None, record: _Record, benchmark: bool
            ) -> tuple[dict[str, float], tuple[str, int, int]]:
     """The total clue weight per library (see the module docstring for the clues), and
     where the cell's lines above the crash line are (``text, start, end``, for
     :func:`_tiebreak_clues`). ``record`` is called with each clue as ``(library, weight,
     kind, text)``.
 
-    One function on purpose: it runs once per crash of a pool of tens of thousands.
+    The phases, in the order the module docstring weighs them: the frames
+    (:func:`_frame_clues`), the exception (:func:`_exception_of`, :func:`_exception_clues`),
+    its message (:func:`_message_clues`) and the code lines the traceback shows
+    (:func:`_code_clues`). Each adds to ``totals`` in place.
     """
+    text, newline = _text(traceback)
+    vocabulary = _vocabulary(code)
+    totals: dict[str, float] = {}
+    libraries, first_frame = _frame_clues(text, benchmark, totals, record)
+    name, message, complete = _exception_of(text, newline)
+    if name:
+        _exception_clues(name, benchmark, totals, record)
+    if message:
+        _message_clues(message, vocabulary, benchmark, totals, record)
+    context = _code_clues(text, newline, first_frame, libraries if complete else None,
+                          vocabulary, totals, record)
+    return totals, context
+
+
+def _text(traceback: Any) -> tuple[str, str]:
+    """:func:`_normalise`, skipped for the tables' usual form (a literal list without ANSI
+    codes in its head), which needs no change."""
     # (find with bounds, not "in" a slice: no copy of the head; from its first "x", found
     # by a fast memchr, as most heads hold none)
     if type(traceback) is str and traceback.startswith("['") \
-            and ((x := traceback.find("x", 0, _ANSI_HEAD)) < 0
+            and ((x := traceback.find("x", 0, _ANSI_HEAD)) < 0  # pragma: no mutate (a probe)
                  or traceback.find("x1b[", x, _ANSI_HEAD) < 0):
-        text, newline = traceback, "\\n"  # the tables' usual form, needing no change
-    else:
-        text, newline = _normalise(traceback)
-    lib: str | None
-    vocabulary = _VOCABULARY
+        return traceback, "\\n"
+    return _normalise(traceback)
+
+
+def _vocabulary(code: str | None) -> _Vocabulary:
+    """The aliases and API names known, with those the cell's imports add."""
     if code and "import" in code:
         imported_aliases, imported_names = _imports(code)
-        vocabulary = _Vocabulary.of({**_ALL_ALIASES, **imported_aliases},
-                                    {**_ALL_API_NAMES, **imported_names})
+        return _Vocabulary.of({**_ALL_ALIASES, **imported_aliases},
+                              {**_ALL_API_NAMES, **imported_names})
+    return _VOCABULARY
 
-    # Frames inside installed libraries, in call order: the first is the library the
-    # user's code called, the last the one that raised. Cython, array-dispatch and
-    # torch-hub frames are looked for only when there is no site-packages frame.
+
+def _frame_clues(text: str, benchmark: bool, totals: dict[str, float], record: _Record
+                 ) -> tuple[set[str] | frozenset[str], int]:
+    """Frames inside installed libraries, in call order: the first is the library the
+    user's code called (entry), the last the one that raised, the others count less.
+    Cython, array-dispatch and torch-hub frames are looked for only when there is no
+    site-packages frame. Returns the libraries framed and where the first frame is (the
+    text's end when there is none)."""
     named: Sequence[str]
     # ("packages", not "-packages": a needle with a dash crawls over the dashed line that
     # heads every traceback)
@@ -585,35 +616,36 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
             first_frame, named = len(text), ()
         else:
             named = _NUMPY_FRAME
-    libraries: set[str] | frozenset[str]
-    if named:
-        libraries = set(named)
-        entry, last = named[0], named[-1]
-        if entry == "torch" and len(libraries) > 1 and _torch_dispatches(text, first_frame):
-            # torch's Module.__call__ only dispatches to the model's forward(): the next
-            # library frame is the model's (torchvision, …).
-            entry = named[1]
-        totals = dict.fromkeys(libraries, _W_DEEP)
-        totals[entry] = _W_ENTRY
-        totals[last] += _W_RAISE
-        if record:
-            record((entry, _W_ENTRY, "entry_frame", "first library frame"))
-            for lib in libraries:
-                if lib != entry:
-                    record((lib, _W_DEEP, "deep_frame", "library frame"))
-            record((last, _W_RAISE, "raise_frame", "innermost library frame"))
-    else:
-        libraries, totals = _NO_LIBRARIES, {}
-    add = totals.get
+    if not named:
+        return _NO_LIBRARIES, first_frame
+    libraries = set(named)
+    entry, last = named[0], named[-1]
+    if entry == "torch" and len(libraries) > 1 and _torch_dispatches(text, first_frame):
+        # torch's Module.__call__ only dispatches to the model's forward(): the next
+        # library frame is the model's (torchvision, …).
+        entry = named[1]
+    totals.update(dict.fromkeys(libraries, _W_DEEP))
+    totals[entry] = _W_ENTRY
+    totals[last] += _W_RAISE
+    if record:
+        record((entry, _W_ENTRY, "entry_frame", "first library frame"))
+        for lib in libraries:
+            if lib != entry:
+                record((lib, _W_DEEP, "deep_frame", "library frame"))
+        record((last, _W_RAISE, "raise_frame", "innermost library frame"))
+    return libraries, first_frame
 
-    # The exception, and what its message names. In a literal list, the last item that
-    # is an exception line (TF messages run over several items), within the last 4000
-    # characters: items are walked from the end, an item's opening quote being the
-    # previous unescaped occurrence of its closing quote, so commas and quotes inside
-    # messages cost nothing. Without such an item, ``listed`` says why: False when no item
-    # is an exception line, None when the text is not such a literal.
-    name: str | None = None
-    message: str | None = None
+
+def _exception_of(text: str, newline: str) -> tuple[str | None, str | None, bool]:
+    """The exception's name and message, and whether the traceback is complete (ends with
+    its exception line). In a literal list, the last item that is an exception line (TF
+    messages run over several items), within the last 4000 characters: items are walked
+    from the end, an item's opening quote being the previous unescaped occurrence of its
+    closing quote, so commas and quotes inside messages cost nothing. Otherwise the last
+    line (:func:`_unlisted_exception`), else the header's name (``ValueError Traceback
+    (most recent call last)``), the traceback then being incomplete."""
+    # Without such an item, ``listed`` says why: False when no item is an exception line,
+    # None when the text is not such a literal.
     listed: Literal[False] | None = None
     if newline != "\n" and text.endswith(_LAST_ITEM_ENDS):
         close = len(text) - 2  # the last item's closing quote, before "]"
@@ -621,7 +653,9 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
         while True:
             quote = text[close]
             start = text.rfind(quote, low, close)
-            if text[start - 1] == "\\" and start > 0:  # (the usual case fails the first test)
+            before = start - 1
+            # (a fast path: _unescaped returns start as it is when no backslash precedes it)
+            if text[before] == "\\" and start > 0:  # pragma: no mutate
                 start = _unescaped(text, quote, low, start)
             if start <= 0:  # no opening quote: beyond the window, or not a literal
                 listed = False if low else None
@@ -631,11 +665,9 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
                 # name ends where ": " starts, the message runs for 240 characters)
                 colon = text.find(": ", start + 1, start + _NAME_SPAN)
                 if colon > 0 and text[start + 1:colon] in _KNOWN_EXCEPTION_NAMES:
-                    name, message = text[start + 1:colon], text[colon + 2:colon + 242]
-                    break
+                    return text[start + 1:colon], text[colon + 2:colon + 242], True
                 if matched := _EXCEPTION_LINE.match(text, start + 1):
-                    name, message = matched.groups("")
-                    break
+                    return matched.group(1), matched.group(2) or "", True
             if text[start - 1] == "[":
                 listed = False
                 break
@@ -643,70 +675,88 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
                 listed = None
                 break
             close = start - 3
-    if name is not None:
-        complete = True
-    else:
-        name, message = _unlisted_exception(text, newline, listed)
-        complete = name is not None
-        if name is None:
-            name = _header_exception(text)
-    if name:
-        if "." in name:  # module.Class
-            module, _, cls = name.rpartition(".")
-            lib = _ALL_EXCEPTIONS.get(cls) or _known_module(module.partition(".")[0], benchmark)
-        else:
-            lib = _ALL_EXCEPTIONS.get(name)
-        if lib:
-            totals[lib] = add(lib, 0.0) + _W_EXCEPTION
-            if record:
-                record((lib, _W_EXCEPTION, "exception", name))
-    if message:
-        words: Collection[bytes] = _FRAGMENT_WORDS.intersection(message.encode().translate(_WORDS).split())
-        if words:
-            if record:  # the same clue texts in every process (set order varies)
-                words = sorted(words)
-            seen: set[str] = set()
-            for word in words:
-                for fragment, lib in _FRAGMENTS[word]:
-                    if lib not in seen and fragment in message:
-                        seen.add(lib)
-                        totals[lib] = add(lib, 0.0) + _W_MESSAGE
-                        if record:
-                            record((lib, _W_MESSAGE, "message", fragment))
-        # "'DataFrame' object has no attribute …": whose object it is ("in" is the
-        # cheaper test; find only when it is there)
-        if "' object " in message and (i := message.find("' object ")) > 0:
-            kind = message[max(0, i - 80):i].rsplit(None, 1)[-1].lstrip("'\"(<[")
-            lib = (_ALL_TYPES.get(kind) or _ALL_TYPES.get(kind.rpartition(".")[2])
-                   or vocabulary.api.get(kind)
-                   or _known_module(kind.partition(".")[0], benchmark))
-            if lib:
-                totals[lib] = add(lib, 0.0) + _W_TYPE
-                if record:
-                    record((lib, _W_TYPE, "message_type", f"'{kind}' object"))
-        if "() " in message and (i := message.find("() ")) > 0 \
-                and message.startswith(_COMPLAINTS, i + 3):  # "foo() got an unexpected …"
-            called = message[max(0, i - 80):i].rsplit(None, 1)[-1].rpartition(".")[2]
-            lib = vocabulary.api.get(called) or METHODS.get(called)
-            if lib:
-                totals[lib] = add(lib, 0.0) + _W_CALLED
-                if record:
-                    record((lib, _W_CALLED, "message_api", f"{called}()"))
-        if "module '" in message or "from '" in message:  # whose module it is
-            module_named = _MODULE_MESSAGE.search(message)
-            if module_named and (lib := _known_module(module_named.group(1).partition(".")[0], benchmark)):
-                totals[lib] = add(lib, 0.0) + _W_TYPE
-                if record:
-                    record((lib, _W_TYPE, "message_module", module_named.group(0)))
+    found, message = _unlisted_exception(text, newline, listed)
+    if found is not None:
+        return found, message, True
+    return _header_exception(text), message, False
 
-    # The crash line (the first ``---->`` line: the notebook cell's, which IPython shows
-    # first), and the user line that called into the first library frame.
+
+def _exception_clues(name: str, benchmark: bool, totals: dict[str, float], record: _Record
+                     ) -> None:
+    """The library of the exception's class (``InvalidArgumentError``) or of its module
+    (``tensorflow.python.framework.errors_impl.…``)."""
+    lib: str | None
+    if "." in name:  # module.Class
+        module, _, cls = name.rpartition(".")
+        lib = _ALL_EXCEPTIONS.get(cls) or _known_module(module.partition(".")[0], benchmark)
+    else:
+        lib = _ALL_EXCEPTIONS.get(name)
+    if lib:
+        totals[lib] = totals.get(lib, 0.0) + _W_EXCEPTION
+        if record:
+            record((lib, _W_EXCEPTION, "exception", name))
+
+
+def _message_clues(message: str, vocabulary: _Vocabulary, benchmark: bool,
+                   totals: dict[str, float], record: _Record) -> None:
+    """What the message names: a library's own phrases (once per library), whose object it
+    is (``'DataFrame' object``), whose function was called wrongly (``foo() got an
+    unexpected …``) and whose module it is (``module 'numpy' has no …``)."""
+    add = totals.get
+    lib: str | None
+    words: Collection[bytes] = _FRAGMENT_WORDS.intersection(message.encode().translate(_WORDS).split())
+    if words:
+        if record:  # the same clue texts in every process (set order varies)
+            words = sorted(words)
+        seen: set[str] = set()
+        for word in words:
+            for fragment, lib in _FRAGMENTS[word]:
+                if lib not in seen and fragment in message:
+                    seen.add(lib)
+                    totals[lib] = add(lib, 0.0) + _W_MESSAGE
+                    if record:
+                        record((lib, _W_MESSAGE, "message", fragment))
+    # "'DataFrame' object has no attribute …": whose object it is ("in" is the
+    # cheaper test; find only when it is there)
+    if "' object " in message and (i := message.find("' object ")) > 0:
+        kind = message[max(0, i - 80):i].rsplit(None, 1)[-1].lstrip("'\"(<[")
+        lib = (_ALL_TYPES.get(kind) or _ALL_TYPES.get(kind.rpartition(".")[2])
+               or vocabulary.api.get(kind)
+               or _known_module(kind.partition(".")[0], benchmark))
+        if lib:
+            totals[lib] = add(lib, 0.0) + _W_TYPE
+            if record:
+                record((lib, _W_TYPE, "message_type", f"'{kind}' object"))
+    if "() " in message and (i := message.find("() ")) > 0 \
+            and message.startswith(_COMPLAINTS, i + 3):  # "foo() got an unexpected …"
+        called = message[max(0, i - 80):i].rsplit(None, 1)[-1].rpartition(".")[2]
+        lib = vocabulary.api.get(called) or METHODS.get(called)
+        if lib:
+            totals[lib] = add(lib, 0.0) + _W_CALLED
+            if record:
+                record((lib, _W_CALLED, "message_api", f"{called}()"))
+    if "module '" in message or "from '" in message:  # whose module it is
+        module_named = _MODULE_MESSAGE.search(message)
+        if module_named and (lib := _known_module(module_named.group(1).partition(".")[0], benchmark)):
+            totals[lib] = add(lib, 0.0) + _W_TYPE
+            if record:
+                record((lib, _W_TYPE, "message_module", module_named.group(0)))
+
+
+def _code_clues(text: str, newline: str, first_frame: int,
+                framed: set[str] | frozenset[str] | None, vocabulary: _Vocabulary,
+                totals: dict[str, float], record: _Record) -> tuple[str, int, int]:
+    """The libraries the code lines call: the crash line (the first ``---->`` line: the
+    notebook cell's, which IPython shows first) and the user line that called into the
+    first library frame. ``framed``: the libraries of a complete traceback's frames (a
+    library called on the crash line but not framed weighs half). Returns where the
+    cell's lines above the crash line are, for the tie-breakers."""
     # (The dashed line that heads a traceback holds no arrow: skipping it is worth it.)
     arrow = _ARROW.search(text, _DASHES_END if text.startswith(_DASHED_HEAD) else 0, first_frame)
     if arrow is None:
-        return totals, (text, 0, min(first_frame, 600))
+        return text, 0, min(first_frame, 600)
     crash_start, crash_end = arrow.span()
-    lines = [(crash_end, "crash", libraries if complete else None)]
+    lines = [(crash_end, "crash", framed)]
     # The innermost user line: the last arrow before the first library frame (or in the
     # user's own function frames when no library frame follows); arrows cannot overlap.
     # (Its ">" is looked for, then the dash: a one-character rfind is a fast memrchr, a
@@ -717,53 +767,60 @@ def _clues(traceback: Any, code: str | None, record: Any = None, benchmark: bool
             lines.append((call.end(), "call", None))
             break
         end = i
-    known = vocabulary.known
-    for start, where, framed in lines:
-        stop = start + 300
-        end = text.find(newline, start, stop)  # up to the end of the line
-        if end < 0:
-            end = stop
-        if newline != "\n" and (i := text.find("', ", start, end)) >= 0:
-            end = i  # the item ends on this line
-        data = text[start:end].encode()
-        words = known.intersection(data.translate(_WORDS).split())
-        if not words:
-            continue
-        # The strongest clue per library: alias.attr, then a known name, then a method.
-        aliases, names = vocabulary.aliases, vocabulary.names
-        if record:
-            words = sorted(words)
-            what: dict[str, bytes] = {}
-        found: dict[str, int] = {}
-        for word in words:
-            lib = aliases.get(word)
-            # (bytes.find, not "in": "in" first tries the needle as an int, raising inside)
-            if lib and data.find(word + b".") >= 0:
-                found[lib] = _ALIAS
-            elif lib := names.get(word):
-                if found.get(lib, 0) < _API:
-                    found[lib] = _API
-                else:
-                    continue
-            elif (lib := _METHODS.get(word)) and lib not in found and data.find(b"." + word) >= 0:
-                found[lib] = _METHOD
+    for start, where, line_framed in lines:
+        _line_clues(text, newline, start, where, line_framed, vocabulary, totals, record)
+    return text, crash_start - 240 if crash_start > 240 else 0, crash_start
+
+
+def _line_clues(text: str, newline: str, start: int, where: str,
+                framed: set[str] | frozenset[str] | None, vocabulary: _Vocabulary,
+                totals: dict[str, float], record: _Record) -> None:
+    """The strongest clue per library on the code line at ``start``: ``alias.attr``, then
+    a name only that library defines, then a method only it has."""
+    stop = start + 300
+    end = text.find(newline, start, stop)  # up to the end of the line
+    if end < 0:
+        end = stop
+    if newline != "\n" and (i := text.find("', ", start, end)) >= 0:
+        end = i  # the item ends on this line
+    data = text[start:end].encode()
+    words: Collection[bytes] = vocabulary.known.intersection(data.translate(_WORDS).split())
+    if not words:
+        return
+    aliases, names = vocabulary.aliases, vocabulary.names
+    what: dict[str, bytes] = {}
+    if record:
+        words = sorted(words)
+    found: dict[str, int] = {}
+    for word in words:
+        lib = aliases.get(word)
+        # (bytes.find, not "in": "in" first tries the needle as an int, raising inside)
+        if lib and data.find(word + b".") >= 0:
+            found[lib] = _ALIAS
+        elif lib := names.get(word):
+            if found.get(lib, 0) < _API:
+                found[lib] = _API
             else:
                 continue
-            if record:
-                what[lib] = word
-        weights = _LINE_WEIGHTS[where]
-        for lib, strength in found.items():
-            weight = weights[strength]
-            # A library called on the crash line but absent from the frames of a complete
-            # traceback weighs half: the error arose elsewhere on the line. Compiled
-            # libraries (numpy, torch) often raise without a Python frame of their own,
-            # so they are discounted only when another library's frames show where.
-            if framed is not None and lib not in framed and (framed or lib not in _COMPILED):
-                weight *= 0.5
-            totals[lib] = add(lib, 0.0) + weight
-            if record:
-                record((lib, weight, _KINDS[where][strength], what[lib].decode()))
-    return totals, (text, crash_start - 240 if crash_start > 240 else 0, crash_start)
+        elif (lib := _METHODS.get(word)) and lib not in found and data.find(b"." + word) >= 0:
+            found[lib] = _METHOD
+        else:
+            continue
+        if record:
+            what[lib] = word
+    weights = _LINE_WEIGHTS[where]
+    add = totals.get
+    for lib, strength in found.items():
+        weight = weights[strength]
+        # A library called on the crash line but absent from the frames of a complete
+        # traceback weighs half: the error arose elsewhere on the line. Compiled
+        # libraries (numpy, torch) often raise without a Python frame of their own,
+        # so they are discounted only when another library's frames show where.
+        if framed is not None and lib not in framed and (framed or lib not in _COMPILED):
+            weight *= 0.5
+        totals[lib] = add(lib, 0.0) + weight
+        if record:
+            record((lib, weight, _KINDS[where][strength], what[lib].decode()))
 
 
 def _torch_dispatches(text: str, start: int) -> bool:

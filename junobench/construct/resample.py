@@ -45,11 +45,6 @@ PUBLISHED_LIBRARIES: tuple[str, ...] = (
 )
 PUBLISHED_N = 500
 PUBLISHED_SEED = 43
-#: The benchmark's ten libraries (TensorFlow and Keras as one), for ``match="module"``.
-BENCHMARK_LIBRARIES: tuple[str, ...] = (
-    "torch", "sklearn", "tensorflow/keras", "seaborn", "matplotlib", "statsmodels",
-    "torchvision", "lightgbm", "pandas", "numpy",
-)
 #: Top-level modules that count as importing a library group (``match="module"``).
 LIBRARY_MODULES: dict[str, frozenset[str]] = {
     "tensorflow/keras": frozenset({"tensorflow", "keras", "tf_keras"}),

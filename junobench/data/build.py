@@ -15,6 +15,7 @@ from pathlib import Path
 
 import datasets
 
+from junobench.cores import available_cores
 from junobench.data import layout
 from junobench.data.cache import cache_root
 from junobench.data.preparation import BuildReport
@@ -107,7 +108,7 @@ PARALLEL_FROM = 1000
 
 
 def _default_num_proc(root: Path) -> int:
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = available_cores()
     if cores < 2:
         return 1
     try:

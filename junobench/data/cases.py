@@ -24,7 +24,7 @@ from junobench.data.notebook import (
     read_notebook,
 )
 from junobench.data.tables import DescRow
-from junobench.envs.environment import snapshot_environment
+from junobench.envs.environment import Environment, snapshot_environment
 from junobench.envs.requirements import local_modules, requirements_of
 from junobench.errors import JunoBenchError, Problem
 from junobench.safety.paths import is_dir_entry, is_within, link_root
@@ -62,10 +62,11 @@ def case_order(case_id: str) -> tuple[str, int, str]:
     return (prefix, int(number), "") if vocab.is_case_id(case_id) else ("\uffff", 0, case_id)
 
 
-def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
+def parse_case_folder(root: str | Path, case_id: str, env: Environment | None = None) -> CaseResult:
     """The fields of a case's record that its folder gives: notebooks, crash, orders and the
-    datasets of its metadata files (``datasets`` None when it has none). Never raises for
-    bad input: problems name the file and the case."""
+    datasets of its metadata files (``datasets`` None when it has none); requirements
+    pinned from ``env`` (default: the snapshot's). Never raises for bad input: problems
+    name the file and the case."""
     problems: list[Problem] = []
     absent: list[str] = []
     folder_rel = f"{layout.BENCHMARK_DIR}/{case_id}"
@@ -141,7 +142,8 @@ def parse_case_folder(root: str | Path, case_id: str) -> CaseResult:
     assert crash is not None
     library = vocab.library_of(case_id)
     needs = requirements_of((c.source for version in cells.values() for c in version),
-                            snapshot_environment(root), local=local_modules(folder))
+                            env or snapshot_environment(root),
+                            local=local_modules(folder, entries.values()))
     record = {
         "case_id": case_id,
         "library": library,

@@ -96,20 +96,3 @@ def write_metadata(path: str | Path, data: dict[str, Any]) -> None:
     if problems:
         raise JunoBenchError("invalid dataset metadata: " + "; ".join(problems), file=path)
     write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-
-
-def add_modification(path: str | Path, modification: dict[str, Any]) -> dict[str, Any]:
-    """Append one entry to a metadata file's ``modifications`` (the file must exist and be
-    valid); returns the updated metadata.
-
-    >>> import tempfile, pathlib
-    >>> f = pathlib.Path(tempfile.mkdtemp()) / "iris.metadata.json"
-    >>> write_metadata(f, {"title": "Iris", "url": None, "license": "CC0: Public Domain",
-    ...                    "files": ["iris.csv"], "modifications": []})
-    >>> add_modification(f, {"kind": "downsampled", "ratio": 0.5, "seed": 7})["modifications"]
-    [{'kind': 'downsampled', 'ratio': 0.5, 'seed': 7}]
-    """
-    data = read_metadata(path)
-    data["modifications"] = [*data.get("modifications", []), modification]
-    write_metadata(path, data)
-    return data

@@ -38,9 +38,6 @@ import orjson
 from junobench.errors import JunoBenchError
 from junobench.safety.paths import read_regular
 
-#: Marker on a cell's first line (as a comment): the cell ran once before its recorded run.
-REEXECUTE_MARKER = "[reexecute]"
-
 _ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 _REEXECUTE = re.compile(r"^\s*#.*\[reexecute\]", re.IGNORECASE)
 # First frame of a cell: IPython >= 8 ("Cell In[3], line 4"), 8.0-8.4 ("Input In [3], in

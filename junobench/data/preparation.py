@@ -35,6 +35,7 @@ from junobench.data.cases import (
     table_fields,
 )
 from junobench.data.tables import DescRow, read_desc, read_diagnoses
+from junobench.envs.environment import snapshot_environment
 from junobench.errors import Problem
 from junobench.safety.paths import is_dir_entry
 
@@ -71,8 +72,9 @@ class FolderShard:
 def parse_folders(root: str, ids: Sequence[str]) -> FolderShard:
     records: list[dict[str, Any]] = []
     shard = FolderShard([], records)
+    env = snapshot_environment(root)  # read once per shard, not once per case
     for case_id in ids:
-        result = parse_case_folder(root, case_id)
+        result = parse_case_folder(root, case_id, env)
         for what in result.absent:
             shard.absent.setdefault(what, []).append(case_id)
         shard.problems += result.problems

@@ -47,12 +47,18 @@ from junobench.data.preparation import (
 from junobench.envs.environment import snapshot_environment
 from junobench.errors import JunoBenchError
 
-# The one use of a datasets internal, kept because datasets offers no public switch:
-# every builder's __init__ (and its unpickling in each worker process) rewrites the
-# module that defines the builder for streaming: ``open``, ``os.path.*`` and ``Path``
-# become remote-aware wrappers, and SciPy, pandas and XML readers are imported to wrap
-# theirs. This builder reads a local snapshot only, so the module declares itself already
-# done. tests/test_builder.py fails if datasets stops honouring the flag.
+# The two datasets internals this builder relies on, each because datasets offers no
+# public way; tests/test_builder.py fails if datasets drops or renames either:
+#
+# 1. ``_patched_for_streaming`` (this module's flag): every builder's __init__ (and its
+#    unpickling in each worker process) rewrites the module that defines the builder for
+#    streaming: ``open``, ``os.path.*`` and ``Path`` become remote-aware wrappers, and
+#    SciPy, pandas and XML readers are imported to wrap theirs. This builder reads a local
+#    snapshot only, so the module declares itself already done.
+# 2. ``self._output_dir`` (a builder attribute): the folder being prepared, which datasets
+#    moves to the cache folder when preparation succeeds. The build report and the
+#    workers' spool files must be written there, to move with the records (a report
+#    written to the public ``cache_dir`` would outlive a failed preparation).
 _patched_for_streaming = True
 
 #: Report files written beside the prepared records: what was skipped, what is absent.
@@ -181,6 +187,8 @@ class JunoBench(datasets.ArrowBasedBuilder):
     def __init__(self, *args: Any, workers: int = 1, **kwargs: Any) -> None:
         #: Processes that parse case folders (the records are the same for any number).
         self.workers = max(1, workers)
+        #: The cache folder asked for (the notebooks config prepares the cases there).
+        self.cache_root: str | None = kwargs.get("cache_dir")
         super().__init__(*args, **kwargs)
 
     def _info(self) -> datasets.DatasetInfo:
@@ -242,8 +250,8 @@ class JunoBench(datasets.ArrowBasedBuilder):
         cases = datasets.concatenate_datasets([datasets.Dataset.from_file(f) for f in files])
         table = cases.data.table.select(NOTEBOOK_SOURCE_COLUMNS)
         for span in ranges:
-            for start in range(span.start, span.stop, self._writer_batch_size):
-                stop = min(start + self._writer_batch_size, span.stop)
+            for start in range(span.start, span.stop, self.DEFAULT_WRITER_BATCH_SIZE):
+                stop = min(start + self.DEFAULT_WRITER_BATCH_SIZE, span.stop)
                 yield start, table.slice(start, stop - start)
 
     def _cases_dataset(self) -> datasets.Dataset:
@@ -251,7 +259,7 @@ class JunoBench(datasets.ArrowBasedBuilder):
             config_name="cases",
             snapshot=self.config.snapshot,
             fingerprint=self.config.fingerprint,
-            cache_dir=self._cache_dir_root,
+            cache_dir=self.cache_root,
             dataset_name=self.dataset_name,
         )
         builder.download_and_prepare()

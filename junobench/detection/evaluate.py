@@ -37,7 +37,6 @@ from junobench.detection.uncertainty import (
 )
 from junobench.detection.votes import DEFAULT_VOTE, VOTES, vote
 from junobench.errors import JunoBenchError
-from junobench.safety.atomic import atomic_path
 
 #: Breakdown name → (record field it groups by, column title).
 BREAKDOWNS: dict[str, tuple[str, str]] = {
@@ -457,62 +456,34 @@ def _read(predictions: str | Path | Predictions, layout: str | None = None) -> P
 def plot(report: Report, path: str | Path, by: str = "library") -> Path:
     """Bar chart per group (see :func:`figure`), written atomically to ``path``.
     Needs matplotlib (``pip install 'junobench[plot]'``)."""
-    import matplotlib.pyplot as plt
+    from junobench.plots import save_figure
 
-    fig = figure(report, by)
-    path = Path(path)
-    try:
-        with atomic_path(path, suffix=path.suffix) as temporary:
-            fig.savefig(temporary, dpi=120, bbox_inches="tight")
-    finally:
-        plt.close(fig)
-    return path
+    return save_figure(figure(report, by), path)
 
 
-def figure(report: Report, by: str = "library") -> Any:
+def figure(report: Report, by: str = "library", *, ax: Any = None) -> Any:
     """Bars per group: share of reproduced and of fixed notebooks judged correctly, and
     accuracy with its 95% case-bootstrap interval. Each group is labelled with its number
-    of notebooks; the legend sits outside the axes, clear of the bars."""
-    try:
-        import matplotlib
+    of notebooks; the legend sits outside the axes, clear of the bars. A
+    :class:`matplotlib.figure.Figure` (no pyplot state), or drawn into ``ax``."""
+    from junobench.plots import grouped_bar_chart
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise JunoBenchError("plotting needs matplotlib",
-                             hint="pip install 'junobench[plot]'") from None
     groups = report.groups(by)
     matrices = {name: confusion(_pair(d) for d in decisions) for name, decisions in groups.items()}
     names = [f"{name}\n(n={len(report.evaluated_in(decisions))})" for name, decisions in groups.items()]
     accuracy = [m.accuracy or 0.0 for m in matrices.values()]
     bounds = [report.intervals(decisions)["accuracy"] for decisions in groups.values()]
-    errors = [[max(0.0, a - (b or (a, a))[0]) for a, b in zip(accuracy, bounds, strict=True)],
-              [max(0.0, (b or (a, a))[1] - a) for a, b in zip(accuracy, bounds, strict=True)]]
+    below = [max(0.0, a - (b or (a, a))[0]) for a, b in zip(accuracy, bounds, strict=True)]
+    above = [max(0.0, (b or (a, a))[1] - a) for a, b in zip(accuracy, bounds, strict=True)]
     series = {
         "reproduced (crash detected)": [_share(m.tp, m.positives) for m in matrices.values()],
         "fixed (no crash)": [_share(m.tn, m.negatives) for m in matrices.values()],
         "accuracy (95% CI)": accuracy,
     }
-    width = 0.27
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.9 * len(names) + 2), 4.6))
-    for i, (label, values) in enumerate(series.items()):
-        positions = [x + (i - 1) * width for x in range(len(names))]
-        if label.startswith("accuracy"):
-            ax.bar(positions, values, width, label=label, yerr=errors, capsize=2,
-                   error_kw={"elinewidth": 0.8})
-        else:
-            ax.bar(positions, values, width, label=label)
-    ax.set_xticks(range(len(names)))
-    ax.set_xticklabels(names, rotation=35, ha="right", fontsize="small")
-    ax.set_ylim(0, 1.05)
-    ax.set_ylabel("share correct")
-    ax.set_title(f"Crash detection by {BREAKDOWNS[by][1]} (vote: {report.vote}, "
-                 f"accuracy {report.overall.accuracy or 0:.3f}, "
-                 f"n={len(report.evaluated)} notebooks)", fontsize="medium")
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0,
-              frameon=False)
-    fig.tight_layout()
-    return fig
+    title = (f"Crash detection by {BREAKDOWNS[by][1]} (vote: {report.vote}, "
+             f"accuracy {report.overall.accuracy or 0:.3f}, n={len(report.evaluated)} notebooks)")
+    return grouped_bar_chart(series, names, errors={"accuracy (95% CI)": (below, above)},
+                             title=title, ylabel="share correct", ylim=(0, 1.05), ax=ax)
 
 
 def _share(part: int, whole: int) -> float:

@@ -106,14 +106,11 @@ def crash_detection(
         judge_passes: judge passes per answer.
         judge_reverse: the reversed protocol (the answer before the ground truth).
     """
+    from junobench.detection.augment import runtime_texts_for, task_style
     from junobench.detection.tasks import tasks
 
-    texts, style = None, None
-    if runtime_info:
-        from junobench.runtime import runtime_style, runtime_texts
-
-        texts = runtime_texts(runtime_info, exclude=list(_values(runtime_exclude) or []))
-        style = "crane" if runtime_style(runtime_info) == "crane" else None
+    texts = runtime_texts_for(runtime_info, _values(runtime_exclude) or [])
+    style = task_style(runtime_info) if texts is not None else None
     filters: dict[str, str | Iterable[str] | None] = {
         "library": _values(library), "root_cause": _values(root_cause),
         "crash_type": _values(crash_type), "pipeline_stage": _values(stage),

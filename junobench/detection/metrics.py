@@ -1,5 +1,9 @@
 """Crash-detection metrics, crash = positive class. Pure functions over (truth, decision) pairs.
 
+Each score is defined once, in :func:`fractions`, as a numerator and a denominator of the
+four counts; :class:`Confusion` divides them for one matrix, and
+:func:`junobench.detection.uncertainty.metric_values` for arrays of bootstrap resamples.
+
 >>> c = confusion([(True, True), (True, False), (False, False), (False, True)])
 >>> c.tp, c.fn, c.tn, c.fp, c.accuracy
 (1, 1, 1, 1, 0.5)
@@ -9,15 +13,40 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
+#: A count: one matrix's (int) or one per resample (an array).
+N = TypeVar("N", int, "NDArray[np.float64]")
 
-#: Digits shown in text reports (JSON keeps full precision).
-DIGITS = 3
+#: Scores, in report order.
+METRICS: tuple[str, ...] = ("precision", "recall", "f1", "accuracy")
+#: The four counts, in the order of :func:`outcome`'s index.
+COUNTS: tuple[str, ...] = ("tp", "fp", "tn", "fn")
+
+
+def outcome(truth: bool, decision: bool) -> int:
+    """Index in :data:`COUNTS` of one ``(truth, decision)`` pair (``True`` is crash)."""
+    if truth:
+        return 0 if decision else 3
+    return 1 if decision else 2
+
+
+def fractions(tp: N, fp: N, tn: N, fn: N) -> dict[str, tuple[N, N]]:
+    """Each score of :data:`METRICS` as ``(numerator, denominator)`` of the counts."""
+    return {
+        "precision": (tp, tp + fp),
+        "recall": (tp, tp + fn),
+        "f1": (2 * tp, 2 * tp + fp + fn),
+        "accuracy": (tp + tn, tp + fp + tn + fn),
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,38 +78,32 @@ class Confusion:
 
     @property
     def precision(self) -> float | None:
-        return _ratio(self.tp, self.tp + self.fp)
+        return self.score("precision")
 
     @property
     def recall(self) -> float | None:
-        return _ratio(self.tp, self.tp + self.fn)
+        return self.score("recall")
 
     @property
     def f1(self) -> float | None:
-        return _ratio(2 * self.tp, 2 * self.tp + self.fp + self.fn)
+        return self.score("f1")
 
     @property
     def accuracy(self) -> float | None:
-        return _ratio(self.tp + self.tn, self.n)
+        return self.score("accuracy")
 
-
-def _ratio(numerator: int, denominator: int) -> float | None:
-    return numerator / denominator if denominator else None
+    def score(self, metric: str) -> float | None:
+        """One score of :data:`METRICS`, None when its denominator is zero."""
+        numerator, denominator = fractions(self.tp, self.fp, self.tn, self.fn)[metric]
+        return numerator / denominator if denominator else None
 
 
 def confusion(pairs: Iterable[tuple[bool, bool]]) -> Confusion:
     """Count ``(truth, decision)`` pairs; ``True`` is crash."""
-    tp = fp = tn = fn = 0
+    counts = [0, 0, 0, 0]
     for truth, decision in pairs:
-        if truth and decision:
-            tp += 1
-        elif truth:
-            fn += 1
-        elif decision:
-            fp += 1
-        else:
-            tn += 1
-    return Confusion(tp, fp, tn, fn)
+        counts[outcome(truth, decision)] += 1
+    return Confusion(*counts)
 
 
 def grouped(items: Iterable[T], key: Callable[[T], K],
@@ -117,9 +140,3 @@ def _round(value: float | None, digits: int | None) -> float | None:
         return value
     return round(value, digits)
 
-
-def summed(matrices: Mapping[Any, Confusion]) -> Confusion:
-    total = Confusion()
-    for matrix in matrices.values():
-        total = total + matrix
-    return total

@@ -24,14 +24,6 @@ from typing import Any
 
 from junobench.detection import crane_inputs
 
-#: JSON Schema of the answer (for servers that constrain output to a schema).
-ANSWER_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"reasoning": {"type": "string"}, "detection": {"type": "boolean"}},
-    "required": ["reasoning", "detection"],
-    "additionalProperties": False,
-}
-
 _INTRO = "You detect crashes in machine-learning Jupyter notebooks before they happen."
 _GIVEN = {
     "executed": "- [Executed Cells]: the code cells that have already run without error, "

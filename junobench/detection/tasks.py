@@ -36,8 +36,8 @@ from junobench.detection.crane_inputs import STYLE as crane_inputs_style
 from junobench.detection.crane_inputs import read_documents as crane_documents
 from junobench.detection.ids import blind_id, is_blind_id
 from junobench.errors import JunoBenchError
-from junobench.jsonl import read_instance_records
-from junobench.safety.atomic import atomic_open, check_file_target
+from junobench.jsonl import read_instance_records, write_jsonl
+from junobench.safety.atomic import check_file_target
 
 #: The case's labels, kept in the ground-truth file (for breakdowns and filters).
 CASE_LABELS: tuple[str, ...] = ("case_id", "version", "library", "library_label", "root_cause",
@@ -45,9 +45,6 @@ CASE_LABELS: tuple[str, ...] = ("case_id", "version", "library", "library_label"
 #: Fields of the ground-truth file.
 TRUTH_FIELDS: tuple[str, ...] = ("id", "instance", "crash", "exception", "diagnosis",
                                  *CASE_LABELS)
-#: The fields a task may have; anything else in a task file is refused.
-TASK_FIELDS: frozenset[str] = frozenset({"id", "executed_cells", "target_cell", "runtime_info",
-                                         "style", "target_title"})
 TRUTH_SUFFIX = ".truth.jsonl"
 _CELL_KEYS = ("code_cell_index", "execution_count", "source")
 _OUTPUT_LIMIT = 2000
@@ -307,15 +304,6 @@ def truth_path(tasks_path: str | Path) -> Path:
     path = Path(tasks_path)
     stem = path.name[: -len(".jsonl")] if path.name.endswith(".jsonl") else path.name
     return path.with_name(stem + TRUTH_SUFFIX)
-
-
-def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
-    """Write rows as JSON Lines atomically (beside, then moved over ``path``)."""
-    path = Path(path)
-    with atomic_open(path) as handle:
-        for row in rows:
-            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
-    return path
 
 
 def write_tasks(tasks_: Sequence[Mapping[str, Any]], truths: Sequence[Mapping[str, Any]],

@@ -35,10 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from junobench.detection.metrics import METRICS as METRICS  # scores with an interval
+from junobench.detection.metrics import fractions, outcome
 from junobench.errors import JunoBenchError
 
-#: Scores that get an interval, in report order.
-METRICS: tuple[str, ...] = ("precision", "recall", "f1", "accuracy")
 DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 0
 CONFIDENCE = 0.95
@@ -56,21 +56,17 @@ def case_counts(scored: Iterable[Scored]) -> tuple[list[str], _Counts]:
     """Cases in first-seen order and their ``[tp, fp, tn, fn]`` counts (one row per case)."""
     rows: dict[str, list[int]] = {}
     for case, truth, decision in scored:
-        row = rows.setdefault(case, [0, 0, 0, 0])
-        row[(0 if decision else 3) if truth else (1 if decision else 2)] += 1
+        rows.setdefault(case, [0, 0, 0, 0])[outcome(truth, decision)] += 1
     return list(rows), np.array(list(rows.values()), dtype=np.int64).reshape(len(rows), 4)
 
 
 def metric_values(counts: _Counts) -> dict[str, _Floats]:
-    """Each metric of summed ``[..., 4]`` counts (NaN where undefined)."""
+    """Each metric of summed ``[..., 4]`` counts (NaN where undefined), by the formulas of
+    :func:`junobench.detection.metrics.fractions`."""
     tp, fp, tn, fn = (counts[..., i].astype(np.float64) for i in range(4))
     with np.errstate(divide="ignore", invalid="ignore"):
-        return {
-            "precision": tp / (tp + fp),
-            "recall": tp / (tp + fn),
-            "f1": 2 * tp / (2 * tp + fp + fn),
-            "accuracy": (tp + tn) / (tp + fp + tn + fn),
-        }
+        return {name: numerator / denominator
+                for name, (numerator, denominator) in fractions(tp, fp, tn, fn).items()}
 
 
 def resampled_counts(counts: _Counts, resamples: int, seed: int) -> _Counts:
@@ -128,12 +124,13 @@ def mcnemar(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> McNemar:
 
     if len(correct_a) != len(correct_b):
         raise ValueError("McNemar needs the same notebooks for both detectors")
-    only_a = sum(1 for a, b in zip(correct_a, correct_b, strict=True) if a and not b)
-    only_b = sum(1 for a, b in zip(correct_a, correct_b, strict=True) if b and not a)
-    if only_a + only_b == 0:
+    pairs = list(zip(correct_a, correct_b, strict=True))
+    only_a = sum(1 for a, b in pairs if a and not b)
+    only_b = sum(1 for a, b in pairs if b and not a)
+    if only_a == only_b == 0:  # no discordant notebook: nothing tells the two apart
         return McNemar(0, 0, 1.0)
     p_value = float(binomtest(only_a, only_a + only_b, 0.5, alternative="two-sided").pvalue)
-    return McNemar(only_a, only_b, min(1.0, p_value))
+    return McNemar(only_a, only_b, p_value)  # (scipy's two-sided p is at most 1)
 
 
 @dataclass(frozen=True)

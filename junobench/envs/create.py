@@ -9,7 +9,8 @@ selection reuses the environment; another selection replaces it (a folder that i
 junobench environment is refused). When the environment's Python version cannot be found
 on the machine, the interpreter used says so, and the manifest records it.
 
->>> made = create_environment("envs/sample", source="sample")   # doctest: +SKIP
+>>> from junobench.selection import select
+>>> made = create_environment("envs/sample", select("sample"))  # doctest: +SKIP
 >>> made.reused, made.requirements[:2], made.python_note          # doctest: +SKIP
 (False, ['ipykernel==6.29.5', 'matplotlib==3.7.1'], None)
 """
@@ -25,12 +26,12 @@ import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from junobench.envs.environment import Environment, packaged, snapshot_environment
+from junobench.envs.environment import Environment
 from junobench.envs.installer import (
     current_python,
     find_python,
@@ -43,7 +44,6 @@ from junobench.envs.installer import (
     uv_binary,
     venv_python,
 )
-from junobench.envs.pins import parse_pins
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import OLD, recover, write_text
 from junobench.safety.paths import read_regular
@@ -83,74 +83,6 @@ class Created:
     installer: str
     unpinned: dict[str, list[str]]
     manifest: dict[str, Any]
-
-
-def select(source: str | Path | None, case_ids: Sequence[str] | None = None, *, revision: str | None = None,
-           whole: bool = False, filters: Mapping[str, str | Iterable[str]] | None = None) -> Selection:
-    """The requirement set of ``case_ids`` (or the cases matching ``filters``, or every case)
-    of ``source`` (None: the default source); with ``whole``, every pin of the snapshot's
-    environment (of the packaged default environment when no source is given: nothing is
-    read or fetched)."""
-    from junobench.data.snapshot import DEFAULT_SOURCE, resolve
-
-    if whole and (case_ids or filters):
-        raise JunoBenchError("--all makes the whole environment: give no cases or filters with it")
-    root = None if whole and source is None else resolve(source or DEFAULT_SOURCE, revision=revision)
-    env = packaged() if root is None else snapshot_environment(root)
-    kernel = kernel_requirements(env)
-    if whole:
-        pins = [f"{name}=={version}" for name, version in env.requirements.items()]
-        return Selection(env, sorted({*pins, *kernel}), whole=True)
-    assert root is not None
-    cases = _cases(root, case_ids, revision, filters)
-    from junobench.data.build import prepare
-
-    _, report = prepare(root, ("cases",), skip_invalid=True)
-    wanted = {c["case_id"] for c in cases}
-    _check_requirements(root, cases)
-    requirements = sorted({r for c in cases for r in c["requirements"]} | set(kernel))
-    unpinned = {c: names for c, names in report.unpinned.items() if c in wanted}
-    return Selection(env, requirements, [c["case_id"] for c in cases], unpinned)
-
-
-def _cases(root: Path, case_ids: Sequence[str] | None, revision: str | None,
-           filters: Mapping[str, str | Iterable[str]] | None) -> list[dict[str, Any]]:
-    from junobench.loader import load
-
-    criteria: dict[str, Any] = dict(filters or {})
-    records = load(root, "cases", revision=revision, skip_invalid=True, **criteria)
-    rows: list[dict[str, Any]] = records.select_columns(["case_id", "requirements"]).to_list()
-    if case_ids:
-        by_id = {r["case_id"]: r for r in rows}
-        unknown = [c for c in case_ids if c not in by_id]
-        if unknown:
-            import difflib
-
-            close = difflib.get_close_matches(unknown[0], list(by_id), n=3)
-            hint = f"did you mean {', '.join(close)}?" if close else "list cases with `junobench ls`"
-            raise JunoBenchError(f"no case {', '.join(map(repr, unknown))} in this snapshot"
-                                 + (" matching the filters" if filters else ""), file=root,
-                                 case=unknown[0], hint=hint)
-        rows = [by_id[c] for c in dict.fromkeys(case_ids)]
-    if not rows:
-        raise JunoBenchError("no cases selected", file=root, hint="check the case ids and filters")
-    return rows
-
-
-def _check_requirements(root: Path, cases: Iterable[Mapping[str, Any]]) -> None:
-    """Each case's ``requirements`` (data, when the source is an export) must be one
-    ``name==version`` pin each: they reach the installer and the Dockerfile."""
-    for case in cases:
-        for line in case["requirements"] or []:
-            try:
-                ok = isinstance(line, str) and "\n" not in line and "\r" not in line \
-                    and len(parse_pins(line)) == 1
-            except JunoBenchError:
-                ok = False
-            if not ok:
-                raise JunoBenchError(f"requirement {str(line)[:80]!r} is not a pin (name==version)",
-                                     file=root, case=str(case["case_id"]),
-                                     hint="a case's requirements are pins from its environment")
 
 
 def kernel_requirements(env: Environment) -> list[str]:
@@ -208,22 +140,17 @@ def _looks_like_version(text: str) -> bool:
 
 def create_environment(
     dest: str | Path,
-    source: str | Path = "sample",
-    case_ids: Sequence[str] | None = None,
+    selection: Selection,
     *,
-    revision: str | None = None,
     python: str | None = None,
-    whole: bool = False,
-    filters: Mapping[str, str | Iterable[str]] | None = None,
-    selection: Selection | None = None,
     allow_build: bool = False,
 ) -> Created:
-    """Make (or reuse) the environment of a selection at ``dest``; see the module docstring.
-    Only wheels are installed unless ``allow_build`` (a source distribution's build runs
-    its code: :func:`~junobench.envs.installer.run_build`). Two creates into one ``dest``
-    do not overlap: the second fails with an error while the first holds the lock."""
+    """Make (or reuse) the environment of ``selection`` (:func:`junobench.selection.select`)
+    at ``dest``; see the module docstring. Only wheels are installed unless ``allow_build``
+    (a source distribution's build runs its code: :func:`~junobench.envs.installer.run_build`).
+    Two creates into one ``dest`` do not overlap: the second fails with an error while the
+    first holds the lock."""
     started = time.perf_counter()
-    selection = selection or select(source, case_ids, revision=revision, whole=whole, filters=filters)
     env = selection.environment
     dest = Path(dest).expanduser().absolute()
     interpreter, version, note = choose_python(env, python)

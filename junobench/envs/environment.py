@@ -19,7 +19,7 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,10 +92,6 @@ class Environment:
         """``name==version`` for a pinned distribution, else None."""
         version = self.pin(distribution)
         return None if version is None else f"{canonicalize_name(distribution)}=={version}"
-
-    def requirement_lines(self) -> list[str]:
-        """The published pins and the kernel's requirements, as pip lines."""
-        return [f"{name}=={version}" for name, version in self.requirements.items()] + list(self.kernel)
 
     def summary(self) -> dict[str, Any]:
         """What reports record about the environment a case should run in."""
@@ -315,7 +311,3 @@ def _optional(spec: Mapping[str, Any], key: str, path: Path,
         check(value, grammar, field=key, file=path)
     return value
 
-
-def pinned_lines(env: Environment, distributions: Iterable[str]) -> list[str]:
-    """Sorted ``name==version`` of the pinned ones among ``distributions``."""
-    return sorted({line for d in distributions if (line := env.pinned(d))})

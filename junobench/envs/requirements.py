@@ -23,7 +23,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -83,20 +83,38 @@ class Needs:
 
 def imports_of(source: str) -> list[Import]:
     """Top-level modules a cell imports or pip-installs, in order of appearance."""
-    found: list[Import] = []
-    for match in _IMPORT.finditer(source):
-        if match.group("from") is not None:
-            module = match.group("from")
+    return [Import(module, how) for module, how in _imported(source)]
+
+
+def _imported(source: str) -> Iterator[tuple[str, str]]:
+    """``(module, how)`` of each import of :func:`imports_of`, without an object each."""
+    for match in _matches(_IMPORT, source, "import"):
+        module = match.group("from")
+        if module is not None:
             if module and not module.startswith("."):
-                found.append(Import(module))
+                yield module, "import"
             continue
         for part in match.group("import").split(","):
-            module = part.split()[0] if part.split() else ""
-            if module:
-                found.append(Import(module))
-    for match in _PIP.finditer(source):
-        found += [Import(name, "pip") for name in pip_requirements(match.group("args"))]
-    return found
+            words = part.split()
+            if words:
+                yield words[0], "import"
+    for match in _matches(_PIP, source, "install"):
+        for name in pip_requirements(match.group("args")):
+            yield name, "pip"
+
+
+def _matches(pattern: re.Pattern[str], text: str, word: str) -> Iterator[re.Match[str]]:
+    """``pattern.finditer(text)`` for a line-bound pattern whose every match holds
+    ``word``: only the lines holding the word are scanned (found by a fast search; the
+    pattern, anchored at a line's start or a ';', would be tried at every character)."""
+    at = text.find(word)
+    while at >= 0:
+        begin = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        if end < 0:
+            end = len(text)
+        yield from pattern.finditer(text[begin:end])
+        at = text.find(word, end)
 
 
 def pip_requirements(args: str) -> list[str]:
@@ -152,25 +170,42 @@ def requirements_of(sources: Iterable[str], env: Environment, *,
     needs = Needs()
     pins: set[str] = set()
     unpinned: dict[str, None] = {}
-    for source in sources:
-        for item in imports_of(source):
-            top = item.module.split(".")[0]
-            if item.how == "import" and (is_stdlib(top) or top in own):
-                if top in own and top not in needs.local:
-                    needs.local.append(top)
-                continue
-            dist = canonicalize_name(item.module) if item.how == "pip" else distribution_of(item.module)
-            label = f"pip install {item.module}" if item.how == "pip" else f"import {_shown(item.module)}"
-            needs.resolved.setdefault(label, None)
-            if dist is None or env.pin(dist) is None:
-                unpinned.setdefault(label, None)
-                continue
-            needs.resolved[label] = dist
-            pins.add(f"{canonicalize_name(dist)}=={env.pin(dist)}")
+    versions: dict[str, str | None] = {}
+    # One scan of the distinct cells, a line apart: both patterns match within a line
+    # (from its start or a ';'), so the imports are those of each cell, in order.
+    text = "\n".join(dict.fromkeys(sources))
+    for module, how in _imported(text):
+        top = module.split(".", 1)[0]
+        if how == "import" and (top in STDLIB or top in own):
+            if top in own and top not in needs.local:
+                needs.local.append(top)
+            continue
+        dist, label = _resolved(module, how)
+        needs.resolved.setdefault(label, None)
+        if dist is None:
+            unpinned.setdefault(label, None)
+            continue
+        if dist not in versions:
+            versions[dist] = env.pin(dist)
+        if versions[dist] is None:
+            unpinned.setdefault(label, None)
+            continue
+        needs.resolved[label] = dist
+        pins.add(f"{dist}=={versions[dist]}")
     needs.requirements = sorted(pins)
     needs.unpinned = sorted(unpinned)
     needs.local.sort()
     return needs
+
+
+@functools.lru_cache(maxsize=4096)
+def _resolved(module: str, how: str) -> tuple[str | None, str]:
+    """The distribution of an import, canonical (None: not on PyPI), and how the report
+    names the import."""
+    if how == "pip":
+        return canonicalize_name(module), f"pip install {module}"
+    dist = distribution_of(module)
+    return (None if dist is None else canonicalize_name(dist)), f"import {_shown(module)}"
 
 
 def _shown(module: str) -> str:
@@ -183,18 +218,22 @@ def _shown(module: str) -> str:
     return parts[0]
 
 
-def local_modules(folder: str | Path) -> list[str]:
-    """Module names a case folder provides (``x.py`` files and ``x/`` packages at its top)."""
+def local_modules(folder: str | Path, entries: Iterable[os.DirEntry[str]] | None = None
+                  ) -> list[str]:
+    """Module names a case folder provides (``x.py`` files and ``x/`` packages at its top);
+    ``entries``: the folder's entries when the caller has listed it already."""
     out = []
     try:
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                name = entry.name
-                if name.endswith(".py") and name[:-3].isidentifier():
-                    out.append(name[:-3])
-                elif (name.isidentifier() and entry.is_dir(follow_symlinks=False)
-                      and os.path.isfile(os.path.join(folder, name, "__init__.py"))):
-                    out.append(name)
+        if entries is None:
+            with os.scandir(folder) as found:
+                entries = list(found)
+        for entry in entries:
+            name = entry.name
+            if name.endswith(".py") and name[:-3].isidentifier():
+                out.append(name[:-3])
+            elif (name.isidentifier() and entry.is_dir(follow_symlinks=False)
+                  and os.path.isfile(os.path.join(folder, name, "__init__.py"))):
+                out.append(name)
     except OSError:
         return []
     return sorted(out)

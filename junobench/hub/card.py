@@ -44,7 +44,7 @@ DEFAULT_REPO_ID = "PELAB-LiU/JunoBench"
 TAGS = ("jupyter", "notebooks", "crash-detection", "bug-detection", "machine-learning",
         "software-engineering", "python", "code", "benchmark")
 
-#: Body tables of label counts (``cases`` fields, counted by :func:`junobench.stats.compute`).
+#: Body tables of label counts (``cases`` fields, counted by :func:`junobench.data.distributions.compute`).
 DISTRIBUTIONS: tuple[str, ...] = ("library", "root_cause", "crash_type", "pipeline_stage", "source")
 
 
@@ -96,7 +96,7 @@ def card_data(infos: Mapping[str, Any], rows: int, licences: Sequence[str] = (),
 def body_context(cases: Sequence[Mapping[str, Any]], notebooks: Sequence[Mapping[str, Any]],
                  report: Mapping[str, Any]) -> dict[str, Any]:
     """The template's variables: counts, distributions, licence tables, absences."""
-    from junobench.stats import TITLES, compute
+    from junobench.data.distributions import TITLES, compute
 
     n = len(cases)
     counts = compute(cases).counts

@@ -34,6 +34,7 @@ from junobench.envs.environment import snapshot_environment
 from junobench.envs.kernel import own_kernel
 from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
+from junobench.jsonl import write_jsonl
 from junobench.runtime import crane
 from junobench.runtime.names import target_names
 from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS, summarise
@@ -238,8 +239,6 @@ def runtime_info(
 
     def save() -> None:
         if out is not None:
-            from junobench.detection.tasks import write_jsonl
-
             write_jsonl(out, [done[(s.case_id, v)] for s, v in work if (s.case_id, v) in done])
             last[0] = time.monotonic()
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from junobench import vocab
+from junobench.cores import available_cores
 from junobench.data import layout
 from junobench.data.notebook import Step
 from junobench.envs.kernel import KernelTarget
@@ -35,13 +36,8 @@ VERSIONS = ("reproduced", "fixed")
 
 
 def default_jobs() -> int:
-    """Number of cores this process may use."""
-    import os
-
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+    """Notebooks verified at once by default: one per core this process may use."""
+    return available_cores()
 
 
 def verify_specs(

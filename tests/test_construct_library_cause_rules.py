@@ -1,0 +1,333 @@
+"""Each rule of the library-cause estimator, one phase at a time: the clue it gives (library,
+weight, kind, text) and the answer it leads to, on small hand-made tracebacks."""
+
+from __future__ import annotations
+
+import pytest
+
+from junobench.construct.library_cause import WEIGHTS, estimate, explain, score
+
+HEADER = "-" * 75
+
+
+def literal(*items: str) -> str:
+    """A traceback as the tables store it: the repr of a list of strings."""
+    return repr([HEADER, *items])
+
+
+def frame(path: str, code: str = "x = f(y)", root: str = "site-packages") -> str:
+    return f"File /opt/conda/lib/python3.10/{root}/{path}:10, in f(x)\n      9 def f():\n---> 10     {code}\n"
+
+
+def cell(line: str, number: int = 3) -> str:
+    return f"Cell In[{number}], line 2\n      1 import os\n----> 2 {line}\n      3 print(1)\n"
+
+
+def clues(traceback: object, code: str | None = None, **options: bool) -> set[tuple]:
+    return {(e.library, e.weight, e.kind, e.text) for e in explain(traceback, code, **options)}
+
+
+# --------------------------------------------------------------------------- frames
+
+
+def test_the_first_library_frame_is_the_entry_the_last_raised_the_others_deep() -> None:
+    traceback = literal("ValueError   Traceback (most recent call last)", cell("run(x)"),
+                        frame("sklearn/base.py"), frame("pandas/core/frame.py"),
+                        frame("numpy/core/fromnumeric.py"), "ValueError: boom")
+    assert clues(traceback) == {
+        ("sklearn", WEIGHTS["entry_frame"], "entry_frame", "first library frame"),
+        ("pandas", WEIGHTS["deep_frame"], "deep_frame", "library frame"),
+        ("numpy", WEIGHTS["deep_frame"], "deep_frame", "library frame"),
+        ("numpy", WEIGHTS["raise_frame"], "raise_frame", "innermost library frame"),
+    }
+    assert score(traceback) == {"sklearn": 5.0, "pandas": 1.0, "numpy": 2.0}
+    assert estimate(traceback) == "sklearn"
+
+
+def test_one_library_frame_is_entry_and_raise() -> None:
+    traceback = literal("KeyError   Traceback (most recent call last)", cell("run(x)"),
+                        frame("pandas/core/indexes/base.py"), "KeyError: 'x'")
+    assert score(traceback) == {"pandas": WEIGHTS["entry_frame"] + WEIGHTS["raise_frame"]}
+
+
+def test_frames_of_the_notebook_machinery_name_no_library() -> None:
+    traceback = literal("ValueError   Traceback (most recent call last)", cell("run(x)"),
+                        frame("IPython/core/interactiveshell.py"), "ValueError: boom")
+    assert score(traceback) == {} and estimate(traceback) is None
+
+
+def test_with_benchmark_only_the_ten_labels_are_framed() -> None:
+    traceback = literal("XGBoostError   Traceback (most recent call last)", cell("run(x)"),
+                        frame("xgboost/core.py"), "XGBoostError: bad")
+    assert estimate(traceback) == "xgboost"
+    assert estimate(traceback, benchmark=True) is None
+
+
+def test_torch_module_call_hands_the_entry_to_the_model_library() -> None:
+    traceback = literal("RuntimeError   Traceback (most recent call last)", cell("run(x)"),
+                        frame("torch/nn/modules/module.py"), frame("torchvision/models/resnet.py"),
+                        "RuntimeError: bad")
+    found = clues(traceback)
+    assert ("torchvision", WEIGHTS["entry_frame"], "entry_frame", "first library frame") in found
+    assert ("torch", WEIGHTS["deep_frame"], "deep_frame", "library frame") in found
+    # Any other first torch frame stays the entry.
+    other = literal("RuntimeError   Traceback (most recent call last)", cell("run(x)"),
+                    frame("torch/functional.py"), frame("torchvision/models/resnet.py"),
+                    "RuntimeError: bad")
+    assert ("torch", WEIGHTS["entry_frame"], "entry_frame", "first library frame") in clues(other)
+
+
+def test_cython_hub_and_array_dispatch_frames_count_without_site_packages() -> None:
+    cython = literal("KeyError   Traceback (most recent call last)", cell("run(x)"),
+                     "File pandas/_libs/hashtable_class_helper.pxi in "
+                     "pandas._libs.hashtable.PyObjectHashTable.get_item()\n", "KeyError: 'x'")
+    assert score(cython) == {"pandas": WEIGHTS["entry_frame"] + WEIGHTS["raise_frame"]}
+    dispatch = literal("ValueError   Traceback (most recent call last)", cell("run(x)"),
+                       "File <__array_function__ internals>:180, in concatenate(*args)\n",
+                       "ValueError: all the input arrays must have same number of dimensions")
+    assert estimate(dispatch) == "numpy"
+    hub = literal("RuntimeError   Traceback (most recent call last)", cell("run(x)"),
+                  "File ~/.cache/torch/hub/pytorch_vision_main/torchvision/models/x.py:3, in f()\n",
+                  "RuntimeError: bad")
+    assert estimate(hub) == "torchvision"
+
+
+# --------------------------------------------------------------------------- exception
+
+
+def test_the_exception_class_names_its_library() -> None:
+    traceback = literal("LinAlgError   Traceback (most recent call last)", cell("run(x)"),
+                        "LinAlgError: bad input")
+    assert clues(traceback) == {("numpy", WEIGHTS["exception"], "exception", "LinAlgError")}
+
+
+def test_the_exception_module_names_its_library() -> None:
+    traceback = literal("Error   Traceback (most recent call last)", cell("run(x)"),
+                        "lightgbm.basic.BoosterStateError: bad")
+    assert clues(traceback) == {("lightgbm", WEIGHTS["exception"], "exception",
+                                 "lightgbm.basic.BoosterStateError")}
+
+
+def test_a_cut_traceback_takes_the_header_s_exception() -> None:
+    cut = f"{HEADER}\nNotFittedError   Traceback (most recent call last)\n{cell('run(x)')}"
+    assert clues(cut) == {("sklearn", WEIGHTS["exception"], "exception", "NotFittedError")}
+
+
+def test_a_plain_text_traceback_ends_with_its_exception_line() -> None:
+    text = f"{HEADER}\nParserError   Traceback (most recent call last)\n{cell('run(x)')}" \
+           "ParserError: Error tokenizing data"
+    assert clues(text) == {("pandas", WEIGHTS["exception"], "exception", "ParserError")}
+
+
+def test_the_last_exception_item_counts_when_later_items_are_not_exceptions() -> None:
+    tf = literal("Error   Traceback (most recent call last)", cell("run(x)"),
+                 "InvalidArgumentError: Graph execution error:\n", "Detected at node 'x'")
+    assert clues(tf) == {("tensorflow/keras", WEIGHTS["exception"], "exception",
+                          "InvalidArgumentError"),
+                         ("tensorflow/keras", WEIGHTS["message"], "message",
+                          "Graph execution error")}
+
+
+# --------------------------------------------------------------------------- message
+
+
+def test_a_library_s_own_phrase_in_the_message_counts_once() -> None:
+    traceback = literal("ValueError   Traceback (most recent call last)", cell("run(x)"),
+                        "ValueError: cannot reshape array of size 3; operands could not be "
+                        "broadcast together")
+    ((library, weight, kind, text),) = clues(traceback)  # two numpy phrases: one clue
+    assert (library, weight, kind) == ("numpy", WEIGHTS["message"], "message")
+    assert text in ("cannot reshape array", "operands could not be broadcast")
+    both = literal("ValueError   Traceback (most recent call last)", cell("run(x)"),
+                   "ValueError: Input contains NaN in a 'DataFrame'")
+    assert clues(both) == {("sklearn", WEIGHTS["message"], "message", "Input contains NaN"),
+                           ("pandas", WEIGHTS["message"], "message", "'DataFrame'")}
+
+
+def test_whose_object_the_message_names() -> None:
+    traceback = literal("AttributeError   Traceback (most recent call last)", cell("run(x)"),
+                        "AttributeError: 'Series' object has no attribute 'foo'")
+    assert ("pandas", WEIGHTS["message_type"], "message_type", "'Series' object") in clues(traceback)
+    dotted = literal("AttributeError   Traceback (most recent call last)", cell("run(x)"),
+                     "AttributeError: 'numpy.ndarray' object has no attribute 'append'")
+    assert ("numpy", WEIGHTS["message_type"], "message_type",
+            "'numpy.ndarray' object") in clues(dotted)
+
+
+def test_whose_function_was_called_wrongly() -> None:
+    traceback = literal("TypeError   Traceback (most recent call last)", cell("run(x)"),
+                        "TypeError: train_test_split() got an unexpected keyword argument 'x'")
+    assert clues(traceback) == {("sklearn", WEIGHTS["message_api"], "message_api",
+                                 "train_test_split()")}
+    method = literal("TypeError   Traceback (most recent call last)", cell("run(x)"),
+                     "TypeError: DataFrame.groupby() missing 1 required positional argument")
+    assert ("pandas", WEIGHTS["message_api"], "message_api", "groupby()") in clues(method)
+
+
+def test_whose_module_the_message_names() -> None:
+    traceback = literal("AttributeError   Traceback (most recent call last)", cell("run(x)"),
+                        "AttributeError: module 'seaborn' has no attribute 'displot2'")
+    assert ("seaborn", WEIGHTS["message_type"], "message_module",
+            "module 'seaborn'") in clues(traceback)
+    imported = literal("ImportError   Traceback (most recent call last)", cell("run(x)"),
+                       "ImportError: cannot import name 'x' from 'sklearn.metrics'")
+    assert ("sklearn", WEIGHTS["message_type"], "message_module",
+            "from 'sklearn.metrics'") in clues(imported)
+
+
+# --------------------------------------------------------------------------- code lines
+
+
+@pytest.mark.parametrize(("line", "library", "kind", "word"), [
+    ("df = pd.read_csv(path)", "pandas", "crash_alias", "pd"),
+    ("a, b = train_test_split(x)", "sklearn", "crash_api", "train_test_split"),
+    ("g = table.groupby('x')", "pandas", "crash_method", "groupby"),
+])
+def test_the_crash_line_s_strongest_clue_per_library(line, library, kind, word) -> None:
+    traceback = literal("ValueError   Traceback (most recent call last)", cell(line))  # cut
+    assert clues(traceback) == {(library, WEIGHTS[kind], kind, word)}
+    assert estimate(traceback) == library
+
+
+def test_an_alias_beats_a_name_of_the_same_library_on_one_line() -> None:
+    traceback = literal("ValueError   Traceback (most recent call last)",
+                        cell("x = np.zeros(3).reshape(2)"), "ValueError: boom")
+    assert clues(traceback) == {("numpy", WEIGHTS["crash_alias"], "crash_alias", "np")}
+    api = literal("ValueError   Traceback (most recent call last)",
+                  cell("x = train_test_split(a).fit_transform(b)"))
+    assert clues(api) == {("sklearn", WEIGHTS["crash_api"], "crash_api", "train_test_split")}
+
+
+def test_the_user_line_that_called_into_a_library_weighs_less() -> None:
+    traceback = literal("ValueError   Traceback (most recent call last)", cell("run(x)"),
+                        "Cell In[2], line 5, in run(x)\n----> 5 return pd.concat(x)\n",
+                        frame("pandas/core/reshape/concat.py"), "ValueError: boom")
+    assert ("pandas", WEIGHTS["call_alias"], "call_alias", "pd") in clues(traceback)
+
+
+def test_a_library_on_a_complete_crash_line_but_not_framed_weighs_half() -> None:
+    traceback = literal("ValueError   Traceback (most recent call last)",
+                        cell("plt.plot(pd.Series(x))"), frame("matplotlib/pyplot.py"),
+                        "ValueError: boom")
+    found = clues(traceback)
+    assert ("pandas", WEIGHTS["crash_alias"] / 2, "crash_alias", "pd") in found
+    assert ("matplotlib", WEIGHTS["crash_alias"], "crash_alias", "plt") in found
+
+
+def test_compiled_libraries_keep_their_weight_without_any_frame() -> None:
+    traceback = literal("ValueError   Traceback (most recent call last)",
+                        cell("y = np.dot(a, b)"), "ValueError: shapes not aligned")
+    assert ("numpy", WEIGHTS["crash_alias"], "crash_alias", "np") in clues(traceback)
+    plain = literal("ValueError   Traceback (most recent call last)",
+                    cell("y = pd.concat(a)"), "ValueError: boom")
+    assert ("pandas", WEIGHTS["crash_alias"] / 2, "crash_alias", "pd") in clues(plain)
+    cut = literal("ValueError   Traceback (most recent call last)", cell("y = pd.concat(a)"))
+    assert ("pandas", WEIGHTS["crash_alias"], "crash_alias", "pd") in clues(cut)
+
+
+def test_the_cell_s_imports_add_aliases_and_names() -> None:
+    traceback = literal("ValueError   Traceback (most recent call last)",
+                        cell("out = tts(x, y) + sb.x"))
+    assert estimate(traceback) is None
+    code = "import seaborn as sb\nfrom sklearn.model_selection import train_test_split as tts"
+    found = clues(traceback, code)
+    assert ("sklearn", WEIGHTS["crash_api"], "crash_api", "tts") in found
+    assert ("seaborn", WEIGHTS["crash_alias"], "crash_alias", "sb") in found
+    assert estimate(traceback, code) == "seaborn"
+
+
+# --------------------------------------------------------------------------- decision
+
+
+def test_a_clear_lead_wins_without_the_tie_breakers() -> None:
+    traceback = literal("ValueError   Traceback (most recent call last)",
+                        cell("df = pd.read_csv(p)"), frame("pandas/io/parsers.py"),
+                        "ValueError: boom")
+    assert estimate(traceback, "import numpy as np\nnp.ones(1)\nnp.zeros(2)") == "pandas"
+
+
+def test_a_close_call_goes_to_the_library_the_cell_uses() -> None:
+    traceback = literal("ValueError   Traceback (most recent call last)",
+                        cell("run(x)"), "ValueError: boom")
+    assert estimate(traceback) is None
+    assert estimate(traceback, "model = lgb.train(p)\nrun(x)") == "lightgbm"
+    assert ("lightgbm", WEIGHTS["code"], "code", "used in the cell") in clues(
+        traceback, "model = lgb.train(p)\nrun(x)")
+
+
+def test_equal_totals_go_to_the_library_built_on_the_others() -> None:
+    traceback = literal("ValueError   Traceback (most recent call last)",
+                        cell("x = np.ones(2) + pd.x"))
+    assert score(traceback) == {"numpy": WEIGHTS["crash_alias"], "pandas": WEIGHTS["crash_alias"]}
+    assert estimate(traceback) == "pandas"
+    assert estimate(literal("ValueError   Traceback (most recent call last)",
+                            cell("x = plt.x + sns.y"))) == "seaborn"
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def test_every_entry_point_answers_any_library_unless_asked_for_the_benchmark_s() -> None:
+    from junobench.construct.library_cause import estimate_many
+
+    xgb = literal("XGBoostError   Traceback (most recent call last)", cell("run(x)"),
+                  frame("xgboost/core.py"), "XGBoostError: bad")
+    pandas = literal("KeyError   Traceback (most recent call last)", cell("run(x)"),
+                     frame("pandas/core/frame.py"), "KeyError: 'x'")
+    assert score(xgb) == {"xgboost": WEIGHTS["entry_frame"] + WEIGHTS["raise_frame"]
+                          + WEIGHTS["exception"]}
+    assert score(xgb, benchmark=True) == {}
+    assert {e.library for e in explain(xgb)} == {"xgboost"}
+    assert explain(xgb, benchmark=True) == []
+    assert estimate_many([xgb, pandas]) == ["xgboost", "pandas"]
+    assert estimate_many([xgb, pandas], benchmark=True) == [None, "pandas"]
+    plain = literal("ValueError   Traceback (most recent call last)", cell("run(x)"),
+                    "ValueError: boom")
+    assert estimate_many([plain, plain], ["sns.set()", None]) == ["seaborn", None]
+    with pytest.raises(ValueError):
+        estimate_many([plain, plain], ["sns.set()"])
+
+
+def test_a_clue_is_a_value() -> None:
+    from dataclasses import FrozenInstanceError
+
+    traceback = literal("LinAlgError   Traceback (most recent call last)", cell("run(x)"),
+                        "LinAlgError: bad input")
+    (clue,) = explain(traceback)
+    with pytest.raises(FrozenInstanceError):
+        clue.weight = 0.0  # type: ignore[misc]
+    assert {clue} == set(explain(traceback))
+
+
+def test_escaped_quotes_inside_the_last_item_are_not_its_boundary() -> None:
+    # repr escapes the quote inside the message ('can\'t'); a backslash that ends an item
+    # is escaped itself (two backslashes before the closing quote: not an escaped quote).
+    escaped = literal("LinAlgError   Traceback (most recent call last)", cell("run(x)"),
+                      "LinAlgError: can't \"invert\" it")
+    assert "\\'" in escaped
+    assert clues(escaped) == {("numpy", WEIGHTS["exception"], "exception", "LinAlgError")}
+    backslash = literal("LinAlgError   Traceback (most recent call last)", cell("run(x)"),
+                        "LinAlgError: can't \"read\" C:\\data\\")
+    assert backslash.endswith("\\\\']")
+    assert clues(backslash) == {("numpy", WEIGHTS["exception"], "exception", "LinAlgError")}
+
+
+def test_colour_codes_are_stripped_from_a_list_or_a_plain_text() -> None:
+    items = ["\x1b[0;31mKeyError\x1b[0m    Traceback (most recent call last)",
+             "Cell \x1b[0;32mIn[5], line 1\x1b[0m\n\x1b[0;32m----> 1\x1b[0m "
+             "df\x1b[38;5;241m.\x1b[39mloc[\x1b[38;5;124m'x'\x1b[39m]\n",
+             "\x1b[0;31mKeyError\x1b[0m: 'x'"]
+    for form in (items, "\n".join(items)):
+        assert {(lib, kind, word) for lib, _, kind, word in clues(form)} == \
+            {("pandas", "crash_method", "loc")}
+        assert estimate(form) == "pandas"
+
+
+def test_the_tie_breakers_read_the_cell_lines_just_above_a_late_crash_line() -> None:
+    above = "".join(f"      {n} x{n} = {n}\n" for n in range(1, 30)) + "     30 sns.set()\n"
+    traceback = literal("NameError   Traceback (most recent call last)",
+                        f"Cell In[2], line 31\n{above}---> 31 show(z)\n",
+                        "NameError: name 'show' is not defined")
+    assert traceback.index("---> 31") > 240  # the window starts inside the cell, not at 0
+    assert estimate(traceback) == "seaborn"
+    assert ("seaborn", WEIGHTS["code"], "code", "used in the cell") in clues(traceback)
