@@ -12,10 +12,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
 from junobench.safety.grammar import check, is_iso_date
 
@@ -113,12 +115,13 @@ def venv_python(folder: Path) -> Path:
 
 def install(python: Path, requirements: Path, constraints: Path | None, uv: str | None, *,
             exclude_newer: str | None = None, allow_build: bool = False,
-            require_hashes: bool = False) -> None:
+            require_hashes: bool = False, sandbox: Sandbox | None = None) -> None:
     """Install ``requirements`` (a file) into the environment of ``python``, every other
     distribution held to ``constraints`` (a lock).
 
     Wheels only (``--no-build``; pip: ``--only-binary :all:``): a source distribution runs
-    its build code, which needs ``allow_build`` and then runs through :func:`run_build`.
+    its build code, which needs ``allow_build`` and then runs through :func:`run_build`
+    in ``sandbox``.
     With ``require_hashes`` every file must match a hash of the lock (pip, which takes no
     hashes from a constraints file, installs what :func:`_pip_choice` resolved, each
     distribution with its hashes). Index options come
@@ -152,7 +155,7 @@ def install(python: Path, requirements: Path, constraints: Path | None, uv: str 
             command += ["--only-binary", ":all:"]
     what = f"installing {requirements.name} with {'uv' if uv else 'pip'}"
     if allow_build:
-        run_build(command, what=what)
+        run_build(command, what=what, python=python, sandbox=sandbox)
     else:
         run(command, what=what)
 
@@ -195,10 +198,22 @@ def _pip_choice(python: Path, requirements: Path, constraints: Path, allow_build
     return hashed
 
 
-def run_build(command: Sequence[str], *, what: str) -> str:
-    """Run an install that may build source distributions: their build scripts run here,
-    with the user's rights. The one place such code runs (``env create --allow-build``)."""
-    return run(command, what=what)
+def run_build(command: Sequence[str], *, what: str, python: Path, sandbox: Sandbox | None = None) -> str:
+    """Run an install that may build source distributions into the environment of
+    ``python``: the one place their build scripts run (``env create --allow-build``), in
+    ``sandbox`` (default: bubblewrap, refused where it cannot run; see
+    :mod:`junobench.envs.buildbox`)."""
+    from junobench.envs.buildbox import build_argv, build_sandbox
+
+    sandbox = sandbox or build_sandbox("auto")
+    folder = str(python.absolute().parent.parent)
+    runtime = tempfile.mkdtemp(prefix="junobench-build-")
+    try:
+        argv, env = build_argv(command, sandbox, python=str(python.absolute()), folder=folder, runtime=runtime,
+                               env=os.environ)
+        return run(argv, what=what, env=env)
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def compile_lock(folder: Path, requirements: str, lock: str, *, python: str, exclude_newer: str,
