@@ -5,6 +5,7 @@ the user's home and no variable of the user's."""
 from __future__ import annotations
 
 import functools
+import hashlib
 import http.server
 import io
 import json
@@ -96,22 +97,25 @@ def index(tmp_path: Path, home: Path):
     root = tmp_path / "index"
     (root / "simple" / "buildprobe").mkdir(parents=True)
     markers = [home / "marker", tmp_path / "marker"]
-    (root / "simple" / "buildprobe" / "buildprobe-1.0.tar.gz").write_bytes(sdist(home / ".netrc", markers))
+    data = sdist(home / ".netrc", markers)
+    (root / "simple" / "buildprobe" / "buildprobe-1.0.tar.gz").write_bytes(data)
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
     handler.log_message = lambda *a: None  # type: ignore[attr-defined]
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/simple", markers
+    yield f"http://127.0.0.1:{server.server_address[1]}/simple", markers, hashlib.sha256(data).hexdigest()
     server.shutdown()
     server.server_close()
 
 
 @pytest.mark.kernel
 @pytest.mark.skipif(bwrap_problem() is not None, reason="bubblewrap cannot run here")
-@pytest.mark.parametrize("tool", ["uv", "pip"])
-def test_a_build_sees_nothing_of_the_user_s_and_writes_only_the_environment(tmp_path, monkeypatch, index, tool):
-    url, markers = index
+@pytest.mark.parametrize(("tool", "hashed"), [("uv", False), ("uv", True), ("pip", False), ("pip", True)])
+def test_a_build_sees_nothing_of_the_user_s_and_writes_only_the_environment(tmp_path, monkeypatch, index, tool,
+                                                                            hashed):
+    """pip with hashes resolves first (a dry run, which builds too), then installs."""
+    url, markers, digest = index
     uv = uv_binary() if tool == "uv" else None
     if tool == "uv" and uv is None:
         pytest.skip("uv is not installed")
@@ -123,7 +127,11 @@ def test_a_build_sees_nothing_of_the_user_s_and_writes_only_the_environment(tmp_
     monkeypatch.setenv("UV_INDEX_URL", url)
     monkeypatch.setenv("PIP_INDEX_URL", url)
     monkeypatch.setenv("PIP_CONFIG_FILE", "/dev/null")  # this machine's pip.conf names local files
-    install(python, requirements, None, uv, allow_build=True)
+    lock = None
+    if hashed:
+        lock = target / "lock.txt"
+        lock.write_text(f"buildprobe==1.0 --hash=sha256:{digest}\n")
+    install(python, requirements, lock, uv, allow_build=True, require_hashes=hashed)
     reports = list(target.glob("lib/python*/site-packages/buildprobe/report.json"))
     assert len(reports) == 1, "the sdist was built and installed into the environment"
     seen = json.loads(reports[0].read_text())

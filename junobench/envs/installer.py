@@ -142,7 +142,7 @@ def install(python: Path, requirements: Path, constraints: Path | None, uv: str 
         if require_hashes:  # uv checks the hashes of the constraints too
             command.append("--require-hashes")
     elif require_hashes and constraints is not None:
-        hashed = _pip_choice(python, requirements, constraints, allow_build)
+        hashed = _pip_choice(python, requirements, constraints, allow_build, sandbox)
         command = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                    "--require-hashes", "--no-deps", "-r", str(hashed)]
         command += [] if allow_build else ["--only-binary", ":all:"]
@@ -160,10 +160,13 @@ def install(python: Path, requirements: Path, constraints: Path | None, uv: str 
         run(command, what=what)
 
 
-def _pip_choice(python: Path, requirements: Path, constraints: Path, allow_build: bool) -> Path:
+def _pip_choice(python: Path, requirements: Path, constraints: Path, allow_build: bool,
+                sandbox: Sandbox | None = None) -> Path:
     """What pip would install for ``requirements`` under the lock ``constraints`` (a dry
     run against the lock without its hashes), written beside ``requirements`` as exact
-    pins each with the lock's hashes; a distribution the lock does not pin is an error."""
+    pins each with the lock's hashes; a distribution the lock does not pin is an error.
+    With ``allow_build`` the dry run may build metadata (running build code): in
+    :func:`run_build`."""
     from packaging.utils import canonicalize_name
     from packaging.version import InvalidVersion, Version
 
@@ -176,8 +179,11 @@ def _pip_choice(python: Path, requirements: Path, constraints: Path, allow_build
     try:
         command = [str(python), "-m", "pip", "install", "--dry-run", "--quiet", "--disable-pip-version-check",
                    "--ignore-installed", "--report", str(report), "-r", str(requirements), "-c", str(plain)]
-        run(command + ([] if allow_build else ["--only-binary", ":all:"]),
-            what=f"resolving {requirements.name} with pip")
+        what = f"resolving {requirements.name} with pip"
+        if allow_build:
+            run_build(command, what=what, python=python, sandbox=sandbox)
+        else:
+            run([*command, "--only-binary", ":all:"], what=what)
         chosen = json.loads(report.read_text(encoding="utf-8")).get("install", [])
     finally:
         plain.unlink(missing_ok=True)
