@@ -9,6 +9,8 @@ import hashlib
 import http.server
 import io
 import json
+import os
+import sys
 import tarfile
 import threading
 from pathlib import Path
@@ -156,3 +158,21 @@ def test_the_build_s_installer_gets_the_user_s_index_settings_but_no_cache_and_n
     kept = buildbox.installer_environ(env)
     assert kept == {"PATH": "/bin", "UV_INDEX_URL": "https://i/simple", "PIP_EXTRA_INDEX_URL": "https://j/simple",
                     "HTTPS_PROXY": "http://p:3128", "UV_NO_CACHE": "1", "PIP_NO_CACHE_DIR": "1"}
+
+
+@pytest.mark.skipif(bwrap_problem() is not None, reason="bubblewrap cannot run here")
+def test_of_the_user_s_home_the_build_sandbox_shows_the_installer_s_configuration_only(tmp_path, home):
+    (home / ".config" / "pip").mkdir(parents=True)
+    (home / ".config" / "pip" / "pip.conf").write_text("[global]\nindex-url = http://127.0.0.1:9/simple\n")
+    folder, runtime = tmp_path / "env", tmp_path / "runtime"
+    folder.mkdir()
+    runtime.mkdir()
+    python = Path(sys.executable)
+    argv, env = buildbox.build_argv([str(python), "-m", "pip", "install", "x"], buildbox.build_sandbox("auto"),
+                                    python=str(python), folder=str(folder), runtime=str(runtime),
+                                    env=dict(os.environ))
+    shown = {argv[i + 1] for i, word in enumerate(argv) if word in ("--bind", "--ro-bind")}
+    assert {p for p in shown if Path(p).is_relative_to(home)} == {str(home / ".config" / "pip")}
+    assert "--share-net" in argv and "--die-with-parent" in argv and argv[argv.index("--proc") + 1] == "/proc"
+    assert env is not None and env["PIP_CONFIG_FILE"] == str(home / ".config" / "pip" / "pip.conf")
+    assert "JUNOBENCH_TEST_SECRET" not in env and env["UV_NO_CACHE"] == "1"

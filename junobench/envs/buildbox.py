@@ -8,9 +8,9 @@ executable) and the target interpreter's prefixes. Nothing else of the user's ho
 (``~/.netrc``, tokens, keys), nor the parent's ``/proc``; ``--die-with-parent``.
 
 The installer sees the user's index settings only: the ``UV_*`` and ``PIP_*`` variables,
-the proxy variables, and uv's/pip's configuration files (bound read-only); a build can read
-them too (an index password in them included). Files those settings name on this machine
-(a ``--find-links`` folder, a constraints file) are not bound.
+the proxy variables, and uv's/pip's configuration files (their folders bound read-only); a
+build can read them too (an index password in them included). Other files those settings
+name on this machine (a ``--find-links`` folder) are not bound.
 
 The installer's cache is not used (``UV_NO_CACHE``, ``PIP_NO_CACHE_DIR``): the cache is
 shared with every unconfined uv or pip run of the user, so a build that could write into it
@@ -72,8 +72,8 @@ def build_argv(command: Sequence[str], sandbox: Sandbox, *, python: str, folder:
         if tool != command[0]:
             bound += ["--ro-bind", tool, command[0]]
     settings = dict(installer_environ(env))
-    for name, path in config_files(env):
-        bound += ["--ro-bind", path, path]
+    for name, path, shown in config_files(env):
+        bound += ["--ro-bind", shown, shown]
         if name:
             settings[name] = path
     split = argv.index("--remount-ro")  # bound before the root turns read-only
@@ -91,20 +91,25 @@ def installer_environ(env: Mapping[str, str]) -> dict[str, str]:
     return kept
 
 
-def config_files(env: Mapping[str, str]) -> list[tuple[str, str]]:
-    """uv's and pip's configuration files of the user that exist, each with the variable
-    that names it inside the sandbox (empty: found at its own path, as system files are)."""
+def config_files(env: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """uv's and pip's configuration files of the user that exist, each as (the variable
+    that names it inside the sandbox, empty for one found at its own path; the file; what
+    to bind read-only: the installer's own configuration folder, so that files kept beside
+    the configuration (a constraints file) are seen, else the file alone)."""
     home = Path(env.get("HOME") or Path.home())
     config = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
-    found: list[tuple[str, str]] = []
-    candidates: list[tuple[str, list[str | Path | None]]] = [
-        ("UV_CONFIG_FILE", [env.get("UV_CONFIG_FILE"), config / "uv" / "uv.toml"]),
-        ("PIP_CONFIG_FILE", [env.get("PIP_CONFIG_FILE"), config / "pip" / "pip.conf", home / ".pip" / "pip.conf"]),
-        ("", ["/etc/uv/uv.toml", "/etc/xdg/uv/uv.toml", "/etc/pip.conf", "/etc/xdg/pip/pip.conf"])]
+    found: list[tuple[str, str, str]] = []
+    candidates: list[tuple[str, list[tuple[str | Path | None, bool]]]] = [
+        ("UV_CONFIG_FILE", [(env.get("UV_CONFIG_FILE"), False), (config / "uv" / "uv.toml", True)]),
+        ("PIP_CONFIG_FILE", [(env.get("PIP_CONFIG_FILE"), False), (config / "pip" / "pip.conf", True),
+                             (home / ".pip" / "pip.conf", True)]),
+        ("", [("/etc/uv/uv.toml", True), ("/etc/xdg/uv/uv.toml", True), ("/etc/pip.conf", False),
+              ("/etc/xdg/pip/pip.conf", True)])]
     for name, paths in candidates:
-        for path in paths:
+        for path, folder in paths:
             if path and os.path.isfile(path) and not os.path.islink(path):
-                found.append((name, os.path.abspath(path)))
+                file = os.path.abspath(path)
+                found.append((name, file, os.path.dirname(file) if folder else file))
                 if name:
                     break
     return found
