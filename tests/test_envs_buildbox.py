@@ -149,6 +149,9 @@ def test_allow_build_without_a_sandbox_is_refused_before_anything_is_made(tmp_pa
     assert code == 1 and err.startswith("error: ") and len(err.splitlines()) == 1
     assert "apt-get install bubblewrap" in err and "--sandbox none" in err
     assert not target.exists()
+    unconfined = buildbox.build_sandbox("none")  # what --sandbox none asks for: the command as it is
+    assert buildbox.build_argv(["uv", "pip", "install"], unconfined, python="p", folder=str(target),
+                               runtime=str(tmp_path), env={}) == (["uv", "pip", "install"], None)
 
 
 def test_the_build_s_installer_gets_the_user_s_index_settings_but_no_cache_and_no_secret():
