@@ -127,7 +127,7 @@ def test_the_packaged_lock_is_hashed_and_installs_check_hashes_and_take_wheels_o
     commands: list[tuple[str, list[str]]] = []
     monkeypatch.setattr(installer, "run", lambda command, what: commands.append(("run", list(command))) or "")
     monkeypatch.setattr(installer, "run_build",
-                        lambda command, what: commands.append(("build", list(command))) or "")
+                        lambda command, what, **_: commands.append(("build", list(command))) or "")
     python, req, lock = Path("/p/python"), tmp_path / "r.txt", tmp_path / "c.txt"
     installer.install(python, req, lock, "uv", exclude_newer="2025-07-01", require_hashes=True)
     installer.install(python, req, lock, None)

@@ -16,6 +16,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "numpy 1.26.4, pandas 2.1.4, …). `env create` makes a virtual environment with what "
         "the selected cases need, at the pinned versions; verify, runtime-info and checkout "
         "take it with --env DIR.")
+    from junobench.envs.buildbox import BUILD_SANDBOXES
+
     verbs = parser.add_subparsers(dest="env_verb", metavar="ACTION", required=True)
 
     create = verbs.add_parser(
@@ -35,7 +37,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="every pin of the environment, not only what the cases import")
     create.add_argument("--allow-build", action="store_true",
                         help="build source distributions where a pin has no wheel (their build "
-                        "scripts run with your rights; default: wheels only)")
+                        "scripts run in a sandbox with the network on, seeing only the environment "
+                        "folder; default: wheels only)")
+    create.add_argument("--sandbox", choices=BUILD_SANDBOXES, default="auto",
+                        help="--allow-build: where builds run; auto (default): bubblewrap, refused "
+                        "where it cannot run; none: unconfined, with your user's rights")
     create.set_defaults(handler=_create)
 
     docker = verbs.add_parser(
@@ -66,9 +72,13 @@ def _create(args: argparse.Namespace) -> int:
     from junobench.envs.create import create_environment
     from junobench.selection import select
 
+    if args.allow_build and args.sandbox == "none":
+        print("warning: --sandbox none: build scripts run unconfined, with your user's rights over your "
+              "files, network and credentials", file=sys.stderr)
     selection = select(args.source, args.cases or None, revision=args.revision, whole=args.whole,
                        filters=filters_from(args))
-    made = create_environment(args.dir, selection, python=args.python, allow_build=args.allow_build)
+    made = create_environment(args.dir, selection, python=args.python, allow_build=args.allow_build,
+                              sandbox=args.sandbox)
     if made.python_note:
         print(f"note: {made.python_note}", file=sys.stderr)
     for case, names in made.unpinned.items():

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from junobench.envs.buildbox import build_sandbox
 from junobench.envs.environment import Environment
 from junobench.envs.installer import (
     current_python,
@@ -144,23 +145,25 @@ def create_environment(
     *,
     python: str | None = None,
     allow_build: bool = False,
+    sandbox: str = "auto",
 ) -> Created:
     """Make (or reuse) the environment of ``selection`` (:func:`junobench.selection.select`)
     at ``dest``; see the module docstring. Only wheels are installed unless ``allow_build``
-    (a source distribution's build runs its code: :func:`~junobench.envs.installer.run_build`).
-    Two creates into one ``dest`` do not overlap: the second fails with an error while the
-    first holds the lock."""
+    (a source distribution's build runs its code in the sandbox ``sandbox`` names:
+    :func:`~junobench.envs.installer.run_build`, :mod:`junobench.envs.buildbox`; refused where
+    none can run). Two creates into one ``dest`` do not overlap: the second fails with an
+    error while the first holds the lock."""
     started = time.perf_counter()
     env = selection.environment
     dest = Path(dest).expanduser().absolute()
     interpreter, version, note = choose_python(env, python)
     key = selection_key(selection, version)
     with _building(dest):
-        return _create(dest, selection, interpreter, version, note, key, started, allow_build)
+        return _create(dest, selection, interpreter, version, note, key, started, allow_build, sandbox)
 
 
 def _create(dest: Path, selection: Selection, interpreter: Path, version: str, note: str | None,
-            key: str, started: float, allow_build: bool) -> Created:
+            key: str, started: float, allow_build: bool, sandbox: str) -> Created:
     """:func:`create_environment` holding the lock of ``dest``."""
     env = selection.environment
     recover_environment(dest)
@@ -170,6 +173,7 @@ def _create(dest: Path, selection: Selection, interpreter: Path, version: str, n
         return Created(dest, venv_python(dest), selection.requirements, True, time.perf_counter() - started,
                        existing.get("python", {}).get("note"), existing.get("installer", ""),
                        selection.unpinned, existing)
+    build = build_sandbox(sandbox) if allow_build else None  # before anything is made
     if not allow_build:
         _refuse_source_builds(selection)
     uv = uv_binary()
@@ -196,7 +200,7 @@ def _create(dest: Path, selection: Selection, interpreter: Path, version: str, n
             constraints = dest / CONSTRAINTS_FILE
             constraints.write_text(env.lock_text, encoding="utf-8")
         install(venv, requirements, constraints, uv, exclude_newer=env.exclude_newer,
-                allow_build=allow_build, require_hashes=env.hashed)
+                allow_build=allow_build, require_hashes=env.hashed, sandbox=build)
         spec_name = f"junobench-{key[:8]}"
         run([str(venv), "-m", "ipykernel", "install", "--prefix", str(dest), "--name", spec_name,
              "--display-name", f"JunoBench ({env.name}, Python {version})"],

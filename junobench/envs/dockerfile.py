@@ -26,6 +26,7 @@ from junobench.envs.create import MANIFEST, REQUIREMENTS_FILE, Selection, select
 from junobench.envs.environment import SPEC_FILE
 from junobench.envs.installer import run, uv_binary
 from junobench.envs.pins import parse_pins
+from junobench.envs.sandbox import IMAGE_ENV
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import remove_files, remove_tree, staging_folder, swap_in
 from junobench.safety.grammar import (
@@ -37,8 +38,6 @@ from junobench.safety.grammar import (
     is_version,
 )
 
-#: Where the image keeps the environment.
-IMAGE_ENV = "/opt/junobench-env"
 #: Files of a build context (nothing else may be in its folder).
 CONTEXT_FILES = ("Dockerfile", "requirements.txt", "lock.txt", MANIFEST)
 #: The Python junobench itself runs on inside the image.

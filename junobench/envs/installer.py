@@ -12,10 +12,12 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
 from junobench.safety.grammar import check, is_iso_date
 
@@ -113,12 +115,13 @@ def venv_python(folder: Path) -> Path:
 
 def install(python: Path, requirements: Path, constraints: Path | None, uv: str | None, *,
             exclude_newer: str | None = None, allow_build: bool = False,
-            require_hashes: bool = False) -> None:
+            require_hashes: bool = False, sandbox: Sandbox | None = None) -> None:
     """Install ``requirements`` (a file) into the environment of ``python``, every other
     distribution held to ``constraints`` (a lock).
 
     Wheels only (``--no-build``; pip: ``--only-binary :all:``): a source distribution runs
-    its build code, which needs ``allow_build`` and then runs through :func:`run_build`.
+    its build code, which needs ``allow_build`` and then runs through :func:`run_build`
+    in ``sandbox``.
     With ``require_hashes`` every file must match a hash of the lock (pip, which takes no
     hashes from a constraints file, installs what :func:`_pip_choice` resolved, each
     distribution with its hashes). Index options come
@@ -139,7 +142,7 @@ def install(python: Path, requirements: Path, constraints: Path | None, uv: str 
         if require_hashes:  # uv checks the hashes of the constraints too
             command.append("--require-hashes")
     elif require_hashes and constraints is not None:
-        hashed = _pip_choice(python, requirements, constraints, allow_build)
+        hashed = _pip_choice(python, requirements, constraints, allow_build, sandbox)
         command = [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
                    "--require-hashes", "--no-deps", "-r", str(hashed)]
         command += [] if allow_build else ["--only-binary", ":all:"]
@@ -152,15 +155,18 @@ def install(python: Path, requirements: Path, constraints: Path | None, uv: str 
             command += ["--only-binary", ":all:"]
     what = f"installing {requirements.name} with {'uv' if uv else 'pip'}"
     if allow_build:
-        run_build(command, what=what)
+        run_build(command, what=what, python=python, sandbox=sandbox)
     else:
         run(command, what=what)
 
 
-def _pip_choice(python: Path, requirements: Path, constraints: Path, allow_build: bool) -> Path:
+def _pip_choice(python: Path, requirements: Path, constraints: Path, allow_build: bool,
+                sandbox: Sandbox | None = None) -> Path:
     """What pip would install for ``requirements`` under the lock ``constraints`` (a dry
     run against the lock without its hashes), written beside ``requirements`` as exact
-    pins each with the lock's hashes; a distribution the lock does not pin is an error."""
+    pins each with the lock's hashes; a distribution the lock does not pin is an error.
+    With ``allow_build`` the dry run may build metadata (running build code): in
+    :func:`run_build`."""
     from packaging.utils import canonicalize_name
     from packaging.version import InvalidVersion, Version
 
@@ -173,8 +179,11 @@ def _pip_choice(python: Path, requirements: Path, constraints: Path, allow_build
     try:
         command = [str(python), "-m", "pip", "install", "--dry-run", "--quiet", "--disable-pip-version-check",
                    "--ignore-installed", "--report", str(report), "-r", str(requirements), "-c", str(plain)]
-        run(command + ([] if allow_build else ["--only-binary", ":all:"]),
-            what=f"resolving {requirements.name} with pip")
+        what = f"resolving {requirements.name} with pip"
+        if allow_build:
+            run_build(command, what=what, python=python, sandbox=sandbox)
+        else:
+            run([*command, "--only-binary", ":all:"], what=what)
         chosen = json.loads(report.read_text(encoding="utf-8")).get("install", [])
     finally:
         plain.unlink(missing_ok=True)
@@ -195,10 +204,22 @@ def _pip_choice(python: Path, requirements: Path, constraints: Path, allow_build
     return hashed
 
 
-def run_build(command: Sequence[str], *, what: str) -> str:
-    """Run an install that may build source distributions: their build scripts run here,
-    with the user's rights. The one place such code runs (``env create --allow-build``)."""
-    return run(command, what=what)
+def run_build(command: Sequence[str], *, what: str, python: Path, sandbox: Sandbox | None = None) -> str:
+    """Run an install that may build source distributions into the environment of
+    ``python``: the one place their build scripts run (``env create --allow-build``), in
+    ``sandbox`` (default: bubblewrap, refused where it cannot run; see
+    :mod:`junobench.envs.buildbox`)."""
+    from junobench.envs.buildbox import build_argv, build_sandbox
+
+    sandbox = sandbox or build_sandbox("auto")
+    folder = str(python.absolute().parent.parent)
+    runtime = tempfile.mkdtemp(prefix="junobench-build-")
+    try:
+        argv, env = build_argv(command, sandbox, python=str(python.absolute()), folder=folder, runtime=runtime,
+                               env=os.environ)
+        return run(argv, what=what, env=env)
+    finally:
+        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def compile_lock(folder: Path, requirements: str, lock: str, *, python: str, exclude_newer: str,

@@ -53,6 +53,8 @@ DEFAULT_PROCESSES = 512
 DEFAULT_MAX_OUTPUT = 10 << 20
 #: Default image of ``--sandbox docker|podman`` (as ``env dockerfile`` suggests building it).
 DEFAULT_IMAGE = "junobench-env"
+#: Where the environment lives inside that image (``env dockerfile`` writes it there).
+IMAGE_ENV = "/opt/junobench-env"
 
 #: Inside the sandbox: the user, its home and what it is told of itself.
 SANDBOX_UID = 1000
@@ -342,8 +344,6 @@ def container_argv(engine: str, command: Sequence[str], sandbox: Sandbox, *, cwd
                    name: str, status: str) -> list[str]:
     """The ``docker run`` / ``podman run`` command line running ``command`` (its interpreter
     replaced by the image's environment) in ``sandbox.image``."""
-    from junobench.envs.dockerfile import IMAGE_ENV
-
     python = f"{IMAGE_ENV}/bin/python"
     inner = watched([python, *command[1:]], sandbox, python=python, status=status)
     argv = [engine, "run", "--rm", "-i", "--init", "--name", name, "--network", "bridge" if sandbox.network else "none",
