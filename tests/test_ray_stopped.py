@@ -5,6 +5,7 @@ final figure when nodes leave."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -36,6 +37,23 @@ def test_the_jobs_note_says_the_final_figure():
     assert jobs_note(0, 4, 2, 4.0, 2.0) == ("4 jobs lowered to 2: the cluster's 4 CPUs hold 2 notebooks "
                                             "of 2 CPU at once, after nodes left")
     assert jobs_note(2, 2, 2, 8.0, 1.0) is None
+
+
+@pytest.mark.timeout(120)
+def test_nodes_leaving_lower_the_jobs_again_and_the_note_follows(ray_cluster, monkeypatch):
+    from junobench.verify import ray_driver
+
+    driver = ray_driver.ClusterDriver(ray_driver.DriverOptions(jobs=3))
+    driver.connect()  # the module's cluster: 2 CPUs
+    assert driver.jobs == 2 and driver.note is not None and "--jobs 3 lowered to 2" in driver.note
+    left = iter([(1.0, 1e9), (0.0, 1e9)])  # one node leaves, then the last
+    monkeypatch.setattr(ray_driver, "WATCH_EVERY", 0.0)
+    monkeypatch.setattr(driver, "_capacity", lambda ray: next(left))
+    asyncio.run(asyncio.wait_for(driver._watch_cluster(), 30))
+    assert driver.jobs == 1
+    assert driver.note == ("--jobs 3 lowered to 1: the cluster's 1 CPUs hold 1 notebook of 1 CPU at once, "
+                           "after nodes left")
+    assert driver.lost is not None and "no node" in driver.lost
 
 
 def _kill_driver_when(marker: Path, done: threading.Event) -> threading.Thread:
