@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from junobench.data.snapshot import DEFAULT_SOURCE
@@ -205,3 +206,13 @@ def parse_size(text: str) -> int:
     if size <= 0:
         raise JunoBenchError(f"the size {text!r} is not positive")
     return size
+
+
+def report_stopped(stopped: str | None, holds: str) -> bool:
+    """Print the one ``error:`` line of a run that stopped early (``stopped``: why, e.g. a
+    lost Ray cluster) on stderr, after what the verb printed; ``holds`` says where every case
+    or notebook was written. True when the run stopped (the verb then exits 1)."""
+    if stopped is None:
+        return False
+    print(f"error: {stopped} ({holds}; run the same command again to resume)", file=sys.stderr)
+    return True

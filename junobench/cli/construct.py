@@ -468,7 +468,7 @@ def _reproduce(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 
 def _run_reproduce(args: argparse.Namespace) -> int:
-    from junobench.cli.common import executor_options, sandbox_from
+    from junobench.cli.common import executor_options, report_stopped, sandbox_from
     from junobench.construct.reproduce import DEFAULT_TIMEOUT, reproduce
 
     result = reproduce(
@@ -482,7 +482,7 @@ def _run_reproduce(args: argparse.Namespace) -> int:
     reused = f", {result.reused} kept from the earlier run" if result.reused else ""
     print(f"wrote {len(result.rows)} rows to {args.out}: {counts}{reused} "
           f"({result.seconds:.1f} s, {result.executor}, sandbox {result.sandbox})")
-    return 0
+    return 1 if report_stopped(result.stopped, f"{args.out} holds every row") else 0
 
 
 # --------------------------------------------------------------------------- add-case

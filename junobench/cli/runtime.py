@@ -15,6 +15,7 @@ from junobench.cli.common import (
     add_source,
     executor_options,
     filters_from,
+    report_stopped,
     sandbox_from,
 )
 
@@ -96,4 +97,6 @@ def _runtime_info(args: argparse.Namespace) -> int:
         if record["imported_by_inspection"]:
             print(f"{record['instance']}: the inspection imported "
                   f"{', '.join(record['imported_by_inspection'])}", file=sys.stderr)
+    if report_stopped(records.stopped, f"{args.out} holds every notebook"):
+        return 1
     return 1 if status.get("failed") else 0

@@ -15,6 +15,7 @@ from junobench.cli.common import (
     add_source,
     executor_options,
     filters_from,
+    report_stopped,
     sandbox_from,
 )
 from junobench.render import render
@@ -97,7 +98,6 @@ def _verify(args: argparse.Namespace) -> int:
     else:
         print(render(report.rows(), args.format, TABLE_COLUMNS), end="")
     print(report.summary(), file=sys.stderr)
-    if report.stopped is not None:
-        print(f"error: {report.stopped} (the report holds every case; run the same command again to resume)",
-              file=sys.stderr)
+    if report_stopped(report.stopped, "the report holds every case"):
+        return 1
     return 0 if report.ok else 1

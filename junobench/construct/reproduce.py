@@ -93,6 +93,7 @@ class ReproduceResult:
     executor: str = "local"
     outcomes: dict[int, Reproduction] = field(default_factory=dict)
     sandbox: str = ""  # where the notebooks ran (``bwrap, network off``)
+    stopped: str | None = None  # why the run stopped early (a lost cluster): the rest are infrastructure errors
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -146,7 +147,9 @@ def reproduce(
     and an earlier ``out`` of the same table, rows that already have a verdict are kept and
     not run again (an infrastructure error is run again). The notebooks run in ``sandbox``
     (default ``auto``: bubblewrap; refused where no sandbox runs, unless it says ``none``),
-    which the result names (``ReproduceResult.sandbox``).
+    which the result names (``ReproduceResult.sandbox``). ``ReproduceResult.stopped`` says
+    why the run stopped early (a lost Ray cluster: the rows it did not run are infrastructure
+    errors), if it did.
     """
     from junobench.data.tables import read_table
 
@@ -201,6 +204,7 @@ def reproduce(
         raise
     result.seconds = time.perf_counter() - started
     result.executor = runner.describe()
+    result.stopped = runner.stopped
     writer.flush()
     return result
 

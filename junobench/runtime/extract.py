@@ -160,6 +160,13 @@ class Inspection:
         self.problem = "the inspection produced no result"
 
 
+class RuntimeRecords(list[dict[str, Any]]):
+    """The records of one :func:`runtime_info` run; ``stopped`` says why the run stopped
+    early (a lost cluster: the notebooks it did not run are infrastructure errors), if it did."""
+
+    stopped: str | None = None
+
+
 def runtime_info(
     case_ids: Sequence[str] | None = None,
     source: str | Path = DEFAULT_SOURCE,
@@ -182,7 +189,7 @@ def runtime_info(
     style: str = "junobench",
     signatures: bool = False,
     sandbox: Sandbox | None = None,
-) -> list[dict[str, Any]]:
+) -> RuntimeRecords:
     """Runtime information of the notebooks of ``case_ids`` (default: every case, or those
     matching ``filters``) in ``versions``, one record each (fields :data:`RECORD_FIELDS`).
 
@@ -200,7 +207,8 @@ def runtime_info(
     ``out`` holds for the same inputs (``inputs``), but for infrastructure errors, are kept
     and not extracted again. The kernels see no credential-like variables but those named
     in ``pass_env``, and run in ``sandbox`` (as ``verify``'s: default
-    ``auto``). ``style`` ``"crane"`` writes CRANE-LLM's summaries instead
+    ``auto``). ``records.stopped`` says why the run stopped early (a lost Ray cluster), if
+    it did. ``style`` ``"crane"`` writes CRANE-LLM's summaries instead
     (:mod:`junobench.runtime.crane`; ``signatures`` adds callables' signatures to them).
     """
     from junobench.verify import bundled, runner_for
@@ -257,7 +265,9 @@ def runtime_info(
         raise KeyboardInterrupt from None
     done.update({(r["case_id"], r["version"]): r for r in records})
     save()
-    return records
+    result = RuntimeRecords(records)
+    result.stopped = runner.stopped
+    return result
 
 
 def _inputs(spec: CaseSpec, version: str, timeout: float | None, context: str) -> str | None:

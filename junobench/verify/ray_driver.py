@@ -146,6 +146,18 @@ class _Attempt:
     worker_died: bool  # the worker process died while the node lived on
 
 
+def jobs_note(asked: int, first: int, jobs: int, cpus: float, per_notebook: float) -> str | None:
+    """What the run's summary says of the replays it ran at once: ``asked`` (``--jobs``; 0:
+    as many as the cluster holds), ``first`` at the start, ``jobs`` now (the final figure
+    once the run ends) on the cluster's ``cpus`` now. None when the run kept to ``asked``."""
+    wanted = asked or first
+    if jobs >= wanted:
+        return None
+    text = (f"{f'--jobs {asked}' if asked else f'{first} jobs'} lowered to {jobs}: the cluster's {cpus:g} CPUs "
+            f"hold {jobs} notebook{'s' if jobs != 1 else ''} of {per_notebook:g} CPU at once")
+    return f"{text}, after nodes left" if jobs < first else text
+
+
 class ClusterDriver:
     """Runs replay tasks on a Ray cluster, ``jobs`` at a time (see the module's docstring)."""
 
@@ -153,6 +165,7 @@ class ClusterDriver:
         self.o = options
         self.jobs = options.jobs
         self.asked = options.jobs
+        self.first = options.jobs  # the replays at once when the run started
         self.owned = False
         self.session: str | None = None
         self.note: str | None = None
@@ -187,12 +200,9 @@ class ClusterDriver:
             raise JunoBenchError(f"each notebook asks for {self.o.memory} bytes of memory; the Ray cluster "
                                  f"has {int(memory)}", hint="lower --memory-per-notebook")
         capacity = self._fits(cpus)
-        if self.jobs == 0:
-            self.jobs = capacity
-        elif self.jobs > capacity:
-            self.note = (f"--jobs {self.jobs} lowered to {capacity}: the cluster's {cpus:g} CPUs hold "
-                         f"{capacity} notebook{'s' if capacity != 1 else ''} of {self.o.cpus:g} CPU at once")
-            self.jobs = capacity
+        self.jobs = capacity if self.jobs == 0 else min(self.jobs, capacity)
+        self.first = self.jobs
+        self.note = jobs_note(self.asked, self.first, self.jobs, cpus, self.o.cpus)
 
     def _capacity(self, ray: Any) -> tuple[float, float]:
         resources = ray.cluster_resources()
@@ -259,8 +269,8 @@ class ClusterDriver:
                 self.lost = "no node of the Ray cluster is left to run a notebook (its raylet or node died)"
                 return
             if capacity < self.jobs:
-                self.note = f"the cluster shrank: {capacity} notebook{'s' if capacity != 1 else ''} at once"
                 self.jobs = capacity
+                self.note = jobs_note(self.asked, self.first, capacity, cpus, self.o.cpus)
 
     # ------------------------------------------------------------------ one task
 
@@ -583,9 +593,13 @@ async def serve(channel: _Channel) -> None:
         else:
             channel.send("done", key, job.result())
 
-    async def watch_loss() -> None:
+    async def watch_loss() -> None:  # and the slots lowered when nodes leave
+        jobs = driver.jobs
         while driver.lost is None:
             await asyncio.sleep(0.5)
+            if driver.jobs != jobs:
+                jobs = driver.jobs
+                channel.send("jobs", jobs, driver.note)
         channel.send("lost", driver.lost)
 
     async def beat() -> None:  # junobench stops a driver whose event loop stops answering

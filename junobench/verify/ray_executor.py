@@ -276,6 +276,8 @@ class RayExecutor(Executor):
                 else:
                     why = f"the Ray driver failed on this task: {message[2].strip().splitlines()[-1]}"
                     _settle(future, result=_lost(task, why))
+        elif kind == "jobs":  # nodes left: fewer replays at once, and the summary says so
+            self.jobs, self.note = message[1], message[2]
         elif kind == "lost":
             self._lose(message[1])
         elif kind == "fatal":
