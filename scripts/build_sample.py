@@ -236,8 +236,10 @@ async def execute(case: Case, version: str, data: dict[str, bytes], slots: async
             cwd.mkdir(parents=True, exist_ok=True)
             for name, content in data.items():
                 (inputs / name).write_bytes(content)
+            # the whole scratch folder is the sandboxed kernel's to see: an original reads
+            # its data from ../input, beside its working folder, as on Kaggle
             log = await replay(notebook, steps, cwd=cwd, timeout=CELL_TIMEOUT,
-                               kernel_log=scratch / "kernel.log", target=target)
+                               kernel_log=scratch / "kernel.log", target=target, writable=[scratch])
             check_run(case, version, steps, log)
             normalise(notebook, scratch)
     check_stored(case, version, notebook, steps)

@@ -43,6 +43,10 @@ KERNEL_NAME = "python3"
 #: Largest message a client socket takes beyond the output kept per cell (headers, an
 #: error's traceback); a larger one is refused by ZeroMQ before it is read into memory.
 MESSAGE_MARGIN = 1 << 20
+#: Messages a channel queues on junobench's side before it stops reading the kernel's
+#: socket: what a kernel sends faster than it is read then waits in the kernel's own
+#: (confined, memory-limited) queue, not in junobench's memory.
+RECEIVE_QUEUE = 16
 #: Seconds a kernel may take to stop before its process is killed.
 SHUTDOWN_TIMEOUT = 30.0
 
@@ -197,6 +201,7 @@ async def start_kernel(target: KernelTarget, *, cwd: str | Path, env: Mapping[st
         context = zmq.asyncio.Context()
         if policy.max_output:
             context.setsockopt(zmq.MAXMSGSIZE, policy.max_output + MESSAGE_MARGIN)
+        context.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
         kernel._sinks.callback(context.destroy, linger=0)
         transport = {"transport": "ipc", "ip": os.path.join(runtime, "k")} if policy.confined else {}
         kernel.km = kernel_manager_class(target, argv)(

@@ -314,6 +314,8 @@ def font_cache(python: str) -> tuple[Path, ...]:
     import hashlib
     import tempfile
 
+    from junobench.safety.atomic import place
+
     key = hashlib.sha256("|".join((os.path.realpath(python), *interpreter_prefixes(python))).encode()).hexdigest()
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "junobench" / "sandbox"
     folder = root / f"matplotlib-{key[:16]}"
@@ -330,8 +332,8 @@ def font_cache(python: str) -> tuple[Path, ...]:
             subprocess.run(command, capture_output=True, timeout=300, check=False)
             for name in ("passwd", "group"):
                 (building / name).unlink(missing_ok=True)
-            os.replace(building, folder)  # whole or absent
-        except (OSError, subprocess.SubprocessError):
+            place(building, folder)  # whole or absent
+        except (OSError, subprocess.SubprocessError, JunoBenchError):
             pass  # another process made it meanwhile, or no font list: kernels build their own
         finally:
             shutil.rmtree(building, ignore_errors=True)
