@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from junobench.detection import crane_inputs
-from junobench.detection.predictions import Predictions, check_instance, jsonl_line
+from junobench.detection.predictions import Predictions, jsonl_line, read_per_instance
 from junobench.errors import JunoBenchError
 
 PYLINT = "pylint"
@@ -367,17 +367,9 @@ def looks_like_outputs(folder: Path) -> bool:
 def read_outputs(folder: Path) -> Predictions:
     """CRANE-LLM's published analyser outputs as predictions: per notebook one run, a crash
     when the list of kept messages is not empty (how the published results count them)."""
-    out = Predictions(folder, LAYOUT)
-    for file in _output_files(folder):
-        instance = file.stem
-        check_instance(instance, file, "file name: ",
-                       hint="name files <library>/<case>_reproduced.json or …_fixed.json")
-        if instance in out.runs:
-            raise JunoBenchError(f"two files for instance {instance!r} (the other is "
-                                 f"{out.origin[instance]})", file=file, case=instance,
-                                 hint="keep one file per instance")
-        out.runs[instance] = [verdict(_messages_file(file, instance))]
-        out.origin[instance] = str(file)
+    out = read_per_instance(folder, LAYOUT, _output_files(folder),
+                              lambda file, instance: [verdict(_messages_file(file, instance))],
+                              hint="name files <library>/<case>_reproduced.json or …_fixed.json")
     if not out.runs:
         raise JunoBenchError("no <library>/<instance>.json files", file=folder, hint=_SA_HINT)
     return out

@@ -48,6 +48,7 @@ from junobench.detection.predictions import (
     check_instance,
     loads,
     read_jsonl,
+    read_per_instance,
     value_kind,
 )
 from junobench.errors import JunoBenchError
@@ -269,18 +270,9 @@ def _looks_judged(files: list[Path]) -> bool:
 
 def _read_instance_files(folder: Path, layout: str,
                          convert: Callable[[list[Any], str], list[Any]]) -> Predictions:
-    out = Predictions(folder, layout)
-    for file in _json_files(folder):
-        instance = file.stem
-        check_instance(instance, file, "file name: ",
-                       hint="name files <case>_reproduced.json or <case>_fixed.json")
-        if instance in out.runs:
-            raise JunoBenchError(f"two files for instance {instance!r} (the other is "
-                                 f"{out.origin[instance]})", file=file, case=instance,
-                                 hint="keep one file per instance")
-        out.runs[instance] = convert(runs_file(file, instance), instance)
-        out.origin[instance] = str(file)
-    return out
+    return read_per_instance(folder, layout, _json_files(folder),
+                               lambda file, instance: convert(runs_file(file, instance), instance),
+                               hint="name files <case>_reproduced.json or <case>_fixed.json")
 
 
 def read_construct(folder: Path) -> Predictions:

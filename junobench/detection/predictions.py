@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -250,6 +250,24 @@ def check_instance(instance: str, file: Path, prefix: str = "", *, hint: str | N
         raise JunoBenchError(f"{prefix}{instance!r} is not an instance id", file=file,
                              hint=hint or "instances look like torch_7_reproduced or "
                              "torch_7_fixed") from None
+
+
+def read_per_instance(folder: Path, layout: str, files: Iterable[Path],
+                        read: Callable[[Path, str], list[Any]], *, hint: str) -> Predictions:
+    """Predictions of a folder of one file per notebook, named ``<instance>.json``: each
+    file's runs as ``read(file, instance)`` gives them; a name that is no instance id, or an
+    instance with two files, fails naming the file (``hint``: how files are to be named)."""
+    out = Predictions(folder, layout)
+    for file in files:
+        instance = file.stem
+        check_instance(instance, file, "file name: ", hint=hint)
+        if instance in out.runs:
+            raise JunoBenchError(f"two files for instance {instance!r} (the other is "
+                                 f"{out.origin[instance]})", file=file, case=instance,
+                                 hint="keep one file per instance")
+        out.runs[instance] = read(file, instance)
+        out.origin[instance] = str(file)
+    return out
 
 
 # --------------------------------------------------------------------------- writing
