@@ -44,6 +44,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reference import reference_dir
+
 REPO = Path(__file__).resolve().parent.parent
 
 #: What each group mutates and the tests that should catch it (fastest first).
@@ -291,6 +293,10 @@ def score(name: str, targets: Sequence[str], tests: Sequence[str], *, root: Path
     boxes = [Sandbox(root, files) for _ in range(max(1, jobs))]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
     env.pop("PYTHONPATH", None)  # the copy is imported from its own folder, nothing else
+    # The copy is elsewhere: its tests read the reference data where this checkout's do,
+    # and fail without it (a test skipped for want of it would let every mutant survive).
+    env.setdefault("JUNOBENCH_REFERENCE", str(reference_dir()))
+    env["JUNOBENCH_REQUIRE_REFERENCE"] = "1"
     try:
         baseline = boxes[0].run(tests, timeout, env)
         if baseline != "passed":

@@ -34,11 +34,11 @@ PINS = Path(__file__).with_name("library_cause_answers.json")
 
 #: sha256 of the answers per form (see :func:`answers`).
 PINNED = {
-    "stored": "d551dfd45112ce0230ff018e4eccfbe8d0af5054a469fb32a9340362dd894625",
-    "list": "0989c856dd7a19f57449299f8a802dd39254b2ee859f4c702d4b07fb811130f2",
-    "text": "0bdff798966bc747ad4c79f9e1321997b84cbc7c2a24b50e5723ac3873844461",
-    "cut": "b863b33d2bc1d80503b5fb15ef5bff58936821a102bc2b8ea057bebb3b2b388a",
-    "renumbered": "d551dfd45112ce0230ff018e4eccfbe8d0af5054a469fb32a9340362dd894625",
+    "stored": "f0acafeb9ce248a791f6bc8182b61e581f2363bfa3fee7e3081f6e5f65980611",
+    "list": "43a6ea782300c303bb9e7823b6ece51f694ca6a3b6c9712f21b8052f61305788",
+    "text": "01de8b30b143074b43c6b6c788b7fb89ea847cfb3f8530067a8a0682a9ef6dd8",
+    "cut": "2fb8ea589f0497cc8fd835154cf8da18eba4fe31c25c6cac53b3def75dc62336",
+    "renumbered": "f0acafeb9ce248a791f6bc8182b61e581f2363bfa3fee7e3081f6e5f65980611",
 }
 
 

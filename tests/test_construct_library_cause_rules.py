@@ -113,6 +113,18 @@ def test_a_cut_traceback_takes_the_header_s_exception() -> None:
     assert clues(cut) == {("sklearn", WEIGHTS["exception"], "exception", "NotFittedError")}
 
 
+def test_a_cut_literal_list_takes_the_header_s_exception_without_its_quote() -> None:
+    whole = literal("NotFittedError   Traceback (most recent call last)", cell("run(x)"),
+                    "NotFittedError: This LinearSVC instance is not fitted yet")
+    cut = whole[:whole.index("Cell In")]
+    assert clues(cut) == {("sklearn", WEIGHTS["exception"], "exception", "NotFittedError")}
+    assert estimate(cut) == "sklearn"
+    dotted = literal("tensorflow.python.framework.errors_impl.CancelledError   Traceback "
+                     "(most recent call last)", cell("run(x)"))[:-30]
+    assert ("tensorflow/keras", WEIGHTS["exception"], "exception",
+            "tensorflow.python.framework.errors_impl.CancelledError") in clues(dotted)
+
+
 def test_a_plain_text_traceback_ends_with_its_exception_line() -> None:
     text = f"{HEADER}\nParserError   Traceback (most recent call last)\n{cell('run(x)')}" \
            "ParserError: Error tokenizing data"
@@ -234,6 +246,30 @@ def test_the_cell_s_imports_add_aliases_and_names() -> None:
     assert ("sklearn", WEIGHTS["crash_api"], "crash_api", "tts") in found
     assert ("seaborn", WEIGHTS["crash_alias"], "crash_alias", "sb") in found
     assert estimate(traceback, code) == "seaborn"
+
+
+def test_an_import_s_names_end_with_its_line_unless_bracketed() -> None:
+    traceback = literal("ValueError   Traceback (most recent call last)",
+                        cell("sb.heatmap(NuSVC().fit(x, y))"))
+    code = "from sklearn.svm import NuSVC\nimport seaborn as sb\n"
+    assert clues(traceback, code) == {
+        ("seaborn", WEIGHTS["crash_alias"], "crash_alias", "sb"),
+        ("sklearn", WEIGHTS["crash_api"], "crash_api", "NuSVC"),
+        ("sklearn", WEIGHTS["code"], "code", "used in the cell")}
+    bracketed = "from sklearn.svm import (LinearSVR,\n    NuSVC as nu)\nimport seaborn as sb"
+    traceback = literal("ValueError   Traceback (most recent call last)",
+                        cell("sb.heatmap(nu().fit(x, y))"))
+    assert clues(traceback, bracketed) == {
+        ("seaborn", WEIGHTS["crash_alias"], "crash_alias", "sb"),
+        ("sklearn", WEIGHTS["crash_api"], "crash_api", "nu"),
+        ("sklearn", WEIGHTS["code"], "code", "used in the cell")}
+
+
+def test_the_standard_library_is_no_library() -> None:
+    traceback = literal("ValueError   Traceback (most recent call last)",
+                        cell("o.listdir(join(p))"), "ValueError: boom")
+    assert estimate(traceback, "import os as o\nfrom os.path import join\no.getcwd()") is None
+    assert estimate(traceback, "import skimage as o\nfrom os.path import join") == "skimage"
 
 
 # --------------------------------------------------------------------------- decision

@@ -341,9 +341,11 @@ _WORD = re.compile(r"[A-Za-z_]\w*")
 # Code and messages are split into identifiers as UTF-8 bytes (bytes.translate is several
 # times faster than str.translate); every other byte, non-ASCII ones included, is a blank.
 _WORDS = bytes(c if c < 128 and (chr(c).isalnum() or c == 95) else 32 for c in range(256))
+#: ``from m import a, b as c`` (over several lines only inside brackets) or ``import m as
+#: n, o``; one statement's names never run into the next line.
 _IMPORT = re.compile(
-    r"(?m)^\s*(?:from\s+([\w.]+)\s+import\s+\(?([\w\s,.]+)\)?|import\s+([\w.]+(?:\s+as\s+\w+)?"
-    r"(?:\s*,\s*[\w.]+(?:\s+as\s+\w+)?)*))"
+    r"(?m)^[ \t]*(?:from[ \t]+([\w.]+)[ \t]+import[ \t]+(?:\(([\w\s,.]+)\)|([\w \t,.]+))"
+    r"|import[ \t]+([\w.]+(?:[ \t]+as[ \t]+\w+)?(?:[ \t]*,[ \t]*[\w.]+(?:[ \t]+as[ \t]+\w+)?)*))"
 )
 _COMPLAINTS = ("got an unexpected", "got multiple", "missing ", "takes ")
 _ANSI = re.compile(r"(?:\x1b|\\x1b|\\u001b)\[[0-9;]*[A-Za-z]")
@@ -439,11 +441,13 @@ class Evidence:
 def library_of_module(module: str) -> str | None:
     """The library of a top-level module (``keras`` → ``tensorflow/keras``, ``xgboost`` →
     ``xgboost``, an unknown package → its own name); None for the notebook machinery and
-    helper packages (:data:`INFRASTRUCTURE`) and private modules."""
+    helper packages (:data:`INFRASTRUCTURE`), Python's standard library (``import os as
+    o`` names no library) and private modules."""
     lib = MODULES.get(module) or OTHER_MODULES.get(module)
     if lib is not None:
         return lib
-    if module in INFRASTRUCTURE or not module or module[0] == "_" or module[0].isdigit():
+    if module in INFRASTRUCTURE or module in sys.stdlib_module_names or not module \
+            or module[0] == "_" or module[0].isdigit():
         return None
     return module
 
@@ -932,7 +936,8 @@ def _header_exception(text: str) -> str | None:
     if i < 0:
         return None
     words = text[max(0, i - 120):i].split()
-    return words[-1] if words and _is_exception_name(words[-1].lstrip("'\"[")) else None
+    name = words[-1].lstrip("'\"[") if words else ""  # (a literal list's quote, bracket)
+    return name if _is_exception_name(name) else None
 
 
 def _is_exception_name(text: str) -> bool:
@@ -963,11 +968,11 @@ def _imports(code: str) -> tuple[dict[str, str], dict[str, str]]:
     aliases: dict[str, str] = {}
     names: dict[str, str] = {}
     for match in _IMPORT.finditer(code):
-        source, imported, modules = match.groups()
+        source, bracketed, imported, modules = match.groups()
         if source:
             lib = library_of_module(source.partition(".")[0])
             if lib:
-                for item in imported.replace("\n", " ").split(","):
+                for item in (bracketed or imported).split(","):
                     parts = item.split()
                     if parts:
                         names[parts[-1]] = lib
