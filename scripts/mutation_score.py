@@ -21,7 +21,7 @@ every surviving mutant (file, line, the change); exits 1 when a score is below
 ``--threshold`` (default 0.9).
 
     python scripts/mutation_score.py [--group estimator|metrics ...] [--sample N] [--seed S]
-        [--timeout SECONDS] [--jobs N]
+        [--timeout SECONDS] [--jobs N] [--lines FIRST-LAST]
 
 Not part of the test suite (it runs the suite's files hundreds of times); one test runs
 it on a tiny module.
@@ -287,8 +287,10 @@ class Sandbox:
 
 def score(name: str, targets: Sequence[str], tests: Sequence[str], *, root: Path = REPO,
           files: Sequence[str] = PROJECT_FILES, sample: int | None = None, seed: int = 0,
-          timeout: float = 600.0, jobs: int = 1, log: bool = True) -> Score:
-    """Run the mutants of ``targets`` (paths under ``root``) against ``tests``."""
+          timeout: float = 600.0, jobs: int = 1, lines: tuple[int, int] | None = None,
+          log: bool = True) -> Score:
+    """Run the mutants of ``targets`` (paths under ``root``) against ``tests`` (only those
+    on ``lines``, first to last, when given)."""
     result = Score(name)
     boxes = [Sandbox(root, files) for _ in range(max(1, jobs))]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
@@ -304,6 +306,8 @@ def score(name: str, targets: Sequence[str], tests: Sequence[str], *, root: Path
         chosen: list[Mutant] = []
         for target in targets:
             every = mutants(target, (root / target).read_bytes())
+            if lines is not None:
+                every = [m for m in every if lines[0] <= m.line <= lines[1]]
             result.available += len(every)
             if sample is not None and sample < len(every):
                 every = sorted(random.Random(f"{seed}:{target}").sample(every, sample),
@@ -356,6 +360,14 @@ def report(result: Score) -> str:
     return "\n".join(lines)
 
 
+def _line_range(text: str) -> tuple[int, int]:
+    first, _, last = text.partition("-")
+    try:
+        return int(first), int(last or first)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a line range: {text!r}") from None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--group", action="append", choices=sorted(GROUPS),
@@ -366,6 +378,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="test files for --target, fastest first")
     parser.add_argument("--sample", type=int, help="mutants per module, drawn at random")
     parser.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
+    parser.add_argument("--lines", type=_line_range, metavar="FIRST-LAST",
+                        help="only the mutants on these lines (to recheck survivors)")
     parser.add_argument("--timeout", type=float, default=600.0,
                         help="seconds one test file may take on a mutant (default 600)")
     parser.add_argument("--jobs", type=int, default=1, help="mutants run at once (default 1)")
@@ -381,7 +395,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         runs = {name: GROUPS[name] for name in (args.group or sorted(GROUPS))}
     results = [score(name, targets, tests, root=args.root, files=args.copy, sample=args.sample,
-                     seed=args.seed, timeout=args.timeout, jobs=args.jobs)
+                     seed=args.seed, timeout=args.timeout, jobs=args.jobs, lines=args.lines)
                for name, (targets, tests) in runs.items()]
     print("\n".join(report(r) for r in results))
     return 0 if all(r.ratio >= args.threshold for r in results) else 1

@@ -39,12 +39,13 @@ from __future__ import annotations
 import builtins
 import hashlib
 import re
+import string
 import sys
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from junobench.errors import JunoBenchError
 from junobench.vocab import LIBRARY_LABELS, NOTEBOOK_SPECIFIC
@@ -338,9 +339,10 @@ _DISPATCH = re.compile(r"-packages[\\/]+torch[\\/]+nn[\\/]+modules[\\/]+module\.
 _MODULE_MESSAGE = re.compile(r"(?:module|from) '([A-Za-z_][\w.]*)'")
 _ARROW = re.compile(r"-> *\d+ ?")  # the code follows, up to the end of the line
 _WORD = re.compile(r"[A-Za-z_]\w*")
+_IDENTIFIER_CHARACTERS = frozenset(string.ascii_letters + string.digits + "_")
 # Code and messages are split into identifiers as UTF-8 bytes (bytes.translate is several
 # times faster than str.translate); every other byte, non-ASCII ones included, is a blank.
-_WORDS = bytes(c if c < 128 and (chr(c).isalnum() or c == 95) else 32 for c in range(256))
+_WORDS = bytes(c if chr(c) in _IDENTIFIER_CHARACTERS else 32 for c in range(256))
 #: ``from m import a, b as c`` (over several lines only inside brackets) or ``import m as
 #: n, o``; one statement's names never run into the next line.
 _IMPORT = re.compile(
@@ -350,7 +352,7 @@ _IMPORT = re.compile(
 _COMPLAINTS = ("got an unexpected", "got multiple", "missing ", "takes ")
 _ANSI = re.compile(r"(?:\x1b|\\x1b|\\u001b)\[[0-9;]*[A-Za-z]")
 #: A coloured traceback is coloured from its first line: looking there is enough.
-_ANSI_HEAD = 400
+_ANSI_HEAD = 400  # pragma: no mutate (how far to look: IPython colours the first line)
 _HEADER = "Traceback (most recent call last)"
 #: How a literal list of IPython's traceback lines starts (its first line is 75 dashes),
 #: and where an arrow could start in it at the earliest (on the last dash).
@@ -375,6 +377,8 @@ _NO_LIBRARIES: frozenset[str] = frozenset()
 _PREFERENCE: dict[str, int] = {lib: rank for rank, lib in enumerate((
     "seaborn", "torchvision", "statsmodels", "lightgbm", "sklearn", TF, "torch", "pandas",
     "matplotlib", "numpy"))}
+#: The rank of the libraries outside :data:`_PREFERENCE` (they come first, by name).
+_UNRANKED = -1  # pragma: no mutate (any negative rank orders the same)
 _ALIAS, _API, _METHOD = 3, 2, 1  # strength of a clue on a line of code
 
 
@@ -391,8 +395,7 @@ def _fragment_index() -> dict[bytes, list[tuple[str, str]]]:
 _FRAGMENTS = _fragment_index()
 
 
-@dataclass(frozen=True)
-class _Vocabulary:
+class _Vocabulary(NamedTuple):
     """Module aliases and API names keyed by bytes (code tokens), the set of every known
     word (intersected with a line's words at C speed), and the API names as text."""
 
@@ -497,19 +500,11 @@ def estimate(traceback: Any, code: str | None = None, *, benchmark: bool = False
     if len(totals) == 1:  # one library with clues (every clue weighs more than nothing)
         (only,) = totals
         return only
-    best, top, second = None, 0.0, 0.0
-    for lib, weight in totals.items():
-        if weight > top:
-            best, top, second = lib, weight, top
-        elif weight > second:
-            second = weight
-    if best is not None and top - second > _CLOSE:  # (two libraries or more: second > 0)
-        return best
-    # No clue, or a close call: the libraries the cell uses decide.
+    # The libraries the cell uses break ties and close calls (a lead above _W_CODE stands).
     for lib in _cell_libraries(context, code):
         if not benchmark or lib in _LABELS:
             totals[lib] = totals.get(lib, 0.0) + _W_CODE
-    return min(totals, key=lambda lib: (-totals[lib], _PREFERENCE.get(lib, -1), lib)
+    return min(totals, key=lambda lib: (-totals[lib], _PREFERENCE.get(lib, _UNRANKED), lib)
                ) if totals else None
 
 
@@ -558,7 +553,7 @@ def _clues(traceback: Any, code: str | None, record: _Record, benchmark: bool
     its message (:func:`_message_clues`) and the code lines the traceback shows
     (:func:`_code_clues`). Each adds to ``totals`` in place.
     """
-    text, newline = _text(traceback)
+    text, newline = _normalise(traceback)
     vocabulary = _vocabulary(code)
     totals: dict[str, float] = {}
     libraries, first_frame = _frame_clues(text, benchmark, totals, record)
@@ -570,18 +565,6 @@ def _clues(traceback: Any, code: str | None, record: _Record, benchmark: bool
     context = _code_clues(text, newline, first_frame, libraries if complete else None,
                           vocabulary, totals, record)
     return totals, context
-
-
-def _text(traceback: Any) -> tuple[str, str]:
-    """:func:`_normalise`, skipped for the tables' usual form (a literal list without ANSI
-    codes in its head), which needs no change."""
-    # (find with bounds, not "in" a slice: no copy of the head; from its first "x", found
-    # by a fast memchr, as most heads hold none)
-    if type(traceback) is str and traceback.startswith("['") \
-            and ((x := traceback.find("x", 0, _ANSI_HEAD)) < 0  # pragma: no mutate (a probe)
-                 or traceback.find("x1b[", x, _ANSI_HEAD) < 0):
-        return traceback, "\\n"
-    return _normalise(traceback)
 
 
 def _vocabulary(code: str | None) -> _Vocabulary:
@@ -858,7 +841,6 @@ _W_ENTRY, _W_DEEP, _W_RAISE = WEIGHTS["entry_frame"], WEIGHTS["deep_frame"], WEI
 _W_EXCEPTION, _W_MESSAGE = WEIGHTS["exception"], WEIGHTS["message"]
 _W_TYPE, _W_CALLED = WEIGHTS["message_type"], WEIGHTS["message_api"]
 _W_CODE = WEIGHTS["code"]
-_CLOSE = 2 * _W_CODE  # a lead the tie-breakers could still overturn
 
 
 def _tiebreak_clues(where: tuple[str, int, int], code: str | None, add: Any) -> None:
