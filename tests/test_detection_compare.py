@@ -10,6 +10,7 @@ import pytest
 from junobench.detection.compare import (
     Comparison,
     compare,
+    compare_reports,
     format_comparison,
     pair_rows,
     pair_test,
@@ -84,6 +85,20 @@ def test_json_holds_sets_exclusions_tests_and_settings(comparison):
     assert data["bootstrap"]["resamples"] == 4 and data["bootstrap"]["seed"] == 0
 
 
+def test_the_json_states_the_bootstrap_the_text_states():
+    made = Comparison(["A", "B"], [A, B], COMMON, resamples=7, seed=3)
+    assert json.loads(format_comparison(made, "json"))["bootstrap"] == {
+        "unit": "case", "resamples": 7, "seed": 3, "confidence": 0.95, "method": "percentile"}
+    assert "95% intervals from 7 case bootstraps (seed 3)" in format_comparison(made)
+
+
+def test_names_and_reports_that_disagree_in_number_are_refused_not_dropped():
+    made = Comparison(["A", "B", "C"], [A, B], COMMON)
+    for output in (made.rows, made.excluded, made.to_dict):
+        with pytest.raises(ValueError):
+            output()
+
+
 def test_text_outputs(comparison):
     table = format_comparison(comparison, "table")
     assert table.startswith("5 notebooks decided by every set; 95% intervals from 4 case "
@@ -132,3 +147,48 @@ def test_a_comparison_needs_two_sets_of_one_decision_each():
         compare(["a.jsonl", "b.jsonl"], "sample", vote="all-runs")
     with pytest.raises(JunoBenchError, match="--resamples"):
         compare(["a.jsonl", "b.jsonl"], "sample", resamples=0)
+
+
+#: C flags only the crashes of a and c.
+C = report({"a_1_reproduced": True, "a_1_fixed": False, "b_2_reproduced": False,
+            "b_2_fixed": False, "c_3_reproduced": True, "c_3_fixed": False}, "runs/c.jsonl")
+
+
+def test_three_sets_are_three_pairs_with_holm_adjusted_p_values_in_every_format():
+    three = compare_reports(["A", "B", "C"], [A, B, C], resamples=4, seed=0)
+    assert three.common == COMMON  # A did not decide c_3_fixed
+    assert [(t.a, t.b) for t in three.tests] == [("A", "B"), ("A", "C"), ("B", "C")]
+    for test in three.tests:  # Holm multiplies the smallest raw p by the number of pairs
+        assert test.mcnemar_holm is not None and test.mcnemar_holm >= test.mcnemar.p_value
+    smallest = min(three.tests, key=lambda t: t.mcnemar.p_value)
+    assert smallest.mcnemar_holm == min(1.0, 3 * smallest.mcnemar.p_value)
+    table = format_comparison(three, "table")
+    assert "Holm-adjusted p-values over the 3 pairs)" in table
+    assert "B: 1 notebooks left out" in table and "C: 1 notebooks left out" in table
+    assert "A: " not in table  # A decided only the shared notebooks
+    assert all("McNemar p (Holm)" in row and "bootstrap p (Holm)" in row
+               for row in pair_rows(three))
+    latex = format_comparison(three, "latex")
+    assert "; Holm-adjusted p-values over the pairs\n" in latex
+    assert latex.count("\\begin{tabular}") == 2
+    assert "McNemar p (Holm)" in latex
+
+
+def test_one_pair_has_no_holm_columns_and_no_pair_no_test_section(comparison):
+    latex = format_comparison(comparison, "latex")
+    assert "% Paired tests: exact McNemar on notebooks right/wrong; paired case bootstrap of " \
+           "the F1 difference\n" in latex
+    assert "Holm" not in latex and "Holm" not in format_comparison(comparison, "table")
+    assert "Holm" not in "".join(pair_rows(comparison)[0])
+    alone = Comparison(["A", "B"], [A, B], COMMON, resamples=4, seed=0)  # no test run
+    assert "Paired tests" not in format_comparison(alone, "latex")
+    assert format_comparison(alone, "latex").count("\\begin{tabular}") == 1
+    table = format_comparison(alone, "table")
+    assert "Paired tests" not in table and "only A right" not in table
+
+
+def test_markdown_escapes_the_set_names_in_its_notes_and_the_table_keeps_them():
+    made = compare_reports(["A", "*b*|"], [A, B], resamples=4, seed=0)
+    markdown = format_comparison(made, "markdown")
+    assert "\\*b\\*\\|: 1 notebooks left out" in markdown
+    assert "*b*|: 1 notebooks left out" in format_comparison(made, "table")

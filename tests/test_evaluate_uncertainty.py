@@ -116,6 +116,8 @@ def test_mcnemar_matches_the_hand_computed_exact_test():
     assert by_hand == pytest.approx(0.0386, abs=1e-4)
     assert mcnemar(a, a).p_value == 1.0
     assert mcnemar([True, False], [False, True]).p_value == 1.0
+    with pytest.raises(ValueError, match="same notebooks"):
+        mcnemar([True, False], [True])
 
 
 def test_paired_difference_of_a_set_with_itself_is_zero():

@@ -24,6 +24,7 @@ from typing import Any
 from junobench.detection.evaluate import (
     TITLES,
     Report,
+    bootstrap_settings,
     format_interval,
     labels_for,
     score_predictions,
@@ -125,7 +126,7 @@ class Comparison:
             "sets": sets,
             "excluded": self.excluded(),
             "tests": [test.to_dict() for test in self.tests],
-            "bootstrap": self.reports[0].bootstrap_settings() if self.reports else None,
+            "bootstrap": bootstrap_settings(self.resamples, self.seed),
         }
 
 

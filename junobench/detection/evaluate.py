@@ -183,13 +183,18 @@ class Report:
         }
 
     def bootstrap_settings(self) -> dict[str, Any]:
-        return {"unit": "case", "resamples": self.resamples, "seed": self.seed,
-                "confidence": CONFIDENCE, "method": "percentile"}
+        return bootstrap_settings(self.resamples, self.seed)
 
     def restricted(self, instances: Collection[str]) -> Report:
         """The same report scored on ``instances`` only (for side-by-side comparisons)."""
         keep = set(instances)
         return replace(self, decisions=[d for d in self.decisions if d.instance in keep])
+
+
+def bootstrap_settings(resamples: int, seed: int) -> dict[str, Any]:
+    """How intervals were drawn, as the JSON outputs state it."""
+    return {"unit": "case", "resamples": resamples, "seed": seed, "confidence": CONFIDENCE,
+            "method": "percentile"}
 
 
 def count_cases(decisions: Iterable[Decision]) -> int:

@@ -122,9 +122,10 @@ def mcnemar(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> McNemar:
     """Exact two-sided McNemar test on paired right/wrong outcomes of the same notebooks."""
     from scipy.stats import binomtest
 
-    if len(correct_a) != len(correct_b):
-        raise ValueError("McNemar needs the same notebooks for both detectors")
-    pairs = list(zip(correct_a, correct_b, strict=True))
+    try:
+        pairs = list(zip(correct_a, correct_b, strict=True))
+    except ValueError:
+        raise ValueError("McNemar needs the same notebooks for both detectors") from None
     only_a = sum(1 for a, b in pairs if a and not b)
     only_b = sum(1 for a, b in pairs if b and not a)
     if only_a == only_b == 0:  # no discordant notebook: nothing tells the two apart
@@ -157,7 +158,8 @@ def paired_difference(scored_a: Iterable[Scored], scored_b: Iterable[Scored], *,
         counts_b = counts_b[[order[case] for case in cases_a]]
     both = np.concatenate([counts_a, counts_b], axis=1)  # resample the pairs together
     summed = resampled_counts(both, resamples, seed)
-    diff = metric_values(summed[:, :4])[metric] - metric_values(summed[:, 4:])[metric]
+    summed_a, summed_b = np.hsplit(summed, 2)
+    diff = metric_values(summed_a)[metric] - metric_values(summed_b)[metric]
     point = metric_values(counts_a.sum(axis=0))[metric] - metric_values(counts_b.sum(axis=0))[metric]
     estimate = None if np.isnan(point) else float(point)
     defined = diff[~np.isnan(diff)]
