@@ -584,13 +584,9 @@ def _frame_clues(text: str, benchmark: bool, totals: dict[str, float], record: _
     site-packages frame. Returns the libraries framed and where the first frame is (the
     text's end when there is none)."""
     named: Sequence[str]
-    # ("packages", not "-packages": a needle with a dash crawls over the dashed line that
-    # heads every traceback)
-    i = text.find("packages", 1)
-    while i > 0 and text[i - 1] != "-":
-        i = text.find("packages", i + 8)
-    if i > 0:
-        first_frame = i - 1
+    first = _PACKAGE.search(text)
+    if first:
+        first_frame = first.start()
         named = list(filter(None, map(_BENCHMARK_MODULE if benchmark else _LIBRARY_OF_MODULE,
                                       _PACKAGE.findall(text, first_frame))))
     elif "_libs" in text or "hub" in text:
