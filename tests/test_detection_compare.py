@@ -192,3 +192,15 @@ def test_markdown_escapes_the_set_names_in_its_notes_and_the_table_keeps_them():
     markdown = format_comparison(made, "markdown")
     assert "\\*b\\*\\|: 1 notebooks left out" in markdown
     assert "*b*|: 1 notebooks left out" in format_comparison(made, "table")
+
+
+def test_one_distinct_name_per_set_and_the_shared_notebooks_in_the_first_set_s_order():
+    with pytest.raises(JunoBenchError, match="one distinct name per prediction set"):
+        compare_reports(["A"], [A, B])
+    with pytest.raises(JunoBenchError, match="names: A, A"):
+        compare_reports(["A", "A"], [A, B])
+    from dataclasses import replace
+
+    backwards = replace(B, decisions=list(reversed(B.decisions)))
+    assert compare_reports(["B", "A"], [backwards, A], resamples=4).common == COMMON[::-1]
+    assert compare_reports(["A", "B"], [A, backwards], resamples=4).common == COMMON

@@ -163,9 +163,6 @@ def compare(
     reports = [score_predictions(p, labels, vote=vote, layout=layout, resamples=resamples,
                                  seed=seed) for p in predictions]
     shown = list(names) if names else unique_names([r.predictions or "?" for r in reports])
-    if len(shown) != len(reports) or len(set(shown)) != len(shown):
-        raise JunoBenchError("give one distinct name per prediction set",
-                             hint=f"{len(reports)} sets, names: {', '.join(shown)}")
     decided = [set(r.evaluated) for r in reports]
     common = [str(row["instance"]) for row in labels.rows
               if all(str(row["instance"]) in d for d in decided)]
@@ -178,7 +175,8 @@ def compare_reports(names: Sequence[str], reports: Sequence[Report],
     """Reports side by side on ``common`` (default: the notebooks every report decided, in
     the first report's order), every pair tested, p-values Holm-adjusted over the pairs."""
     if len(names) != len(reports) or len(set(names)) != len(names):
-        raise JunoBenchError("give one distinct name per set")
+        raise JunoBenchError("give one distinct name per prediction set",
+                             hint=f"{len(reports)} sets, names: {', '.join(names)}")
     if common is None:
         decided = [set(r.evaluated) for r in reports]
         common = [i for i in (reports[0].evaluated if reports else [])
