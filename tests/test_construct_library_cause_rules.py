@@ -86,6 +86,9 @@ def test_cython_hub_and_array_dispatch_frames_count_without_site_packages() -> N
                        "File <__array_function__ internals>:180, in concatenate(*args)\n",
                        "ValueError: all the input arrays must have same number of dimensions")
     assert estimate(dispatch) == "numpy"
+    from_the_frame = ("<__array_function__ internals>:180, in concatenate(*args)\n"
+                      "ValueError: need at least one array to concatenate")
+    assert score(from_the_frame) == {"numpy": WEIGHTS["entry_frame"] + WEIGHTS["raise_frame"]}
     hub = literal("RuntimeError   Traceback (most recent call last)", cell("run(x)"),
                   "File ~/.cache/torch/hub/pytorch_vision_main/torchvision/models/x.py:3, in f()\n",
                   "RuntimeError: bad")
@@ -123,6 +126,21 @@ def test_a_cut_literal_list_takes_the_header_s_exception_without_its_quote() -> 
                      "(most recent call last)", cell("run(x)"))[:-30]
     assert ("tensorflow/keras", WEIGHTS["exception"], "exception",
             "tensorflow.python.framework.errors_impl.CancelledError") in clues(dotted)
+
+
+def test_the_last_exception_item_is_looked_for_in_the_last_4000_characters() -> None:
+    def traceback(tail: int) -> str:
+        return literal("ValueError   Traceback (most recent call last)", cell("run(x)"),
+                       "ValueError: could not broadcast input array", "x" * tail)
+
+    def distance(text: str) -> int:  # from the item's opening quote to the last closing one
+        return len(text) - 2 - text.index("'ValueError: could")
+
+    inside = traceback(3998 - distance(traceback(0)))
+    outside = traceback(3999 - distance(traceback(0)))
+    assert (distance(inside), distance(outside)) == (3998, 3999)
+    message = ("numpy", WEIGHTS["message"], "message", "could not broadcast")
+    assert message in clues(inside) and message not in clues(outside)
 
 
 def test_a_plain_text_traceback_ends_with_its_exception_line() -> None:

@@ -632,7 +632,7 @@ def _exception_of(text: str, newline: str) -> tuple[str | None, str | None, bool
     listed: Literal[False] | None = None
     if newline != "\n" and text.endswith(_LAST_ITEM_ENDS):
         close = len(text) - 2  # the last item's closing quote, before "]"
-        low = close - 3998 if close > 3998 else 0
+        low = max(0, close - 3998)
         while True:
             quote = text[close]
             start = text.rfind(quote, low, close)
