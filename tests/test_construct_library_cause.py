@@ -129,19 +129,6 @@ def test_torch_module_call_dispatches_to_the_model_library() -> None:
     assert explain(traceback)[0].library == "torchvision"
 
 
-def test_the_exception_is_the_last_item_not_a_quote_inside_it() -> None:
-    # The message quotes something that looks like the start of another item.
-    traceback = literal("ValueError   Traceback (most recent call last)", cell("run(x)"),
-                        'ValueError: expected one of "a", "LinAlgError: b"')
-    assert [e.text for e in explain(traceback) if e.kind == "exception"] == []
-    assert estimate(traceback) is None
-    # A TF message runs over several items; the exception line is not the last one.
-    tf = literal("InvalidArgumentError   Traceback (most recent call last)", cell("m.fit(x)"),
-                 "InvalidArgumentError: Graph execution error:\n", "Detected at node 'x'",
-                 "  [[{{node loss/mul}}]] [Op:__inference_train_function_1]")
-    assert ("exception", "InvalidArgumentError") in [(e.kind, e.text) for e in explain(tf)]
-
-
 def test_ties_go_to_the_library_built_on_the_other() -> None:
     # Nothing but the cell's use of seaborn and matplotlib: equal clues.
     traceback = literal("NameError   Traceback (most recent call last)",

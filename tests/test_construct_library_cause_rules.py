@@ -128,6 +128,19 @@ def test_a_cut_literal_list_takes_the_header_s_exception_without_its_quote() -> 
             "tensorflow.python.framework.errors_impl.CancelledError") in clues(dotted)
 
 
+def test_the_exception_is_the_last_item_not_a_quote_inside_it() -> None:
+    # The message quotes something that looks like the start of another item.
+    traceback = literal("ValueError   Traceback (most recent call last)", cell("run(x)"),
+                        'ValueError: expected one of "a", "LinAlgError: b"')
+    assert [e.text for e in explain(traceback) if e.kind == "exception"] == []
+    assert estimate(traceback) is None
+    # A TF message runs over several items; the exception line is not the last one.
+    tf = literal("InvalidArgumentError   Traceback (most recent call last)", cell("m.fit(x)"),
+                 "InvalidArgumentError: Graph execution error:\n", "Detected at node 'x'",
+                 "  [[{{node loss/mul}}]] [Op:__inference_train_function_1]")
+    assert ("exception", "InvalidArgumentError") in [(e.kind, e.text) for e in explain(tf)]
+
+
 def test_the_last_exception_item_is_looked_for_in_the_last_4000_characters() -> None:
     def traceback(tail: int) -> str:
         return literal("ValueError   Traceback (most recent call last)", cell("run(x)"),
