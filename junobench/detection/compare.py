@@ -188,8 +188,8 @@ def compare_reports(names: Sequence[str], reports: Sequence[Report],
                                           seed=seed))
     adjusted_m = holm([t.mcnemar.p_value for t in comparison.tests])
     adjusted_f1 = holm([t.f1.p_value for t in comparison.tests])
-    for test, p_m, p_f1 in zip(comparison.tests, adjusted_m, adjusted_f1, strict=True):
-        test.mcnemar_holm, test.f1_holm = p_m, p_f1
+    for k, test in enumerate(comparison.tests):  # (holm keeps the order and the length)
+        test.mcnemar_holm, test.f1_holm = adjusted_m[k], adjusted_f1[k]
     return comparison
 
 
@@ -213,7 +213,7 @@ def unique_names(paths: Sequence[str | Path]) -> list[str]:
              else Path(p).parts for p in paths]
     depth = [1] * len(parts)
     while True:
-        names = ["/".join(p[-d:]) for p, d in zip(parts, depth, strict=True)]
+        names = ["/".join(p[-depth[k]:]) for k, p in enumerate(parts)]
         clashes = {n for n in names if names.count(n) > 1}
         grown = False
         for k, name in enumerate(names):
