@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from junobench.data.snapshot import DEFAULT_SOURCE
+from junobench.data.layout import DEFAULT_SOURCE
 
 #: CLI filter option → ``load()`` keyword (the record field it filters).
 FILTER_OPTIONS: dict[str, str] = {

@@ -71,9 +71,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(handler=_detect)
 
-    from junobench.detection.compare import FORMATS
-    from junobench.detection.layouts import LAYOUTS, describe
-    from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED
+    from junobench.detection.names import DEFAULT_RESAMPLES, DEFAULT_SEED, FORMATS, LAYOUTS, describe
 
     parser = subparsers.add_parser(
         "evaluate", help="score crash-detection predictions (precision, recall, F1, accuracy)",
