@@ -83,10 +83,8 @@ def load_rows(
             if all(name in table.column_names for name in (*(columns or ()), *criteria)):
                 _log(report.summary())
                 keep = matching_indices(table, criteria)
-                if keep is not None:
-                    table = table.take(keep)
                 rows: list[dict[str, Any]] = table.select(list(columns or table.column_names)).to_pylist()
-                return rows
+                return rows if keep is None else [rows[i] for i in keep]  # (Table.take imports pandas)
     dataset = _load_root(root, config, criteria, skip_invalid=skip_invalid, cache_dir=cache_dir)
     if columns is not None:
         dataset = dataset.select_columns(list(columns))
