@@ -18,6 +18,12 @@ FILTER_OPTIONS: dict[str, str] = {
 }
 
 
+def status(message: str) -> None:
+    """Print a status line (what a verb wrote and where, what it reused, how long it took)
+    on stderr: stdout holds only the data a verb shows, or nothing."""
+    print(message, file=sys.stderr)
+
+
 def add_source(parser: argparse.ArgumentParser, *, default: str | None = DEFAULT_SOURCE) -> None:
     """``--source S``: a local snapshot directory, ``sample``, or a Hub dataset repo id."""
     parser.add_argument(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from junobench.cli.common import add_filters, add_source, filters_from
+from junobench.cli.common import add_filters, add_source, filters_from, status
 from junobench.render import render
 
 
@@ -84,10 +84,10 @@ def _create(args: argparse.Namespace) -> int:
     for case, names in made.unpinned.items():
         print(f"note: {case} needs what the environment does not pin: {', '.join(names)}", file=sys.stderr)
     verb = "reused" if made.reused else f"created with {made.installer}"
-    print(f"{verb}: {made.path} ({len(made.requirements)} requirements, "
-          f"{made.manifest['environment']['name']}, Python {made.manifest['python']['used']}, "
-          f"{made.seconds:.1f} s)")
-    print(f"python: {made.python}")
+    status(f"{verb}: {made.path} ({len(made.requirements)} requirements, "
+           f"{made.manifest['environment']['name']}, Python {made.manifest['python']['used']}, "
+           f"{made.seconds:.1f} s)")
+    status(f"python: {made.python}")
     return 0
 
 
@@ -98,9 +98,9 @@ def _dockerfile(args: argparse.Namespace) -> int:
     selection = select(args.source, args.cases or None, revision=args.revision, whole=args.whole,
                        filters=filters_from(args))  # --all without --source reads no snapshot
     out = write_context(args.out, selection, junobench=args.junobench_version)
-    print(f"wrote {out}/Dockerfile ({len(selection.requirements)} requirements, "
-          f"{selection.environment.name}, {selection.environment.base_image}); "
-          f"build it with `docker build -t junobench-env {out}`")
+    status(f"wrote {out}/Dockerfile ({len(selection.requirements)} requirements, "
+           f"{selection.environment.name}, {selection.environment.base_image}); "
+           f"build it with `docker build -t junobench-env {out}`")
     return 0
 
 

@@ -17,6 +17,7 @@ from junobench.cli.common import (
     filters_from,
     report_stopped,
     sandbox_from,
+    status,
 )
 from junobench.render import render
 
@@ -67,7 +68,7 @@ def _checkout(args: argparse.Namespace) -> int:
     from junobench.data.checkout import checkout
 
     dest = checkout(args.cases, args.source, args.dest, revision=args.revision)
-    print(f"checked out {len(set(args.cases))} case(s) into {dest}")
+    status(f"checked out {len(set(args.cases))} case(s) into {dest}")
     if args.env is not None:
         from junobench.envs.create import create_environment
         from junobench.selection import select
@@ -75,9 +76,9 @@ def _checkout(args: argparse.Namespace) -> int:
         made = create_environment(args.env, select(dest), python=args.python)
         if made.python_note:
             print(f"note: {made.python_note}", file=sys.stderr)
-        print(f"{'reused' if made.reused else 'created'} environment {made.path} "
-              f"({len(made.requirements)} requirements); verify with "
-              f"`junobench verify --source {dest} --env {made.path}`")
+        status(f"{'reused' if made.reused else 'created'} environment {made.path} "
+               f"({len(made.requirements)} requirements); verify with "
+               f"`junobench verify --source {dest} --env {made.path}`")
     return 0
 
 
