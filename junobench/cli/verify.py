@@ -18,6 +18,7 @@ from junobench.cli.common import (
     report_stopped,
     sandbox_from,
     status,
+    step_lines,
 )
 from junobench.render import render
 
@@ -35,6 +36,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="also make (or reuse) the cases' pinned environment there, as "
                         "`junobench env create ENV_DIR --source DIR` does")
     parser.add_argument("--python", metavar="PY", help="with --env: a Python version or interpreter")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="with --env: no step lines (shown on a terminal only)")
     parser.set_defaults(handler=_checkout)
 
     parser = subparsers.add_parser(
@@ -73,7 +76,7 @@ def _checkout(args: argparse.Namespace) -> int:
         from junobench.envs.create import create_environment
         from junobench.selection import select
 
-        made = create_environment(args.env, select(dest), python=args.python)
+        made = create_environment(args.env, select(dest), python=args.python, progress=step_lines(args))
         if made.python_note:
             print(f"note: {made.python_note}", file=sys.stderr)
         status(f"{'reused' if made.reused else 'created'} environment {made.path} "
