@@ -67,7 +67,7 @@ def main() -> None:
     print(f"median of {args.repeat} runs each, {os.cpu_count()} cores, warm records cache")
     print(f"junobench --version                     {version:6.3f} s   (target < 0.3 s)")
     print(f"junobench ls --source sample            {ls:6.3f} s   (target < 1 s)")
-    print(f"junobench show pandas_1 (via datasets)  {show:6.3f} s   ls is {show / ls:.1f}x faster")
+    print(f"junobench show pandas_1 (via datasets)  {show:6.3f} s   {show / ls:.1f}x the time of ls")
     print(f"python -c 'import datasets'             {bare:6.3f} s   ls takes {ls / bare:.2f}x its time")
 
 
