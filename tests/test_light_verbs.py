@@ -5,6 +5,7 @@ files are the rows of the full load (timings: scripts/benchmark_cli.py)."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -142,4 +143,29 @@ def test_an_index_naming_files_outside_the_cache_is_not_followed(sample_copy, tm
     with pytest.raises(AssertionError, match="through datasets"):
         loader.load_rows(sample_copy, "cases", list(LS_FIELDS), cache_dir=cache)
     monkeypatch.undo()
+    assert loader.load_rows(sample_copy, "cases", list(LS_FIELDS), cache_dir=cache) == expected
+
+
+@pytest.mark.parametrize("damage", [
+    b"", b"{not json", b"[]", b'"text"',
+    {"files": 7}, {"files": "abc"}, {"files": [None]}, {"report": "x"}, {"report": {"problems": [1]}},
+    {"fingerprint": None},
+])
+def test_a_damaged_index_is_passed_over(sample_copy, tmp_path, damage):
+    cache = tmp_path / "cache"
+    expected = _full(sample_copy, list(LS_FIELDS), cache)
+    index = index_path(sample_copy, "cases", cache)
+    if isinstance(damage, bytes):
+        index.write_bytes(damage)
+    else:
+        index.write_text(json.dumps({**json.loads(index.read_text()), **damage}))
+    assert loader.load_rows(sample_copy, "cases", list(LS_FIELDS), cache_dir=cache) == expected
+
+
+def test_an_index_that_is_a_fifo_is_passed_over(sample_copy, tmp_path):
+    cache = tmp_path / "cache"
+    expected = _full(sample_copy, list(LS_FIELDS), cache)
+    index = index_path(sample_copy, "cases", cache)
+    index.unlink()
+    os.mkfifo(index)
     assert loader.load_rows(sample_copy, "cases", list(LS_FIELDS), cache_dir=cache) == expected

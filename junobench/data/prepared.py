@@ -71,12 +71,16 @@ def recall(root: str | Path, config: str, *, content: str, skip_invalid: bool = 
             or entry.get("junobench") != _junobench_version() \
             or entry.get("records") != RECORDS_VERSION:
         return None
-    report = BuildReport.from_dict(entry.get("report") or {}, snapshot=Path(root), fingerprint=content)
+    try:
+        report = BuildReport.from_dict(entry.get("report") or {}, snapshot=Path(root), fingerprint=content)
+    except (TypeError, ValueError, AttributeError):  # an index that is not junobench's
+        return None
     if report.problems and not skip_invalid:
         return None  # the full load fails with every problem listed
     files = entry.get("files")
     base = cache_root(cache_dir)
-    if not files or not all(isinstance(f, str) and is_within(f, base) and _regular(f) for f in files):
+    if not isinstance(files, list) or not files \
+            or not all(isinstance(f, str) and is_within(f, base) and _regular(f) for f in files):
         return None
     import pyarrow as pa
 
