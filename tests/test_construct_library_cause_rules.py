@@ -171,6 +171,26 @@ def test_the_last_exception_item_counts_when_later_items_are_not_exceptions() ->
                           "Graph execution error")}
 
 
+def test_an_item_with_an_unknown_exception_name_is_read_by_the_pattern() -> None:
+    # complete (ends with its exception item): the pandas call on the crash line is not
+    # framed and weighs half
+    traceback = literal("Error   Traceback (most recent call last)", cell("df = pd.x()"),
+                        "tensorflow.python.framework.errors_impl.CustomError: Graph "
+                        "execution error: x")
+    assert clues(traceback) == {
+        ("tensorflow/keras", WEIGHTS["exception"], "exception",
+         "tensorflow.python.framework.errors_impl.CustomError"),
+        ("tensorflow/keras", WEIGHTS["message"], "message", "Graph execution error"),
+        ("pandas", WEIGHTS["crash_alias"] / 2, "crash_alias", "pd")}
+
+
+def test_the_exception_and_the_message_add_up_and_equal_totals_take_the_preference() -> None:
+    traceback = literal("LinAlgError   Traceback (most recent call last)", cell("run(x)"),
+                        "LinAlgError: read_csv() got an unexpected keyword argument 'sep'")
+    assert score(traceback) == {"numpy": WEIGHTS["exception"], "pandas": WEIGHTS["message_api"]}
+    assert estimate(traceback) == "pandas"  # a tie: pandas is built on numpy
+
+
 # --------------------------------------------------------------------------- message
 
 
@@ -195,6 +215,13 @@ def test_whose_object_the_message_names() -> None:
                      "AttributeError: 'numpy.ndarray' object has no attribute 'append'")
     assert ("numpy", WEIGHTS["message_type"], "message_type",
             "'numpy.ndarray' object") in clues(dotted)
+
+
+def test_a_message_that_starts_with_the_object_or_call_phrase_names_nothing() -> None:
+    for message in ("AttributeError: ' object has no attribute 'x'",
+                    "TypeError: () got an unexpected keyword argument 'x'"):
+        traceback = literal("Error   Traceback (most recent call last)", cell("run(x)"), message)
+        assert clues(traceback) == set() and estimate(traceback) is None
 
 
 def test_whose_function_was_called_wrongly() -> None:

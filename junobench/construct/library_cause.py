@@ -420,8 +420,9 @@ _ALL_EXCEPTIONS: dict[str, str] = {**OTHER_EXCEPTIONS, **EXCEPTIONS}
 #: ``Name: message`` with one of them is read without a pattern match.
 _KNOWN_EXCEPTION_NAMES = frozenset(
     name for name in [*vars(builtins), *_ALL_EXCEPTIONS] if re.fullmatch(_EXCEPTION_NAME, name))
-#: How far from an item's start the ``": "`` after a known name can be.
-_NAME_SPAN = max(map(len, _KNOWN_EXCEPTION_NAMES)) + 3
+#: How far from an item's start the ``": "`` after a known name can be (a bound only: a
+#: name beyond it is no known one, and the pattern then reads it alike).
+_NAME_SPAN = max(map(len, _KNOWN_EXCEPTION_NAMES)) + 3  # pragma: no mutate (a bound)
 _ALL_TYPES: dict[str, str] = {**OTHER_TYPES, **TYPES}
 _VOCABULARY = _Vocabulary.of(_ALL_ALIASES, _ALL_API_NAMES)
 _FRAGMENT_WORDS = frozenset(_FRAGMENTS)
@@ -635,11 +636,7 @@ def _exception_of(text: str, newline: str) -> tuple[str | None, str | None, bool
         low = max(0, close - 3998)
         while True:
             quote = text[close]
-            start = text.rfind(quote, low, close)
-            before = start - 1
-            # (a fast path: _unescaped returns start as it is when no backslash precedes it)
-            if text[before] == "\\" and start > 0:  # pragma: no mutate
-                start = _unescaped(text, quote, low, start)
+            start = _unescaped(text, quote, low, text.rfind(quote, low, close))
             if start <= 0:  # no opening quote: beyond the window, or not a literal
                 listed = False if low else None
                 break
