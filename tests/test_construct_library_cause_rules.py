@@ -224,6 +224,35 @@ def test_a_message_that_starts_with_the_object_or_call_phrase_names_nothing() ->
         assert clues(traceback) == set() and estimate(traceback) is None
 
 
+@pytest.mark.parametrize("message, estimated", [
+    # a tie at 5 with pandas' entry frame goes to pandas (built on numpy) ...
+    ("ValueError: 'ndarray' object has no attribute 'x'", "pandas"),
+    ("ValueError: module 'numpy' has no attribute 'x'", "pandas"),
+    # ... as does a tie at 4 with pandas' exception class; a lead of 1 wins
+    ("ParserError: concatenate() got an unexpected keyword argument 'x'", "pandas"),
+    ("ParserError: module 'numpy' has no attribute 'x'", "numpy"),
+])
+def test_each_message_clue_adds_its_weight_once(message: str, estimated: str) -> None:
+    frames = () if message.startswith("ParserError") else (
+        frame("pandas/core/frame.py"), frame("scipy/linalg/basic.py"))
+    traceback = literal("Error   Traceback (most recent call last)", cell("run(x)"), *frames,
+                        message)
+    assert estimate(traceback) == estimated
+
+
+def test_whose_object_a_dotted_or_module_named_kind_is() -> None:
+    for kind, library in (("mylib.models.DataFrame", "pandas"), ("pandas.core.Thing", "pandas"),
+                          ("sklearn.base.Thing", "sklearn")):
+        traceback = literal("AttributeError   Traceback (most recent call last)",
+                            cell("run(x)"), f"AttributeError: '{kind}' object has no attribute 'x'")
+        assert clues(traceback) == {(library, WEIGHTS["message_type"], "message_type",
+                                     f"'{kind}' object")}
+
+
+def test_without_a_crash_line_the_start_of_the_text_breaks_ties() -> None:
+    assert estimate("sns.heatmap(df)\nValueError: bad") == "seaborn"
+
+
 def test_whose_function_was_called_wrongly() -> None:
     traceback = literal("TypeError   Traceback (most recent call last)", cell("run(x)"),
                         "TypeError: train_test_split() got an unexpected keyword argument 'x'")

@@ -699,7 +699,7 @@ def _message_clues(message: str, vocabulary: _Vocabulary, benchmark: bool,
     # "'DataFrame' object has no attribute …": whose object it is ("in" is the
     # cheaper test; find only when it is there)
     if "' object " in message and (i := message.find("' object ")) > 0:
-        kind = message[max(0, i - 80):i].rsplit(None, 1)[-1].lstrip("'\"(<[")
+        kind = message[:i].split()[-1].lstrip("'\"(<[")
         lib = (_ALL_TYPES.get(kind) or _ALL_TYPES.get(kind.rpartition(".")[2])
                or vocabulary.api.get(kind)
                or _known_module(kind.partition(".")[0], benchmark))
@@ -709,7 +709,7 @@ def _message_clues(message: str, vocabulary: _Vocabulary, benchmark: bool,
                 record((lib, _W_TYPE, "message_type", f"'{kind}' object"))
     if "() " in message and (i := message.find("() ")) > 0 \
             and message.startswith(_COMPLAINTS, i + 3):  # "foo() got an unexpected …"
-        called = message[max(0, i - 80):i].rsplit(None, 1)[-1].rpartition(".")[2]
+        called = message[:i].split()[-1].rpartition(".")[2]
         lib = vocabulary.api.get(called) or METHODS.get(called)
         if lib:
             totals[lib] = add(lib, 0.0) + _W_CALLED
