@@ -136,10 +136,10 @@ time.sleep(2.1)  # the files settle: their digests are remembered from now on
 fingerprint(root)  # the content digests of every file, computed once and remembered
 
 
-def size_mtime_entry(entries, name, path, digests, root):
+def size_mtime_entry(entries, name, path, digests, root, entry=None):
     # a key of size and modification time alone (one stat per file, no content)
     try:
-        info = os.stat(path)
+        info = os.stat(path) if entry is None else entry.stat()
     except OSError:
         entries.append((name, -1, -1))
         return
