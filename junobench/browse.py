@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from junobench.data.build import prepare
 from junobench.data.filters import apply_filters, normalise_filters
-from junobench.data.preparation import BuildReport
+from junobench.data.report import BuildReport
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.errors import JunoBenchError
-from junobench.loader import load
+from junobench.loader import load, load_rows
 
 #: Columns of ``ls``'s table and CSV, in order (every one a ``cases`` field).
 LS_COLUMNS: tuple[str, ...] = (
@@ -36,11 +35,10 @@ def ls(source: str | Path = DEFAULT_SOURCE, *, revision: str | None = None,
        skip_invalid: bool = False, datasets: bool = False, **filters: Any) -> list[dict[str, Any]]:
     """One dict per case (the :data:`LS_FIELDS`), in case order (library, number), filtered;
     with ``datasets``, also ``datasets``: each input dataset as ``title [licence]``."""
-    cases = load(source, "cases", revision=revision, skip_invalid=skip_invalid, **filters)
+    columns = [*LS_FIELDS, "datasets"] if datasets else list(LS_FIELDS)
+    rows = load_rows(source, "cases", columns, revision=revision, skip_invalid=skip_invalid, **filters)
     if not datasets:
-        plain: list[dict[str, Any]] = cases.select_columns(list(LS_FIELDS)).to_list()
-        return plain
-    rows: list[dict[str, Any]] = cases.select_columns([*LS_FIELDS, "datasets"]).to_list()
+        return rows
     for row in rows:
         row["datasets"] = [f"{d['title']} [{d['license'] or 'licence unknown'}]"
                            for d in row["datasets"] or ()]
@@ -78,6 +76,8 @@ def build_records(source: str | Path = DEFAULT_SOURCE, *, revision: str | None =
                   skip_invalid: bool = False, cache_dir: str | Path | None = None,
                   **filters: Any) -> BuildSummary:
     """Prepare both configs of a snapshot (reusing the cache when it is current)."""
+    from junobench.data.build import prepare
+
     criteria = normalise_filters(filters)
     root = resolve(source, revision=revision)
     built, report = prepare(root, skip_invalid=skip_invalid, cache_dir=cache_dir)

@@ -16,15 +16,16 @@ sample (records prepared by :mod:`junobench.data`), an export (read by
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import datasets
-
-from junobench.data.build import build
-from junobench.data.filters import apply_filters, normalise_filters
-from junobench.data.snapshot import DEFAULT_SOURCE, resolve
+from junobench.data.filters import Criteria, apply_filters, matching_indices, normalise_filters
+from junobench.data.snapshot import DEFAULT_SOURCE, fingerprint, resolve
 from junobench.hub.read_export import is_export, read_export
+
+if TYPE_CHECKING:
+    import datasets
 
 logger = logging.getLogger("junobench")
 
@@ -52,9 +53,56 @@ def load(
     """
     criteria = normalise_filters(filters)
     root = resolve(source, revision=revision)
+    return _load_root(root, config, criteria, skip_invalid=skip_invalid, cache_dir=cache_dir)
+
+
+def load_rows(
+    source: str | Path = DEFAULT_SOURCE,
+    config: str = "cases",
+    columns: Sequence[str] | None = None,
+    *,
+    revision: str | None = None,
+    skip_invalid: bool = False,
+    cache_dir: str | Path | None = None,
+    **filters: str | Iterable[str] | None,
+) -> list[dict[str, Any]]:
+    """The records :func:`load` gives, as one dict per record holding ``columns`` (default:
+    every field). Records prepared before are read straight from their Arrow files
+    (:mod:`junobench.data.prepared`), without importing ``datasets``: the fast path of the
+    light verbs (``junobench ls``).
+    """
+    criteria = normalise_filters(filters)
+    root = resolve(source, revision=revision)
+    if not is_export(root):
+        from junobench.data.prepared import recall
+
+        found = recall(root, config, content=fingerprint(root), skip_invalid=skip_invalid,
+                       cache_dir=cache_dir)
+        if found is not None:
+            table, report = found
+            if all(name in table.column_names for name in (*(columns or ()), *criteria)):
+                _log(report.summary())
+                keep = matching_indices(table, criteria)
+                rows: list[dict[str, Any]] = table.select(list(columns or table.column_names)).to_pylist()
+                return rows if keep is None else [rows[i] for i in keep]  # (Table.take imports pandas)
+    dataset = _load_root(root, config, criteria, skip_invalid=skip_invalid, cache_dir=cache_dir)
+    if columns is not None:
+        dataset = dataset.select_columns(list(columns))
+    records: list[dict[str, Any]] = dataset.to_list()
+    return records
+
+
+def _load_root(root: Path, config: str, criteria: Criteria, *, skip_invalid: bool,
+               cache_dir: str | Path | None) -> datasets.Dataset:
     if is_export(root):
         return read_export(root, config, criteria, cache_dir=cache_dir)
+    from junobench.data.build import build
+
     dataset, report = build(root, config, skip_invalid=skip_invalid, cache_dir=cache_dir)
-    for line in report.summary():
-        logger.warning(line)
+    _log(report.summary())
     return apply_filters(dataset, criteria)
+
+
+def _log(lines: list[str]) -> None:
+    for line in lines:
+        logger.warning(line)

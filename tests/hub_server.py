@@ -158,6 +158,17 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
             hub.auth_seen.append(auth)
             return auth == f"Bearer {hub.token}"
 
+        def _signed_in(self) -> bool:
+            """Whether the request carries the token; a 401 answered when it does not."""
+            if self._authorized():
+                return True
+            self._error(401, "Invalid credentials in Authorization header")
+            return False
+
+        def _writable(self, kind: str, repo_id: str) -> Repo | None:
+            """The repo a write names, once the token and the repo are checked (else answered)."""
+            return self._repo(kind, repo_id) if self._signed_in() else None
+
         def _repo(self, kind: str, repo_id: str) -> Repo | None:
             repo = hub.repos.get((kind.rstrip("s"), repo_id))
             if repo is None or (repo.private and not self._authorized()):
@@ -195,8 +206,7 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
 
         def create_repo(self, query: dict) -> None:
             payload = json.loads(self._body())
-            if not self._authorized():
-                self._error(401, "Invalid credentials in Authorization header")
+            if not self._signed_in():
                 return
             kind = payload.get("type") or "model"
             repo_id = f"{payload['organization']}/{payload['name']}"
@@ -214,10 +224,7 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
 
         def create_branch(self, type: str, repo: str, branch: str, query: dict) -> None:
             payload = json.loads(self._body() or b"{}")
-            if not self._authorized():
-                self._error(401, "Invalid credentials in Authorization header")
-                return
-            found = self._repo(type, repo)
+            found = self._writable(type, repo)
             if found is None:
                 return
             if branch in found.branches:
@@ -232,10 +239,7 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
 
         def create_tag(self, type: str, repo: str, revision: str, query: dict) -> None:
             payload = json.loads(self._body() or b"{}")
-            if not self._authorized():
-                self._error(401, "Invalid credentials in Authorization header")
-                return
-            found = self._repo(type, repo)
+            found = self._writable(type, repo)
             if found is None:
                 return
             tag = payload.get("tag") or ""
@@ -254,10 +258,7 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
             self._send(200, {})
 
         def delete_tag(self, type: str, repo: str, tag: str, query: dict) -> None:
-            if not self._authorized():
-                self._error(401, "Invalid credentials in Authorization header")
-                return
-            found = self._repo(type, repo)
+            found = self._writable(type, repo)
             if found is None:
                 return
             if found.tags.pop(tag, None) is None:
@@ -290,10 +291,7 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
 
         def preupload(self, type: str, repo: str, revision: str, query: dict) -> None:
             payload = json.loads(self._body())
-            if not self._authorized():
-                self._error(401, "Invalid credentials in Authorization header")
-                return
-            found = self._repo(type, repo)
+            found = self._writable(type, repo)
             if found is None:
                 return
             oid = hub.resolve(found, revision)
@@ -316,10 +314,7 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
 
         def lfs_batch(self, type: str, repo: str, query: dict) -> None:
             payload = json.loads(self._body())
-            if not self._authorized():
-                self._error(401, "Invalid credentials in Authorization header")
-                return
-            if self._repo(type, repo) is None:
+            if self._writable(type, repo) is None:
                 return
             objects = []
             for obj in payload["objects"]:
@@ -343,8 +338,7 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
 
         def lfs_verify(self, type: str, repo: str, query: dict) -> None:
             payload = json.loads(self._body())
-            if not self._authorized():
-                self._error(401, "Invalid credentials in Authorization header")
+            if not self._signed_in():
                 return
             data = hub.lfs.get(payload["oid"])
             if data is None or len(data) != payload["size"]:
@@ -354,10 +348,7 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
 
         def commit(self, type: str, repo: str, revision: str, query: dict) -> None:
             lines = [json.loads(line) for line in self._body().splitlines() if line.strip()]
-            if not self._authorized():
-                self._error(401, "Invalid credentials in Authorization header")
-                return
-            found = self._repo(type, repo)
+            found = self._writable(type, repo)
             if found is None:
                 return
             if revision not in found.branches:

@@ -273,17 +273,17 @@ def test_detect_verb_runs_an_analyser(capsys, tmp_path):
         {"id": "numpy_1_fixed", "executed_cells": [{"source": "text = 'a'"}],
          "target_cell": {"source": "text.upper()"}}]))
     out = tmp_path / "pred.jsonl"
-    code, stdout, _ = run_cli(capsys, "detect", "--baseline", "pylint", "--tasks",
-                              str(tasks_file), "--out", str(out), "--no-progress")
-    assert code == 0 and "wrote 2 predictions of pylint" in stdout
+    code, stdout, stderr = run_cli(capsys, "detect", "--baseline", "pylint", "--tasks",
+                                   str(tasks_file), "--out", str(out), "--no-progress")
+    assert code == 0 and stdout == "" and "wrote 2 predictions of pylint" in stderr
     runs = {json.loads(line)["instance"]: json.loads(line)["runs"][0]
             for line in out.read_text().splitlines()}
     assert runs["numpy_1_reproduced"]["detection"] is True
     assert "has no 'no_such_method' member" in runs["numpy_1_reproduced"]["reasoning"]
     assert runs["numpy_1_fixed"]["detection"] is False
-    code, stdout, _ = run_cli(capsys, "detect", "--baseline", "pylint", "--tasks",
-                              str(tasks_file), "--out", str(out), "--no-progress")
-    assert code == 0 and "wrote 0 predictions of pylint" in stdout and "2 were already" in stdout
+    code, stdout, stderr = run_cli(capsys, "detect", "--baseline", "pylint", "--tasks",
+                                   str(tasks_file), "--out", str(out), "--no-progress")
+    assert code == 0 and stdout == "" and "wrote 0 predictions of pylint" in stderr and "2 were already" in stderr
 
 
 @settings(max_examples=200, deadline=None)

@@ -70,7 +70,8 @@ def test_checkout_unknown_case_names_it_and_suggests(tmp_path, capsys):
 def test_checkout_cli(tmp_path, capsys):
     code = main(["checkout", "sklearn_2", "--source", "sample", "--dest", str(tmp_path / "one")])
     assert code == 0
-    assert "checked out 1 case(s)" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert captured.out == "" and "checked out 1 case(s)" in captured.err
     assert (tmp_path / "one" / "benchmark" / "sklearn_2" / "data" / "wine_quality.csv").is_file()
 
 

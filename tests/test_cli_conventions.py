@@ -85,3 +85,23 @@ def test_a_reader_that_goes_away_ends_the_output_quietly(argv):
     err = process.stderr.read().decode()
     assert process.wait(timeout=120) == 0, err
     assert "Traceback" not in err and "BrokenPipe" not in err and "Exception ignored" not in err
+
+
+@pytest.mark.parametrize(("argv", "status"), [
+    (["export", "--source", "sample", "--out", "{tmp}/export"], "exported 10 cases and 20 notebooks"),
+    (["build", "--source", "sample"], "cases      10"),
+    (["tasks", "--source", "sample", "--library", "pandas", "--out", "{tmp}/t.jsonl"], "wrote 4 tasks"),
+    (["checkout", "pandas_1", "--source", "sample", "--dest", "{tmp}/one"], "checked out 1 case(s)"),
+    (["env", "dockerfile", "pandas_1", "--source", "sample", "--out", "{tmp}/ctx"], "wrote "),
+    (["construct", "renumber", "{tmp}/one"], "nothing to renumber"),
+])
+def test_a_verb_that_writes_files_prints_its_status_on_stderr_only(argv, status, tmp_path, capsys):
+    """stdout holds a verb's data: a verb whose work is writing files leaves it empty, so
+    that `junobench VERB ... > file` or a pipe sees no status lines."""
+    if argv[0] == "construct":
+        assert main(["checkout", "pandas_1", "--source", "sample", "--dest", str(tmp_path / "one")]) == 0
+        capsys.readouterr()
+    code = main([a.replace("{tmp}", str(tmp_path)) for a in argv])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert out == "" and status in err

@@ -84,9 +84,10 @@ def test_two_cases_added_renumbered_validated_built_and_listed(snapshot: Path, t
         "--datasets", str(datasets), "--data", f"red-wine-quality={downloads / 'wine'}",
         "--data", f"iris={downloads / 'iris.csv'}", "--no-verify")
     assert code == 0, err
-    assert out.startswith("added sklearn_3: sklearn_3_reproduced.ipynb, sklearn_3_fixed.ipynb; "
+    assert out == ""  # what was added, and the verdict on the snapshot, are status lines
+    assert err.startswith("added sklearn_3: sklearn_3_reproduced.ipynb, sklearn_3_fixed.ipynb; "
                           "datasets red-wine-quality, iris")
-    assert "valid (11 cases" in out
+    assert "valid (11 cases" in err
 
     # 2. By hand: a local original, a dataset downsampled before it was added.
     prep = tmp_path / "prep"
@@ -108,7 +109,7 @@ def test_two_cases_added_renumbered_validated_built_and_listed(snapshot: Path, t
         "--dataset", "name=scores;title=Exam scores (synthetic);license=CC0: Public Domain",
         "--data", f"scores={prep / 'scores.csv'}", "--no-verify")
     assert code == 0, err
-    assert out.startswith("added pandas_3: pandas_3.ipynb, pandas_3_reproduced.ipynb")
+    assert out == "" and err.startswith("added pandas_3: pandas_3.ipynb, pandas_3_reproduced.ipynb")
 
     rows = _rows(snapshot)
     wine = rows["sklearn_3"]
@@ -135,19 +136,21 @@ def test_two_cases_added_renumbered_validated_built_and_listed(snapshot: Path, t
     # A gap (sklearn_1 removed), closed by renumber: the dry run changes nothing.
     _remove_case(snapshot, "sklearn_1")
     before = tree_digest(snapshot)
-    code, out, _ = run_cli(capsys, "construct", "renumber", str(snapshot), "--dry-run")
-    assert code == 0 and out.splitlines()[:2] == ["sklearn_2 -> sklearn_1", "sklearn_3 -> sklearn_2"]
+    code, out, err = run_cli(capsys, "construct", "renumber", str(snapshot), "--dry-run")
+    assert code == 0 and out.splitlines() == ["sklearn_2 -> sklearn_1", "sklearn_3 -> sklearn_2"]
+    assert "dry run: 2 case(s) would be renamed" in err  # the plan is the data, the rest status
     assert tree_digest(snapshot) == before
     code, out, err = run_cli(capsys, "construct", "renumber", str(snapshot))
     assert code == 0, out + err
-    assert "renamed 2 case(s)" in out and "valid (11 cases" in out
+    assert out == "" and "sklearn_2 -> sklearn_1" in err
+    assert "renamed 2 case(s)" in err and "valid (11 cases" in err
     assert (snapshot / "benchmark/sklearn_2/sklearn_2_fixed.ipynb").is_file()
     assert not (snapshot / "benchmark/sklearn_3").exists()
     assert _diagnoses(snapshot)["sklearn_2_reproduced"]["diagnosis"].startswith("The labels")
 
     assert run_cli(capsys, "validate", str(snapshot))[0] == 0
-    code, out, _ = run_cli(capsys, "build", "--source", str(snapshot))
-    assert code == 0 and "cases      11" in out
+    code, out, err = run_cli(capsys, "build", "--source", str(snapshot))
+    assert code == 0 and out == "" and "cases      11" in err
     code, out, _ = run_cli(capsys, "ls", "--source", str(snapshot), "--datasets",
                            "--format", "json")
     listed = {r["case_id"]: r for r in json.loads(out)}
@@ -223,9 +226,9 @@ def test_an_edit_killed_half_way_is_finished_by_the_next_command(snapshot: Path,
     monkeypatch.setattr(transaction.os, "replace", real_replace)
     assert (snapshot / transaction.JOURNAL).exists()
     assert (snapshot / "benchmark/numpy_2").is_dir() and "numpy_2" not in _rows(snapshot)
-    code, out, _ = run_cli(capsys, "construct", "renumber", str(snapshot))
-    assert code == 0 and "valid (11 cases" in out
-    assert out.startswith("finished an interrupted add-case numpy_2")
+    code, out, err = run_cli(capsys, "construct", "renumber", str(snapshot))
+    assert code == 0 and out == "" and "valid (11 cases" in err
+    assert err.startswith("finished an interrupted add-case numpy_2")
     assert "numpy_2" in _rows(snapshot) and "numpy_2_reproduced" in _diagnoses(snapshot)
     assert not (snapshot / transaction.JOURNAL).exists()
     assert not [p for p in snapshot.iterdir() if p.name.startswith(".")]

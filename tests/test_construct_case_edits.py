@@ -141,9 +141,9 @@ def test_a_rerun_after_a_kill_while_committing_finishes_and_adds_nothing_more(
                              "--library", "pandas", "--root-cause", "API misuse",
                              "--crash-type", "key error", "--stage", "data preparation",
                              "--diagnosis", "A wrong name.", "--no-verify")
-    assert code == 1
-    assert out.startswith("finished an interrupted add-case pandas_3")
-    assert "already in the snapshot as pandas_3" in err and err.startswith("error: ")
+    assert code == 1 and out == ""
+    assert err.startswith("finished an interrupted add-case pandas_3")
+    assert "error: " in err and "already in the snapshot as pandas_3" in err.split("error: ", 1)[1]
     assert "pandas_3" in _ids(snapshot) and "pandas_4" not in _ids(snapshot)
     assert not (snapshot / "benchmark/pandas_4").exists()
     assert check(snapshot).valid
@@ -206,7 +206,7 @@ def test_what_a_killed_preparation_left_is_named_by_validate_and_removed_by_the_
     foreign.write_text("not junobench's", encoding="utf-8")
     code, out, err = run_cli(capsys, "construct", "remove-case", str(snapshot), "sklearn_2")
     assert code == 0, err
-    assert out.startswith("removed what an interrupted edit left: ")
+    assert out == "" and err.startswith("removed what an interrupted edit left: ")
     assert _dot_entries(snapshot) == [".mine.edit"]  # what junobench did not name stays
     assert add_case(snapshot, case, verify=False).case_id == "pandas_3"
 
@@ -229,8 +229,8 @@ def test_validate_names_a_pending_renumber_and_how_to_finish_it(snapshot: Path, 
     assert code == 1
     assert "an unfinished renumber is pending" in out
     assert f"run junobench construct renumber {snapshot} again" in out
-    code, out, _ = run_cli(capsys, "construct", "renumber", str(snapshot))
-    assert code == 0 and out.startswith("finished an interrupted renumber")
+    code, out, err = run_cli(capsys, "construct", "renumber", str(snapshot))
+    assert code == 0 and out == "" and err.startswith("finished an interrupted renumber")
     assert run_cli(capsys, "validate", str(snapshot))[0] == 0
 
 
@@ -240,9 +240,10 @@ def test_validate_names_a_pending_renumber_and_how_to_finish_it(snapshot: Path, 
 def test_remove_case_takes_the_folder_and_both_tables_rows(snapshot: Path, capsys) -> None:
     code, out, err = run_cli(capsys, "construct", "remove-case", str(snapshot), "pandas_1")
     assert code == 0, err
-    assert out.startswith("removed pandas_1: its folder, 1 row(s) of benchmark_desc.xlsx, "
+    assert out == ""
+    assert err.startswith("removed pandas_1: its folder, 1 row(s) of benchmark_desc.xlsx, "
                           "2 diagnosis row(s)")
-    assert "valid (9 cases" in out
+    assert "valid (9 cases" in err
     assert not (snapshot / "benchmark/pandas_1").exists() and "pandas_1" not in _ids(snapshot)
     instances = {r["instance"] for r in read_table(snapshot / layout.DIAGNOSIS_TABLE).records()}
     assert not {i for i in instances if str(i).startswith("pandas_1_")}
@@ -281,8 +282,8 @@ def test_renumber_keeps_its_map_in_the_snapshot_and_export_carries_it(snapshot: 
     from junobench.hub.read_export import read_manifest
 
     remove_case(snapshot, "NBspecific_1")
-    code, out, _ = run_cli(capsys, "construct", "renumber", str(snapshot))
-    assert code == 0 and "NBspecific_2 -> NBspecific_1" in out and "renamed_cases.json" in out
+    code, _, err = run_cli(capsys, "construct", "renumber", str(snapshot))
+    assert code == 0 and "NBspecific_2 -> NBspecific_1" in err and "renamed_cases.json" in err
     remove_case(snapshot, "pandas_1")
     run_cli(capsys, "construct", "renumber", str(snapshot))
     entries = renamed_cases(snapshot)
@@ -343,7 +344,7 @@ def test_the_pair_is_run_before_the_case_gets_in(tmp_path: Path, capsys) -> None
                              str(_notebook("pandas_1", "original")), "--reproduced", reproduced,
                              "--fixed", str(_notebook("pandas_1", "fixed")), *common)
     assert code == 0, err
-    assert "verified in junobench's own environment: reproduced: crashed at the target" in out
+    assert out == "" and "verified in junobench's own environment: reproduced: crashed at the target" in err
     row = next(r for r in read_table(snapshot / layout.DESC_TABLE).records()
                if r["nb_name"] == "pandas_3")
     assert "construct add-case; verified in junobench's own environment" in row["provenance"]
@@ -353,7 +354,7 @@ def test_the_pair_is_run_before_the_case_gets_in(tmp_path: Path, capsys) -> None
                              "--reproduced", str(variant(_notebook("pandas_1", "reproduced"),
                                                          tmp_path / "r", "a third case")),
                              "--fixed", str(crashing), *common, "--no-verify")
-    assert code == 0, err
+    assert code == 0 and out == "", err
     row = next(r for r in read_table(snapshot / layout.DESC_TABLE).records()
                if r["nb_name"] == "pandas_4")
     assert row["provenance"].endswith("not verified (--no-verify)")
@@ -398,7 +399,7 @@ def test_the_pair_runs_in_the_pinned_environment(sample_env, tmp_path: Path, cap
         assert tree_digest(snapshot) == before
     code, out, err = run_cli(capsys, *argv, "--env", str(sample_env.path))
     assert code == 0, err
-    assert "verified in its pinned environment: reproduced: crashed at the target" in out
+    assert out == "" and "verified in its pinned environment: reproduced: crashed at the target" in err
 
 
 def test_remove_case_takes_what_there_is_of_a_half_present_case(snapshot: Path) -> None:

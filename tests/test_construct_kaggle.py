@@ -65,9 +65,11 @@ def test_resolves_titles_urls_and_licences(tmp_path: Path, capsys) -> None:
     out = tmp_path / "datasets.xlsx"
     assert main(["construct", "kaggle-metadata", str(notebooks), "--meta-kaggle", str(meta),
                  "--out", str(out)]) == 0
-    err = capsys.readouterr().err
-    assert err == ("warning: 1 notebook(s) not found in Meta Kaggle (noted in their rows): "
-                   "dave/not-there\n")  # said once
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (f"5 notebooks, 4 input datasets; wrote {out}\n"
+                            "warning: 1 notebook(s) not found in Meta Kaggle (noted in their rows): "
+                            "dave/not-there\n")  # said once
     rows = read_table(out).records()
     found = [(r["notebook"], r["title"], r["url"], r["license"], r["handle"]) for r in rows if r["url"]]
     assert found == [
@@ -157,7 +159,9 @@ def test_download_from_a_mirror_records_hashes_and_resumes(tmp_path: Path, mirro
     dest = tmp_path / "dest"
     argv = ["construct", "download", str(_datasets(tmp_path)), "--dest", str(dest), "--mirror", str(mirror)]
     assert main(argv) == 0
-    first = capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert captured.out == ""  # each dataset's line is a status, on stderr
+    first = captured.err
     assert first.count("downloaded") == 2  # iris is listed twice, fetched once
     record = json.loads((dest / "uciml" / "iris" / "latest.download.json").read_text())
     assert record["handle"] == "uciml/iris"
@@ -169,12 +173,12 @@ def test_download_from_a_mirror_records_hashes_and_resumes(tmp_path: Path, mirro
     stamp = (dest / "bob" / "red-wine-quality" / "latest" / "winequality-red.csv").stat().st_mtime_ns
 
     assert main(argv) == 0  # resumed: both complete, nothing copied again
-    assert capsys.readouterr().out.count("already complete") == 2
+    assert capsys.readouterr().err.count("already complete") == 2
     assert (dest / "bob" / "red-wine-quality" / "latest" / "winequality-red.csv").stat().st_mtime_ns == stamp
 
     (dest / "uciml" / "iris" / "latest" / "Iris.csv").write_text("truncated")  # an incomplete download
     assert main(argv) == 0
-    again = capsys.readouterr().out
+    again = capsys.readouterr().err
     assert "uciml/iris: downloaded" in again and "bob/red-wine-quality: already complete" in again
     assert (dest / "uciml" / "iris" / "latest" / "Iris.csv").read_text() == "x\n" * 100
 
@@ -192,16 +196,16 @@ def test_each_version_of_a_dataset_has_its_own_folder_and_is_not_fetched_again(
     dest = tmp_path / "dest"
     argv = ["construct", "download", str(table), "--dest", str(dest), "--mirror", str(mirror)]
     assert main(argv) == 0
-    assert capsys.readouterr().out.count("downloaded") == 2
+    assert capsys.readouterr().err.count("downloaded") == 2
     versions = dest / "bob" / "wine" / "versions"
     assert (versions / "1" / "wine.csv").read_text() == "a\n1\n"  # not overwritten by version 2
     assert (versions / "2" / "wine.csv").read_text() == "a\n1\n2\n"
     assert main(argv) == 0  # both there and verified: nothing fetched
-    assert capsys.readouterr().out.count("already complete") == 2
+    assert capsys.readouterr().err.count("already complete") == 2
 
     (versions / "1" / "wine.csv").write_text("a\n9\n")  # same size, other bytes: not verified
     assert main(argv) == 0
-    out = capsys.readouterr().out
+    out = capsys.readouterr().err
     assert "bob/wine/versions/1: downloaded" in out and "bob/wine/versions/2: already complete" in out
     assert (versions / "1" / "wine.csv").read_text() == "a\n1\n"
     assert sorted(p.name for p in versions.iterdir()) == ["1", "1.download.json", "2",
@@ -288,9 +292,9 @@ def test_download_goes_on_past_a_failure_and_lists_every_one(tmp_path: Path, mir
     code = main(["construct", "download", str(table), "--dest", str(tmp_path / "d"),
                  "--mirror", str(mirror)])
     out, err = capsys.readouterr()
-    assert code == 1
-    assert out.startswith("bob/red-wine-quality: downloaded")  # after the first failure
-    lines = err.splitlines()
+    assert code == 1 and out == ""
+    assert err.startswith("bob/red-wine-quality: downloaded")  # after the first failure
+    lines = err.splitlines()[1:]
     assert [line.split(":")[0:2] for line in lines[:2]] == [["failed", " someone/else"],
                                                             ["failed", " nobody/nothing"]]
     assert [line for line in lines if line.startswith("error: ")] == [lines[-1]]

@@ -128,15 +128,15 @@ def _check(rows: list[dict]) -> None:
 def test_reproduce_classifies_each_candidate_locally(candidates, tmp_path, capsys):
     table, notebooks, data = candidates
     out = tmp_path / "triaged.xlsx"
-    code, stdout, _ = run_cli(capsys, "construct", "reproduce", str(table), "--notebooks", str(notebooks),
-                              "--data", str(data), "--out", str(out), "--jobs", "2", "--timeout", "60",
-                              "--no-progress")
+    code, stdout, stderr = run_cli(capsys, "construct", "reproduce", str(table), "--notebooks", str(notebooks),
+                                   "--data", str(data), "--out", str(out), "--jobs", "2", "--timeout", "60",
+                                   "--no-progress")
     assert code == 0
     written = read_table(out)
     assert written.columns[:4] == ["fname", "eid", "ename", "evalue"]
     assert "reproduced" in written.columns and "reproduced_detail" in written.columns
     _check(written.records())
-    assert "4 same exception" in stdout and "wrote 11 rows" in stdout
+    assert stdout == "" and "4 same exception" in stderr and "wrote 11 rows" in stderr
 
     # A rerun keeps every verdict and runs nothing again.
     before = out.read_bytes()
@@ -193,7 +193,7 @@ def test_a_quota_per_library_stops_trying_a_library_once_met(candidates, tmp_pat
     assert got["absolute_paths.ipynb"] == ("over quota", "not tried: 1 crash(es) of pandas reproduced already "
                                                          "(--quota)")
     assert got["statsmodels_1.ipynb"][0] == "same exception" and got["missing_module.ipynb"][0] == "over quota"
-    assert "2 over quota" in stdout
+    assert stdout == "" and "2 over quota" in err
     # A rerun with a larger quota tries what was over quota, and keeps the verdicts.
     result = reproduce(quota_table, notebooks, out=out, data=data, jobs=2, timeout=60, progress=False, quota=2)
     assert result.reused == 3

@@ -23,7 +23,7 @@ def test_filter_script(reference_dir: Path, tmp_path: Path) -> None:
     done = run("construct_filter.py", str(reference_dir / "empirical_labeled_crashes.dev.xlsx"),
                str(tmp_path / "candidates.xlsx"))
     assert done.returncode == 0, done.stderr
-    assert "wrote 168 candidates" in done.stdout
+    assert "wrote 168 candidates" in done.stderr
     assert len(read_table(tmp_path / "candidates.xlsx").rows) == 168
 
 

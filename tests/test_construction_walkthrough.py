@@ -31,15 +31,16 @@ def run_first_bash_block(page: Path, heading: str, cwd: Path) -> subprocess.Comp
 @pytest.mark.kernel
 def test_the_walkthrough_runs_on_the_bundled_sample(tmp_path: Path) -> None:
     done = run_first_bash_block(PAGE, "## Extending the benchmark by one case", tmp_path)
+    # what the edits did is status, on stderr; what the reader asked to see, on stdout
     assert "added pandas_3: pandas_3.ipynb, pandas_3_reproduced.ipynb, pandas_3_fixed.ipynb; " \
-           "datasets passengers" in done.stdout
+           "datasets passengers" in done.stderr
     assert "verified in junobench's own environment: reproduced: crashed at the target" \
-           in done.stdout
+           in done.stderr
     assert "the case is already in the snapshot as pandas_3" in done.stderr
     assert "refused; mybench unchanged" in done.stdout
-    assert "removed pandas_2: its folder" in done.stdout
-    assert "pandas_3 -> pandas_1" in done.stdout
-    assert done.stdout.rstrip().count("mybench: valid (2 cases") >= 2
+    assert "removed pandas_2: its folder" in done.stderr
+    assert "pandas_3 -> pandas_1" in done.stderr
+    assert done.stderr.count("mybench: valid (2 cases") >= 2
     assert "Ferry passengers (synthetic) [CC0: Public Domain]" in done.stdout
     assert "downsampled" in (tmp_path / "mybench/benchmark/pandas_1/data/"
                              "passengers.metadata.json").read_text(encoding="utf-8")
@@ -58,4 +59,4 @@ def test_the_walkthrough_runs_on_the_bundled_sample(tmp_path: Path) -> None:
 @pytest.mark.kernel
 def test_the_readme_s_extension_example_runs_on_the_bundled_sample(tmp_path: Path) -> None:
     done = run_first_bash_block(REPO / "README.md", "## Extending the benchmark", tmp_path)
-    assert "added pandas_3:" in done.stdout and "mybench: valid (3 cases" in done.stdout
+    assert "added pandas_3:" in done.stderr and "mybench: valid (3 cases" in done.stderr

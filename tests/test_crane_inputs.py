@@ -67,10 +67,10 @@ def test_runtime_section_and_cells_are_kept_apart(crane_llm_dir):
 def test_tasks_verb_writes_crane_tasks(crane_llm_dir, reference_snapshot, tmp_path, capsys):
     folder = crane_llm_dir / "llms/llms_inputs/executed_code_runinfo"
     out = tmp_path / "tasks.jsonl"
-    code, stdout, _ = run_cli(capsys, "tasks", "--source", str(reference_snapshot),
-                              "--crane-inputs", str(folder), "--library", "sklearn",
-                              "--out", str(out))
-    assert code == 0 and "wrote 30 tasks" in stdout
+    code, stdout, stderr = run_cli(capsys, "tasks", "--source", str(reference_snapshot),
+                                   "--crane-inputs", str(folder), "--library", "sklearn",
+                                   "--out", str(out))
+    assert code == 0 and stdout == "" and "wrote 30 tasks" in stderr
     truth = {row["id"]: row["instance"] for row in read_truth(tmp_path / "tasks.truth.jsonl")}
     for task in read_tasks(out):
         instance = truth[task["id"]]

@@ -146,7 +146,8 @@ def test_answer_format_matches_the_papers():
 def test_baseline_on_the_bundled_sample_is_right_where_it_speaks(tmp_path, capsys):
     out = tmp_path / "static.jsonl"
     assert main(["detect", "--baseline", "static", "--source", "sample", "--out", str(out)]) == 0
-    assert "wrote 20 predictions" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert captured.out == "" and "wrote 20 predictions" in captured.err
     report = evaluate(out, "sample").to_dict()
     assert report["fp"] == 0 and report["tp"] == 2
     flagged = {json.loads(line)["instance"] for line in out.read_text().splitlines()

@@ -26,8 +26,8 @@ def shown_text(after: str) -> str:
 
 def test_the_example_runs_in_the_pinned_environment(tmp_path: Path) -> None:
     done = run_first_bash_block(PAGE, "## Example", tmp_path)
-    assert "wrote 8 records to runtime.jsonl: 8 ok" in done.stdout
-    assert "wrote 8 tasks to tasks.jsonl" in done.stdout
+    assert "wrote 8 records to runtime.jsonl: 8 ok" in done.stderr
+    assert "wrote 8 tasks to tasks.jsonl" in done.stderr
     texts = runtime_texts(tmp_path / "runtime.jsonl")
     # the page's prompt text of numpy_1 is the example's, environment line included
     shown = shown_text("In the\nprompt it reads like this")

@@ -46,8 +46,8 @@ def test_the_sample_environment_holds_exactly_the_pinned_selection(sample_env, c
 
 def test_the_same_selection_reuses_the_environment(sample_env, capsys):
     stamp = (sample_env.path / MANIFEST).stat().st_mtime_ns
-    code, out, _ = run_cli(capsys, "env", "create", str(sample_env.path), "--source", "sample")
-    assert code == 0 and out.startswith("reused: ")
+    code, out, err = run_cli(capsys, "env", "create", str(sample_env.path), "--source", "sample")
+    assert code == 0 and out == "" and err.startswith("reused: ")
     assert (sample_env.path / MANIFEST).stat().st_mtime_ns == stamp
 
 
@@ -252,7 +252,7 @@ def test_checkout_with_env_makes_the_cases_environment(tmp_path, capsys):
     assert (dest / "environment" / "environment.json").read_text().strip() == '{"name": "junobench-2025"}'
     manifest = read_manifest(env_dir)
     assert manifest["cases"] == ["NBspecific_2"]
-    assert f"junobench verify --source {dest} --env {env_dir}" in out
+    assert out == "" and f"junobench verify --source {dest} --env {env_dir}" in err
     code, out, err = run_cli(capsys, "verify", "--source", str(dest), "--env", str(env_dir), "--no-progress")
     assert code == 0, out + err
 

@@ -14,8 +14,10 @@ from cli_run import run_cli
 from junobench.detection.uncertainty import holm, too_few_cases
 
 
-def test_holm_matches_statsmodels():
+def test_holm_matches_statsmodels(monkeypatch):
     multitest = pytest.importorskip("statsmodels.stats.multitest")
+    # statsmodels collects garbage on every call: a second per call late in a full run
+    monkeypatch.setattr("gc.collect", lambda *args: 0)
     rng = random.Random(4)
     for _ in range(100):
         p = [rng.choice([rng.random(), rng.random() / 50, 1.0]) for _ in range(rng.randint(1, 8))]

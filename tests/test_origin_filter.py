@@ -63,7 +63,7 @@ def test_ls_and_stats_take_origin_beside_source(labelled_snapshot, origins, caps
 def test_build_takes_origin(labelled_snapshot, capsys):
     code, out, err = run_cli(capsys, "build", "--source", str(labelled_snapshot), "--origin", NEW)
     assert code == 0, err
-    assert f"cases      {NEW_COUNT}\n" in out and f"notebooks  {2 * NEW_COUNT}\n" in out
+    assert out == "" and f"cases      {NEW_COUNT}\n" in err and f"notebooks  {2 * NEW_COUNT}\n" in err
 
 
 def test_tasks_detect_and_evaluate_take_origin(labelled_snapshot, origins, tmp_path, capsys):

@@ -79,7 +79,7 @@ def test_readme_sample_example_runs(argv, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # what an example writes (tasks.jsonl, mybench/) lands here
     code, out, err = run_cli(capsys, *argv)
     assert code == 0, err
-    assert out.strip(), f"`junobench {' '.join(argv)}` printed nothing"
+    assert (out + err).strip(), f"`junobench {' '.join(argv)}` printed nothing"  # data, or a status
     assert "error:" not in err
 
 

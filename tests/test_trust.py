@@ -370,8 +370,8 @@ def _downsample(capsys, archive: Path, out: Path, *options: str) -> tuple[int, s
 def test_an_archive_of_many_empty_members_is_refused_before_anything_is_written(tmp_path, capsys):
     archive = tmp_path / "many.tgz"
     template = bytes(tarfile.TarInfo("x").tobuf(format=tarfile.USTAR_FORMAT))
-    with gzip.open(archive, "wb") as tar:  # 200,000 empty files, headers made directly (fast)
-        for i in range(200_000):
+    with gzip.open(archive, "wb") as tar:  # 100,001 empty files, headers made directly (fast)
+        for i in range(100_001):
             header = bytearray(template)
             header[0:100] = f"class{i % 2}/f{i}".encode().ljust(100, b"\0")
             header[148:156] = b" " * 8

@@ -101,8 +101,13 @@ def _silence_stdout(stdout: Any) -> None:
 
 
 def _quiet_libraries() -> None:
-    """Our log lines as ``warning: …`` on stderr; no progress bars or logs from datasets."""
+    """Our log lines as ``warning: …`` on stderr; no progress bars or logs from datasets.
+
+    datasets is told through its environment variables (a value the user set wins), so
+    that verbs which never load records do not import it; a process that imported it
+    already (a test, a notebook calling :func:`main`) is told through its functions."""
     import logging
+    import os
 
     class StderrHandler(logging.Handler):  # looks sys.stderr up at each message
         def emit(self, record: logging.LogRecord) -> None:
@@ -113,10 +118,12 @@ def _quiet_libraries() -> None:
         handler = StderrHandler()
         handler.setFormatter(logging.Formatter("warning: %(message)s"))
         logger.addHandler(handler)
-    import datasets
-
-    datasets.disable_progress_bars()
-    datasets.logging.set_verbosity_error()
+    os.environ.setdefault("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("DATASETS_VERBOSITY", "error")
+    datasets = sys.modules.get("datasets")
+    if datasets is not None:
+        datasets.disable_progress_bars()
+        datasets.logging.set_verbosity_error()
 
 
 if __name__ == "__main__":  # pragma: no cover

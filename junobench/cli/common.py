@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
-from junobench.data.snapshot import DEFAULT_SOURCE
+from junobench.data.layout import DEFAULT_SOURCE
 
 #: CLI filter option → ``load()`` keyword (the record field it filters).
 FILTER_OPTIONS: dict[str, str] = {
@@ -16,6 +17,28 @@ FILTER_OPTIONS: dict[str, str] = {
     "--stage": "pipeline_stage",
     "--origin": "origin",
 }
+
+
+def status(message: str) -> None:
+    """Print a status line (what a verb wrote and where, what it reused, how long it took)
+    on stderr: stdout holds only the data a verb shows, or nothing."""
+    print(message, file=sys.stderr)
+
+
+def step_lines(args: argparse.Namespace) -> Callable[[str], None] | None:
+    """Where a long verb reports each step as it starts: a line on stderr when stderr is a
+    terminal (as the tqdm bars of verify, runtime-info and construct reproduce show), nothing
+    when it is piped or ``--no-progress`` was given."""
+    if getattr(args, "no_progress", False) or not _on_terminal(sys.stderr):
+        return None
+    return lambda step: status(f"... {step}")
+
+
+def _on_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):  # a closed or unusual stream
+        return False
 
 
 def add_source(parser: argparse.ArgumentParser, *, default: str | None = DEFAULT_SOURCE) -> None:

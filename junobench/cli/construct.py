@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from junobench.cli.common import status
 from junobench.errors import JunoBenchError
 
 
@@ -101,10 +103,10 @@ def _run_filter(args: argparse.Namespace) -> int:
         columns=columns)
     steps = filter_table(args.labeled, args.out, criteria)
     width = max(len(s.name) for s in steps)
-    print(f"{'step'.ljust(width)}  crashes  notebooks")
+    status(f"{'step'.ljust(width)}  crashes  notebooks")
     for step in steps:
-        print(f"{step.name.ljust(width)}  {step.rows:7}  {step.notebooks:9}")
-    print(f"wrote {steps[-1].rows} candidates to {args.out}")
+        status(f"{step.name.ljust(width)}  {step.rows:7}  {step.notebooks:9}")
+    status(f"wrote {steps[-1].rows} candidates to {args.out}")
     return 0
 
 
@@ -172,8 +174,8 @@ def _run_resample(args: argparse.Namespace) -> int:
     for warning in caught:
         print(f"warning: {warning.message}", file=sys.stderr)
     for name, crashes, notebooks in sample.counts:
-        print(f"{name}: {crashes} crashes in {notebooks} notebooks")
-    print(f"wrote {len(sample.rows)} crashes to {args.out}")
+        status(f"{name}: {crashes} crashes in {notebooks} notebooks")
+    status(f"wrote {len(sample.rows)} crashes to {args.out}")
     return 0
 
 
@@ -236,8 +238,8 @@ def _run_library_cause(args: argparse.Namespace) -> int:
     for row in rows:
         label = row["Libs-cause-estimated"]
         counts[label] = counts.get(label, 0) + 1
-    print(", ".join(f"{label}: {n}" for label, n in sorted(counts.items(), key=lambda x: -x[1])))
-    print(f"wrote {len(rows)} rows to {args.out}")
+    status(", ".join(f"{label}: {n}" for label, n in sorted(counts.items(), key=lambda x: -x[1])))
+    status(f"wrote {len(rows)} rows to {args.out}")
     return 0
 
 
@@ -267,7 +269,7 @@ def _run_kaggle_metadata(args: argparse.Namespace) -> int:
     notebooks = {r["notebook"] for r in rows}
     datasets = [r for r in rows if r.get("url")]
     unresolved = sorted({r["notebook"] for r in rows if r.get("note") == NOT_FOUND})
-    print(f"{len(notebooks)} notebooks, {len(datasets)} input datasets; wrote {args.out}")
+    status(f"{len(notebooks)} notebooks, {len(datasets)} input datasets; wrote {args.out}")
     if unresolved:
         print(f"warning: {len(unresolved)} {NOT_FOUND.replace('notebook', 'notebook(s)', 1)} "
               f"(noted in their rows): {', '.join(unresolved)}", file=sys.stderr)
@@ -300,7 +302,7 @@ def _run_download(args: argparse.Namespace) -> int:
     for item in items:
         size = sum(f["size"] for f in item.files)
         state = "already complete" if item.skipped else "downloaded"
-        print(f"{item.handle}: {state}, {len(item.files)} files, {size:,} bytes → {item.folder}")
+        status(f"{item.handle}: {state}, {len(item.files)} files, {size:,} bytes → {item.folder}")
     if failed is None:
         return 0
     for handle, problem in failed.failures:
@@ -387,8 +389,8 @@ def _run_downsample(args: argparse.Namespace) -> int:
                                               files_root=args.files_root,
                                               label_column=args.label_column, **common)
     for name, (before, after) in result.classes.items():
-        print(f"  {name}: {before} → {after}")
-    print(f"kept {result.after} of {result.before} {result.unit} ({result.ratio:.1%}) → {result.out}")
+        status(f"  {name}: {before} → {after}")
+    status(f"kept {result.after} of {result.before} {result.unit} ({result.ratio:.1%}) → {result.out}")
     return 0
 
 
@@ -411,11 +413,11 @@ def _run_synthetic(args: argparse.Namespace) -> int:
     report = synthetic(args.table, args.out, seed=args.seed, metadata=args.metadata,
                        record=not args.no_metadata)
     for name, how in report.columns.items():
-        print(f"  {name}: {how}")
+        status(f"  {name}: {how}")
     if report.repeated_rows:
         print(f"note: {report.repeated_rows} row(s) equal an original row (too few distinct "
               "values to avoid it)", file=sys.stderr)
-    print(f"wrote {report.rows} synthetic rows to {args.out}")
+    status(f"wrote {report.rows} synthetic rows to {args.out}")
     return 0
 
 
@@ -480,8 +482,8 @@ def _run_reproduce(args: argparse.Namespace) -> int:
         quota=args.quota, library_column=args.library_column, sandbox=sandbox_from(args))
     counts = ", ".join(f"{n} {outcome}" for outcome, n in result.counts().items())
     reused = f", {result.reused} kept from the earlier run" if result.reused else ""
-    print(f"wrote {len(result.rows)} rows to {args.out}: {counts}{reused} "
-          f"({result.seconds:.1f} s, {result.executor}, sandbox {result.sandbox})")
+    status(f"wrote {len(result.rows)} rows to {args.out}: {counts}{reused} "
+           f"({result.seconds:.1f} s, {result.executor}, sandbox {result.sandbox})")
     return 1 if report_stopped(result.stopped, f"{args.out} holds every row") else 0
 
 
@@ -566,10 +568,10 @@ def _run_add_case(args: argparse.Namespace) -> int:
                         allow_new_labels=args.allow_new_labels,
                         pull=kaggle_pull if args.pull_original else None,
                         verify=not args.no_verify, env=args.env, timeout=args.timeout)
-    print(f"added {added.case_id}: {', '.join(added.files)}"
-          + (f"; datasets {', '.join(added.datasets)}" if added.datasets else ""))
-    print(f"  {added.checked}")
-    return _print_validation(args.snapshot)
+    status(f"added {added.case_id}: {', '.join(added.files)}"
+           + (f"; datasets {', '.join(added.datasets)}" if added.datasets else ""))
+    status(f"  {added.checked}")
+    return _print_validation(args.snapshot, show=status)
 
 
 def _finish_pending(snapshot: Path) -> None:
@@ -577,7 +579,7 @@ def _finish_pending(snapshot: Path) -> None:
 
     with editing(editable_root(snapshot)) as recovered:
         for message in recovered.messages():
-            print(message)
+            status(message)
 
 
 def _remove_case(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -600,8 +602,8 @@ def _run_remove_case(args: argparse.Namespace) -> int:
     what = [*(["its folder"] if removed.folder else []),
             *([f"{removed.desc_rows} row(s) of benchmark_desc.xlsx"] if removed.desc_rows else []),
             *([f"{removed.diagnosis_rows} diagnosis row(s)"] if removed.diagnosis_rows else [])]
-    print(f"removed {removed.case_id}: {', '.join(what)}")
-    return _print_validation(args.snapshot)
+    status(f"removed {removed.case_id}: {', '.join(what)}")
+    return _print_validation(args.snapshot, show=status)
 
 
 def _renumber(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -624,15 +626,15 @@ def _run_renumber(args: argparse.Namespace) -> int:
         _finish_pending(args.snapshot)
     plan = renumber(args.snapshot, libraries=args.library, dry_run=args.dry_run)
     if not plan:
-        print("nothing to renumber: every library is numbered 1, 2, … without gaps")
-        return 0 if args.dry_run else _print_validation(args.snapshot)
-    for old, new in plan:
-        print(f"{old} -> {new}")
+        status("nothing to renumber: every library is numbered 1, 2, … without gaps")
+        return 0 if args.dry_run else _print_validation(args.snapshot, show=status)
+    for old, new in plan:  # a dry run's plan is its data; a renumbering's, a status
+        (print if args.dry_run else status)(f"{old} -> {new}")
     if args.dry_run:
-        print(f"dry run: {len(plan)} case(s) would be renamed; nothing changed")
+        status(f"dry run: {len(plan)} case(s) would be renamed; nothing changed")
         return 0
-    print(f"renamed {len(plan)} case(s); the map is kept in {args.snapshot}/renamed_cases.json")
-    return _print_validation(args.snapshot)
+    status(f"renamed {len(plan)} case(s); the map is kept in {args.snapshot}/renamed_cases.json")
+    return _print_validation(args.snapshot, show=status)
 
 
 # --------------------------------------------------------------------------- validate
@@ -646,7 +648,10 @@ def _run_validate(args: argparse.Namespace) -> int:
                              licence_policy=args.licence_policy)
 
 
-def _print_validation(snapshot: str | Path, *, strict: bool = False, **options: Any) -> int:
+def _print_validation(snapshot: str | Path, *, strict: bool = False,
+                      show: Callable[[str], None] = print, **options: Any) -> int:
+    """Validate ``snapshot`` and ``show`` the verdict (``validate``'s data on stdout; after an
+    edit of the snapshot, a status line on stderr); warnings go to stderr."""
     from junobench.data.validate import check
 
     report = check(snapshot, strict=strict, **options)
@@ -657,10 +662,10 @@ def _print_validation(snapshot: str | Path, *, strict: bool = False, **options: 
         shown = ", ".join(where[:6]) + (f", … ({len(where)} in all)" if len(where) > 6 else "")
         print(f"warning: {text}: {shown}", file=sys.stderr)
     if report.problems:
-        print(f"{len(report.problems)} problem(s) in {snapshot}:")
+        show(f"{len(report.problems)} problem(s) in {snapshot}:")
         for problem in report.problems:
-            print(f"  - {problem}")
+            show(f"  - {problem}")
         return 1
-    print(f"{snapshot}: valid ({report.cases} cases, tables and "
-          f"{report.metadata_files} dataset metadata files)")
+    show(f"{snapshot}: valid ({report.cases} cases, tables and "
+         f"{report.metadata_files} dataset metadata files)")
     return 0

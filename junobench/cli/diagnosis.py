@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from junobench.cli.common import add_format, add_source
+from junobench.cli.common import add_format, add_source, status
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -126,9 +126,9 @@ def _export(args: argparse.Namespace) -> int:
     chosen = second_rater_sample(items, margin=args.margin, seed=args.seed) if args.second_rater else items
     sheet, key = export_sheet(chosen, args.sheet, args.key, seed=args.seed,
                               decided=None if args.second_rater else decided)
-    print(f"wrote {len(chosen)} diagnoses to judge"
-          + (f" (the second rater's sample of {len(items)})" if args.second_rater else "")
-          + f" to {sheet}; key in {key} (keep it from the rater)")
+    status(f"wrote {len(chosen)} diagnoses to judge"
+           + (f" (the second rater's sample of {len(items)})" if args.second_rater else "")
+           + f" to {sheet}; key in {key} (keep it from the rater)")
     return 0
 
 
@@ -148,7 +148,7 @@ def _read(args: argparse.Namespace) -> int:
     filled = read_filled(args.sheet, args.key, decided=not args.only_sheet)
     path = write_judgments(args.out, filled.judgments)
     total = sum(len(v) for v in filled.judgments.settings.values())
-    print(f"wrote {total} judgments to {path}")
+    status(f"wrote {total} judgments to {path}")
     if filled.unjudged:
         print(f"warning: {len(filled.unjudged)} items have no judgment yet: "
               + ", ".join(filled.unjudged[:10]), file=sys.stderr)
@@ -192,11 +192,11 @@ def _judge(args: argparse.Namespace) -> int:
                     endpoint=args.endpoint, model=args.model, repeats=args.repeats,
                     reverse=args.reverse, concurrency=args.concurrency,
                     temperature=args.temperature, api_key_env=args.api_key_env)
-    print(f"judged {len(summary.written)} notebook passes into {summary.out}"
-          + (f"; {summary.resumed} were already there" if summary.resumed else ""))
+    status(f"judged {len(summary.written)} notebook passes into {summary.out}"
+           + (f"; {summary.resumed} were already there" if summary.resumed else ""))
     if args.judgments_out:
         path = write_judgments(args.judgments_out, judgments_from(args.out))
-        print(f"judgments in {path}")
+        status(f"judgments in {path}")
     if summary.failed:
         print(f"failed {len(summary.failed)}: " + ", ".join(sorted(summary.failed)[:10]),
               file=sys.stderr)

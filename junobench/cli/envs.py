@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from junobench.cli.common import add_filters, add_source, filters_from
+from junobench.cli.common import add_filters, add_source, filters_from, status, step_lines
 from junobench.render import render
 
 
@@ -42,6 +42,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     create.add_argument("--sandbox", choices=BUILD_SANDBOXES, default="auto",
                         help="--allow-build: where builds run; auto (default): bubblewrap, refused "
                         "where it cannot run; none: unconfined, with your user's rights")
+    create.add_argument("--no-progress", action="store_true",
+                        help="no step lines (shown on a terminal only)")
     create.set_defaults(handler=_create)
 
     docker = verbs.add_parser(
@@ -78,16 +80,16 @@ def _create(args: argparse.Namespace) -> int:
     selection = select(args.source, args.cases or None, revision=args.revision, whole=args.whole,
                        filters=filters_from(args))
     made = create_environment(args.dir, selection, python=args.python, allow_build=args.allow_build,
-                              sandbox=args.sandbox)
+                              sandbox=args.sandbox, progress=step_lines(args))
     if made.python_note:
         print(f"note: {made.python_note}", file=sys.stderr)
     for case, names in made.unpinned.items():
         print(f"note: {case} needs what the environment does not pin: {', '.join(names)}", file=sys.stderr)
     verb = "reused" if made.reused else f"created with {made.installer}"
-    print(f"{verb}: {made.path} ({len(made.requirements)} requirements, "
-          f"{made.manifest['environment']['name']}, Python {made.manifest['python']['used']}, "
-          f"{made.seconds:.1f} s)")
-    print(f"python: {made.python}")
+    status(f"{verb}: {made.path} ({len(made.requirements)} requirements, "
+           f"{made.manifest['environment']['name']}, Python {made.manifest['python']['used']}, "
+           f"{made.seconds:.1f} s)")
+    status(f"python: {made.python}")
     return 0
 
 
@@ -98,9 +100,9 @@ def _dockerfile(args: argparse.Namespace) -> int:
     selection = select(args.source, args.cases or None, revision=args.revision, whole=args.whole,
                        filters=filters_from(args))  # --all without --source reads no snapshot
     out = write_context(args.out, selection, junobench=args.junobench_version)
-    print(f"wrote {out}/Dockerfile ({len(selection.requirements)} requirements, "
-          f"{selection.environment.name}, {selection.environment.base_image}); "
-          f"build it with `docker build -t junobench-env {out}`")
+    status(f"wrote {out}/Dockerfile ({len(selection.requirements)} requirements, "
+           f"{selection.environment.name}, {selection.environment.base_image}); "
+           f"build it with `docker build -t junobench-env {out}`")
     return 0
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from junobench.cli.common import add_filters, add_format, add_source, filters_from
+from junobench.cli.common import add_filters, add_format, add_source, filters_from, status
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -71,9 +71,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     group.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(handler=_detect)
 
-    from junobench.detection.compare import FORMATS
-    from junobench.detection.layouts import LAYOUTS, describe
-    from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED
+    from junobench.detection.names import DEFAULT_RESAMPLES, DEFAULT_SEED, FORMATS, LAYOUTS, describe
 
     parser = subparsers.add_parser(
         "evaluate", help="score crash-detection predictions (precision, recall, F1, accuracy)",
@@ -161,8 +159,8 @@ def _tasks(args: argparse.Namespace) -> int:
                            **filters_from(args))
     _report_runtime_info(args, tasks_)
     out, truth = write_tasks(tasks_, truths, args.out, args.truth_out)
-    print(f"wrote {len(tasks_)} tasks to {out}")
-    print(f"ground truth in {truth} (keep it away from the detector)")
+    status(f"wrote {len(tasks_)} tasks to {out}")
+    status(f"ground truth in {truth} (keep it away from the detector)")
     return 0
 
 
@@ -197,8 +195,8 @@ def _detect(args: argparse.Namespace) -> int:
         return _detect_analyser(args, items)
     if args.baseline:
         summary = detect_static(items, args.out)
-        print(f"wrote {len(summary.written)} predictions of the {args.baseline} baseline "
-              f"to {summary.out}")
+        status(f"wrote {len(summary.written)} predictions of the {args.baseline} baseline "
+               f"to {summary.out}")
         return 0
 
     def log(message: str) -> None:
@@ -211,11 +209,11 @@ def _detect(args: argparse.Namespace) -> int:
                      api_key_env=args.api_key_env, retries=args.retries,
                      timeout=args.timeout, max_tokens=args.max_tokens, json_mode=args.json_mode,
                      progress=not args.no_progress, log=log)
-    print(f"wrote {len(summary.written)} notebooks x {args.runs} runs to {summary.out}"
-          + (f"; {len(summary.resumed)} were already there" if summary.resumed else ""))
+    status(f"wrote {len(summary.written)} notebooks x {args.runs} runs to {summary.out}"
+           + (f"; {len(summary.resumed)} were already there" if summary.resumed else ""))
     if summary.rejected:
-        print(f"skipped {len(summary.rejected)} the server rejected (e.g. too long for the "
-              f"model): {', '.join(sorted(summary.rejected))}")
+        status(f"skipped {len(summary.rejected)} the server rejected (e.g. too long for the "
+               f"model): {', '.join(sorted(summary.rejected))}")
     if summary.failed:
         print(f"failed {len(summary.failed)} after {args.retries} retries: "
               f"{', '.join(sorted(summary.failed))}", file=sys.stderr)
@@ -236,8 +234,8 @@ def _detect_analyser(args: argparse.Namespace, items: list[dict[str, Any]]) -> i
                               annotations=annotations,
                               log=None if args.no_progress else
                               lambda line: print(line, file=sys.stderr))
-    print(f"wrote {len(summary.written)} predictions of {args.baseline} to {summary.out}"
-          + (f"; {len(summary.resumed)} were already there" if summary.resumed else ""))
+    status(f"wrote {len(summary.written)} predictions of {args.baseline} to {summary.out}"
+           + (f"; {len(summary.resumed)} were already there" if summary.resumed else ""))
     return 0
 
 
@@ -292,7 +290,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     print(render_report(report, args.format, args.by), end="")
     if args.plot:
         path = plot(report, args.plot, args.by)
-        print(f"plot written to {path}", file=sys.stderr)
+        status(f"plot written to {path}")
     return 0
 
 

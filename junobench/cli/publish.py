@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from junobench.cli.common import add_skip_invalid, add_source
+from junobench.cli.common import add_skip_invalid, add_source, status
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -48,9 +48,9 @@ def _export(args: argparse.Namespace) -> int:
 
     result = export(args.source, args.out, revision=args.revision, skip_invalid=args.skip_invalid,
                     repo_id=args.repo_id, template=args.template)
-    print(f"exported {result.rows['cases']} cases and {result.rows['notebooks']} notebooks to {result.out}")
+    status(f"exported {result.rows['cases']} cases and {result.rows['notebooks']} notebooks to {result.out}")
     for name, info in result.files.items():
-        print(f"  {name:<40} {info['size']:>12,} bytes  sha256 {info['sha256']}")
+        status(f"  {name:<40} {info['size']:>12,} bytes  sha256 {info['sha256']}")
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from junobench.cli.common import add_filters, add_format, add_skip_invalid, add_source, load_kwargs
+from junobench.cli.common import add_filters, add_format, add_skip_invalid, add_source, load_kwargs, status
 from junobench.render import render
 
 
@@ -65,11 +65,11 @@ def _build(args: argparse.Namespace) -> int:
     from junobench.browse import build_records
 
     summary = build_records(**load_kwargs(args))
-    print(f"snapshot   {summary.snapshot}")
-    print(f"cases      {summary.cases}")
-    print(f"notebooks  {summary.notebooks}")
-    print(f"cache      {sorted({f.rsplit('/', 3)[0] for f in summary.cache_files})[0]}"
-          if summary.cache_files else "cache      (empty)")
+    status(f"snapshot   {summary.snapshot}")
+    status(f"cases      {summary.cases}")
+    status(f"notebooks  {summary.notebooks}")
+    status(f"cache      {sorted({f.rsplit('/', 3)[0] for f in summary.cache_files})[0]}"
+           if summary.cache_files else "cache      (empty)")
     for line in summary.report.summary():
-        print(f"note       {line}")
+        status(f"note       {line}")
     return 0

@@ -17,6 +17,7 @@ from junobench.cli.common import (
     filters_from,
     report_stopped,
     sandbox_from,
+    status,
 )
 
 
@@ -84,11 +85,11 @@ def _runtime_info(args: argparse.Namespace) -> int:
         progress=False if args.no_progress else None, env=args.env, executor=args.executor,
         executor_options=executor_options(args), resume=not args.fresh,
         pass_env=args.pass_env, style=args.style, signatures=args.signatures, sandbox=sandbox_from(args))
-    status = Counter(r["status"] for r in records)
+    counts = Counter(r["status"] for r in records)
     capped = [r["instance"] for r in records
               if r["capped"] or any("truncated" in s for s in (r["objects"] or {}).values())]
-    print(f"wrote {len(records)} records to {args.out}: "
-          + ", ".join(f"{n} {s}" for s, n in status.items()))
+    status(f"wrote {len(records)} records to {args.out}: "
+           + ", ".join(f"{n} {s}" for s, n in counts.items()))
     if capped:
         print(f"size cap hit in {len(capped)}: {', '.join(capped)}", file=sys.stderr)
     for record in records:
@@ -99,4 +100,4 @@ def _runtime_info(args: argparse.Namespace) -> int:
                   f"{', '.join(record['imported_by_inspection'])}", file=sys.stderr)
     if report_stopped(records.stopped, f"{args.out} holds every notebook"):
         return 1
-    return 1 if status.get("failed") else 0
+    return 1 if counts.get("failed") else 0

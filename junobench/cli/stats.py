@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from junobench.cli.common import add_filters, add_skip_invalid, add_source, load_kwargs
+from junobench.cli.common import add_filters, add_skip_invalid, add_source, load_kwargs, status
 from junobench.render import render
 
 
@@ -20,7 +19,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_source(parser)
     add_filters(parser)
     parser.add_argument("--format", choices=("table", "json", "csv"), default=None,
-                        help="output format (default: table; with --plot: only the file list)")
+                        help="output format (default: table; with --plot: none, the files written "
+                        "listed on stderr)")
     parser.add_argument("--plot", metavar="DIR", default=None,
                         help="write <dimension>.png and <dimension>.svg for the four dimensions into DIR")
     add_skip_invalid(parser)
@@ -41,7 +41,6 @@ def _stats(args: argparse.Namespace) -> int:
     if args.plot:
         from junobench.plots import save_plots
 
-        stream = sys.stderr if fmt else sys.stdout  # keep json/csv on stdout parseable
         for path in save_plots(result, args.plot):
-            print(f"wrote {path}", file=stream)
+            status(f"wrote {path}")
     return 0

@@ -17,6 +17,8 @@ from junobench.cli.common import (
     filters_from,
     report_stopped,
     sandbox_from,
+    status,
+    step_lines,
 )
 from junobench.render import render
 
@@ -34,6 +36,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="also make (or reuse) the cases' pinned environment there, as "
                         "`junobench env create ENV_DIR --source DIR` does")
     parser.add_argument("--python", metavar="PY", help="with --env: a Python version or interpreter")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="with --env: no step lines (shown on a terminal only)")
     parser.set_defaults(handler=_checkout)
 
     parser = subparsers.add_parser(
@@ -67,17 +71,17 @@ def _checkout(args: argparse.Namespace) -> int:
     from junobench.data.checkout import checkout
 
     dest = checkout(args.cases, args.source, args.dest, revision=args.revision)
-    print(f"checked out {len(set(args.cases))} case(s) into {dest}")
+    status(f"checked out {len(set(args.cases))} case(s) into {dest}")
     if args.env is not None:
         from junobench.envs.create import create_environment
         from junobench.selection import select
 
-        made = create_environment(args.env, select(dest), python=args.python)
+        made = create_environment(args.env, select(dest), python=args.python, progress=step_lines(args))
         if made.python_note:
             print(f"note: {made.python_note}", file=sys.stderr)
-        print(f"{'reused' if made.reused else 'created'} environment {made.path} "
-              f"({len(made.requirements)} requirements); verify with "
-              f"`junobench verify --source {dest} --env {made.path}`")
+        status(f"{'reused' if made.reused else 'created'} environment {made.path} "
+               f"({len(made.requirements)} requirements); verify with "
+               f"`junobench verify --source {dest} --env {made.path}`")
     return 0
 
 

@@ -18,8 +18,9 @@ import datasets
 from junobench.cores import available_cores
 from junobench.data import layout
 from junobench.data.cache import cache_root
-from junobench.data.preparation import BuildReport
+from junobench.data.prepared import remember
 from junobench.data.records import CONFIGS, JunoBench, read_report
+from junobench.data.report import BuildReport
 from junobench.data.snapshot import fingerprint
 from junobench.errors import JunoBenchError, SnapshotError
 
@@ -78,7 +79,11 @@ def prepare(
     for config, builder in builders.items():
         if config != "cases":
             _prepare_one(builder)
-    return {c: builders[c].as_dataset(split="test") for c in wanted}, report
+    built = {c: builders[c].as_dataset(split="test") for c in wanted}
+    for config, dataset in built.items():
+        remember(root, config, content, [f["filename"] for f in dataset.cache_files], data,
+                 cache_dir=cache_dir)
+    return built, report
 
 
 def _prepare_one(builder: JunoBench) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Collection, Iterable, Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from junobench import vocab
 from junobench.errors import JunoBenchError
@@ -68,17 +68,25 @@ def normalise_filters(filters: Mapping[str, str | Iterable[str] | None]) -> Crit
 def apply_filters(dataset: datasets.Dataset, criteria: Mapping[str, list[str]]) -> datasets.Dataset:
     """Rows matching every criterion (keyed by record field, as :func:`normalise_filters`
     returns them); an unknown value fails with the closest valid ones."""
+    keep = matching_indices(dataset.data, criteria)
+    return dataset if keep is None else dataset.select(keep)
+
+
+def matching_indices(table: Any, criteria: Mapping[str, list[str]]) -> list[int] | None:
+    """The indices of the rows of ``table`` (an Arrow table, or a dataset's) matching
+    every criterion, in order; ``None`` without criteria (every row). An unknown value
+    fails with the closest valid ones."""
     if not criteria:
-        return dataset
+        return None
     keep: list[int] | None = None
     for name, values in criteria.items():
-        column = dataset.data.column(name).to_pylist()
+        column = table.column(name).to_pylist()
         check_recorded(name, column)
         check_values(name, values, {v for v in column if v is not None})
         wanted = set(values)
         rows = {i for i, v in enumerate(column) if v in wanted}
         keep = sorted(rows if keep is None else rows.intersection(keep))
-    return dataset.select(keep or [])
+    return keep or []
 
 
 def matches(record: Mapping[str, object], criteria: Mapping[str, Collection[str]]) -> bool:

@@ -22,6 +22,8 @@ from pathlib import Path
 from junobench import vocab
 from junobench.errors import JunoBenchError
 
+#: The published snapshot's Hub dataset repo: the source when none is named.
+DEFAULT_SOURCE = "PELAB-LiU/JunoBench"
 DESC_TABLE = "benchmark_desc.xlsx"
 DIAGNOSIS_TABLE = "ground_truth_crash_prediction.xlsx"
 #: The dataset's own version (optional; :mod:`junobench.data.release_files` reads it).

@@ -13,7 +13,7 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,6 +34,7 @@ from junobench.data.cases import (
     table_datasets,
     table_fields,
 )
+from junobench.data.report import BuildReport as BuildReport
 from junobench.data.tables import DescRow, read_desc, read_diagnoses
 from junobench.envs.environment import snapshot_environment
 from junobench.errors import Problem
@@ -172,60 +173,6 @@ def read_tables_in_background(root: str | Path) -> Future[Tables]:
 
 
 # --------------------------------------------------------------------------- joining
-
-
-@dataclass
-class BuildReport:
-    """What preparing the records found: skipped cases with their problems, absences
-    (cases without an original notebook or input data), case folders no table row
-    names, and per case the imports its environment does not pin (``unpinned``).
-    Written beside the records, so a warm load reports the same."""
-
-    snapshot: Path | None = None
-    fingerprint: str = ""
-    skipped: list[str] = field(default_factory=list)
-    problems: list[Problem] = field(default_factory=list)
-    absent: dict[str, list[str]] = field(default_factory=dict)
-    unlisted_folders: list[str] = field(default_factory=list)
-    unpinned: dict[str, list[str]] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"skipped": self.skipped, "problems": [p.to_dict() for p in self.problems],
-                "absent": self.absent, "unlisted_folders": self.unlisted_folders,
-                "unpinned": self.unpinned}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, snapshot: Path | None = None,
-                  fingerprint: str = "") -> BuildReport:
-        """The report of :meth:`to_dict`'s form (as stored beside records or in a manifest)."""
-        return cls(snapshot, fingerprint, skipped=list(data.get("skipped", [])),
-                   problems=[Problem(**p) for p in data.get("problems", [])],
-                   absent={what: sorted(ids) for what, ids in data.get("absent", {}).items()},
-                   unlisted_folders=list(data.get("unlisted_folders", [])),
-                   unpinned={case: list(names) for case, names in data.get("unpinned", {}).items()})
-
-    def summary(self) -> list[str]:
-        """One line per kind of finding, for the log."""
-        lines = []
-        if self.skipped:
-            lines.append(f"skipped {len(self.skipped)} invalid case(s): {_ids(self.skipped)}")
-            lines += [f"  - {p}" for p in self.problems]
-        for what, ids in sorted(self.absent.items()):
-            lines.append(f"{what} not in snapshot for {len(ids)} case(s): {_ids(ids)}")
-        if self.unlisted_folders:
-            lines.append(f"case folder(s) without a table row, not loaded: "
-                         f"{_ids(self.unlisted_folders)}")
-        if self.unpinned:
-            lines.append(f"imports the environment does not pin, in {len(self.unpinned)} case(s): "
-                         + "; ".join(f"{case} ({', '.join(names)})"
-                                     for case, names in sorted(self.unpinned.items(),
-                                                               key=lambda kv: case_order(kv[0]))))
-        return lines
-
-
-def _ids(ids: list[str], limit: int = 8) -> str:
-    shown = ", ".join(ids[:limit])
-    return shown + (f", … (+{len(ids) - limit})" if len(ids) > limit else "")
 
 
 def joined(root: str, folders: Sequence[str], shards: Iterable[FolderShard],

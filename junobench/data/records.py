@@ -44,6 +44,7 @@ from junobench.data.preparation import (
     read_tables_in_background,
     split,
 )
+from junobench.data.prepared import RECORDS_VERSION
 from junobench.envs.environment import snapshot_environment
 from junobench.errors import JunoBenchError
 
@@ -174,9 +175,9 @@ class JunoBench(datasets.ArrowBasedBuilder):
 
     BUILDER_CONFIG_CLASS = JunoBenchConfig
     BUILDER_CONFIGS = [
-        JunoBenchConfig(name="cases", version=datasets.Version("1.1.0"),
+        JunoBenchConfig(name="cases", version=datasets.Version(RECORDS_VERSION),
                         description="One row per case."),
-        JunoBenchConfig(name="notebooks", version=datasets.Version("1.1.0"),
+        JunoBenchConfig(name="notebooks", version=datasets.Version(RECORDS_VERSION),
                         description="One row per reproduced or fixed notebook."),
     ]
     DEFAULT_CONFIG_NAME = "cases"

@@ -26,7 +26,7 @@ from junobench.envs.environment import SNAPSHOT_FOLDER, environment_files
 from junobench.errors import JunoBenchError
 from junobench.safety.paths import is_dir_entry, link_inside
 
-DEFAULT_SOURCE = "PELAB-LiU/JunoBench"
+DEFAULT_SOURCE = layout.DEFAULT_SOURCE
 SAMPLE = "sample"
 
 #: Files fetched from the Hub by default: tables, notebooks, dataset metadata, the

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from junobench.detection import crane_inputs
+from junobench.detection.names import CRANE_SA
 from junobench.detection.predictions import Predictions, jsonl_line, read_per_instance
 from junobench.errors import JunoBenchError
 
@@ -297,7 +298,7 @@ def detect_analyser(tasks: Sequence[Mapping[str, Any]], out: str | Path, analyse
 # --------------------------------------------------------------------------- published outputs
 
 #: The layout of CRANE-LLM's published analyser outputs.
-LAYOUT = "crane-sa"
+LAYOUT = CRANE_SA
 _SA_HINT = ("pass a folder of CRANE-LLM's analyser outputs as published: "
             "sas/sas_outputs/results_raw/<pylint|pyright>/<setting>")
 

@@ -31,6 +31,7 @@ from junobench.detection.evaluate import (
     with_interval,
 )
 from junobench.detection.metrics import scores
+from junobench.detection.names import FORMATS as FORMATS
 from junobench.detection.predictions import Predictions
 from junobench.detection.uncertainty import (
     DEFAULT_RESAMPLES,
@@ -46,9 +47,6 @@ from junobench.detection.uncertainty import (
 from junobench.detection.votes import DEFAULT_VOTE
 from junobench.errors import JunoBenchError
 from junobench.safety.text import markdown_text
-
-#: Output formats of a comparison (and of one report).
-FORMATS: tuple[str, ...] = ("table", "json", "csv", "markdown", "latex")
 
 
 @dataclass

@@ -38,11 +38,10 @@ from junobench.detection.judgments import (
     read_judgments,
 )
 from junobench.detection.metrics import scores
+from junobench.detection.names import FORMATS as FORMATS
 from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED, METRICS, check_resamples
 from junobench.errors import JunoBenchError
 
-#: Output formats of end-to-end scores.
-FORMATS: tuple[str, ...] = ("table", "json", "csv", "markdown", "latex")
 #: Keys of each setting's object in the JSON output, in order.
 KEYS: tuple[str, ...] = ("tp", "fp", "tn", "fn", "precision", "recall", "f1", "accuracy",
                          "partially_correct", "reasoning_wrong")

@@ -42,8 +42,18 @@ from typing import Any
 
 from junobench import vocab
 from junobench.detection import analysers
-from junobench.detection.predictions import (
+from junobench.detection.names import (
     CANONICAL,
+    CASE_FOLDERS,
+    CONSTRUCT,
+    CRANE_PARSED,
+    CRANE_SA,
+    INSPECT,
+    INSTANCES,
+    LAYOUTS,
+)
+from junobench.detection.names import describe as describe
+from junobench.detection.predictions import (
     Predictions,
     check_instance,
     loads,
@@ -53,16 +63,6 @@ from junobench.detection.predictions import (
 )
 from junobench.errors import JunoBenchError
 from junobench.safety.paths import open_regular, read_regular
-
-INSTANCES = "instances"
-CRANE_PARSED = "crane-parsed"
-CONSTRUCT = "junobench-construct"
-CASE_FOLDERS = "buggy/fixed"
-INSPECT = "inspect"
-CRANE_SA = analysers.LAYOUT
-#: Every layout, in the order ``--layout`` lists them.
-LAYOUTS: tuple[str, ...] = (CANONICAL, INSTANCES, CRANE_PARSED, CONSTRUCT, CASE_FOLDERS, INSPECT,
-                            CRANE_SA)
 
 #: Folder → notebook version, for the two case-folder layouts.
 CONSTRUCT_FOLDERS: dict[str, str] = {"results_buggy": "reproduced", "results_fixed": "fixed"}
@@ -377,22 +377,4 @@ READERS: dict[str, Callable[[Path], Predictions]] = {
     CASE_FOLDERS: read_case_folders,
     INSPECT: read_inspect_log,
     CRANE_SA: analysers.read_outputs,
-}
-
-
-def describe(layout: str) -> str:
-    """One line on a layout, for help texts."""
-    return _DESCRIPTIONS[layout]
-
-
-_DESCRIPTIONS: dict[str, str] = {
-    CANONICAL: 'JSON Lines: {"instance": ..., "runs": [...]} per line',
-    INSTANCES: "folder of <instance>.json (and other/<instance>.json): CRANE-LLM results_raw",
-    CRANE_PARSED: "folder of <instance>.json with judge labels: CRANE-LLM results_parsed_<k>",
-    CONSTRUCT: "results_buggy/ and results_fixed/ of crash_detection_results_<case>.json: "
-               "JunoBench_construct",
-    CASE_FOLDERS: "buggy/ and fixed/ folders of <case>.json",
-    INSPECT: "an Inspect log (.eval or .json) of junobench/crash_detection",
-    CRANE_SA: "<library>/<instance>.json lists of pylint or pyright messages: CRANE-LLM "
-              "sas_outputs/results_raw/<analyser>/<setting>",
 }

@@ -30,12 +30,10 @@ from typing import Any
 
 from junobench import vocab
 from junobench.detection.ids import is_blind_id
+from junobench.detection.names import CANONICAL
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_open
 from junobench.safety.paths import read_regular
-
-#: Layout name of the canonical format, as reported to the user.
-CANONICAL = "jsonl"
 
 _BARE = re.compile(r"^[\s\"'`*_\[(]*(true|false)[\s\"'`*_\])]*\.?\s*$", re.IGNORECASE)
 _THINK_END = re.compile(r"</think(?:ing)?>", re.IGNORECASE)

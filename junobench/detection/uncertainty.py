@@ -37,10 +37,10 @@ from numpy.typing import NDArray
 
 from junobench.detection.metrics import METRICS as METRICS  # scores with an interval
 from junobench.detection.metrics import fractions, outcome
+from junobench.detection.names import DEFAULT_RESAMPLES as DEFAULT_RESAMPLES
+from junobench.detection.names import DEFAULT_SEED as DEFAULT_SEED
 from junobench.errors import JunoBenchError
 
-DEFAULT_RESAMPLES = 2000
-DEFAULT_SEED = 0
 CONFIDENCE = 0.95
 #: Fewest cases for which a case-bootstrap interval is reported without a warning.
 MIN_CASES = 3

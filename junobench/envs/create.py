@@ -26,7 +26,7 @@ import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,24 +146,32 @@ def create_environment(
     python: str | None = None,
     allow_build: bool = False,
     sandbox: str = "auto",
+    progress: Callable[[str], None] | None = None,
 ) -> Created:
     """Make (or reuse) the environment of ``selection`` (:func:`junobench.selection.select`)
     at ``dest``; see the module docstring. Only wheels are installed unless ``allow_build``
     (a source distribution's build runs its code in the sandbox ``sandbox`` names:
     :func:`~junobench.envs.installer.run_build`, :mod:`junobench.envs.buildbox`; refused where
     none can run). Two creates into one ``dest`` do not overlap: the second fails with an
-    error while the first holds the lock."""
+    error while the first holds the lock. ``progress`` is told each step as it starts (a
+    reused environment has none)."""
     started = time.perf_counter()
     env = selection.environment
     dest = Path(dest).expanduser().absolute()
     interpreter, version, note = choose_python(env, python)
     key = selection_key(selection, version)
     with _building(dest):
-        return _create(dest, selection, interpreter, version, note, key, started, allow_build, sandbox)
+        return _create(dest, selection, interpreter, version, note, key, started, allow_build, sandbox,
+                       progress or _silent)
+
+
+def _silent(step: str) -> None:
+    """No progress to show."""
 
 
 def _create(dest: Path, selection: Selection, interpreter: Path, version: str, note: str | None,
-            key: str, started: float, allow_build: bool, sandbox: str) -> Created:
+            key: str, started: float, allow_build: bool, sandbox: str,
+            progress: Callable[[str], None]) -> Created:
     """:func:`create_environment` holding the lock of ``dest``."""
     env = selection.environment
     recover_environment(dest)
@@ -192,6 +200,7 @@ def _create(dest: Path, selection: Selection, interpreter: Path, version: str, n
         info = dest.stat()
         record["made" if not existed else "emptied"] = [info.st_dev, info.st_ino]
         _write_json(journal, record)
+        progress(f"making a virtual environment at {dest} (Python {version}, {installer})")
         venv = make_venv(dest, interpreter, uv)
         requirements = dest / REQUIREMENTS_FILE
         requirements.write_text("\n".join(selection.requirements) + "\n", encoding="utf-8")
@@ -199,9 +208,12 @@ def _create(dest: Path, selection: Selection, interpreter: Path, version: str, n
         if env.lock_text:  # the checked pins, written again: nothing else reaches the installer
             constraints = dest / CONSTRAINTS_FILE
             constraints.write_text(env.lock_text, encoding="utf-8")
+        progress(f"installing {len(selection.requirements)} requirements with {installer}"
+                 + (" (source builds allowed)" if allow_build else ""))
         install(venv, requirements, constraints, uv, exclude_newer=env.exclude_newer,
                 allow_build=allow_build, require_hashes=env.hashed, sandbox=build)
         spec_name = f"junobench-{key[:8]}"
+        progress(f"installing the kernelspec {spec_name}")
         run([str(venv), "-m", "ipykernel", "install", "--prefix", str(dest), "--name", spec_name,
              "--display-name", f"JunoBench ({env.name}, Python {version})"],
             what="installing the kernelspec")

@@ -60,10 +60,10 @@ _SESSION: str | None = None
 
 
 @dataclass
-class DriverOptions:
-    """What :class:`~junobench.verify.ray_executor.RayExecutor` asks of the driver."""
+class RaySettings:
+    """How replays run on a Ray cluster: what a user sets on
+    :class:`~junobench.verify.ray_executor.RayExecutor`, handed on to its driver process."""
 
-    jobs: int = 0
     address: str | None = None
     cpus: float = 1.0
     memory: int | None = None
@@ -71,12 +71,20 @@ class DriverOptions:
     build_envs: bool = False
     runtime_env: dict[str, Any] | None = None
     init_options: dict[str, Any] = field(default_factory=dict)
+    max_case_size: int | None = DEFAULT_LIMIT
+    deadline: float | None = None  # seconds per attempt; None: from the task's time limits
+
+
+@dataclass
+class DriverOptions(RaySettings):
+    """What :class:`~junobench.verify.ray_executor.RayExecutor` asks of the driver: its
+    settings, plus the replay slots and the kernels' target, variables and confinement."""
+
+    jobs: int = 0
     target: KernelTarget | None = None
     pass_env: tuple[str, ...] = ()
     sandbox: Sandbox | None = None  # how workers confine their kernels (None: the default)
     expected: int = 0
-    max_case_size: int | None = DEFAULT_LIMIT
-    deadline: float | None = None  # seconds per attempt; None: from the task's time limits
 
 
 def require_ray() -> Any:

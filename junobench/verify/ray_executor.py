@@ -43,7 +43,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 from multiprocessing.connection import Connection
 from pathlib import Path
 from types import TracebackType
@@ -51,9 +51,15 @@ from typing import Any
 
 from junobench.errors import JunoBenchError
 from junobench.verify.executor import Executor, ReplayOutcome, ReplayTask, not_run
-from junobench.verify.ray_driver import DriverOptions, describe_fault, remove_session, require_ray, task_runtime_env
+from junobench.verify.ray_driver import (
+    DriverOptions,
+    RaySettings,
+    describe_fault,
+    remove_session,
+    require_ray,
+    task_runtime_env,
+)
 from junobench.verify.ray_worker import living_workers, sweep
-from junobench.verify.shipping import DEFAULT_LIMIT
 
 __all__ = ["RayExecutor", "describe_fault", "remove_session", "require_ray"]
 
@@ -66,7 +72,7 @@ SILENCE = 120.0
 
 
 @dataclass
-class RayExecutor(Executor):
+class RayExecutor(Executor, RaySettings):
     """Replays on a Ray cluster: ``address`` (None: join the cluster of ``RAY_ADDRESS`` or of
     ``ray start`` on this machine, else start a local instance), ``cpus`` and ``memory``
     (bytes) per replay, ``retries`` of infrastructure faults, ``build_envs`` (a runtime
@@ -76,15 +82,6 @@ class RayExecutor(Executor):
     at once as the cluster's CPUs hold; more than that is lowered to it (``note`` says so)."""
 
     jobs: int = 0
-    address: str | None = None
-    cpus: float = 1.0
-    memory: int | None = None
-    retries: int = 2
-    build_envs: bool = False
-    runtime_env: dict[str, Any] | None = None
-    init_options: dict[str, Any] = field(default_factory=dict)
-    max_case_size: int | None = DEFAULT_LIMIT
-    deadline: float | None = None
 
     def __post_init__(self) -> None:
         self.name = "ray"
@@ -127,16 +124,14 @@ class RayExecutor(Executor):
         return task_runtime_env(self._options(), task)
 
     def _options(self) -> DriverOptions:
-        options = dict(self.init_options)
-        address = self.address
-        if address is None and "ray" in sys.modules and sys.modules["ray"].is_initialized():
+        settings = {option.name: getattr(self, option.name) for option in fields(RaySettings)}
+        settings["init_options"] = dict(self.init_options)
+        if self.address is None and "ray" in sys.modules and sys.modules["ray"].is_initialized():
             with contextlib.suppress(Exception):  # a Ray Client connection has no GCS address here
-                address = sys.modules["ray"].get_runtime_context().gcs_address  # join this process's cluster
-        return DriverOptions(jobs=self.jobs, address=address, cpus=self.cpus, memory=self.memory,
-                             retries=self.retries, build_envs=self.build_envs, runtime_env=self.runtime_env,
-                             init_options=options, target=self.target, pass_env=tuple(self.pass_env),
-                             sandbox=self.sandbox, expected=self.expected, max_case_size=self.max_case_size,
-                             deadline=self.deadline)
+                # join this process's cluster
+                settings["address"] = sys.modules["ray"].get_runtime_context().gcs_address
+        return DriverOptions(**settings, jobs=self.jobs, target=self.target, pass_env=tuple(self.pass_env),
+                             sandbox=self.sandbox, expected=self.expected)
 
     # ------------------------------------------------------------------ the driver process
 
