@@ -118,3 +118,27 @@ def test_a_snapshot_s_many_files_are_looked_up_in_one_memo_read(tmp_path, monkey
     same_size_edit(files[-1])  # "83" becomes "73": the same size and times
     with ContentDigests() as digests:
         assert digests.sha256(files[-1]) != first[-1]
+
+
+def test_a_snapshot_s_memo_read_holds_only_its_own_folder(tmp_path, monkeypatch):
+    """The memo remembers every folder ever fingerprinted; a snapshot's bulk read takes
+    only the digests under it, and files elsewhere are still looked up one by one."""
+    monkeypatch.setattr(digests_module, "_SETTLED_NS", 0)
+    reads: list[str] = []
+    real = digests_module._read_digest
+    monkeypatch.setattr(digests_module, "_read_digest", lambda p: reads.append(p) or real(p))
+    count = digests_module._ONE_BY_ONE + 10
+    folders = {name: tmp_path / name for name in ("snap", "snap2", "other")}  # snap2: same prefix
+    files = {name: [folder / f"{'~' if i % 2 else 'a'}{i}.txt" for i in range(count)]  # names sort anywhere
+             for name, folder in folders.items()}
+    for paths in files.values():
+        for i, path in enumerate(paths):
+            path.parent.mkdir(exist_ok=True)
+            path.write_text(f"{path.parent.name} {i}")
+    everything = [p for paths in files.values() for p in paths]
+    with ContentDigests() as digests:
+        first = [digests.sha256(p) for p in everything]
+    with ContentDigests(under=folders["snap"]) as digests:
+        assert [digests.sha256(p) for p in files["snap"] + files["snap2"] + files["other"]] == first
+        assert digests._known is not None and set(digests._known) == {str(p) for p in files["snap"]}
+    assert len(reads) == len(everything)  # the second pass read nothing: all remembered

@@ -382,13 +382,18 @@ def test_a_case_needs_what_its_cells_need_one_by_one(cells):
 @given(st.lists(_CELL_LINES | st.text(alphabet="imports ;!%pipnal\n.", max_size=30), max_size=12)
        .map("\n".join))
 def test_imports_are_found_on_every_line_that_holds_them(text):
-    """Only lines holding 'import' / 'install' are scanned: the same modules, in the same
-    order, as scanning every position of the text."""
+    """Only lines holding 'import' / 'install' are scanned, each statement once: the same
+    modules, in the same order, as trying the patterns at every position of the text
+    (an import at a line's start or after ';', a pip install at a line's start)."""
+    import re
+
     from junobench.envs import requirements
 
-    expected = [m.group("from") or m.group("import") for m in requirements._IMPORT.finditer(text)]
+    every_import = re.compile(r"(?:^|;)" + requirements._IMPORT.pattern, re.MULTILINE)
+    every_pip = re.compile(r"^" + requirements._PIP.pattern, re.MULTILINE)
+    expected = [m.group("from") or m.group("import") for m in every_import.finditer(text)]
     found = [item.module for item in imports_of(text) if item.how == "import"]
-    pips = [name for m in requirements._PIP.finditer(text)
+    pips = [name for m in every_pip.finditer(text)
             for name in requirements.pip_requirements(m.group("args"))]
     assert [item.module for item in imports_of(text) if item.how == "pip"] == pips
     modules = []

@@ -7,6 +7,7 @@ import asyncio
 import io
 import os
 import signal
+import sys
 import tarfile
 import tempfile
 import time
@@ -312,3 +313,26 @@ def test_a_worker_sweeps_the_folders_of_dead_workers_only(tmp_path):
         (folder / "runtime" / "kernel-1.json").write_text('{"key": "secret"}')
     assert sorted(sweep(tmp_path)) == sorted([dead, reused])
     assert [p.name for p in tmp_path.iterdir()] == [living.name]
+
+
+def test_the_folders_of_killed_workers_go_once_the_workers_have_ended(tmp_path):
+    import socket
+    import subprocess
+
+    from junobench.verify.ray_worker import PREFIX, _started, sweep, sweep_after
+
+    def worker(seconds: float) -> tuple[subprocess.Popen, Path]:
+        process = subprocess.Popen([sys.executable, "-c", f"import time; time.sleep({seconds})"])
+        folder = tmp_path / f"{PREFIX}{process.pid}-{_started(process.pid)}"
+        (folder / "runtime").mkdir(parents=True)
+        return process, folder
+
+    ending, ending_folder = worker(0.5)  # still ending when the sweep is asked for
+    killed, killed_folder = worker(60)
+    killed.kill()
+    os.waitid(os.P_PID, killed.pid, os.WEXITED | os.WNOWAIT)  # ended, not reaped: a zombie is no worker
+    places = [f"{socket.gethostname()}:{ending.pid}", f"{socket.gethostname()}:{killed.pid}"]
+    assert sweep(tmp_path) == [killed_folder]
+    assert sweep_after(places, base=tmp_path) == [ending_folder]
+    assert ending.poll() == 0 and not list(tmp_path.iterdir())
+    killed.wait()

@@ -350,3 +350,13 @@ def test_grammars(predicate, value, accepted):
     else:
         with pytest.raises(JunoBenchError, match=r"environment\.json: f must be"):
             grammar.check(value, predicate, field="f", file="environment.json")
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").is_file(), reason="needs Linux /proc")
+def test_a_file_that_holds_more_than_its_size_says_is_read_to_its_end():
+    """A regular file may hold more than its ``stat`` size (it grew, or it is generated,
+    as /proc files are): the read goes on to the end of the file."""
+    path = Path("/proc/self/status")
+    assert path.stat().st_size == 0
+    data = read_regular(path)
+    assert data.startswith(b"Name:") and b"\nPid:" in data

@@ -31,19 +31,23 @@ _CHUNK = 1 << 20
 #: A file changed less than this long ago is not remembered: a second write within the
 #: file system's clock tick could leave size and times as they were.
 _SETTLED_NS = 2_000_000_000
-#: Look-ups made one query each (a case folder); past them the memo is read whole (a snapshot).
+#: Look-ups made one query each (a case folder); past them the memo is read at once: its
+#: part under the folder given as ``under`` (a snapshot), or all of it.
 _ONE_BY_ONE = 64
 
 
 class ContentDigests:
     """The sha256 of files, through the memo (open it as a context manager, or call
-    :meth:`close`)."""
+    :meth:`close`). ``under``: the folder most files asked for are in (a snapshot), so
+    that reading the memo at once reads only what it remembers there, not the digests of
+    every folder ever fingerprinted."""
 
-    def __init__(self, cache_dir: str | Path | None = None) -> None:
+    def __init__(self, cache_dir: str | Path | None = None, *, under: str | Path | None = None) -> None:
         self._db: sqlite3.Connection | None = None
         self._pending: list[tuple[str, int, int, int, int, int, str]] = []
         self._known: dict[str, tuple[tuple[int, ...], str]] | None = None
         self._lookups = 0
+        self._under = None if under is None else os.path.join(os.path.abspath(under), "")
         try:
             folder = cache_root(cache_dir)
             folder.mkdir(parents=True, exist_ok=True)
@@ -60,11 +64,13 @@ class ContentDigests:
                  trace: TracebackType | None) -> None:
         self.close()
 
-    def sha256(self, path: str | Path) -> str:
+    def sha256(self, path: str | Path, info: os.stat_result | None = None) -> str:
         """The sha256 (hex) of the regular file ``path`` (links followed); ``OSError`` when
-        it cannot be read or is not a regular file."""
+        it cannot be read or is not a regular file. ``info``: its ``os.stat`` when the
+        caller has just taken it (one ``stat`` per file, not two)."""
         real = os.path.abspath(path)
-        info = os.stat(real)
+        if info is None:
+            info = os.stat(real)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(0, "not a regular file", str(path))
         key = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_dev, info.st_ino)
@@ -83,21 +89,31 @@ class ContentDigests:
         if self._db is None:
             return None
         self._lookups += 1
-        if self._known is None and self._lookups <= _ONE_BY_ONE:
+        outside = self._under is not None and not real.startswith(self._under)
+        if outside or (self._known is None and self._lookups <= _ONE_BY_ONE):
             try:
                 row = self._db.execute("SELECT size, mtime, ctime, dev, ino, sha256 FROM digests "
                                        "WHERE path = ?", (real,)).fetchone()
             except sqlite3.Error:
                 return None
             return str(row[5]) if row is not None and tuple(row[:5]) == key else None
-        if self._known is None:  # one query for the whole memo: a snapshot asks for many
-            try:
-                rows = self._db.execute("SELECT path, size, mtime, ctime, dev, ino, sha256 FROM digests")
-                self._known = {row[0]: (tuple(row[1:6]), str(row[6])) for row in rows}
-            except sqlite3.Error:
-                self._known = {}
+        if self._known is None:  # one query for the rest: a snapshot asks for many
+            self._known = self._read_memo()
         found = self._known.get(real)
         return found[1] if found is not None and found[0] == key else None
+
+    def _read_memo(self) -> dict[str, tuple[tuple[int, ...], str]]:
+        """The memo's digests under ``under`` (a range of the path index), or all of them."""
+        assert self._db is not None
+        query = "SELECT path, size, mtime, ctime, dev, ino, sha256 FROM digests"
+        bounds: tuple[str, ...] = ()
+        if self._under is not None:  # every path that starts with "<under>/" sorts in [<under>/, <under>0)
+            query += " WHERE path >= ? AND path < ?"
+            bounds = (self._under, self._under[:-1] + chr(ord(os.sep) + 1))
+        try:
+            return {row[0]: (tuple(row[1:6]), str(row[6])) for row in self._db.execute(query, bounds)}
+        except sqlite3.Error:
+            return {}
 
     def close(self) -> None:
         """Write the new digests into the memo and close it."""

@@ -158,7 +158,7 @@ def parse_notebook(
 
     try:
         text = raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else raw
-        data = _loads(text)
+        data, checked = _loads(text)
     except UnicodeDecodeError as error:
         raise fail(f"not UTF-8 text ({error.reason} at byte {error.start})") from None
     except (ValueError, RecursionError) as error:  # JSONDecodeError, or a number too long
@@ -203,7 +203,7 @@ def parse_notebook(
                 raise fail(f"cell {position}: 'outputs' is not a list")
             crash = _error_output(outputs)
         code_cells.append(new_cell(CodeCell, (len(code_cells), source, count, crash)))
-    if _MAY_HOLD_SURROGATE(text):
+    if not checked and _MAY_HOLD_SURROGATE(text):
         _refuse_surrogates(code_cells, fail)
     return Notebook(data, tuple(code_cells), upgraded_from)
 
@@ -229,13 +229,26 @@ def _refuse_surrogates(cells: Sequence[CodeCell], fail: Any) -> None:
                            "replace the escape by the character it stands for") from None
 
 
-def _loads(text: str) -> Any:
+def _loads(text: str) -> tuple[Any, bool]:
     """JSON text → Python values: orjson (about twice as fast), the standard library for
-    what orjson refuses (``NaN`` literals, integers beyond 64 bits) and for its messages."""
+    what orjson refuses (``NaN`` literals, integers beyond 64 bits, lone surrogates) and
+    for its messages. Also whether the strings are known to hold no lone surrogate (the
+    orjson installed refuses them, the standard library does not)."""
     try:
-        return orjson.loads(text)
+        return orjson.loads(text), _ORJSON_REFUSES_SURROGATES
     except orjson.JSONDecodeError:
-        return json.loads(text)
+        return json.loads(text), False
+
+
+def _refuses_surrogates() -> bool:
+    try:
+        orjson.loads('"\\ud800"')
+    except orjson.JSONDecodeError:
+        return True
+    return False
+
+
+_ORJSON_REFUSES_SURROGATES = _refuses_surrogates()
 
 
 def _upgrade(data: dict[str, Any], fail: Any) -> tuple[dict[str, Any], int]:

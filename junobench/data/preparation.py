@@ -181,10 +181,11 @@ def joined(root: str, folders: Sequence[str], shards: Iterable[FolderShard],
     """Records of each shard (dicts, or an Arrow table with ``schema``), joined with the
     tables' fields; cases the table does not list are left out. Fills ``report``."""
     known: Tables | None = None
+    listed: set[str] = set()
     for shard in shards:
         if known is None:
             known = tables.result()
-        listed = known.listed
+            listed = known.listed  # once: the tables do not change while shards come in
         for problem in shard.problems:
             if problem.case in listed:
                 report.problems.append(problem)

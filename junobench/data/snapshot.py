@@ -201,7 +201,7 @@ def fingerprint(root: str | Path) -> str:
     """
     root = str(root)
     entries: list[tuple[str, int, str]] = []
-    with ContentDigests() as digests:
+    with ContentDigests(under=root) as digests:
         for name in (layout.DESC_TABLE, layout.DIAGNOSIS_TABLE):
             _add(entries, name, os.path.join(root, name), digests, root)
         for env_file in environment_files(root):
@@ -221,19 +221,22 @@ def fingerprint(root: str | Path) -> str:
                 if is_dir_entry(entry):  # a link loop is not: recorded as unreadable
                     subdirs.append(path)
                 else:
-                    _add(entries, path, entry.path, digests, root)
+                    _add(entries, path, entry.path, digests, root, entry)
             stack.extend(reversed(subdirs))
     return hashlib.sha256(repr(entries).encode()).hexdigest()
 
 
 def _add(entries: list[tuple[str, int, str]], name: str, path: str, digests: ContentDigests,
-         root: str) -> None:
+         root: str, entry: os.DirEntry[str] | None = None) -> None:
+    """Record ``path`` as ``name``: its size and sha256 (``entry``: its listing entry, whose
+    type and ``stat`` are those of ``path``)."""
     try:
-        info = os.stat(path)
-        if os.path.islink(path) and not link_inside(path, root):
+        info = os.stat(path) if entry is None else entry.stat()
+        linked = os.path.islink(path) if entry is None else entry.is_symlink()
+        if linked and not link_inside(path, root):
             content = f"link {os.readlink(path)}"  # refused when read: not read here either
         elif stat.S_ISREG(info.st_mode):
-            content = digests.sha256(path)
+            content = digests.sha256(path, info)
         else:
             content = f"mode {info.st_mode:o}"
     except OSError:

@@ -29,6 +29,8 @@ from junobench.errors import JunoBenchError
 from junobench.safety.grammar import is_distribution_name, is_version
 
 _HASH = re.compile(r"--hash[=:](sha256:[0-9a-f]{64}|sha384:[0-9a-f]{96}|sha512:[0-9a-f]{128})", re.ASCII)
+#: A control character other than a tab (or DEL): never part of a requirement.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _HINT = "one pin per line, e.g. pandas==2.1.4; a lock may add --hash=sha256:…"
 
 
@@ -98,7 +100,7 @@ def _pin(number: int, line: str, path: Path | str, *, hashes: bool, open_require
         shown = line if len(line) <= 80 else line[:77] + "..."
         return JunoBenchError(f"line {number}: {problem}: {shown!r}", file=path, hint=_HINT)
 
-    if any((ord(c) < 32 and c != "\t") or ord(c) == 127 for c in line):
+    if _CONTROL.search(line):
         raise refuse("a control character in a requirement")
     if line.startswith("-"):
         raise refuse("an option line is not a pin (index, link, file and editable "

@@ -43,15 +43,14 @@ REMOVED_STDLIB = frozenset({
 })
 STDLIB = frozenset(sys.stdlib_module_names) | REMOVED_STDLIB
 
-# An import statement at the start of a line or after ';' (module names only; the names
-# imported from a module are not modules of their own).
+# An import statement, matched at the start of a statement (a line, or a part of a line
+# after ';'): module names only, the names imported from a module are not modules of their own.
 _IMPORT = re.compile(
-    r"(?:^|;)[ \t]*(?:from[ \t]+(?P<from>\.*[\w.]*)[ \t]+import\b|import[ \t]+(?P<import>[\w.]+(?:[ \t]+as[ \t]+\w+)?"
-    r"(?:[ \t]*,[ \t]*[\w.]+(?:[ \t]+as[ \t]+\w+)?)*))",
-    re.MULTILINE,
+    r"[ \t]*(?:from[ \t]+(?P<from>\.*[\w.]*)[ \t]+import\b|import[ \t]+(?P<import>[\w.]+(?:[ \t]+as[ \t]+\w+)?"
+    r"(?:[ \t]*,[ \t]*[\w.]+(?:[ \t]+as[ \t]+\w+)?)*))"
 )
-_PIP = re.compile(r"^[ \t]*[!%][ \t]*(?:pip3?|python3?[ \t]+-m[ \t]+pip)[ \t]+install\b(?P<args>[^\n]*)",
-                  re.MULTILINE)
+# A pip install command, matched at the start of a line.
+_PIP = re.compile(r"[ \t]*[!%][ \t]*(?:pip3?|python3?[ \t]+-m[ \t]+pip)[ \t]+install\b(?P<args>[^\n]*)")
 #: pip options that take a value (the value is not a requirement).
 _PIP_VALUE_OPTIONS = frozenset({"-r", "--requirement", "-c", "--constraint", "-e", "--editable",
                                 "-i", "--index-url", "--extra-index-url", "-f", "--find-links",
@@ -87,33 +86,41 @@ def imports_of(source: str) -> list[Import]:
 
 
 def _imported(source: str) -> Iterator[tuple[str, str]]:
-    """``(module, how)`` of each import of :func:`imports_of`, without an object each."""
-    for match in _matches(_IMPORT, source, "import"):
-        module = match.group("from")
-        if module is not None:
-            if module and not module.startswith("."):
-                yield module, "import"
-            continue
-        for part in match.group("import").split(","):
-            words = part.split()
-            if words:
-                yield words[0], "import"
-    for match in _matches(_PIP, source, "install"):
-        for name in pip_requirements(match.group("args")):
-            yield name, "pip"
+    """``(module, how)`` of each import of :func:`imports_of`, without an object each.
+
+    Only the lines holding ``import`` or ``install`` are looked at (found by a fast
+    search), and the patterns are tried once at the start of each statement, not at
+    every character."""
+    for line in _lines(source, "import"):
+        for statement in line.split(";") if ";" in line else (line,):
+            match = _IMPORT.match(statement)
+            if match is None:
+                continue
+            module = match.group("from")
+            if module is not None:
+                if module and not module.startswith("."):
+                    yield module, "import"
+                continue
+            for part in match.group("import").split(","):
+                words = part.split()
+                if words:
+                    yield words[0], "import"
+    for line in _lines(source, "install"):
+        match = _PIP.match(line)
+        if match is not None:
+            for name in pip_requirements(match.group("args")):
+                yield name, "pip"
 
 
-def _matches(pattern: re.Pattern[str], text: str, word: str) -> Iterator[re.Match[str]]:
-    """``pattern.finditer(text)`` for a line-bound pattern whose every match holds
-    ``word``: only the lines holding the word are scanned (found by a fast search; the
-    pattern, anchored at a line's start or a ';', would be tried at every character)."""
+def _lines(text: str, word: str) -> Iterator[str]:
+    """The lines of ``text`` that hold ``word``, each once."""
     at = text.find(word)
     while at >= 0:
         begin = text.rfind("\n", 0, at) + 1
         end = text.find("\n", at)
         if end < 0:
             end = len(text)
-        yield from pattern.finditer(text[begin:end])
+        yield text[begin:end]
         at = text.find(word, end)
 
 

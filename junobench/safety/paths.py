@@ -146,35 +146,48 @@ def open_regular(path: str | Path) -> int:
     Opened without blocking, so a FIFO is refused instead of waiting for a writer;
     raises :class:`NotRegularFile` (an ``OSError``) for anything but a regular file.
     """
+    fd, _ = _open_regular(path)
+    if hasattr(os, "set_blocking"):
+        try:
+            os.set_blocking(fd, True)
+        except BaseException:
+            os.close(fd)
+            raise
+    return fd
+
+
+def _open_regular(path: str | Path) -> tuple[int, os.stat_result]:
+    """:func:`open_regular`'s descriptor, left non-blocking (which changes nothing for a
+    regular file), and its ``fstat``."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise NotRegularFile(0, f"{kind_of(mode)}, not a regular file", str(path))
-        if hasattr(os, "set_blocking"):
-            os.set_blocking(fd, True)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularFile(0, f"{kind_of(info.st_mode)}, not a regular file", str(path))
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, info
 
 
 def read_regular(path: str | Path, *, limit: int | None = None) -> bytes:
     """The bytes of the regular file ``path`` (see :func:`open_regular`); with ``limit``,
     a file larger than ``limit`` bytes raises ``OSError`` (EFBIG) before it is read."""
-    fd = open_regular(path)
+    fd, info = _open_regular(path)
     try:
-        size = os.fstat(fd).st_size
+        size = info.st_size
         if limit is not None and size > limit:
             raise OSError(27, f"larger than {limit} bytes", str(path))
         chunks = [os.read(fd, size + 1)]
-        while chunks[-1]:  # until end of file, should the file have grown
+        if len(chunks[0]) == size:  # all the file held, and the read stopped at its end
+            return chunks[0]
+        while chunks[-1]:  # until end of file, should the file have grown (or a read come short)
             chunks.append(os.read(fd, 1 << 20))
             if limit is not None and sum(map(len, chunks)) > limit:
                 raise OSError(27, f"larger than {limit} bytes", str(path))
     finally:
         os.close(fd)
-    return chunks[0] if len(chunks) == 2 else b"".join(chunks)
+    return b"".join(chunks)
 
 
 def require_regular(path: str | Path) -> None:

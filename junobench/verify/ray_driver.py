@@ -180,6 +180,8 @@ class ClusterDriver:
         self._submitted = 0
         self._idle: asyncio.Queue[Any] | None = None
         self._workers = 0  # long-lived workers alive or starting
+        self._places: dict[Any, Any] = {}  # each long-lived worker's ``host:pid`` (a Ray reference)
+        self._killed: list[Any] = []  # those of the workers killed, whose folders stay behind them
         self._slots: asyncio.Semaphore | None = None
         self._shipments: dict[_Places, tuple[asyncio.Future[Shipment], int]] = {}
         self.lost: str | None = None
@@ -250,7 +252,29 @@ class ClusterDriver:
             if closing:
                 await asyncio.to_thread(ray.wait, closing, num_returns=len(closing), timeout=CANCEL_GRACE)
             for worker in workers:
-                await asyncio.to_thread(ray.kill, worker)
+                await asyncio.to_thread(self._kill, worker)
+        if self._killed:
+            await asyncio.to_thread(self._sweep_killed)
+
+    def _kill(self, worker: Any) -> None:
+        """Kill a long-lived worker (already gone with its node: nothing to do)."""
+        with contextlib.suppress(Exception):
+            require_ray().kill(worker)
+        place = self._places.pop(worker, None)
+        if place is not None:
+            self._killed.append(place)
+
+    def _sweep_killed(self) -> None:
+        """Remove the folders the killed workers of this machine left (once they ended)."""
+        from junobench.verify.ray_worker import sweep_after
+
+        ray = require_ray()
+        ended = []
+        for place in self._killed:
+            with contextlib.suppress(Exception):  # it died before saying where it ran
+                ended.append(ray.get(place, timeout=5))
+        self._killed.clear()
+        sweep_after(ended)
 
     def _new_worker(self) -> Any:
         options: dict[str, Any] = {"num_cpus": self.o.cpus, "max_restarts": 0, "max_task_retries": 0}
@@ -259,7 +283,9 @@ class ClusterDriver:
         if self.o.runtime_env:
             options["runtime_env"] = self.o.runtime_env
         self._workers += 1
-        return self._actor.options(**options).remote(self.o.target, self.o.pass_env, self.o.sandbox)
+        worker = self._actor.options(**options).remote(self.o.target, self.o.pass_env, self.o.sandbox)
+        self._places[worker] = worker.place.remote()
+        return worker
 
     async def _watch_cluster(self) -> None:
         """Look at the cluster's CPUs now and then: fewer slots when nodes left, the run
@@ -394,17 +420,15 @@ class ClusterDriver:
         long as the cluster still holds as many)."""
         if worker is None or self._idle is None:
             return
-        ray = require_ray()
         if replace:
             self._workers -= 1
-            with contextlib.suppress(Exception):  # already gone with its node
-                ray.kill(worker)
+            self._kill(worker)
             if self._workers >= self.jobs or self.lost is not None:
                 return
             worker = self._new_worker()
         elif self._workers > self.jobs:  # the cluster shrank: one slot less
             self._workers -= 1
-            ray.kill(worker)
+            self._kill(worker)
             return
         self._idle.put_nowait(worker)
 

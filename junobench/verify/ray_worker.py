@@ -19,6 +19,7 @@ import os
 import shutil
 import socket
 import tempfile
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,7 @@ def _running(pid: int, started: str) -> bool:
     except PermissionError:
         return True
     now = _started(pid)
-    return now is None or now == started
+    return (now is None or now == started) and _alive(pid)
 
 
 def sweep(base: Path | None = None) -> list[Path]:
@@ -70,6 +71,33 @@ def sweep(base: Path | None = None) -> list[Path]:
         shutil.rmtree(folder, ignore_errors=True)
         removed.append(folder)
     return removed
+
+
+def sweep_after(ended: Sequence[str], timeout: float = 10.0, base: Path | None = None) -> list[Path]:
+    """Wait (at most ``timeout`` seconds) until the workers at ``ended`` (``host:pid``, as
+    :func:`where` says) that ran on this machine are gone, then :func:`sweep` ``base``: a
+    worker that was killed cannot remove its own folder, and it takes a moment to end."""
+    host = socket.gethostname()
+    pids = set()
+    for place in ended:
+        name, _, pid = place.rpartition(":")
+        if name == host and pid.isdigit():
+            pids.add(int(pid))
+    deadline = time.monotonic() + timeout
+    while pids and time.monotonic() < deadline:
+        pids = {pid for pid in pids if _alive(pid)}
+        if pids:
+            time.sleep(0.05)
+    return sweep(base)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (ended, not yet reaped)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
 
 
 def living_workers(base: Path | None = None) -> list[Path]:
@@ -192,6 +220,10 @@ class ReplayWorker:
                 await kernel.shutdown()
             finally:
                 await asyncio.to_thread(shutil.rmtree, Path(kernel.cwd).parent, True)
+
+    def place(self) -> str:
+        """``host:pid`` of this worker (what the driver needs to clean up after killing it)."""
+        return where()
 
     async def close(self) -> None:
         """Stop the kernels (prepared, started ahead), if any, and remove the worker's folder."""
