@@ -36,7 +36,6 @@ takes seconds (``scripts/benchmark_library_cause.py``).
 
 from __future__ import annotations
 
-import builtins
 import hashlib
 import re
 import string
@@ -416,13 +415,6 @@ _KNOWN_MODULES: dict[str, str] = {**OTHER_MODULES, **MODULES}
 _ALL_ALIASES: dict[str, str] = {**OTHER_MODULES, **OTHER_ALIASES, **ALIASES}
 _ALL_API_NAMES: dict[str, str] = {**OTHER_API_NAMES, **API_NAMES}
 _ALL_EXCEPTIONS: dict[str, str] = {**OTHER_EXCEPTIONS, **EXCEPTIONS}
-#: Exception names known beforehand (Python's own, the libraries' above): an item
-#: ``Name: message`` with one of them is read without a pattern match.
-_KNOWN_EXCEPTION_NAMES = frozenset(
-    name for name in [*vars(builtins), *_ALL_EXCEPTIONS] if re.fullmatch(_EXCEPTION_NAME, name))
-#: How far from an item's start the ``": "`` after a known name can be (a bound only: a
-#: name beyond it is no known one, and the pattern then reads it alike).
-_NAME_SPAN = max(map(len, _KNOWN_EXCEPTION_NAMES)) + 3  # pragma: no mutate (a bound)
 _ALL_TYPES: dict[str, str] = {**OTHER_TYPES, **TYPES}
 _VOCABULARY = _Vocabulary.of(_ALL_ALIASES, _ALL_API_NAMES)
 _FRAGMENT_WORDS = frozenset(_FRAGMENTS)
@@ -640,14 +632,8 @@ def _exception_of(text: str, newline: str) -> tuple[str | None, str | None, bool
             if start <= 0:  # no opening quote: beyond the window, or not a literal
                 listed = False if low else None
                 break
-            if text[start + 1].isalpha():
-                # ``Name: message`` with a known name: what the pattern would read (a
-                # name ends where ": " starts, the message runs for 240 characters)
-                colon = text.find(": ", start + 1, start + _NAME_SPAN)
-                if colon > 0 and text[start + 1:colon] in _KNOWN_EXCEPTION_NAMES:
-                    return text[start + 1:colon], text[colon + 2:colon + 242], True
-                if matched := _EXCEPTION_LINE.match(text, start + 1):
-                    return matched.group(1), matched.group(2) or "", True
+            if text[start + 1].isalpha() and (matched := _EXCEPTION_LINE.match(text, start + 1)):
+                return matched.group(1), matched.group(2) or "", True
             if text[start - 1] == "[":
                 listed = False
                 break
