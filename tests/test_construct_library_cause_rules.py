@@ -454,3 +454,99 @@ def test_the_tie_breakers_read_the_cell_lines_just_above_a_late_crash_line() -> 
     assert traceback.index("---> 31") > 240  # the window starts inside the cell, not at 0
     assert estimate(traceback) == "seaborn"
     assert ("seaborn", WEIGHTS["code"], "code", "used in the cell") in clues(traceback)
+
+
+# --------------------------------------------------------------------------- windows
+
+
+def test_the_message_is_read_for_240_characters() -> None:
+    def traceback(name: str, length: int) -> str:
+        phrase = " could not broadcast"
+        return literal("Error   Traceback (most recent call last)", cell("run(x)"),
+                       f"{name}: {'y' * (length - len(phrase))}{phrase}")
+
+    message = ("numpy", WEIGHTS["message"], "message", "could not broadcast")
+    for name in ("ValueError", "CustomError"):  # a known name or any other
+        assert message in clues(traceback(name, 240))
+        assert message not in clues(traceback(name, 241))
+
+
+def test_an_exception_item_is_one_that_starts_with_a_name() -> None:
+    digit = literal("Error   Traceback (most recent call last)", cell("run(x)"),
+                    "H5Error: could not broadcast")
+    assert ("numpy", WEIGHTS["message"], "message", "could not broadcast") in clues(digit)
+    indented = literal("Error   Traceback (most recent call last)", cell("run(x)"),
+                       "  LinAlgError: bad", "done")
+    assert clues(indented) == set()
+
+
+def test_items_whose_quotes_do_not_pair_are_read_by_their_look() -> None:
+    # The message item opens with ' and closes with ": no quote opens the last item.
+    unpaired = "['Error   Traceback', 'LinAlgError: could not broadcast\", 'y']"
+    assert clues(unpaired) == {("numpy", WEIGHTS["exception"], "exception", "LinAlgError"),
+                               ("numpy", WEIGHTS["message"], "message", "could not broadcast")}
+    # A well-formed literal without an exception item: a quoted look-alike inside an item
+    # is no item of its own.
+    quoted = literal("Error   Traceback (most recent call last)", cell("run(x)"),
+                     'x = "a", "LinAlgError: b"')
+    assert clues(quoted) == set() and estimate(quoted) is None
+    # An unquoted item ends the walk by quotes: the quoted items before it are read by look
+    bare = "['Error   Traceback', 'LinAlgError: could not broadcast', x, 'y']"
+    assert ("numpy", WEIGHTS["exception"], "exception", "LinAlgError") in clues(bare)
+    # ... where one must start with an exception name, not merely contain one
+    inner = "['Error   Traceback', 'xLinAlgError: could not broadcast', x, 'y']"
+    assert [e for e in explain(inner) if e.kind == "exception"] == []
+
+
+def test_a_code_line_is_read_for_300_characters() -> None:
+    def traceback(padding: int) -> str:
+        return literal("Error   Traceback (most recent call last)",
+                       cell(f"x = f({'a' * padding}) + pd.x"))
+
+    def end_of_alias(text: str) -> int:  # from the code's start to the end of "pd."
+        return text.index("pd.") + 3 - (text.index("----> 2 ") + len("----> 2 "))
+
+    inside, outside = traceback(300 - end_of_alias(traceback(0))), traceback(301 - end_of_alias(traceback(0)))
+    assert (end_of_alias(inside), end_of_alias(outside)) == (300, 301)
+    assert score(inside) == {"pandas": WEIGHTS["crash_alias"]}
+    assert score(outside) == {}
+
+
+def test_a_method_called_at_the_start_of_a_code_line_counts() -> None:
+    traceback = literal("Error   Traceback (most recent call last)",
+                        "Cell In[3], line 2\n      1 df = (df\n----> 2 .fillna(0))\n")
+    assert clues(traceback) == {("pandas", WEIGHTS["crash_method"], "crash_method", "fillna")}
+
+
+def test_a_name_outweighs_a_method_of_the_same_library_on_one_line() -> None:
+    traceback = literal("Error   Traceback (most recent call last)", cell("x.loc[read_csv(p)]"))
+    assert clues(traceback) == {("pandas", WEIGHTS["crash_api"], "crash_api", "read_csv")}
+
+
+def test_the_tie_breakers_read_240_characters_above_the_crash_line() -> None:
+    def traceback(before: int) -> str:  # "sns." starts ``before`` characters before the arrow
+        return f"sns.set()\n{'#' * (before - 13)}\n---> 1 show(z)\nNameError: name 'show' is not defined"
+
+    assert traceback(240).index("-> 1") == 240
+    assert estimate(traceback(240)) == "seaborn"
+    assert estimate(traceback(241)) is None
+    assert estimate(traceback(20)) == "seaborn"
+
+
+def test_the_header_s_name_is_looked_for_in_the_first_600_characters() -> None:
+    def cut(padding: int, gap: int = 3) -> str:  # a cut traceback: only its header
+        return f"{'#' * padding}\nNotFittedError{' ' * gap}{_HEADER_LINE}\n"
+
+    def end_of_header(text: str) -> int:
+        return text.index(_HEADER_LINE) + len(_HEADER_LINE)
+
+    inside, outside = cut(600 - end_of_header(cut(0))), cut(601 - end_of_header(cut(0)))
+    assert (end_of_header(inside), end_of_header(outside)) == (600, 601)
+    found = {("sklearn", WEIGHTS["exception"], "exception", "NotFittedError")}
+    assert clues(inside) == found and clues(outside) == set()
+    # the name is the last word in the 120 characters before the header
+    assert clues(cut(0, gap=120 - len("NotFittedError"))) == found
+    assert clues(cut(0, gap=121 - len("NotFittedError"))) == set()
+
+
+_HEADER_LINE = "Traceback (most recent call last)"

@@ -620,28 +620,28 @@ def _exception_of(text: str, newline: str) -> tuple[str | None, str | None, bool
     closing quote, so commas and quotes inside messages cost nothing. Otherwise the last
     line (:func:`_unlisted_exception`), else the header's name (``ValueError Traceback
     (most recent call last)``), the traceback then being incomplete."""
-    # Without such an item, ``listed`` says why: False when no item is an exception line,
-    # None when the text is not such a literal.
-    listed: Literal[False] | None = None
+    # Without such an item: whether the items are then told apart by their look (the text
+    # is no well-formed literal), not by their quotes (no item is an exception line).
+    by_look = True
     if newline != "\n" and text.endswith(_LAST_ITEM_ENDS):
         close = len(text) - 2  # the last item's closing quote, before "]"
         low = max(0, close - 3998)
         while True:
             quote = text[close]
             start = _unescaped(text, quote, low, text.rfind(quote, low, close))
-            if start <= 0:  # no opening quote: beyond the window, or not a literal
-                listed = False if low else None
+            # (text[0] is "[", never a quote: "< 0", "<= 0" and "< 1" alike)
+            if start < 0:  # pragma: no mutate (no opening quote: beyond the window, or not a literal)
+                by_look = not low
                 break
             if text[start + 1].isalpha() and (matched := _EXCEPTION_LINE.match(text, start + 1)):
                 return matched.group(1), matched.group(2) or "", True
             if text[start - 1] == "[":
-                listed = False
+                by_look = False
                 break
             if text[start - 2:start] != ", " or text[start - 3] not in _QUOTES:
-                listed = None
                 break
             close = start - 3
-    found, message = _unlisted_exception(text, newline, listed)
+    found, message = _unlisted_exception(text, newline, by_look)
     if found is not None:
         return found, message, True
     return _header_exception(text), message, False
@@ -735,7 +735,7 @@ def _code_clues(text: str, newline: str, first_frame: int,
         end = i
     for start, where, line_framed in lines:
         _line_clues(text, newline, start, where, line_framed, vocabulary, totals, record)
-    return text, crash_start - 240 if crash_start > 240 else 0, crash_start
+    return text, max(0, crash_start - 240), crash_start
 
 
 def _line_clues(text: str, newline: str, start: int, where: str,
@@ -743,13 +743,10 @@ def _line_clues(text: str, newline: str, start: int, where: str,
                 totals: dict[str, float], record: _Record) -> None:
     """The strongest clue per library on the code line at ``start``: ``alias.attr``, then
     a name only that library defines, then a method only it has."""
-    stop = start + 300
-    end = text.find(newline, start, stop)  # up to the end of the line
-    if end < 0:
-        end = stop
-    if newline != "\n" and (i := text.find("', ", start, end)) >= 0:
-        end = i  # the item ends on this line
-    data = text[start:end].encode()
+    line = text[start:start + 300].partition(newline)[0]  # up to the end of the line
+    if newline != "\n":
+        line = line.partition("', ")[0]  # the item ends on this line
+    data = line.encode()
     words: Collection[bytes] = vocabulary.known.intersection(data.translate(_WORDS).split())
     if not words:
         return
@@ -764,7 +761,7 @@ def _line_clues(text: str, newline: str, start: int, where: str,
         if lib and data.find(word + b".") >= 0:
             found[lib] = _ALIAS
         elif lib := names.get(word):
-            if found.get(lib, 0) < _API:
+            if found.get(lib, _METHOD) < _API:  # (not found yet: as weak as a method)
                 found[lib] = _API
             else:
                 continue
@@ -849,13 +846,14 @@ def _cell_libraries(where: tuple[str, int, int], code: str | None) -> set[str] |
     return {aliases[word] for word in words if data.find(word + b".") >= 0} if words else _NO_LIBRARIES
 
 
-def _unlisted_exception(text: str, newline: str, listed: Literal[False] | None
+def _unlisted_exception(text: str, newline: str, by_look: bool
                         ) -> tuple[str | None, str | None]:
     """The exception name (None when the traceback does not end with one) and its message,
-    where no item of a literal list is an exception line (``listed`` is False, or None when
-    the text is no well-formed literal) or the text is not a literal list (its last line)."""
+    where no item of a literal list is an exception line (``by_look`` is False), the text
+    is no well-formed literal (``by_look``: items are told apart by their look) or the
+    text is not a literal list (its last line)."""
     if newline != "\n":
-        if listed is None:  # not a well-formed literal: item boundaries by their look
+        if by_look:  # not a well-formed literal: item boundaries by their look
             low = max(0, len(text) - 4000)
             i = len(text)
             while (i := text.rfind(", ", low, i)) > 0:  # ', ' or ", " between items
@@ -893,10 +891,10 @@ def _unescaped(text: str, quote: str, low: int, start: int) -> int:
 
 def _header_exception(text: str) -> str | None:
     """``ValueError   Traceback (most recent call last)`` → ``ValueError``."""
-    i = text.find(_HEADER, 0, 600)
-    if i < 0:
+    before, header, _ = text[:600].partition(_HEADER)
+    if not header:
         return None
-    words = text[max(0, i - 120):i].split()
+    words = before[-120:].split()
     name = words[-1].lstrip("'\"[") if words else ""  # (a literal list's quote, bracket)
     return name if _is_exception_name(name) else None
 
