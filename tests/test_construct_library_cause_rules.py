@@ -550,3 +550,51 @@ def test_the_header_s_name_is_looked_for_in_the_first_600_characters() -> None:
 
 
 _HEADER_LINE = "Traceback (most recent call last)"
+
+
+def test_an_imported_one_letter_function_called_wrongly_names_its_library() -> None:
+    traceback = literal("TypeError   Traceback (most recent call last)", cell("run(x)"),
+                        "TypeError: f() got an unexpected keyword argument 'x'")
+    code = "from sklearn.metrics import f1_score as f\nrun(x)"
+    assert ("sklearn", WEIGHTS["message_api"], "message_api", "f()") in clues(traceback, code)
+
+
+def test_a_crash_line_at_the_very_start_of_a_text_counts() -> None:
+    assert clues("-> 2 pd.read_csv(p)\n") == {
+        ("pandas", WEIGHTS["crash_alias"], "crash_alias", "pd")}
+
+
+def test_without_a_crash_line_the_first_600_characters_break_ties() -> None:
+    def text(padding: int) -> str:  # "sns." ends ``padding + 4`` characters in
+        return f"{'#' * padding}sns.set()\nValueError: boom"
+
+    assert estimate(text(596)) == "seaborn"  # "sns." ends on the 600th character
+    assert estimate(text(597)) is None
+
+
+def test_a_text_that_starts_with_an_elision_still_breaks_ties() -> None:
+    assert estimate("...\nsns.set()\nValueError: boom") == "seaborn"
+
+
+def test_an_array_dispatch_frame_at_the_start_of_a_text_counts() -> None:
+    text = "<__array_function__ internals> in concatenate(*args)\nValueError: boom"
+    assert ("numpy", WEIGHTS["entry_frame"], "entry_frame", "first library frame") in clues(text)
+
+
+def test_a_cut_single_item_literal_is_read_from_its_start() -> None:
+    assert clues("['LinAlgError: bad input") == {
+        ("numpy", WEIGHTS["exception"], "exception", "LinAlgError")}
+
+
+def test_items_told_apart_by_their_look_are_read_in_the_last_4000_characters() -> None:
+    def text(tail: int) -> str:  # a cut literal: no "]" ends it, no walk by quotes
+        return f"['Error', 'LinAlgError: bad', '{'x' * tail}"
+
+    def distance(t: str) -> int:  # from the quote before ", 'LinAlgError" to the end
+        return len(t) - t.index("', 'LinAlgError")
+
+    inside = text(4000 - distance(text(0)))
+    outside = text(4001 - distance(text(0)))
+    assert (distance(inside), distance(outside)) == (4000, 4001)
+    found = ("numpy", WEIGHTS["exception"], "exception", "LinAlgError")
+    assert found in clues(inside) and found not in clues(outside)

@@ -358,6 +358,8 @@ _HEADER = "Traceback (most recent call last)"
 _DASHED_HEAD = "['" + "-" * 75  # pragma: no mutate (only where the arrow search starts)
 _DASHES_END = len(_DASHED_HEAD) - 1  # pragma: no mutate (a bound: no arrow is that early)
 _QUOTES = frozenset("'\"")
+#: Where an item that starts with a letter seems to start, by its look: ``', '`` or ``", "``.
+_ITEM_START = re.compile(r"""['"], ['"](?=[A-Za-z])""")
 _LAST_ITEM_ENDS = ("']", '"]')
 #: An exception's name (dotted module prefixes allowed; a prefix's ``\w*+`` is
 #: possessive where the ``re`` module knows it, Python 3.11 on: giving characters back
@@ -725,11 +727,11 @@ def _code_clues(text: str, newline: str, first_frame: int,
     lines = [(crash_end, "crash", framed)]
     # The innermost user line: the last arrow before the first library frame (or in the
     # user's own function frames when no library frame follows); arrows cannot overlap.
-    # (Its ">" is looked for, then the dash: a one-character rfind is a fast memrchr, a
+    # (Its ">" is looked for, then the arrow: a one-character rfind is a fast memrchr, a
     # two-character one crawls, and without library frames it crawls the whole text.)
     end = first_frame
-    while (i := text.rfind(">", crash_end + 1, end)) >= 0:
-        if text[i - 1] == "-" and (call := _ARROW.match(text, i - 1, first_frame)):
+    while (i := text.rfind(">", crash_end, end)) >= 0:  # pragma: no mutate (i >= crash_end > 1)
+        if call := _ARROW.match(text, i - 1, first_frame):
             lines.append((call.end(), "call", None))
             break
         end = i
@@ -788,10 +790,9 @@ def _line_clues(text: str, newline: str, start: int, where: str,
 
 def _torch_dispatches(text: str, start: int) -> bool:
     """The first torch frame (from ``start``) is ``torch/nn/modules/module.py``."""
-    for frame in _PACKAGE.finditer(text, start):
-        if MODULES.get(frame.group(1)) == "torch":
-            return _DISPATCH.match(text, frame.start()) is not None
-    return False
+    torch = next((frame for frame in _PACKAGE.finditer(text, start)
+                  if MODULES.get(frame.group(1)) == "torch"), None)
+    return torch is not None and _DISPATCH.match(text, torch.start()) is not None
 
 
 def _other_frames(text: str) -> tuple[list[str], int]:
@@ -810,8 +811,8 @@ def _other_frames(text: str) -> tuple[list[str], int]:
 
 _KINDS = {where: {_ALIAS: f"{where}_alias", _API: f"{where}_api", _METHOD: f"{where}_method"}
           for where in ("crash", "call")}
-#: The weight of a clue on a line of code, by where and strength (index 0 unused).
-_LINE_WEIGHTS = {where: (0.0, *(WEIGHTS[kinds[strength]] for strength in (_METHOD, _API, _ALIAS)))
+#: The weight of a clue on a line of code, by where and strength .
+_LINE_WEIGHTS = {where: {strength: WEIGHTS[kind] for strength, kind in kinds.items()}
                  for where, kinds in _KINDS.items()}
 _W_ENTRY, _W_DEEP, _W_RAISE = WEIGHTS["entry_frame"], WEIGHTS["deep_frame"], WEIGHTS["raise_frame"]
 _W_EXCEPTION, _W_MESSAGE = WEIGHTS["exception"], WEIGHTS["message"]
@@ -854,14 +855,10 @@ def _unlisted_exception(text: str, newline: str, by_look: bool
     text is not a literal list (its last line)."""
     if newline != "\n":
         if by_look:  # not a well-formed literal: item boundaries by their look
-            low = max(0, len(text) - 4000)
-            i = len(text)
-            while (i := text.rfind(", ", low, i)) > 0:  # ', ' or ", " between items
-                if text[i - 1] in _QUOTES and text[i + 2:i + 3] in _QUOTES \
-                        and text[i + 3:i + 4].isalpha():
-                    found = _EXCEPTION_LINE.match(text, i + 3)
-                    if found:
-                        return found.group(1), found.group(2) or ""
+            for item in reversed(list(_ITEM_START.finditer(text, max(0, len(text) - 4000)))):
+                found = _EXCEPTION_LINE.match(text, item.end())
+                if found:
+                    return found.group(1), found.group(2) or ""
         found = _EXCEPTION_LINE.match(text, 2)  # a single item
         if found:
             return found.group(1), found.group(2) or ""
