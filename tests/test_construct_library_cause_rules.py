@@ -475,6 +475,11 @@ def test_an_exception_item_is_one_that_starts_with_a_name() -> None:
     digit = literal("Error   Traceback (most recent call last)", cell("run(x)"),
                     "H5Error: could not broadcast")
     assert ("numpy", WEIGHTS["message"], "message", "could not broadcast") in clues(digit)
+    # complete (it ends with its exception item): pandas on the crash line, not framed,
+    # weighs half
+    complete = literal("Error   Traceback (most recent call last)", cell("df = pd.x()"),
+                       "H5Error: bad")
+    assert clues(complete) == {("pandas", WEIGHTS["crash_alias"] / 2, "crash_alias", "pd")}
     indented = literal("Error   Traceback (most recent call last)", cell("run(x)"),
                        "  LinAlgError: bad", "done")
     assert clues(indented) == set()
@@ -577,8 +582,9 @@ def test_a_text_that_starts_with_an_elision_still_breaks_ties() -> None:
 
 
 def test_an_array_dispatch_frame_at_the_start_of_a_text_counts() -> None:
-    text = "<__array_function__ internals> in concatenate(*args)\nValueError: boom"
-    assert ("numpy", WEIGHTS["entry_frame"], "entry_frame", "first library frame") in clues(text)
+    entry = ("numpy", WEIGHTS["entry_frame"], "entry_frame", "first library frame")
+    for tail in ("ValueError: boom", "ValueError: see pandas/_libs and the hub"):
+        assert entry in clues(f"<__array_function__ internals> in concatenate(*args)\n{tail}")
 
 
 def test_a_cut_single_item_literal_is_read_from_its_start() -> None:
@@ -598,3 +604,38 @@ def test_items_told_apart_by_their_look_are_read_in_the_last_4000_characters() -
     assert (distance(inside), distance(outside)) == (4000, 4001)
     found = ("numpy", WEIGHTS["exception"], "exception", "LinAlgError")
     assert found in clues(inside) and found not in clues(outside)
+
+
+def test_the_word_before_object_however_short_names_its_library() -> None:
+    traceback = literal("TypeError   Traceback (most recent call last)", cell("run(x)"),
+                        "TypeError: D' object is not callable")
+    code = "from pandas import DataFrame as D\nrun(x)"
+    assert ("pandas", WEIGHTS["message_type"], "message_type", "'D' object") in clues(traceback, code)
+
+
+def test_the_exception_is_the_last_line_not_the_header_s_name() -> None:
+    text = f"{HEADER}\nValueError   Traceback (most recent call last)\n{cell('run(x)')}" \
+           "ParserError: Error tokenizing data"
+    assert clues(text) == {("pandas", WEIGHTS["exception"], "exception", "ParserError")}
+
+
+def test_an_exception_on_the_last_line_of_the_last_item_is_read_in_600_characters() -> None:
+    def traceback(length: int) -> str:  # the last line is ``length`` characters long
+        return literal("Error   Traceback (most recent call last)",
+                       f"x = 1\nLinAlgError: {'y' * (length - len('LinAlgError: '))}")
+
+    def distance(text: str) -> int:  # from the name to the text's end, "']" included
+        return len(text) - text.index("LinAlgError: ")
+
+    inside, outside = traceback(598), traceback(599)
+    assert (distance(inside), distance(outside)) == (600, 601)
+    found = ("numpy", WEIGHTS["exception"], "exception", "LinAlgError")
+    assert found in clues(inside) and found not in clues(outside)
+
+
+def test_an_escaped_quote_does_not_open_the_last_item() -> None:
+    # read by the quotes, the item is a ValueError; a look-alike inside it is not an item
+    traceback = literal("ValueError   Traceback (most recent call last)", cell("run(x)"),
+                        'ValueError: can\'t read "a", "LinAlgError: b"')
+    assert "\\'" in traceback
+    assert clues(traceback) == set()

@@ -380,7 +380,7 @@ _PREFERENCE: dict[str, int] = {lib: rank for rank, lib in enumerate((
     "matplotlib", "numpy"))}
 #: The rank of the libraries outside :data:`_PREFERENCE` (they come first, by name).
 _UNRANKED = -1  # pragma: no mutate (any negative rank orders the same)
-_ALIAS, _API, _METHOD = 3, 2, 1  # strength of a clue on a line of code
+_METHOD, _API, _ALIAS = range(3)  # strength of a clue on a line of code, weakest first
 
 
 def _fragment_index() -> dict[bytes, list[tuple[str, str]]]:
@@ -636,7 +636,7 @@ def _exception_of(text: str, newline: str) -> tuple[str | None, str | None, bool
                 by_look = not low
                 break
             if text[start + 1].isalpha() and (matched := _EXCEPTION_LINE.match(text, start + 1)):
-                return matched.group(1), matched.group(2) or "", True
+                return matched.group(1), matched.group(2), True
             if text[start - 1] == "[":
                 by_look = False
                 break
@@ -855,30 +855,34 @@ def _unlisted_exception(text: str, newline: str, by_look: bool
     text is not a literal list (its last line)."""
     if newline != "\n":
         if by_look:  # not a well-formed literal: item boundaries by their look
-            for item in reversed(list(_ITEM_START.finditer(text, max(0, len(text) - 4000)))):
+            low = len(text) - 4000
+            # (text[0] is "[", never an item's quote: starting at 0 or 1 alike)
+            low = max(0, low)  # pragma: no mutate (as said)
+            for item in reversed(list(_ITEM_START.finditer(text, low))):
                 found = _EXCEPTION_LINE.match(text, item.end())
                 if found:
-                    return found.group(1), found.group(2) or ""
+                    return found.group(1), found.group(2)
         found = _EXCEPTION_LINE.match(text, 2)  # a single item
         if found:
-            return found.group(1), found.group(2) or ""
+            return found.group(1), found.group(2)
         text = text[-600:].rstrip("]'\" ")
         while text.endswith(newline):  # a single item ending with its exception line
             text = text[: -len(newline)]
     text = text.rstrip()
-    last = text[text.rfind(newline) + len(newline):].strip()
+    last = text.rpartition(newline)[2].strip()
     found = _EXCEPTION_LINE.match(last)
     if found:
-        return found.group(1), found.group(2) or ""
+        return found.group(1), found.group(2)
     return None, last or None
 
 
 def _unescaped(text: str, quote: str, low: int, start: int) -> int:
     """The last occurrence of ``quote`` in ``text[low:]`` at or before ``start`` that no odd
     run of backslashes escapes (-1 when there is none)."""
-    while start > 0 and text[start - 1] == "\\":
+    # (text[0] is "[": no quote or backslash at 0, nor a backslash before 1)
+    while start > 0 and text[start - 1] == "\\":  # pragma: no mutate (> 0, >= 0, > 1 alike)
         before = start - 1
-        while before > 0 and text[before - 1] == "\\":
+        while before > 0 and text[before - 1] == "\\":  # pragma: no mutate (as above)
             before -= 1
         if (start - before) % 2 == 0:
             break
