@@ -639,3 +639,8 @@ def test_an_escaped_quote_does_not_open_the_last_item() -> None:
                         'ValueError: can\'t read "a", "LinAlgError: b"')
     assert "\\'" in traceback
     assert clues(traceback) == set()
+    # a backslash before the quote: repr writes three, still an escaped quote
+    backslash = literal("ValueError   Traceback (most recent call last)", cell("run(x)"),
+                        'ValueError: C:\\\'x read "a", "LinAlgError: b"')
+    assert "\\\\\\'" in backslash
+    assert clues(backslash) == set()
