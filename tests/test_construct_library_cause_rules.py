@@ -435,12 +435,12 @@ def test_escaped_quotes_inside_the_last_item_are_not_its_boundary() -> None:
     assert clues(backslash) == {("numpy", WEIGHTS["exception"], "exception", "LinAlgError")}
 
 
-def test_colour_codes_are_stripped_from_a_list_or_a_plain_text() -> None:
+def test_colour_codes_are_stripped_from_a_list_a_literal_or_a_plain_text() -> None:
     items = ["\x1b[0;31mKeyError\x1b[0m    Traceback (most recent call last)",
              "Cell \x1b[0;32mIn[5], line 1\x1b[0m\n\x1b[0;32m----> 1\x1b[0m "
              "df\x1b[38;5;241m.\x1b[39mloc[\x1b[38;5;124m'x'\x1b[39m]\n",
              "\x1b[0;31mKeyError\x1b[0m: 'x'"]
-    for form in (items, "\n".join(items)):
+    for form in (items, "\n".join(items), repr(items)):  # (repr escapes the codes)
         assert {(lib, kind, word) for lib, _, kind, word in clues(form)} == \
             {("pandas", "crash_method", "loc")}
         assert estimate(form) == "pandas"
