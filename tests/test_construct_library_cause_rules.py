@@ -644,3 +644,12 @@ def test_an_escaped_quote_does_not_open_the_last_item() -> None:
                         'ValueError: C:\\\'x read "a", "LinAlgError: b"')
     assert "\\\\\\'" in backslash
     assert clues(backslash) == set()
+
+
+def test_a_quote_after_an_even_run_of_backslashes_is_not_escaped() -> None:
+    # (a hand-joined literal: the backslashes escape each other, the quote opens the item)
+    for run in (2, 4):
+        joined = "['C:" + "\\" * run + "'LinAlgError: bad']"
+        assert clues(joined) == {("numpy", WEIGHTS["exception"], "exception", "LinAlgError")}
+    odd = "['C:\\\\\\'LinAlgError: bad']"  # three: the quote is escaped, no item opens there
+    assert clues(odd) == set()
