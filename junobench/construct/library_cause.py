@@ -878,13 +878,15 @@ def _unlisted_exception(text: str, newline: str, by_look: bool
 
 def _unescaped(text: str, quote: str, low: int, start: int) -> int:
     """The last occurrence of ``quote`` in ``text[low:]`` at or before ``start`` that no odd
-    run of backslashes escapes (-1 when there is none)."""
-    # (text[0] is "[": no quote or backslash at 0, nor a backslash before 1)
-    while start > 0 and text[start - 1] == "\\":  # pragma: no mutate (> 0, >= 0, > 1 alike)
+    run of backslashes escapes (-1 when there is none). ``text`` is a literal list: it
+    starts with ``[`` and ends with a quote and ``]``, so a run of backslashes never reaches
+    its start, and at -1 (none found) ``text[-2]`` is that quote."""
+    while text[start - 1] == "\\":
         before = start - 1
-        while before > 0 and text[before - 1] == "\\":  # pragma: no mutate (as above)
+        while text[before - 1] == "\\":
             before -= 1
-        if (start - before) % 2 == 0:
+        run = start - before  # pragma: no mutate (start + before: of the same parity)
+        if run % 2 == 0:  # the backslashes escape each other
             break
         start = text.rfind(quote, low, start)
     return start
