@@ -109,3 +109,21 @@ def test_the_prepared_folder_is_where_datasets_moves_from(tmp_path):
     builder.download_and_prepare()
     assert builder._output_dir == builder.cache_dir
     assert read_report(builder.cache_dir)["skipped"] == []
+
+
+def test_parallel_parsing_forks_its_workers_before_the_caller_starts_threads(tmp_path):
+    # records start the tables' reading thread right after asking for the shards: the
+    # workers must exist by then (a fork beside a running thread can inherit a held lock)
+    import multiprocessing
+    import os
+
+    from junobench.data.preparation import folder_shards
+    from junobench.data.records import FOLDER_SCHEMA
+
+    root = str(sample_path())
+    ids = sorted(name for name in os.listdir(os.path.join(root, "benchmark")))
+    before = set(multiprocessing.active_children())
+    shards = folder_shards(root, [ids[:3], ids[3:]], workers=2, schema=FOLDER_SCHEMA, spool=str(tmp_path))
+    assert len(set(multiprocessing.active_children()) - before) == 2
+    parsed = list(shards)
+    assert [row["case_id"] for shard in parsed for row in shard.records.to_pylist()] == ids

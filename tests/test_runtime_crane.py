@@ -187,10 +187,10 @@ def test_records_give_crane_llms_text_and_styles_do_not_mix(tmp_path):
 def test_crane_style_on_the_sample_in_its_pinned_environment(sample_env, crane_llm_dir, tmp_path,
                                                              capsys):
     out = tmp_path / "crane.jsonl"
-    code, stdout, _ = run_cli(capsys, "runtime-info", "pandas_1", "--source", "sample",
-                              "--style", "crane", "--env", str(sample_env.path),
-                              "--out", str(out), "--no-progress")
-    assert code == 0 and "2 ok" in stdout
+    code, stdout, err = run_cli(capsys, "runtime-info", "pandas_1", "--source", "sample",
+                                "--style", "crane", "--env", str(sample_env.path),
+                                "--out", str(out), "--no-progress")
+    assert code == 0 and "2 ok" in err and stdout == ""
     record = next(json.loads(line) for line in out.read_text().splitlines()
                   if json.loads(line)["version"] == "reproduced")
     assert record["style"] == "crane"

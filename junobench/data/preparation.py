@@ -106,22 +106,24 @@ def folder_shards(root: str, shards: Sequence[Sequence[str]], *, workers: int = 
                   schema: pa.Schema | None = None, spool: str | None = None) -> Iterator[FolderShard]:
     """Parse the shards in order; with ``schema``, records come as Arrow tables, and with
     several ``workers`` the shards are parsed by that many processes, which hand their
-    tables over as Arrow files in the ``spool`` directory.
+    tables over as Arrow files in the ``spool`` directory. The processes start (fork) in
+    this call, before the caller starts any thread of its own.
 
     Workers run without the cycle collector: parsing makes no reference cycles, and a
     collection would touch (and so copy) every page a forked worker shares with its parent.
     """
     if schema is None:
-        for ids in shards:
-            yield parse_folders(root, ids)
-        return
+        return (parse_folders(root, ids) for ids in shards)
     if workers < 2 or len(shards) < 2 or spool is None:
-        for ids in shards:
-            yield _parse_folders_to_arrow((root, ids, schema, None))
-        return
+        return (_parse_folders_to_arrow((root, ids, schema, None)) for ids in shards)
     jobs = [(root, ids, schema, os.path.join(spool, f"shard-{i:05d}.arrow")) for i, ids in enumerate(shards)]
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    with multiprocessing.get_context(method).Pool(workers, initializer=gc.disable) as pool:
+    return _collected(multiprocessing.get_context(method).Pool(workers, initializer=gc.disable), jobs)
+
+
+def _collected(pool: Any, jobs: list[tuple[str, Sequence[str], pa.Schema, str]]) -> Iterator[FolderShard]:
+    """The shards ``pool``'s processes parse, read back from their Arrow files in order."""
+    with pool:
         for shard in pool.imap(_parse_folders_to_arrow, jobs):
             path = str(shard.records)
             with pa.memory_map(path) as source:
