@@ -856,8 +856,7 @@ def _unlisted_exception(text: str, newline: str, by_look: bool
     if newline != "\n":
         if by_look:  # not a well-formed literal: item boundaries by their look
             low = len(text) - 4000
-            # (text[0] is "[", never an item's quote: starting at 0 or 1 alike)
-            low = max(0, low)  # pragma: no mutate (as said)
+            low = max(0, low)  # pragma: no mutate (text[0] is "[": starting at 0 or 1 alike)
             for item in reversed(list(_ITEM_START.finditer(text, low))):
                 found = _EXCEPTION_LINE.match(text, item.end())
                 if found:
