@@ -307,12 +307,8 @@ def _read_case_folders(folder: Path, layout: str, folders: dict[str, str]) -> Pr
                     hint="name files <case>.json or crash_detection_results_<case>.json, "
                     "e.g. torch_7.json")
             instance = vocab.instance_id(case_id, version)
-            if instance in out.runs:
-                raise JunoBenchError(f"two files for instance {instance!r} (the other is "
-                                     f"{out.origin[instance]})", file=file, case=instance,
-                                     hint="keep one file per case and version")
+            out.claim_file(instance, file, keep="case and version")
             out.runs[instance] = runs_file(file, instance)
-            out.origin[instance] = str(file)
     return out
 
 

@@ -179,6 +179,15 @@ class Predictions:
     def __len__(self) -> int:
         return len(self.runs)
 
+    def claim_file(self, instance: str, file: Path, *, keep: str) -> None:
+        """Record that ``instance``'s runs come from ``file``; a second file for it fails,
+        naming both (``keep``: what there is to be one file per, e.g. "instance")."""
+        if instance in self.runs:
+            raise JunoBenchError(f"two files for instance {instance!r} (the other is "
+                                 f"{self.origin[instance]})", file=file, case=instance,
+                                 hint=f"keep one file per {keep}")
+        self.origin[instance] = str(file)
+
     @property
     def blind(self) -> list[str]:
         """The blind task ids among the keys (they need the ground-truth file)."""
@@ -259,12 +268,8 @@ def read_per_instance(folder: Path, layout: str, files: Iterable[Path],
     for file in files:
         instance = file.stem
         check_instance(instance, file, "file name: ", hint=hint)
-        if instance in out.runs:
-            raise JunoBenchError(f"two files for instance {instance!r} (the other is "
-                                 f"{out.origin[instance]})", file=file, case=instance,
-                                 hint="keep one file per instance")
+        out.claim_file(instance, file, keep="instance")
         out.runs[instance] = read(file, instance)
-        out.origin[instance] = str(file)
     return out
 
 
