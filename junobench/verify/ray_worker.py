@@ -39,13 +39,26 @@ PREFIX = "junobench-worker-"
 _ROOT: Path | None = None
 
 
+def _stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (Linux), from the state on;
+    None when the process is gone or its entry cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields if len(fields) > 19 else None
+
+
 def _started(pid: int) -> str | None:
     """When process ``pid`` started (clock ticks since boot, Linux), None when it is not
     running or that cannot be read."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return None
+    fields = _stat(pid)
+    return None if fields is None else fields[19]
+
+
+def _ended(fields: list[str]) -> bool:
+    """Whether a process whose stat fields these are has ended (a zombie not yet reaped)."""
+    return fields[0] in ("Z", "X")
 
 
 def _running(pid: int, started: str) -> bool:
@@ -55,8 +68,8 @@ def _running(pid: int, started: str) -> bool:
         return False
     except PermissionError:
         return True
-    now = _started(pid)
-    return (now is None or now == started) and _alive(pid)
+    fields = _stat(pid)
+    return fields is None or (fields[19] == started and not _ended(fields))
 
 
 def sweep(base: Path | None = None) -> list[Path]:
@@ -93,11 +106,8 @@ def sweep_after(ended: Sequence[str], timeout: float = 10.0, base: Path | None =
 
 def _alive(pid: int) -> bool:
     """Whether process ``pid`` exists and is not a zombie (ended, not yet reaped)."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
+    fields = _stat(pid)
+    return fields is not None and not _ended(fields)
 
 
 def living_workers(base: Path | None = None) -> list[Path]:
