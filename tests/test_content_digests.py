@@ -142,3 +142,16 @@ def test_a_snapshot_s_memo_read_holds_only_its_own_folder(tmp_path, monkeypatch)
         assert [digests.sha256(p) for p in files["snap"] + files["snap2"] + files["other"]] == first
         assert digests._known is not None and set(digests._known) == {str(p) for p in files["snap"]}
     assert len(reads) == len(everything)  # the second pass read nothing: all remembered
+
+
+def test_a_snapshot_named_relatively_has_the_same_key_and_memo(snap, tmp_path, monkeypatch):
+    monkeypatch.setattr(digests_module, "_SETTLED_NS", 0)
+    reads: list[str] = []
+    real = digests_module._read_digest
+    monkeypatch.setattr(digests_module, "_read_digest", lambda p: reads.append(p) or real(p))
+    key = fingerprint(snap)
+    assert reads and all(os.path.isabs(p) for p in reads)
+    reads.clear()
+    monkeypatch.chdir(snap / "benchmark")
+    assert fingerprint("..") == fingerprint(os.path.join("..", "benchmark", "..")) == key
+    assert reads == []  # the memo keeps each file under its absolute, normalised path

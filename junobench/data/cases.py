@@ -37,6 +37,11 @@ LABEL_FIELDS: tuple[str, ...] = (
 
 _LINK_HINT = "a snapshot's files are read only inside it: copy the file in instead of linking it"
 
+#: The fields of one run of an execution order, in record order. A folder's record holds
+#: each run as a tuple of them (what Arrow takes for a struct, without a dict per run);
+#: :func:`complete_record` gives them as dicts.
+RUN_FIELDS: tuple[str, ...] = ("code_cell_index", "execution_count", "source")
+
 #: Record fields that come from the tables; every other field comes from the case folder.
 TABLE_FIELDS: tuple[str, ...] = (
     "root_cause", "crash_type", "pipeline_stage", "ml_bug", "source", "dataset_note", "eid",
@@ -63,10 +68,10 @@ def case_order(case_id: str) -> tuple[str, int, str]:
 
 
 def parse_case_folder(root: str | Path, case_id: str, env: Environment | None = None) -> CaseResult:
-    """The fields of a case's record that its folder gives: notebooks, crash, orders and the
-    datasets of its metadata files (``datasets`` None when it has none); requirements
-    pinned from ``env`` (default: the snapshot's). Never raises for bad input: problems
-    name the file and the case."""
+    """The fields of a case's record that its folder gives: notebooks, crash, orders (each
+    run a tuple of :data:`RUN_FIELDS`) and the datasets of its metadata files
+    (``datasets`` None when it has none); requirements pinned from ``env`` (default: the
+    snapshot's). Never raises for bad input: problems name the file and the case."""
     problems: list[Problem] = []
     absent: list[str] = []
     folder_rel = f"{layout.BENCHMARK_DIR}/{case_id}"
@@ -156,11 +161,8 @@ def parse_case_folder(root: str | Path, case_id: str, env: Environment | None = 
         "reproduced": texts["reproduced"],
         "fixed": texts["fixed"],
         "target_cell_index": target_index,
-        "execution_order": {
-            version: [{"code_cell_index": index, "execution_count": count, "source": source}
-                      for index, count, source in execution_runs(cells[version], target_index)]
-            for version in vocab.EVALUATED_VERSIONS
-        },
+        "execution_order": {version: execution_runs(cells[version], target_index)
+                            for version in vocab.EVALUATED_VERSIONS},
         "datasets": datasets_,
         "requirements": needs.requirements,
     }
@@ -180,10 +182,13 @@ def table_datasets(row: DescRow) -> list[dict[str, Any]]:
 
 
 def complete_record(folder_record: dict[str, Any], row: DescRow, diagnoses: dict[str, str]) -> dict[str, Any]:
-    """The whole ``cases`` record: the folder's fields joined with the table's."""
+    """The whole ``cases`` record: the folder's fields joined with the table's, each run
+    of its execution orders a dict."""
     record = {**folder_record, **table_fields(row, diagnoses)}
     if record["datasets"] is None:
         record["datasets"] = table_datasets(row)
+    record["execution_order"] = {version: [dict(zip(RUN_FIELDS, run, strict=True)) for run in runs]
+                                 for version, runs in folder_record["execution_order"].items()}
     return record
 
 

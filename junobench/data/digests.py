@@ -64,11 +64,13 @@ class ContentDigests:
                  trace: TracebackType | None) -> None:
         self.close()
 
-    def sha256(self, path: str | Path, info: os.stat_result | None = None) -> str:
+    def sha256(self, path: str | Path, info: os.stat_result | None = None, *,
+               absolute: bool = False) -> str:
         """The sha256 (hex) of the regular file ``path`` (links followed); ``OSError`` when
         it cannot be read or is not a regular file. ``info``: its ``os.stat`` when the
-        caller has just taken it (one ``stat`` per file, not two)."""
-        real = os.path.abspath(path)
+        caller has just taken it (one ``stat`` per file, not two); ``absolute``: ``path``
+        is a ``str`` already absolute and normalised (a listing of an absolute folder)."""
+        real = path if absolute and isinstance(path, str) else os.path.abspath(path)
         if info is None:
             info = os.stat(real)
         if not stat.S_ISREG(info.st_mode):

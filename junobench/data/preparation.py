@@ -30,6 +30,7 @@ from junobench.data.cases import (
     LABEL_FIELDS,
     TABLE_FIELDS,
     case_order,
+    complete_record,
     parse_case_folder,
     table_datasets,
     table_fields,
@@ -205,17 +206,9 @@ def joined(root: str, folders: Sequence[str], shards: Iterable[FolderShard],
         else:
             rows = shard.records
             assert isinstance(rows, list)  # parsed here, never spooled
-            yield [_join_record(rows[i], known) for i in keep]
+            yield [complete_record(rows[i], known.rows[rows[i]["case_id"]], known.diagnoses) for i in keep]
     known = known or tables.result()
     _finish_report(root, folders, known, report)
-
-
-def _join_record(record: dict[str, Any], tables: Tables) -> dict[str, Any]:
-    row = tables.rows[record["case_id"]]
-    joined_record = {**record, **table_fields(row, tables.diagnoses)}
-    if joined_record["datasets"] is None:
-        joined_record["datasets"] = table_datasets(row)
-    return joined_record
 
 
 def _join_table(part: pa.Table, ids: list[str], tables: Tables, schema: pa.Schema) -> pa.Table:

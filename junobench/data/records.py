@@ -32,7 +32,7 @@ import datasets
 import pyarrow as pa
 
 from junobench.data import layout
-from junobench.data.cases import LABEL_FIELDS, TABLE_FIELDS
+from junobench.data.cases import LABEL_FIELDS, RUN_FIELDS, TABLE_FIELDS
 from junobench.data.preparation import (
     NOTEBOOK_SOURCE_COLUMNS,
     BuildReport,
@@ -68,7 +68,7 @@ REPORT_PREFIX = "junobench_report"
 _string = datasets.Value("string")
 _int = datasets.Value("int32")
 
-CELL_RUN = {"code_cell_index": _int, "execution_count": _int, "source": _string}
+CELL_RUN = dict(zip(RUN_FIELDS, (_int, _int, _string), strict=True))
 LABELS = dict.fromkeys(LABEL_FIELDS, _string)
 
 CASE_FEATURES = datasets.Features(

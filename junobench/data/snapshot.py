@@ -11,6 +11,7 @@ Hugging Face dataset repo fetched with :func:`huggingface_hub.snapshot_download`
 from __future__ import annotations
 
 import hashlib
+import operator
 import os
 import re
 import stat
@@ -199,7 +200,7 @@ def fingerprint(root: str | Path) -> str:
     is remembered under its path, size, times and inode (:mod:`junobench.data.digests`):
     a file is read again only after it changed, otherwise this costs a ``stat`` per file.
     """
-    root = str(root)
+    root = os.path.abspath(root)  # every path below is then absolute and normalised
     entries: list[tuple[str, int, str]] = []
     with ContentDigests(under=root) as digests:
         for name in (layout.DESC_TABLE, layout.DIAGNOSIS_TABLE):
@@ -211,7 +212,7 @@ def fingerprint(root: str | Path) -> str:
             relative = stack.pop()
             try:
                 with os.scandir(os.path.join(root, relative)) as found:
-                    listing = sorted(found, key=lambda e: e.name)
+                    listing = sorted(found, key=_NAME)
             except (FileNotFoundError, NotADirectoryError):
                 entries.append((relative, -1, ""))
                 continue
@@ -226,6 +227,9 @@ def fingerprint(root: str | Path) -> str:
     return hashlib.sha256(repr(entries).encode()).hexdigest()
 
 
+_NAME = operator.attrgetter("name")
+
+
 def _add(entries: list[tuple[str, int, str]], name: str, path: str, digests: ContentDigests,
          root: str, entry: os.DirEntry[str] | None = None) -> None:
     """Record ``path`` as ``name``: its size and sha256 (``entry``: its listing entry, whose
@@ -236,7 +240,7 @@ def _add(entries: list[tuple[str, int, str]], name: str, path: str, digests: Con
         if linked and not link_inside(path, root):
             content = f"link {os.readlink(path)}"  # refused when read: not read here either
         elif stat.S_ISREG(info.st_mode):
-            content = digests.sha256(path, info)
+            content = digests.sha256(path, info, absolute=entry is not None)
         else:
             content = f"mode {info.st_mode:o}"
     except OSError:
