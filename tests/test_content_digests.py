@@ -155,3 +155,15 @@ def test_a_snapshot_named_relatively_has_the_same_key_and_memo(snap, tmp_path, m
     monkeypatch.chdir(snap / "benchmark")
     assert fingerprint("..") == fingerprint(os.path.join("..", "benchmark", "..")) == key
     assert reads == []  # the memo keeps each file under its absolute, normalised path
+
+
+def test_a_file_named_with_a_byte_that_is_not_utf8_is_digested_every_time(snap, monkeypatch):
+    monkeypatch.setattr(digests_module, "_SETTLED_NS", 0)
+    case = snap / "benchmark" / "pandas_1"
+    odd = case / "data" / os.fsdecode(b"sales\xff.csv")
+    odd.write_text("a,b\n1,2\n")
+    before = inputs_digest(case, timeout=60), fingerprint(snap)
+    assert (inputs_digest(case, timeout=60), fingerprint(snap)) == before
+    same_size_edit(odd)  # the memo cannot hold its name: it is read again, and the edit seen
+    after = inputs_digest(case, timeout=60), fingerprint(snap)
+    assert after[0] != before[0] and after[1] != before[1]

@@ -163,13 +163,16 @@ def test_verify_from_the_hub_on_ray_lets_each_worker_fetch_its_case(ray_cluster,
 
 
 def test_the_same_files_give_the_same_verdict_on_both_executors(ray_cluster, tmp_path):
-    """One check of case files for both: a data file named with a newline is a file like
-    any other; a FIFO is refused as an input error, before any kernel starts."""
+    """One check of case files for both: a data file named with a newline, a tab, a
+    carriage return or a byte that is not UTF-8 is a file like any other; a FIFO is refused
+    as an input error, before any kernel starts."""
     snap = checkout(["pandas_1", "pandas_2"], "sample", tmp_path / "snap")
     data = snap / "benchmark" / "pandas_1" / "data"
-    (data / "odd\nname.csv").write_text("a,b\n1,2\n")
-    edit_cell(snap, "pandas_1", "fixed", 0, "import numpy as np\nimport pandas as pd\n"
-              "assert pd.read_csv('data/odd\\nname.csv').shape == (1, 2)")
+    names = ["odd\nname.csv", "tab\tname.csv", "cr\rname.csv", os.fsdecode(b"byte\xffname.csv")]
+    for name in names:
+        (data / name).write_text("a,b\n1,2\n")
+    reads = "".join(f"assert pd.read_csv(os.path.join('data', {name!r})).shape == (1, 2)\n" for name in names)
+    edit_cell(snap, "pandas_1", "fixed", 0, "import os\nimport numpy as np\nimport pandas as pd\n" + reads)
     os.mkfifo(snap / "benchmark" / "pandas_2" / "data" / "pipe")
     local = verify(source=snap, progress=False, jobs=2)
     remote = verify(source=snap, progress=False, executor="ray", executor_options={"retries": 0})

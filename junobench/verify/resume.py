@@ -38,12 +38,12 @@ def inputs_digest(folder: str | Path, *, timeout: float | None, notebooks: Itera
         if not names:
             names = [name for name in files if name.endswith(".ipynb")]
         for name in names:
-            digest.update(f"notebook {name}\n".encode())
+            digest.update(os.fsencode(f"notebook {name}\n"))  # a name's own bytes, UTF-8 or not
             digest.update((root / name).read_bytes())
         with ContentDigests() as contents:
             for name in files:
                 if name not in names:
-                    digest.update(f"file {name} {contents.sha256(root / name)}\n".encode())
+                    digest.update(os.fsencode(f"file {name} {contents.sha256(root / name)}\n"))
     except OSError as error:
         raise JunoBenchError(f"cannot read the case folder ({error})", file=root) from None
     return digest.hexdigest()
