@@ -335,6 +335,20 @@ def test_a_fifo_or_a_device_named_like_a_notebook_is_refused_without_hanging(sam
     assert metadata.name in err
 
 
+def test_a_metadata_file_named_with_a_byte_that_is_not_utf8_is_a_problem_of_its_case(sample, capsys):
+    data = sample / "benchmark" / "pandas_1" / "data"
+    original = next(data.glob("*.metadata.json"))
+    odd = data / os.fsdecode(b"pass\xffengers.metadata.json")  # its name would be a dataset's name
+    shutil.copyfile(original, odd)
+    for verb in (["ls", "--source", str(sample)], ["validate", str(sample)]):
+        code, out, err = run_cli(capsys, *verb)  # validate reports on stdout, ls fails on stderr
+        assert code == 1 and "Traceback" not in out + err
+        said = out + err
+        assert "not UTF-8 text" in said and "pandas_1" in said and "engers.metadata.json" in said
+    code, out, _ = run_cli(capsys, "ls", "--source", str(sample), "--skip-invalid")
+    assert code == 0 and "pandas_1" not in out.split() and "pandas_2" in out.split()
+
+
 def test_a_fifo_as_the_case_table_is_refused_without_hanging(sample):
     (sample / "benchmark_desc.xlsx").unlink()
     os.mkfifo(sample / "benchmark_desc.xlsx")

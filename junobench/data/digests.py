@@ -25,6 +25,7 @@ from pathlib import Path
 from types import TracebackType
 
 from junobench.data.cache import cache_root
+from junobench.safety.paths import is_utf8
 
 MEMO_FILE = "file-digests.sqlite"
 _CHUNK = 1 << 20
@@ -75,7 +76,7 @@ class ContentDigests:
             info = os.stat(real)
         if not stat.S_ISREG(info.st_mode):
             raise OSError(0, "not a regular file", str(path))
-        if not _storable(real):  # a name that is not UTF-8 (the memo holds text): read each time
+        if not is_utf8(real):  # a name that is not UTF-8 (the memo holds text): read each time
             return _read_digest(real)
         key = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_dev, info.st_ino)
         remembered = self._lookup(real, key)
@@ -129,18 +130,6 @@ class ContentDigests:
         self._pending = []
         self._db.close()
         self._db = None
-
-
-def _storable(path: str) -> bool:
-    """Whether the memo can hold ``path``: a name with bytes that are not UTF-8 (which
-    Python keeps as lone surrogates) cannot be stored as SQLite text."""
-    if path.isascii():
-        return True
-    try:
-        path.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _read_digest(path: str) -> str:

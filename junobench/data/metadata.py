@@ -20,7 +20,7 @@ from typing import Any
 from junobench.data.layout import PACKAGE_DIR
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import write_text
-from junobench.safety.paths import read_regular
+from junobench.safety.paths import is_utf8, read_regular
 
 SCHEMA_FILE = PACKAGE_DIR / "schemas" / "dataset_metadata.schema.json"
 
@@ -61,6 +61,9 @@ def load_metadata_json(path: str | Path, *, case: str | None = None) -> Any:
     too large, not UTF-8 or not JSON (nested too deeply, numbers too long) raises a
     :class:`JunoBenchError` naming it."""
     path = Path(path)
+    if not is_utf8(path.name):  # its name (before the suffix) is a dataset's name in the records
+        raise JunoBenchError("the file name is not UTF-8 text", file=path, case=case,
+                             hint="rename it: the name before .metadata.json names the dataset")
     try:
         raw = read_regular(path, limit=MAX_METADATA_BYTES)
     except OSError as error:

@@ -353,7 +353,7 @@ def _check_metadata(root: Path, path: Path, problems: list[Problem]) -> None:
     try:
         data = load_metadata_json(path, case=case)
     except JunoBenchError as error:
-        problems.append(Problem(error.problem_.problem, name, case, hint))
+        problems.append(Problem(error.problem_.problem, name, case, error.problem_.hint or hint))
         return
     schema_problems = validate_metadata(data)
     problems.extend(Problem(p, name, case, hint) for p in schema_problems)
