@@ -20,6 +20,7 @@ from cli_run import run_cli  # tests/ is on sys.path under pytest
 from snapshot_files import tree_digest  # tests/ is on sys.path under pytest
 
 import junobench
+from junobench.data.checkout import checkout
 from junobench.data.snapshot import sample_path
 from junobench.data.tables import read_table, write_table
 from junobench.errors import JunoBenchError
@@ -347,6 +348,26 @@ def test_a_metadata_file_named_with_a_byte_that_is_not_utf8_is_a_problem_of_its_
         assert "not UTF-8 text" in said and "pandas_1" in said and "engers.metadata.json" in said
     code, out, _ = run_cli(capsys, "ls", "--source", str(sample), "--skip-invalid")
     assert code == 0 and "pandas_1" not in out.split() and "pandas_2" in out.split()
+
+
+def test_a_refused_file_named_with_a_byte_that_is_not_utf8_is_named_in_valid_json(tmp_path, capsys):
+    pytest.importorskip("nbclient", reason="verify needs the run extra")
+    snap = checkout(["pandas_1"], "sample", tmp_path / "snap")
+    os.mkfifo(snap / "benchmark" / "pandas_1" / "data" / os.fsdecode(b"pi\xffpe"))
+    report = tmp_path / "report.json"
+    code, out, err = run_cli(capsys, "verify", "--source", str(snap), "--report", str(report),
+                             "--format", "json", "--no-progress")
+    assert code == 1 and "Traceback" not in err
+    printed, written = json.loads(out), json.loads(report.read_text(encoding="utf-8"))
+    reason = written["cases"]["pandas_1"]["reproduced"]["reason"]
+    assert reason.startswith("input error: ") and "pi\\xffpe" in reason and "FIFO" in reason
+
+    def texts(value):
+        if isinstance(value, dict):
+            return [t for v in value.values() for t in texts(v)]
+        return [t for v in value for t in texts(v)] if isinstance(value, list) else [value]
+
+    assert reason in texts(printed)  # stdout holds the same verdict, as valid JSON
 
 
 def test_a_fifo_as_the_case_table_is_refused_without_hanging(sample):
