@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from junobench.safety.text import utf8_text
+
 
 @dataclass(frozen=True)
 class Problem:
@@ -31,7 +33,7 @@ class Problem:
         for name in ("problem", "file", "case", "hint"):
             value = getattr(self, name)
             if isinstance(value, str) and not value.isascii():
-                object.__setattr__(self, name, _writable(value))
+                object.__setattr__(self, name, utf8_text(value))
 
     def __str__(self) -> str:
         where = [part for part in (self.file, f"case {self.case}" if self.case else None) if part]
@@ -40,26 +42,6 @@ class Problem:
 
     def to_dict(self) -> dict[str, str | None]:
         return {"file": self.file, "case": self.case, "problem": self.problem, "hint": self.hint}
-
-
-def _writable(text: str) -> str:
-    """``text`` with what UTF-8 cannot encode escaped: a file name's undecodable byte as
-    ``\\xNN``, any other lone surrogate as ``\\udNNN``.
-
-    >>> _writable("data/pi\\udcffpe"), _writable("café")
-    ('data/pi\\\\xffpe', 'café')
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogateescape" if _escaped_bytes_only(text) else "backslashreplace") \
-            .decode("utf-8", "backslashreplace")
-    return text
-
-
-def _escaped_bytes_only(text: str) -> bool:
-    """Whether every lone surrogate of ``text`` stands for an undecodable byte (U+DC80–U+DCFF)."""
-    return all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text)
 
 
 class JunoBenchError(Exception):

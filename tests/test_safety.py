@@ -296,3 +296,21 @@ def test_the_kernel_environment_is_scrubbed(monkeypatch):
     assert "HF_TOKEN" not in env and "OPENAI_API_KEY" not in env and env["LANG"] == "C.UTF-8"
     assert env["PYTHONHASHSEED"] == "0"
     assert kernel_env(keep=["HF_TOKEN"])["HF_TOKEN"] == "hf_secret"
+
+
+def test_metadata_naming_a_file_that_is_not_utf8_is_refused_before_anything_is_written(tmp_path):
+    from junobench.data.metadata import write_metadata
+
+    target = tmp_path / "iris.metadata.json"
+    odd = os.fsdecode(b"iris\xff.csv")  # a name as an archive or a copy may bring it
+    with pytest.raises(JunoBenchError, match=r"files/1: 'iris\\udcff\.csv' is not UTF-8 text"):
+        write_metadata(target, {"title": "Iris", "url": None, "license": "CC0",
+                                "files": ["iris.csv", odd], "modifications": []})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_names_that_are_not_utf8_are_shown_as_their_bytes_in_problems():
+    odd = os.fsdecode(b"data/pi\xffpe")
+    error = JunoBenchError("a FIFO", file=odd, case="pandas_1", hint=f"remove {odd}")
+    assert str(error) == "data/pi\\xffpe: case pandas_1: a FIFO (remove data/pi\\xffpe)"
+    str(error).encode("utf-8")  # every message can be written as UTF-8

@@ -13,6 +13,7 @@ One file per input dataset: title, source URL, licence, the files it provides
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,8 @@ from typing import Any
 from junobench.data.layout import PACKAGE_DIR
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import write_text
-from junobench.safety.paths import is_utf8, read_regular
+from junobench.safety.paths import read_regular
+from junobench.safety.text import is_utf8
 
 SCHEMA_FILE = PACKAGE_DIR / "schemas" / "dataset_metadata.schema.json"
 
@@ -48,8 +50,26 @@ def validate_metadata(data: Any) -> list[str]:
         errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     except RecursionError:
         return ["(top level): nested too deeply"]
-    return [f"{'/'.join(map(str, e.absolute_path)) or '(top level)'}: {_short(e.message)}"
-            for e in errors]
+    if errors:
+        return [f"{'/'.join(map(str, e.absolute_path)) or '(top level)'}: {_short(e.message)}"
+                for e in errors]
+    # valid by the schema, so shallow
+    return [f"{where}: {text!r} is not UTF-8 text (a file name's bytes? rename the file)"
+            for where, text in _not_utf8(data)]
+
+
+def _not_utf8(value: Any, where: str = "") -> Iterator[tuple[str, str]]:
+    """Where ``value`` holds text that UTF-8 cannot encode (a file name's undecodable
+    bytes), which no metadata file can hold."""
+    if isinstance(value, str):
+        if not is_utf8(value):
+            yield where or "(top level)", value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _not_utf8(item, f"{where}/{key}" if where else str(key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _not_utf8(item, f"{where}/{index}" if where else str(index))
 
 
 def _short(message: str, limit: int = 300) -> str:

@@ -101,22 +101,6 @@ def is_dir_entry(entry: os.DirEntry[str]) -> bool:
         return False
 
 
-def is_utf8(text: str) -> bool:
-    """Whether ``text`` encodes to UTF-8: False for a file name holding bytes that are not
-    UTF-8, which Python keeps as lone surrogates (``os.fsdecode(b"a\\xff")``).
-
-    >>> is_utf8("café.csv"), is_utf8(os.fsdecode(b"caf\\xe9.csv"))
-    (True, False)
-    """
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def is_within(path: str | Path, root: str | Path) -> bool:
     """Whether the real path of ``path`` is ``root``'s real path or below it."""
     real, base = os.path.realpath(path), os.path.realpath(root)
