@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from junobench.safety.text import utf8_text
+from junobench.utf8 import utf8_text
 
 
 @dataclass(frozen=True)

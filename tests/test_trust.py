@@ -370,6 +370,26 @@ def test_a_refused_file_named_with_a_byte_that_is_not_utf8_is_named_in_valid_jso
     assert reason in texts(printed)  # stdout holds the same verdict, as valid JSON
 
 
+def test_a_case_table_that_is_a_decompression_bomb_is_refused_before_it_is_read(sample, capsys):
+    table = sample / "benchmark_desc.xlsx"
+    with zipfile.ZipFile(table) as original:
+        members = {info.filename: original.read(info) for info in original.infolist()}
+    sheet = members["xl/worksheets/sheet1.xml"].decode()
+    end = sheet.index("</sheetData>")
+    row = '<row><c t="inlineStr"><is><t>' + "y" * 1000 + "</t></is></c></row>"
+    padded = sheet[:end] + row * 60_000 + sheet[end:]  # 60 MB of rows
+    members["xl/worksheets/sheet1.xml"] = padded.encode()
+    with zipfile.ZipFile(table, "w", zipfile.ZIP_DEFLATED) as bomb:
+        for name, data in members.items():
+            bomb.writestr(name, data)
+    assert table.stat().st_size < 1 << 20  # the 60 MB sheet compresses to a few hundred KB
+    for verb in (["ls", "--source", str(sample)], ["validate", str(sample)]):
+        code, out, err = run_cli(capsys, *verb)
+        said = out + err
+        assert code == 1 and "Traceback" not in said and "empty nb_name" not in said  # never parsed
+        assert "benchmark_desc.xlsx" in said and "decompression bomb" in said
+
+
 def test_a_fifo_as_the_case_table_is_refused_without_hanging(sample):
     (sample / "benchmark_desc.xlsx").unlink()
     os.mkfifo(sample / "benchmark_desc.xlsx")

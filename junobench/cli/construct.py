@@ -314,7 +314,7 @@ def _run_download(args: argparse.Namespace) -> int:
 
 
 def _downsample(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from junobench.construct.downsample import MAX_ARCHIVE_BYTES, MAX_ARCHIVE_MEMBERS, MAX_COMPRESSION_RATIO
+    from junobench.safety.archives import MAX_ARCHIVE_BYTES, MAX_ARCHIVE_MEMBERS, MAX_COMPRESSION_RATIO
 
     parser = steps.add_parser(
         "downsample", help="keep a seeded share of each class of a dataset",

@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import logging
 import math
-import posixpath
 import random
 import shutil
-import stat
 import tarfile
 import zipfile
 import zlib
@@ -37,22 +35,22 @@ from typing import IO, Any
 
 from junobench.construct import provenance
 from junobench.errors import JunoBenchError
+from junobench.safety.archives import (
+    MAX_ARCHIVE_BYTES,
+    MAX_ARCHIVE_MEMBERS,
+    MAX_COMPRESSION_RATIO,
+    Member,
+    archive_members,
+    human_size,
+    safe_name,
+    unsafe_archive,
+)
 from junobench.safety.atomic import atomic_path, place, remove_tree, staging_folder
 
 logger = logging.getLogger("junobench")
 
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".tif", ".tiff",
                               ".webp", ".ppm", ".pgm"})
-#: Default cap on an archive's total uncompressed size (declared and actual).
-MAX_ARCHIVE_BYTES = 32 * 1024**3
-#: Default cap on an archive's number of members (files, folders and links).
-MAX_ARCHIVE_MEMBERS = 100_000
-#: Default cap on the compression ratio (uncompressed / compressed) of a zip member, and of
-#: a compressed tar's data so far against the whole archive (its members share one
-#: compressed stream). Real data compresses up to a few dozen to one; zeros, a thousand.
-MAX_COMPRESSION_RATIO = 200
-#: The ratio is only judged past this many uncompressed bytes (small files vary widely).
-RATIO_FROM_BYTES = 1 << 20
 _CHUNK = 1 << 20
 
 
@@ -222,125 +220,6 @@ def _record(meta: Path | None, result: Downsampled, entry: dict[str, Any]) -> No
 # --------------------------------------------------------------------------- archives
 
 
-@dataclass(frozen=True)
-class Member:
-    """A regular file of an archive, as listed (nothing read yet)."""
-
-    name: str  # normalised POSIX path inside the archive
-    size: int  # declared uncompressed size
-    key: Any  # zipfile.ZipInfo or tarfile.TarInfo
-
-
-def archive_members(source: Path, *, max_bytes: int = MAX_ARCHIVE_BYTES,
-                    max_members: int = MAX_ARCHIVE_MEMBERS,
-                    max_ratio: float = MAX_COMPRESSION_RATIO) -> list[Member]:
-    """The regular files of a zip or tar archive, after checking every member: refuses
-    absolute paths, ``..``, links leaving the archive's root, special files, more than
-    ``max_members`` members, a total declared size over ``max_bytes``, and a compression
-    ratio over ``max_ratio`` (per member in a zip; in a compressed tar, the declared
-    size so far against the whole archive's), naming the member in each case. Nothing is
-    decompressed but the tar headers."""
-    members: list[Member] = []
-    total = 0
-    archive_size = max(1, source.stat().st_size)
-    count = 0
-    for name, size, kind, link, key in _listing(source):
-        count += 1
-        if count > max_members:
-            raise _unsafe(source, name, f"the archive has more than {max_members:,} members "
-                                        "(raise the cap with --max-members if it is real data)")
-        compressed = _compressed_size(key, archive_size)
-        judged = size if isinstance(key, zipfile.ZipInfo) else total + size
-        if judged > RATIO_FROM_BYTES and judged > max_ratio * compressed:
-            raise _unsafe(source, name, f"it compresses {judged / max(compressed, 1):,.0f} to one, "
-                                        f"past the cap of {max_ratio:g} (a decompression bomb?)")
-        safe = _safe_name(name)
-        if safe is None:
-            raise _unsafe(source, name, "its path is absolute or leaves the destination (..)")
-        if kind == "link":
-            target = link.replace("\\", "/")
-            resolved = posixpath.normpath(posixpath.join(posixpath.dirname(safe), target))
-            if posixpath.isabs(target) or resolved == ".." or resolved.startswith("../"):
-                raise _unsafe(source, name, f"it links outside the destination ({link})")
-            continue  # safe links are not extracted: only regular files are sampled
-        if kind == "special":
-            raise _unsafe(source, name, "it is a device, fifo or other special file")
-        if kind == "dir":
-            continue
-        total += size
-        if total > max_bytes:
-            raise _unsafe(source, name, f"the archive's declared size passes the cap of "
-                                        f"{_human(max_bytes)} (a decompression bomb?)")
-        members.append(Member(safe, size, key))
-    return members
-
-
-def _compressed_size(key: Any, archive_size: int) -> int:
-    """A zip member's compressed size; for a tar member, the whole archive's size."""
-    if isinstance(key, zipfile.ZipInfo):
-        return max(1, key.compress_size)
-    return archive_size
-
-
-def _listing(source: Path) -> Iterator[tuple[str, int, str, str, Any]]:
-    """:func:`_raw_listing`, with a damaged archive (cut short, bad headers) a clear error."""
-    try:
-        yield from _raw_listing(source)
-    except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error, OSError, ValueError) as error:
-        raise JunoBenchError(f"the archive is damaged or cut short ({error or type(error).__name__})",
-                             file=source, hint="nothing was extracted; fetch the archive again") from None
-
-
-def _raw_listing(source: Path) -> Iterator[tuple[str, int, str, str, Any]]:
-    """``(name, declared size, kind, link target, key)`` per member; kind is file, dir,
-    link or special."""
-    if zipfile.is_zipfile(source):
-        with zipfile.ZipFile(source) as archive:
-            for info in archive.infolist():
-                mode = info.external_attr >> 16
-                if stat.S_ISLNK(mode):
-                    with archive.open(info) as link:
-                        target = link.read(4096).decode("utf-8", "replace")
-                    yield info.filename, 0, "link", target, info
-                elif info.is_dir():
-                    yield info.filename, 0, "dir", "", info
-                elif stat.S_IFMT(mode) not in (0, stat.S_IFREG):  # 0: no Unix type recorded
-                    yield info.filename, 0, "special", "", info
-                else:
-                    yield info.filename, info.file_size, "file", "", info
-        return
-    try:
-        tar = tarfile.open(source)  # noqa: SIM115 (closed by the with below)
-    except (tarfile.TarError, OSError) as error:
-        raise JunoBenchError(f"not a zip or tar archive ({error})", file=source) from None
-    with tar:
-        for entry in tar:  # lazily: a bomb is refused before it is all decompressed
-            if entry.issym() or entry.islnk():
-                yield entry.name, 0, "link", entry.linkname, entry
-            elif entry.isdir():
-                yield entry.name, 0, "dir", "", entry
-            elif entry.isfile():
-                yield entry.name, entry.size, "file", "", entry
-            else:
-                yield entry.name, 0, "special", "", entry
-
-
-def _safe_name(name: str) -> str | None:
-    """The member's normalised relative path, or None when it is absolute or climbs out."""
-    text = name.replace("\\", "/")
-    if text.startswith("/") or (len(text) > 1 and text[1] == ":"):
-        return None
-    parts = [p for p in text.split("/") if p not in ("", ".")]
-    if not parts or ".." in parts:
-        return None
-    return "/".join(parts)
-
-
-def _unsafe(source: Path, member: str, reason: str) -> JunoBenchError:
-    return JunoBenchError(f"refusing the archive: member {member!r}: {reason}", file=source,
-                          hint="nothing was extracted; check where the archive comes from")
-
-
 def downsample_archive(source: str | Path, out: str | Path, *, fraction: float | None = None,
                        per_class: int | None = None, seed: int = 0,
                        max_bytes: int = MAX_ARCHIVE_BYTES, max_members: int = MAX_ARCHIVE_MEMBERS,
@@ -397,7 +276,7 @@ def _extract(source: Path, members: Sequence[Member], staging: Path, max_bytes: 
         for member in members:
             target = (staging / member.name).resolve()
             if root not in target.parents:
-                raise _unsafe(source, member.name, "its path leaves the destination")
+                raise unsafe_archive(source, member.name, "its path leaves the destination")
             target.parent.mkdir(parents=True, exist_ok=True)
             size = 0
             with open_member(member) as reader, target.open("wb") as writer:
@@ -405,9 +284,9 @@ def _extract(source: Path, members: Sequence[Member], staging: Path, max_bytes: 
                     size += len(chunk)
                     written += len(chunk)
                     if size > member.size or written > max_bytes:
-                        raise _unsafe(source, member.name,
+                        raise unsafe_archive(source, member.name,
                                       "its data is larger than declared or passes the cap of "
-                                      f"{_human(max_bytes)} (a decompression bomb?)")
+                                      f"{human_size(max_bytes)} (a decompression bomb?)")
                     writer.write(chunk)
     return written
 
@@ -422,18 +301,10 @@ def _opener(source: Path) -> Iterator[Callable[[Member], Any]]:
         def open_member(member: Member) -> IO[bytes]:
             handle = tar.extractfile(member.key)
             if handle is None:
-                raise _unsafe(source, member.name, "it cannot be read as a file")
+                raise unsafe_archive(source, member.name, "it cannot be read as a file")
             return handle
 
         yield open_member
-
-
-def _human(size: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size} B"
 
 
 # --------------------------------------------------------------------------- tables
@@ -573,7 +444,7 @@ def downsample_paired(source: str | Path, out: str | Path, *,
         for number, reference in enumerate(values, start=2):
             if reference is None:
                 continue
-            safe = _safe_name(reference)
+            safe = safe_name(reference)
             if safe is None:
                 problems.append(f"row {number}, {column}: {reference!r} is absolute or "
                                 "leaves the folder")
@@ -611,7 +482,7 @@ def _reference(value: Any) -> str | None:
 
 
 def _safe_reference(value: str | None) -> str | None:
-    return None if value is None else _safe_name(value)
+    return None if value is None else safe_name(value)
 
 
 def _place_of(root: Path, table_folder: Path) -> Path:

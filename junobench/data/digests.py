@@ -25,7 +25,7 @@ from pathlib import Path
 from types import TracebackType
 
 from junobench.data.cache import cache_root
-from junobench.safety.text import is_utf8
+from junobench.utf8 import is_utf8
 
 MEMO_FILE = "file-digests.sqlite"
 _CHUNK = 1 << 20

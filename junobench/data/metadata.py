@@ -22,7 +22,7 @@ from junobench.data.layout import PACKAGE_DIR
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import write_text
 from junobench.safety.paths import read_regular
-from junobench.safety.text import is_utf8
+from junobench.utf8 import is_utf8
 
 SCHEMA_FILE = PACKAGE_DIR / "schemas" / "dataset_metadata.schema.json"
 
