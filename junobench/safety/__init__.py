@@ -7,5 +7,7 @@
   user named; links are never followed out of it; only regular files are read.
 - :mod:`~junobench.safety.text`: text stays text: no spreadsheet formulas in written
   tables, no control characters to the terminal, escaped Markdown/HTML, checked URLs.
+- :mod:`~junobench.safety.archives`: archives (and xlsx files, which are zip archives)
+  are checked before anything is decompressed: no paths out, no links out, no bombs.
 - :mod:`~junobench.safety.env`: notebook kernels see no credentials.
 """
