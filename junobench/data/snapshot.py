@@ -26,6 +26,7 @@ from junobench.data.digests import ContentDigests
 from junobench.envs.environment import SNAPSHOT_FOLDER, environment_files
 from junobench.errors import JunoBenchError
 from junobench.safety.paths import is_dir_entry, link_inside
+from junobench.utf8 import is_utf8
 
 DEFAULT_SOURCE = layout.DEFAULT_SOURCE
 SAMPLE = "sample"
@@ -88,7 +89,7 @@ def resolve(
         if not path.is_dir():
             raise JunoBenchError("a snapshot must be a directory", file=path,
                                  hint="pass the folder that holds benchmark_desc.xlsx")
-        return path.resolve()
+        return require_utf8_path(path.resolve())
     repo = hub_repo(source)
     if repo is None:
         raise JunoBenchError("no such snapshot directory", file=path,
@@ -146,6 +147,15 @@ def _hub_errors(repo_id: str, revision: str | None) -> Iterator[None]:
             file=where,
             hint=f"use --source {SAMPLE} for the bundled sample, or --source DIR for a local snapshot",
         ) from None
+
+
+def require_utf8_path(root: Path) -> Path:
+    """``root``, a snapshot folder, when its path is UTF-8 text (records and reports name
+    it as text); else an error naming it."""
+    if not is_utf8(str(root)):
+        raise JunoBenchError("the snapshot's path is not UTF-8 text", file=root,
+                             hint="move or rename the folder: its records are cached under its path as text")
+    return root
 
 
 def hub_repo(source: str | Path) -> str | None:

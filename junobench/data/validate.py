@@ -138,7 +138,9 @@ def snapshot_root(snapshot: str | Path) -> Path:
     if not root.is_dir():
         raise JunoBenchError("no such snapshot directory", file=root,
                              hint="pass a folder in the published layout, or 'sample'")
-    return root
+    from junobench.data.snapshot import require_utf8_path
+
+    return require_utf8_path(root)
 
 
 def _case_folders(root: Path) -> list[str]:
