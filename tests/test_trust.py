@@ -390,12 +390,17 @@ def test_a_case_table_that_is_a_decompression_bomb_is_refused_before_it_is_read(
         assert "benchmark_desc.xlsx" in said and "decompression bomb" in said
 
 
-def test_a_snapshot_whose_path_is_not_utf8_is_one_clear_error(tmp_path, capsys):
+def test_a_snapshot_or_export_whose_path_is_not_utf8_is_one_clear_error(exported, tmp_path, capsys):
     root = tmp_path / os.fsdecode(b"snap\xff")
     shutil.copytree(sample_path(), root)
-    for verb in (["ls", "--source", str(root)], ["stats", "--source", str(root)], ["validate", str(root)]):
+    elsewhere = tmp_path / os.fsdecode(b"export\xff")
+    shutil.copytree(exported, elsewhere)
+    for verb in (["ls", "--source", str(root)], ["stats", "--source", str(root)], ["validate", str(root)],
+                 ["export", "--source", "sample", "--out", str(tmp_path / os.fsdecode(b"out\xff"))],
+                 ["check", str(elsewhere)], ["ls", "--source", str(elsewhere)]):
         code, _, err = run_cli(capsys, *verb)
-        assert code == 1 and "snap\\xff: the snapshot's path is not UTF-8 text" in one_error(err)
+        assert code == 1 and "\\xff: the folder's path is not UTF-8 text" in one_error(err), verb
+    assert not (tmp_path / os.fsdecode(b"out\xff")).exists()
 
 
 def test_a_fifo_as_the_case_table_is_refused_without_hanging(sample):

@@ -25,8 +25,7 @@ from junobench.data import layout
 from junobench.data.digests import ContentDigests
 from junobench.envs.environment import SNAPSHOT_FOLDER, environment_files
 from junobench.errors import JunoBenchError
-from junobench.safety.paths import is_dir_entry, link_inside
-from junobench.utf8 import is_utf8
+from junobench.safety.paths import is_dir_entry, link_inside, require_utf8_path
 
 DEFAULT_SOURCE = layout.DEFAULT_SOURCE
 SAMPLE = "sample"
@@ -147,15 +146,6 @@ def _hub_errors(repo_id: str, revision: str | None) -> Iterator[None]:
             file=where,
             hint=f"use --source {SAMPLE} for the bundled sample, or --source DIR for a local snapshot",
         ) from None
-
-
-def require_utf8_path(root: Path) -> Path:
-    """``root``, a snapshot folder, when its path is UTF-8 text (records and reports name
-    it as text); else an error naming it."""
-    if not is_utf8(str(root)):
-        raise JunoBenchError("the snapshot's path is not UTF-8 text", file=root,
-                             hint="move or rename the folder: its records are cached under its path as text")
-    return root
 
 
 def hub_repo(source: str | Path) -> str | None:

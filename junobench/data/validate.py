@@ -56,6 +56,7 @@ from junobench.data.metadata import load_metadata_json, validate_metadata
 from junobench.data.release_files import VERSION_FILE, dataset_version
 from junobench.data.tables import DESC_REQUIRED, DIAGNOSIS_REQUIRED, DescRow, read_desc, read_table
 from junobench.errors import JunoBenchError, Problem
+from junobench.safety.paths import require_utf8_path
 
 #: Files one folder may hold: a Hugging Face Hub repository refuses more.
 MAX_FILES_PER_FOLDER = 10_000
@@ -138,8 +139,6 @@ def snapshot_root(snapshot: str | Path) -> Path:
     if not root.is_dir():
         raise JunoBenchError("no such snapshot directory", file=root,
                              hint="pass a folder in the published layout, or 'sample'")
-    from junobench.data.snapshot import require_utf8_path
-
     return require_utf8_path(root)
 
 

@@ -33,7 +33,7 @@ from junobench.hub.read_export import (
     file_digest,
     read_manifest,
 )
-from junobench.safety.paths import is_within, link_root, require_regular
+from junobench.safety.paths import is_within, link_root, require_regular, require_utf8_path
 
 #: Files that may sit in an export directory without being listed: the Hub client's
 #: download bookkeeping.
@@ -46,6 +46,7 @@ def check(directory: str | Path) -> list[Problem]:
     if not root.is_dir():
         raise JunoBenchError("no such export directory", file=root,
                              hint="pass the directory written by `junobench export`")
+    require_utf8_path(root)
     problems: list[Problem] = []
     manifest = _check_manifest(root, problems)
     _check_card(root, problems)

@@ -42,7 +42,7 @@ from junobench.safety.atomic import (
     swap_in,
     write_text,
 )
-from junobench.safety.paths import check_not_linked_out, read_regular, unlisted_files
+from junobench.safety.paths import check_not_linked_out, read_regular, require_utf8_path, unlisted_files
 
 logger = logging.getLogger("junobench")
 
@@ -84,7 +84,7 @@ def export(
     from junobench.hub.card import DEFAULT_REPO_ID
 
     root = resolve(source, revision=revision)
-    out = Path(out).expanduser().absolute()
+    out = require_utf8_path(Path(out).expanduser().absolute())
     _check_target(root, out)
     version = version or dataset_version(root)
     cases, report = build(root, "cases", skip_invalid=skip_invalid, cache_dir=cache_dir)

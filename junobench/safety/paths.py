@@ -23,6 +23,7 @@ import stat
 from pathlib import Path, PurePosixPath
 
 from junobench.errors import JunoBenchError
+from junobench.utf8 import is_utf8
 
 _KINDS = {stat.S_IFIFO: "a FIFO (named pipe)", stat.S_IFCHR: "a character device",
           stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket", stat.S_IFDIR: "a directory"}
@@ -99,6 +100,16 @@ def is_dir_entry(entry: os.DirEntry[str]) -> bool:
         return entry.is_dir()
     except OSError:
         return False
+
+
+def require_utf8_path(folder: Path) -> Path:
+    """``folder`` (a snapshot or an export) when its path is UTF-8 text; else an error
+    naming it: records, caches and reports name their folders as text, and a path with
+    bytes that are not UTF-8 cannot be text."""
+    if not is_utf8(str(folder)):
+        raise JunoBenchError("the folder's path is not UTF-8 text", file=folder,
+                             hint="move or rename it: junobench names the folders it reads as text")
+    return folder
 
 
 def is_within(path: str | Path, root: str | Path) -> bool:
