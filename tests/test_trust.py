@@ -397,6 +397,7 @@ def test_a_snapshot_or_export_whose_path_is_not_utf8_is_one_clear_error(exported
     shutil.copytree(exported, elsewhere)
     for verb in (["ls", "--source", str(root)], ["stats", "--source", str(root)], ["validate", str(root)],
                  ["export", "--source", "sample", "--out", str(tmp_path / os.fsdecode(b"out\xff"))],
+                 ["checkout", "pandas_1", "--source", "sample", "--dest", str(tmp_path / os.fsdecode(b"out\xff"))],
                  ["check", str(elsewhere)], ["ls", "--source", str(elsewhere)]):
         code, _, err = run_cli(capsys, *verb)
         assert code == 1 and "\\xff: the folder's path is not UTF-8 text" in one_error(err), verb

@@ -24,7 +24,7 @@ from junobench.data.tables import read_table, write_table
 from junobench.envs.environment import SNAPSHOT_FOLDER
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import locked, place, remove_tree, staging_folder
-from junobench.safety.paths import check_not_linked_out, copy_tree, is_within, link_root
+from junobench.safety.paths import check_not_linked_out, copy_tree, is_within, link_root, require_utf8_path
 
 
 def checkout(
@@ -48,7 +48,7 @@ def checkout(
         if not vocab.is_case_id(case_id):
             raise JunoBenchError(f"{case_id!r} is not a case id (<library>_<number>)", case=None,
                                  hint="name cases like pandas_1 or NBspecific_3")
-    dest = Path(dest)
+    dest = require_utf8_path(Path(dest))  # a snapshot to read later: its path is text
     _check_dest(dest)
     root = resolve(source, revision=revision, include_data=True)
     if is_within(dest, root):
