@@ -404,6 +404,21 @@ def test_a_snapshot_or_export_whose_path_is_not_utf8_is_one_clear_error(exported
     assert not (tmp_path / os.fsdecode(b"out\xff")).exists()
 
 
+def test_a_notebook_past_the_size_cap_is_refused_before_it_is_read(sample, capsys, monkeypatch):
+    from junobench.data import notebook as notebook_module
+
+    big = notebook(sample, "pandas_1", "fixed")
+    with big.open("r+b") as handle:  # a sparse tail: as large as asked, nothing on disk
+        handle.truncate((1 << 30) + 1)
+    reads = []
+    real = notebook_module.read_regular
+    monkeypatch.setattr(notebook_module, "read_regular", lambda p, **k: reads.append(str(p)) or real(p, **k))
+    code, _, err = run_cli(capsys, "ls", "--source", str(sample))
+    assert code == 1 and "pandas_1_fixed.ipynb" in one_error(err)
+    assert "the notebook is larger than 1 GiB" in err
+    assert str(big) in reads  # asked for, and refused by its size before any byte was read
+
+
 def test_a_fifo_as_the_case_table_is_refused_without_hanging(sample):
     (sample / "benchmark_desc.xlsx").unlink()
     os.mkfifo(sample / "benchmark_desc.xlsx")

@@ -25,6 +25,7 @@ Pure functions, no kernel. The JunoBench rules, defined here once:
 from __future__ import annotations
 
 import ast
+import errno
 import json
 import operator
 import re
@@ -128,6 +129,10 @@ def read_notebook(path: str | Path, *, case: str | None = None) -> tuple[Noteboo
     try:
         raw = _read_bytes(path)
     except OSError as error:
+        if error.errno == errno.EFBIG:
+            raise NotebookError(f"the notebook is larger than {MAX_NOTEBOOK_BYTES / 2**30:g} GiB, "
+                                "more than junobench reads", file=path, case=case,
+                                hint="clear its outputs (a notebook that large is mostly outputs)") from None
         raise NotebookError(f"cannot read the notebook ({error.strerror or error})", file=path,
                             case=case, hint="check that the file exists and is readable") from None
     try:
@@ -139,9 +144,15 @@ def read_notebook(path: str | Path, *, case: str | None = None) -> tuple[Noteboo
     return notebook, text if notebook.upgraded_from is None else notebook.to_json()
 
 
+#: Largest notebook read (parsing holds about three times its size in memory); real
+#: notebooks, outputs included, stay far below.
+MAX_NOTEBOOK_BYTES = 1 << 30
+
+
 def _read_bytes(path: str | Path) -> bytes:
-    """A notebook file's bytes; only a regular file is read (a FIFO or a device is refused)."""
-    return read_regular(path)
+    """A notebook file's bytes; only a regular file up to :data:`MAX_NOTEBOOK_BYTES` is read
+    (a FIFO or a device is refused, and a larger file before it is read)."""
+    return read_regular(path, limit=MAX_NOTEBOOK_BYTES)
 
 
 def parse_notebook(
