@@ -16,7 +16,7 @@ from typing import Any
 from junobench import vocab
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_open
-from junobench.safety.paths import read_regular
+from junobench.safety.paths import MAX_TEXT_BYTES, read_regular
 
 
 def write_jsonl(path: str | Path, rows: Iterable[Mapping[str, Any]]) -> Path:
@@ -39,7 +39,7 @@ def read_instance_records(path: str | Path, *, what: str, hint: str,
     record has none (for files keyed by another id, such as blind task ids)."""
     path = Path(path)
     try:
-        text = read_regular(path).decode("utf-8")
+        text = read_regular(path, limit=MAX_TEXT_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise JunoBenchError(f"cannot read the {what} ({error})", file=path, hint=hint) from None
     out: list[dict[str, Any]] = []

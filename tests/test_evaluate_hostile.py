@@ -78,3 +78,26 @@ def test_markdown_shows_html_and_markup_in_names_as_text(capsys, tmp_path):
         assert code == 0, err
         assert "<b>" not in out and "<img" not in out
     assert "&lt;img src=x&gt;" in out
+
+
+def test_record_files_past_the_size_cap_are_refused_before_they_are_read(tmp_path, monkeypatch):
+    """Predictions, a detector's run files and tasks are read whole: a file past the cap
+    (here a sparse one, larger than the cap set low) is refused by its size, not read."""
+    from junobench import jsonl
+    from junobench.detection import layouts, predictions
+
+    for module in (jsonl, layouts, predictions):
+        monkeypatch.setattr(module, "MAX_TEXT_BYTES", 1 << 20)
+    jsonl_file = tmp_path / "p.jsonl"
+    with jsonl_file.open("wb") as handle:
+        handle.truncate((1 << 20) + 1)
+    with pytest.raises(JunoBenchError, match="larger than 1048576 bytes"):
+        read_jsonl(jsonl_file)
+    folder = tmp_path / "buggy_fixed" / "fixed"
+    folder.mkdir(parents=True)
+    with (folder / "pandas_1.json").open("wb") as handle:
+        handle.truncate((1 << 20) + 1)
+    with pytest.raises(JunoBenchError, match="larger than 1048576 bytes"):
+        read_predictions(folder.parent)
+    with pytest.raises(JunoBenchError, match="larger than 1048576 bytes"):
+        jsonl.read_instance_records(jsonl_file, what="tasks", hint="", problem_of=lambda r: None)

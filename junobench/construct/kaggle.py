@@ -48,7 +48,7 @@ from typing import Any
 
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import locked, remove_files, remove_tree, staging_folder, swap_in, write_text
-from junobench.safety.paths import open_regular, read_regular, relative_name, unlisted_files
+from junobench.safety.paths import MAX_TEXT_BYTES, open_regular, read_regular, relative_name, unlisted_files
 from junobench.safety.text import csv_cell
 
 logger = logging.getLogger("junobench")
@@ -593,7 +593,7 @@ def read_rows(path: Path) -> list[dict[str, Any]]:
                              hint="write it with junobench construct kaggle-metadata")
     if path.suffix.lower() == ".csv":
         try:
-            text = read_regular(path).decode("utf-8-sig")
+            text = read_regular(path, limit=MAX_TEXT_BYTES).decode("utf-8-sig")
             return list(csv.DictReader(io.StringIO(text, newline="")))
         except OSError as error:
             raise JunoBenchError(f"cannot read the datasets table ({error.strerror or error})",

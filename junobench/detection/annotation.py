@@ -234,11 +234,11 @@ def read_filled(sheet: str | Path, key: str | Path, *, decided: bool = True) -> 
     detections settled are added (every notebook of every setting, for scoring)."""
     from python_calamine import CalamineError, CalamineWorkbook
 
-    from junobench.safety.paths import read_regular, require_regular
+    from junobench.safety.paths import MAX_TEXT_BYTES, read_regular, require_regular
 
     sheet, key = Path(sheet), Path(key)
     try:
-        data = json.loads(read_regular(key).decode("utf-8"))
+        data = json.loads(read_regular(key, limit=MAX_TEXT_BYTES).decode("utf-8"))
     except (OSError, ValueError, RecursionError) as error:
         raise JunoBenchError(f"cannot read the key ({error})", file=key) from None
     if not isinstance(data, dict) or data.get("format") != KEY_FORMAT:

@@ -294,12 +294,12 @@ def finished(out: Path) -> set[tuple[str, str, int]]:
 def _read_labels(path: Path, *, repair: bool = False
                  ) -> dict[tuple[str, str, int], list[str | None]]:
     from junobench.safety.atomic import write_text
-    from junobench.safety.paths import read_regular
+    from junobench.safety.paths import MAX_TEXT_BYTES, read_regular
 
     if not path.exists():
         return {}
     try:
-        text = read_regular(path).decode("utf-8")
+        text = read_regular(path, limit=MAX_TEXT_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise JunoBenchError(f"cannot read the judge's labels ({error})", file=path) from None
     lines = text.splitlines(keepends=True)

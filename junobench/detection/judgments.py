@@ -45,7 +45,7 @@ from typing import Any
 from junobench import vocab
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_open
-from junobench.safety.paths import read_regular
+from junobench.safety.paths import MAX_TEXT_BYTES, read_regular
 
 CORRECT = "correct"
 PARTIALLY_CORRECT = "partially correct"
@@ -130,7 +130,7 @@ def read_judgments(path: str | Path, *, sheet: str | None = None) -> Judgments:
     if sheet is not None:
         raise JunoBenchError("--sheet applies to xlsx files", file=path)
     try:
-        text = read_regular(path).decode("utf-8-sig")
+        text = read_regular(path, limit=MAX_TEXT_BYTES).decode("utf-8-sig")
     except (OSError, UnicodeDecodeError) as error:
         raise JunoBenchError(f"cannot read the judgments ({error})", file=path) from None
     if suffix == ".jsonl":

@@ -62,7 +62,7 @@ from junobench.detection.predictions import (
     value_kind,
 )
 from junobench.errors import JunoBenchError
-from junobench.safety.paths import open_regular, read_regular
+from junobench.safety.paths import MAX_TEXT_BYTES, open_regular, read_regular
 
 #: Folder → notebook version, for the two case-folder layouts.
 CONSTRUCT_FOLDERS: dict[str, str] = {"results_buggy": "reproduced", "results_fixed": "fixed"}
@@ -256,7 +256,7 @@ def _looks_judged(files: list[Path]) -> bool:
     """True when the first file with string runs holds judge labels only."""
     for file in files[:20]:
         try:
-            data = json.loads(read_regular(file).decode("utf-8"))
+            data = json.loads(read_regular(file, limit=MAX_TEXT_BYTES).decode("utf-8"))
         except (OSError, ValueError, RecursionError):
             continue
         if not isinstance(data, list) or not data:
@@ -315,7 +315,7 @@ def _read_case_folders(folder: Path, layout: str, folders: dict[str, str]) -> Pr
 def runs_file(file: Path, instance: str) -> list[Any]:
     """The runs in one JSON file: a list, or a single run (object, string, boolean)."""
     try:
-        data = loads(read_regular(file).decode("utf-8"))
+        data = loads(read_regular(file, limit=MAX_TEXT_BYTES).decode("utf-8"))
     except (ValueError, RecursionError) as error:
         raise JunoBenchError(f"not valid JSON ({error})", file=file, case=instance,
                              hint="each file holds a JSON list of the detector's runs") from None

@@ -33,7 +33,7 @@ from junobench.detection.ids import is_blind_id
 from junobench.detection.names import CANONICAL
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_open
-from junobench.safety.paths import read_regular
+from junobench.safety.paths import MAX_TEXT_BYTES, read_regular
 
 _BARE = re.compile(r"^[\s\"'`*_\[(]*(true|false)[\s\"'`*_\])]*\.?\s*$", re.IGNORECASE)
 _THINK_END = re.compile(r"</think(?:ing)?>", re.IGNORECASE)
@@ -234,7 +234,7 @@ def _canonical_item(item: Any, path: Path, number: int) -> tuple[str, list[Any]]
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     try:
-        text = read_regular(path).decode("utf-8")
+        text = read_regular(path, limit=MAX_TEXT_BYTES).decode("utf-8")
     except UnicodeDecodeError as error:
         raise JunoBenchError(f"not UTF-8 text ({error.reason} at byte {error.start})", file=path,
                              hint="predictions are JSON Lines in UTF-8") from None

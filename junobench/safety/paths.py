@@ -181,6 +181,12 @@ def _open_regular(path: str | Path) -> tuple[int, os.stat_result]:
     return fd, info
 
 
+#: Largest text file (tasks, runtime information, predictions, judgments, a detector's
+#: outputs) read whole into memory: a larger one, or a sparse file posing as one, is
+#: refused by its size before it is read.
+MAX_TEXT_BYTES = 1 << 30
+
+
 def read_regular(path: str | Path, *, limit: int | None = None) -> bytes:
     """The bytes of the regular file ``path`` (see :func:`open_regular`); with ``limit``,
     a file larger than ``limit`` bytes raises ``OSError`` (EFBIG) before it is read."""
