@@ -407,15 +407,16 @@ def test_a_snapshot_or_export_whose_path_is_not_utf8_is_one_clear_error(exported
 def test_a_notebook_past_the_size_cap_is_refused_before_it_is_read(sample, capsys, monkeypatch):
     from junobench.data import notebook as notebook_module
 
+    monkeypatch.setattr(notebook_module, "MAX_NOTEBOOK_BYTES", 1 << 20)  # 1 GiB as shipped
     big = notebook(sample, "pandas_1", "fixed")
     with big.open("r+b") as handle:  # a sparse tail: as large as asked, nothing on disk
-        handle.truncate((1 << 30) + 1)
+        handle.truncate((1 << 20) + 1)
     reads = []
     real = notebook_module.read_regular
     monkeypatch.setattr(notebook_module, "read_regular", lambda p, **k: reads.append(str(p)) or real(p, **k))
     code, _, err = run_cli(capsys, "ls", "--source", str(sample))
     assert code == 1 and "pandas_1_fixed.ipynb" in one_error(err)
-    assert "the notebook is larger than 1 GiB" in err
+    assert "the notebook is larger than 1.0 MiB" in err
     assert str(big) in reads  # asked for, and refused by its size before any byte was read
 
 

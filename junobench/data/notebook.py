@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from junobench.errors import JunoBenchError
+from junobench.safety.archives import human_size
 from junobench.safety.paths import read_regular
 
 _ANSI = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
@@ -130,7 +131,7 @@ def read_notebook(path: str | Path, *, case: str | None = None) -> tuple[Noteboo
         raw = _read_bytes(path)
     except OSError as error:
         if error.errno == errno.EFBIG:
-            raise NotebookError(f"the notebook is larger than {MAX_NOTEBOOK_BYTES / 2**30:g} GiB, "
+            raise NotebookError(f"the notebook is larger than {human_size(MAX_NOTEBOOK_BYTES)}, "
                                 "more than junobench reads", file=path, case=case,
                                 hint="clear its outputs (a notebook that large is mostly outputs)") from None
         raise NotebookError(f"cannot read the notebook ({error.strerror or error})", file=path,
