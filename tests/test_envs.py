@@ -204,9 +204,55 @@ def test_a_create_killed_while_installing_leaves_the_previous_environment(tmp_pa
         if run.poll() is None:
             run.kill()
     assert not (target / MANIFEST).exists()  # killed half-way: a half-built environment
-    again = create_environment(target, select("sample", ["NBspecific_2"]), python=python)
+    while True:  # an installer the kill left running holds the folder's lock until it ends
+        try:
+            again = create_environment(target, select("sample", ["NBspecific_2"]), python=python)
+            break
+        except JunoBenchError as error:
+            assert "another `env create`" in str(error) and time.monotonic() < deadline, error
+            time.sleep(0.2)
     assert again.reused and read_manifest(target) == before
     assert [p.name for p in tmp_path.iterdir()] == ["env"]
+
+
+def test_a_tool_outliving_a_killed_create_keeps_the_folder_locked(tmp_path):
+    """The tools a create runs inherit its lock: after the create is killed, a tool still
+    running (an installer writing into the folder) keeps other creates out until it ends,
+    so that none cleans the folder up under it."""
+    import signal
+    import subprocess
+    import time
+
+    target = tmp_path / "env"
+    marker = tmp_path / "tool-started"
+    script = ("import sys; from pathlib import Path; from junobench.envs.create import _building; "
+              "from junobench.envs.installer import run\n"
+              "with _building(Path(sys.argv[1])):\n"
+              "    run(['sh', '-c', 'sleep 4 & touch \"$0\"', sys.argv[2]], what='a long tool')\n"
+              "    import time; time.sleep(60)")
+    create = subprocess.Popen([sys.executable, "-c", script, str(target), str(marker)])
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists():
+            assert create.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        create.send_signal(signal.SIGKILL)
+        create.wait()
+    finally:
+        if create.poll() is None:
+            create.kill()
+    from junobench.envs.create import _building  # the lock every create takes first
+
+    with pytest.raises(JunoBenchError, match="another `env create` is making an environment here"), \
+            _building(target):
+        pass
+    while True:  # the tool ends within seconds: the folder is free again
+        try:
+            with _building(target):
+                break
+        except JunoBenchError:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
 
 
 def test_unknown_cases_and_bad_selections_are_one_error(capsys, tmp_path):

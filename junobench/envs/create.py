@@ -36,6 +36,7 @@ from junobench.envs.environment import Environment
 from junobench.envs.installer import (
     current_python,
     find_python,
+    inheriting,
     install,
     installed_versions,
     interpreter_version,
@@ -321,7 +322,8 @@ def _building(dest: Path) -> Iterator[None]:
             break
         os.close(fd)
     try:
-        yield
+        with inheriting(fd):  # a tool outliving a killed create keeps the folder locked
+            yield
     finally:
         with contextlib.suppress(OSError):
             path.unlink()

@@ -7,13 +7,15 @@ Every command's output is kept so that a failure can be shown in one line.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -23,6 +25,23 @@ from junobench.safety.grammar import check, is_iso_date
 
 #: How long one install command may run (seconds).
 INSTALL_TIMEOUT = 3600
+
+#: Descriptors the tools run here inherit (:func:`inheriting`).
+_INHERITED: contextvars.ContextVar[tuple[int, ...]] = contextvars.ContextVar("junobench_inherited", default=())
+
+
+@contextlib.contextmanager
+def inheriting(fd: int) -> Iterator[None]:
+    """Let the tools run in the block inherit ``fd``: `env create` passes the lock of the
+    folder it builds, so that a tool still running after the create was killed (an
+    installer writing into the folder) holds the lock until it ends, and no other create
+    cleans the folder up under it. Sandboxed builds do not inherit it: they die with the
+    create (bubblewrap's ``--die-with-parent``)."""
+    token = _INHERITED.set((*_INHERITED.get(), fd))
+    try:
+        yield
+    finally:
+        _INHERITED.reset(token)
 
 
 def uv_binary() -> str | None:
@@ -39,11 +58,12 @@ def uv_binary() -> str | None:
 
 
 def run(command: Sequence[str], *, what: str, cwd: str | Path | None = None,
-        env: dict[str, str] | None = None, timeout: float = INSTALL_TIMEOUT) -> str:
-    """Run a tool; its stdout, or a :class:`JunoBenchError` quoting its last error line."""
+        env: dict[str, str] | None = None, timeout: float = INSTALL_TIMEOUT, inherit: bool = True) -> str:
+    """Run a tool; its stdout, or a :class:`JunoBenchError` quoting its last error line.
+    ``inherit``: the tool inherits the descriptors of :func:`inheriting`."""
     try:
         done = subprocess.run(list(command), cwd=cwd, env=env, capture_output=True, text=True,
-                              timeout=timeout, check=False)
+                              timeout=timeout, check=False, pass_fds=_INHERITED.get() if inherit else ())
     except FileNotFoundError:
         raise JunoBenchError(f"{what}: {command[0]} not found") from None
     except subprocess.TimeoutExpired:
@@ -217,7 +237,7 @@ def run_build(command: Sequence[str], *, what: str, python: Path, sandbox: Sandb
     try:
         argv, env = build_argv(command, sandbox, python=str(python.absolute()), folder=folder, runtime=runtime,
                                env=os.environ)
-        return run(argv, what=what, env=env)
+        return run(argv, what=what, env=env, inherit=False)  # untrusted code: no lock to release
     finally:
         shutil.rmtree(runtime, ignore_errors=True)
 
