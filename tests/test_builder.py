@@ -127,3 +127,67 @@ def test_parallel_parsing_forks_its_workers_before_the_caller_starts_threads(tmp
     assert len(set(multiprocessing.active_children()) - before) == 2
     parsed = list(shards)
     assert [row["case_id"] for shard in parsed for row in shard.records.to_pylist()] == ids
+
+
+def _spools(cache) -> list[str]:
+    return sorted(p.name for p in cache.glob("junobench-spool-*"))
+
+
+def test_a_first_preparation_parses_while_its_cache_key_is_computed(reference_snapshot, tmp_path, monkeypatch):
+    """The first preparation of a snapshot folder into a cache starts its worker processes
+    before the key (a walk of every file) and uses what they parsed; a later one, with
+    records noted, computes the key first and starts no process for nothing."""
+    import multiprocessing
+
+    from junobench.data import build as build_module
+    from junobench.data import preparation
+
+    workers_at_key: list[int] = []
+    pools: list[object] = []
+
+    def watched(root):
+        workers_at_key.append(len(multiprocessing.active_children()))
+        return fingerprint(root)
+
+    class CountedShards(preparation.ParallelShards):
+        def __init__(self, *args):
+            pools.append(self)
+            super().__init__(*args)
+
+    monkeypatch.setattr(build_module, "fingerprint", watched)
+    monkeypatch.setattr(preparation, "ParallelShards", CountedShards)
+    single = build(reference_snapshot, "cases", cache_dir=tmp_path / "one", num_proc=1)[0]
+    early = build(reference_snapshot, "cases", cache_dir=tmp_path / "two", num_proc=2)[0]
+    assert workers_at_key == [0, 2]
+    assert len(pools) == 1  # the builder used the processes started before the key
+    assert early.data.table.equals(single.data.table)
+    again = build(reference_snapshot, "cases", cache_dir=tmp_path / "two", num_proc=2)[0]
+    assert workers_at_key == [0, 2, 0]
+    assert again.data.table.equals(single.data.table)
+    assert multiprocessing.active_children() == []
+    assert _spools(tmp_path / "two") == []
+
+
+def test_an_early_parse_stops_when_the_preparation_does_not_need_it_or_fails(
+        reference_snapshot, tmp_path, monkeypatch):
+    import multiprocessing
+
+    from junobench.data import build as build_module
+    from junobench.data.prepared import index_path
+    from junobench.data.records import CONFIGS
+
+    cache = tmp_path / "cache"
+    first = build(reference_snapshot, "cases", cache_dir=cache, num_proc=2)[0]
+    for config in CONFIGS:  # records in the cache, but not noted: the workers start for nothing
+        index_path(reference_snapshot, config, cache).unlink(missing_ok=True)
+    again = build(reference_snapshot, "cases", cache_dir=cache, num_proc=2)[0]
+    assert again.data.table.equals(first.data.table)
+    assert multiprocessing.active_children() == [] and _spools(cache) == []
+
+    def interrupted(root):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(build_module, "fingerprint", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build(reference_snapshot, "cases", cache_dir=tmp_path / "other", num_proc=2)
+    assert multiprocessing.active_children() == [] and _spools(tmp_path / "other") == []

@@ -18,15 +18,15 @@ import datasets
 from junobench.cores import available_cores
 from junobench.data import layout
 from junobench.data.cache import cache_root
-from junobench.data.prepared import remember
-from junobench.data.records import CONFIGS, JunoBench, read_report
+from junobench.data.prepared import index_path, remember
+from junobench.data.records import CONFIGS, EarlyParse, JunoBench, read_report, start_parsing
 from junobench.data.report import BuildReport
 from junobench.data.snapshot import fingerprint
 from junobench.errors import JunoBenchError, SnapshotError
 
 
 def builder_for(root: Path, config: str, *, cache_dir: str | Path | None = None, workers: int = 1,
-                content: str | None = None) -> JunoBench:
+                content: str | None = None, early: EarlyParse | None = None) -> JunoBench:
     """The builder of ``config`` for a local snapshot, keyed on its content (its
     :func:`~junobench.data.snapshot.fingerprint`, computed unless given as ``content``)."""
     if config not in CONFIGS:
@@ -38,6 +38,7 @@ def builder_for(root: Path, config: str, *, cache_dir: str | Path | None = None,
         cache_dir=str(cache_root(cache_dir)),
         dataset_name="junobench",
         workers=workers,
+        early=early,
     )
 
 
@@ -60,13 +61,31 @@ def prepare(
 
     Invalid cases fail with every problem listed (:class:`SnapshotError`), unless
     ``skip_invalid``. Large snapshots are parsed by ``num_proc`` processes (default: one
-    per core when there are at least :data:`PARALLEL_FROM` case folders).
+    per core when there are at least :data:`PARALLEL_FROM` case folders); the first time
+    a snapshot folder is prepared into a cache, they start before its cache key is known.
     """
     if num_proc is None:
         num_proc = _default_num_proc(root)
+    early = start_parsing(root, num_proc, cache_dir) if _first_preparation(root, cache_dir) else None
+    try:
+        return _prepare(root, configs, skip_invalid, cache_dir, num_proc, early)
+    finally:
+        if early is not None:
+            early.close()
+
+
+def _first_preparation(root: Path, cache_dir: str | Path | None) -> bool:
+    """Whether no records of the snapshot folder ``root`` were noted in the cache (then
+    they are most likely prepared now, and parsing can start before the key is known)."""
+    return not any(index_path(root, c, cache_dir).exists() for c in CONFIGS)
+
+
+def _prepare(root: Path, configs: Iterable[str], skip_invalid: bool, cache_dir: str | Path | None,
+             num_proc: int, early: EarlyParse | None) -> tuple[dict[str, datasets.Dataset], BuildReport]:
     content = fingerprint(root)
     wanted = list(dict.fromkeys(configs))
-    builders = {c: builder_for(root, c, cache_dir=cache_dir, workers=num_proc, content=content)
+    builders = {c: builder_for(root, c, cache_dir=cache_dir, workers=num_proc, content=content,
+                               early=early if c == "cases" else None)
                 for c in dict.fromkeys(["cases", *wanted])}  # notebooks derive from cases
     _prepare_one(builders["cases"])
     data = read_report(builders["cases"].cache_dir)

@@ -108,7 +108,8 @@ def folder_shards(root: str, shards: Sequence[Sequence[str]], *, workers: int = 
     """Parse the shards in order; with ``schema``, records come as Arrow tables, and with
     several ``workers`` the shards are parsed by that many processes, which hand their
     tables over as Arrow files in the ``spool`` directory. The processes start (fork) in
-    this call, before the caller starts any thread of its own.
+    this call, before the caller starts any thread of its own, and start parsing at once
+    (:class:`ParallelShards`).
 
     Workers run without the cycle collector: parsing makes no reference cycles, and a
     collection would touch (and so copy) every page a forked worker shares with its parent.
@@ -119,18 +120,34 @@ def folder_shards(root: str, shards: Sequence[Sequence[str]], *, workers: int = 
         return (_parse_folders_to_arrow((root, ids, schema, None)) for ids in shards)
     jobs = [(root, ids, schema, os.path.join(spool, f"shard-{i:05d}.arrow")) for i, ids in enumerate(shards)]
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
-    return _collected(multiprocessing.get_context(method).Pool(workers, initializer=gc.disable), jobs)
+    return ParallelShards(multiprocessing.get_context(method).Pool(workers, initializer=gc.disable), jobs)
 
 
-def _collected(pool: Any, jobs: list[tuple[str, Sequence[str], pa.Schema, str]]) -> Iterator[FolderShard]:
-    """The shards ``pool``'s processes parse, read back from their Arrow files in order."""
-    with pool:
-        for shard in pool.imap(_parse_folders_to_arrow, jobs):
-            path = str(shard.records)
-            with pa.memory_map(path) as source:
-                shard.records = pa.ipc.open_file(source).read_all()
-            os.unlink(path)
-            yield shard
+class ParallelShards(Iterator[FolderShard]):
+    """The shards a pool's processes parse, from the moment it is made; iterating gives
+    them in order, read back from their Arrow files. :meth:`close` stops the processes
+    (done when the iteration ends or fails)."""
+
+    def __init__(self, pool: Any, jobs: list[tuple[str, Sequence[str], pa.Schema, str]]) -> None:
+        self._pool: Any = pool
+        self._results = pool.imap(_parse_folders_to_arrow, jobs)
+
+    def __next__(self) -> FolderShard:
+        try:
+            shard: FolderShard = next(self._results)
+        except BaseException:
+            self.close()
+            raise
+        path = str(shard.records)
+        with pa.memory_map(path) as source:
+            shard.records = pa.ipc.open_file(source).read_all()
+        os.unlink(path)
+        return shard
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.terminate()
+            self._pool = None
 
 
 @contextmanager

@@ -23,7 +23,8 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,10 +33,12 @@ import datasets
 import pyarrow as pa
 
 from junobench.data import layout
+from junobench.data.cache import cache_root
 from junobench.data.cases import LABEL_FIELDS, RUN_FIELDS, TABLE_FIELDS
 from junobench.data.preparation import (
     NOTEBOOK_SOURCE_COLUMNS,
     BuildReport,
+    FolderShard,
     case_folders,
     folder_shards,
     frozen_heap,
@@ -57,9 +60,10 @@ from junobench.errors import JunoBenchError
 #    SciPy, pandas and XML readers are imported to wrap theirs. This builder reads a local
 #    snapshot only, so the module declares itself already done.
 # 2. ``self._output_dir`` (a builder attribute): the folder being prepared, which datasets
-#    moves to the cache folder when preparation succeeds. The build report and the
-#    workers' spool files must be written there, to move with the records (a report
-#    written to the public ``cache_dir`` would outlive a failed preparation).
+#    moves to the cache folder when preparation succeeds. The build report must be
+#    written there, to move with the records (a report written to the public
+#    ``cache_dir`` would outlive a failed preparation); so are the workers' spool files,
+#    unless they started before the builder (:func:`start_parsing`).
 _patched_for_streaming = True
 
 #: Report files written beside the prepared records: what was skipped, what is absent.
@@ -153,6 +157,46 @@ def shard_count(cases: int, workers: int = 1) -> int:
     return max(1, needed, 8 * workers if workers > 1 else 1)
 
 
+def case_shards(root: str | Path, workers: int = 1) -> tuple[list[str], list[Sequence[str]]]:
+    """The case folders of a snapshot, in case order, and the shards they are parsed in."""
+    folders = case_folders(root)
+    return folders, split(folders, shard_count(len(folders), workers))
+
+
+@dataclass
+class EarlyParse:
+    """A snapshot's case folders being parsed by worker processes before its builder
+    runs (:func:`start_parsing`); :meth:`close` stops them and removes their spool."""
+
+    folders: list[str]
+    shards: list[Sequence[str]]
+    parsed: Iterator[FolderShard]
+    spool: tempfile.TemporaryDirectory[str]
+
+    def close(self) -> None:
+        getattr(self.parsed, "close", lambda: None)()
+        self.spool.cleanup()
+
+
+def start_parsing(root: Path, workers: int, cache_dir: str | Path | None = None) -> EarlyParse | None:
+    """Start the worker processes on a snapshot's case folders now, for a builder made
+    later (``JunoBench(..., early=...)``): a first preparation computes the cache key of
+    the records (a walk of every file, on one core) while the other cores parse. ``None``
+    with fewer than two workers, or a snapshot the builder will refuse (it says why)."""
+    if workers < 2 or not layout.benchmark_dir(root).is_dir() or not os.path.lexists(root / layout.DESC_TABLE):
+        return None
+    try:
+        snapshot_environment(root)
+        folders, shards = case_shards(root, workers)
+        parent = cache_root(cache_dir)
+        parent.mkdir(parents=True, exist_ok=True)
+        spool = tempfile.TemporaryDirectory(prefix="junobench-spool-", dir=parent)
+    except (JunoBenchError, OSError):
+        return None
+    parsed = folder_shards(str(root), shards, workers=workers, schema=FOLDER_SCHEMA, spool=spool.name)
+    return EarlyParse(folders, shards, parsed, spool)
+
+
 @dataclass
 class JunoBenchConfig(datasets.BuilderConfig):
     """``snapshot``: the snapshot directory; ``fingerprint``: its content digest, the
@@ -185,9 +229,11 @@ class JunoBench(datasets.ArrowBasedBuilder):
 
     config: JunoBenchConfig
 
-    def __init__(self, *args: Any, workers: int = 1, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, workers: int = 1, early: EarlyParse | None = None, **kwargs: Any) -> None:
         #: Processes that parse case folders (the records are the same for any number).
         self.workers = max(1, workers)
+        #: The case folders' parsing, when it started before this builder (the caller closes it).
+        self.early = early
         #: The cache folder asked for (the notebooks config prepares the cases there).
         self.cache_root: str | None = kwargs.get("cache_dir")
         super().__init__(*args, **kwargs)
@@ -218,10 +264,9 @@ class JunoBench(datasets.ArrowBasedBuilder):
             raise JunoBenchError("the case table is missing", file=root / layout.DESC_TABLE,
                                  hint=f"a snapshot holds {layout.DESC_TABLE} beside benchmark/")
         snapshot_environment(root)  # a bad environment file fails here, with its name
-        folders = case_folders(root)
+        folders, shards = (self.early.folders, self.early.shards) if self.early else case_shards(root, self.workers)
         return [datasets.SplitGenerator(datasets.Split.TEST, gen_kwargs={
-            "root": str(root), "folders": folders,
-            "shards": split(folders, shard_count(len(folders), self.workers)),
+            "root": str(root), "folders": folders, "shards": shards,
         })]
 
     def _generate_tables(self, **kwargs: Any) -> Iterator[tuple[int, pa.Table]]:
@@ -239,11 +284,16 @@ class JunoBench(datasets.ArrowBasedBuilder):
         """The cases records shard by shard: lists of dicts, or Arrow tables with ``schema``
         (then parsed by ``workers`` processes); the report is written at the end."""
         report = BuildReport()
-        with frozen_heap(), tempfile.TemporaryDirectory(prefix="spool-", dir=self._output_dir) as spool:
-            parsed = folder_shards(root, shards, workers=self.workers, spool=spool,
-                                   schema=None if schema is None else FOLDER_SCHEMA)
-            tables = read_tables_in_background(root)  # after the workers started
-            yield from joined(root, folders, parsed, tables, report, schema)
+        early = self.early if schema is not None and self.early and self.early.shards == shards else None
+        with frozen_heap(), (nullcontext(None) if early else
+                             tempfile.TemporaryDirectory(prefix="spool-", dir=self._output_dir)) as spool:
+            parsed = early.parsed if early else folder_shards(
+                root, shards, workers=self.workers, spool=spool, schema=None if schema is None else FOLDER_SCHEMA)
+            try:
+                tables = read_tables_in_background(root)  # after the workers started
+                yield from joined(root, folders, parsed, tables, report, schema)
+            finally:
+                getattr(parsed, "close", lambda: None)()  # the workers stop, whatever happened
         _write_report(self._output_dir, "cases", report.to_dict())
 
     def _case_batches(self, files: tuple[str, ...], ranges: list[range]) -> Iterator[tuple[int, pa.Table]]:
