@@ -101,3 +101,23 @@ def test_console_script_prints_no_traceback_for_bad_input(tmp_path):
                             capture_output=True, text=True, check=False)
     assert result.returncode == 1
     assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+
+
+def test_table_rows_are_numbered_as_in_the_sheet_and_empty_rows_are_skipped(snapshot_copy):
+    """A problem names the row a spreadsheet shows: rows after an empty one keep their
+    number, and the empty row itself is no problem."""
+    from junobench.data.tables import read_desc
+
+    table = snapshot_copy / "benchmark_desc.xlsx"
+    before, _ = read_desc(snapshot_copy)
+    workbook = load_workbook(table)
+    sheet = workbook.active
+    sheet.insert_rows(4)  # row 4 empty; the case of row 4 moves to row 5
+    sheet.cell(row=6, column=1).value = None  # the case now in row 6 loses its id
+    workbook.save(table)
+    rows, problems = read_desc(snapshot_copy)
+    assert [str(p) for p in problems] == [
+        "benchmark_desc.xlsx: row 6: empty nb_name (give every row its case id)"]
+    assert [(r.case_id, r.row_number) for r in rows][:3] == [
+        (before[0].case_id, 2), (before[1].case_id, 3), (before[2].case_id, 5)]
+    assert len(rows) == len(before) - 1

@@ -74,21 +74,38 @@ class Table:
         return [dict(zip(self.columns, row, strict=False)) for row in self.rows]
 
     def require(self, columns: Iterable[str], *, hint: str) -> None:
-        missing = [c for c in columns if c not in self.columns]
-        if missing:
-            raise JunoBenchError(
-                f"missing required column(s) {', '.join(map(repr, missing))}",
-                file=self.path,
-                hint=hint,
-            )
+        _require(self.path, self.columns, columns, hint=hint)
+
+
+def _require(path: Path, header: Sequence[str], columns: Iterable[str], *, hint: str) -> None:
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise JunoBenchError(f"missing required column(s) {', '.join(map(repr, missing))}",
+                             file=path, hint=hint)
 
 
 def read_table(path: str | Path, *, sheet: int | str = 0, columns: Sequence[str] | None = None) -> Table:
     """Read one sheet of an xlsx file; the first row is the header. With ``columns``, only
     those of them that the sheet has are kept (in that order)."""
-    from python_calamine import CalamineError, CalamineWorkbook
 
     path = Path(path)
+    header, values = _read_sheet(path, sheet)
+    keep = range(len(header)) if columns is None else [header.index(c) for c in columns if c in header]
+    width = len(keep)
+    rows = []
+    for raw in values:
+        size = len(raw)
+        row = [_value(raw[i]) if i < size else None for i in keep]
+        if row.count(None) != width:
+            rows.append(row)
+    return Table(path, [header[i] for i in keep], rows)
+
+
+def _read_sheet(path: Path, sheet: int | str = 0) -> tuple[list[str], list[list[Any]]]:
+    """A sheet's header (trailing empty names dropped) and its rows below, as the reader
+    gives them (see :func:`read_table`)."""
+    from python_calamine import CalamineError, CalamineWorkbook
+
     try:
         require_regular(path)
         _check_spreadsheet(path)
@@ -106,15 +123,8 @@ def read_table(path: str | Path, *, sheet: int | str = 0, columns: Sequence[str]
     header = [_header(v) for v in values[0]]
     while header and header[-1] == "":
         header.pop()
-    keep = range(len(header)) if columns is None else [header.index(c) for c in columns if c in header]
-    width = len(keep)
-    rows = []
-    for raw in values[1:]:
-        size = len(raw)
-        row = [_value(raw[i]) if i < size else None for i in keep]
-        if row.count(None) != width:
-            rows.append(row)
-    return Table(path, [header[i] for i in keep], rows)
+    del values[0]
+    return header, values
 
 
 #: Cap on an xlsx file's uncompressed size (its zip members' declared sizes): the reader
@@ -202,21 +212,27 @@ def read_desc(root: str | Path) -> tuple[list[DescRow], list[Problem]]:
         raise JunoBenchError("the case table is missing", file=path,
                              hint=f"a snapshot holds {layout.DESC_TABLE} beside benchmark/")
     check_not_linked_out(path, root)
-    table = read_table(path)
-    table.require(DESC_REQUIRED, hint="use the published columns of benchmark_desc.xlsx")
-    position = {c: i for i, c in enumerate(table.columns)}
+    header, body = _read_sheet(path)
+    _require(path, header, DESC_REQUIRED, hint="use the published columns of benchmark_desc.xlsx")
+    position = {c: i for i, c in enumerate(header)}
     known = [(f, position[c]) for c, f in DESC_COLUMNS.items() if c in position]
-    dataset_slots = sorted({int(m[2]) for c in table.columns if (m := _DATASET_COLUMN.match(c))})
+    dataset_slots = sorted({int(m[2]) for c in header if (m := _DATASET_COLUMN.match(c))})
     slot_columns = [[(f, position.get(f"{c}_{slot}")) for c, f in DATASET_COLUMNS.items()]
                     for slot in dataset_slots]
     id_column = position["nb_name"]
+    width = len(header)
     rows: list[DescRow] = []
     problems: list[Problem] = []
     seen: dict[str, int] = {}
     name = layout.DESC_TABLE
-    for number, values in enumerate(table.rows, start=2):
+    # each cell read once, as text; rows numbered as in the sheet (the header is row 1)
+    for number, values in enumerate(body, start=2):
+        if len(values) < width:
+            values = [*values, *[None] * (width - len(values))]
         case_id = _text(values[id_column])
         if case_id is None:
+            if all(_value(v) is None for v in values[:width]):
+                continue  # an empty row
             problems.append(Problem(f"row {number}: empty nb_name", name, None,
                                     "give every row its case id"))
             continue
@@ -242,14 +258,15 @@ def read_diagnoses(root: str | Path) -> dict[str, str]:
     if not os.path.lexists(path):
         return {}
     check_not_linked_out(path, root)
-    table = read_table(path, columns=DIAGNOSIS_REQUIRED)
-    table.require(DIAGNOSIS_REQUIRED, hint="the diagnosis table has columns instance and diagnosis")
-    i, d = table.columns.index("instance"), table.columns.index("diagnosis")
+    header, body = _read_sheet(path)
+    _require(path, header, DIAGNOSIS_REQUIRED, hint="the diagnosis table has columns instance and diagnosis")
+    i, d = header.index("instance"), header.index("diagnosis")
     out: dict[str, str] = {}
-    for row in table.rows:
-        instance, diagnosis = _text(row[i]), _text(row[d])
-        if instance and diagnosis:
-            out[instance] = diagnosis
+    for row in body:
+        if len(row) > max(i, d):
+            instance, diagnosis = _text(row[i]), _text(row[d])
+            if instance and diagnosis:
+                out[instance] = diagnosis
     return out
 
 
@@ -267,13 +284,16 @@ def _value(value: Any) -> Any:
 
 
 def _text(value: Any) -> str | None:
-    """A cell as text: None for empty; integral floats without '.0'."""
+    """A cell as text: None for empty (or NaN); integral floats without '.0'."""
     if type(value) is str:
         return None if not value or value.isspace() else value
     if value is None:
         return None
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+    if isinstance(value, float):
+        if value != value:
+            return None
+        if value.is_integer():
+            return str(int(value))
     if isinstance(value, (datetime, date)):
         return value.isoformat()
     text = str(value)
