@@ -21,7 +21,7 @@ from typing import Any
 
 from junobench.data import layout
 from junobench.errors import JunoBenchError, Problem
-from junobench.safety.archives import archive_members
+from junobench.safety.archives import Refusal, archive_members
 from junobench.safety.atomic import atomic_path
 from junobench.safety.paths import check_not_linked_out, require_regular
 
@@ -136,14 +136,11 @@ MAX_TABLE_BYTES = 1 << 30
 def _check_spreadsheet(path: Path) -> None:
     """An xlsx file is a zip archive: its members are checked before the reader opens it
     (a decompression bomb is refused by its declared size and compression ratio)."""
-    if not zipfile.is_zipfile(path):
-        return  # not a zip: the reader says what it is
-    try:
-        archive_members(path, max_bytes=MAX_TABLE_BYTES)
-    except JunoBenchError as error:
-        raise JunoBenchError(f"refusing the spreadsheet (an xlsx file is a zip archive): "
-                             f"{error.problem_.problem.removeprefix('refusing the archive: ')}", file=path,
-                             hint="nothing was read; check where the file comes from") from None
+    if zipfile.is_zipfile(path):  # not a zip: the reader says what it is
+        archive_members(path, max_bytes=MAX_TABLE_BYTES, refusal=_SPREADSHEET)
+
+
+_SPREADSHEET = Refusal("the spreadsheet (an xlsx file is a zip archive)", "nothing was read")
 
 
 def write_table(path: str | Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> None:

@@ -41,43 +41,50 @@ class Member:
 
 def archive_members(source: Path, *, max_bytes: int = MAX_ARCHIVE_BYTES,
                     max_members: int = MAX_ARCHIVE_MEMBERS,
-                    max_ratio: float = MAX_COMPRESSION_RATIO) -> list[Member]:
+                    max_ratio: float = MAX_COMPRESSION_RATIO,
+                    refusal: Refusal | None = None) -> list[Member]:
     """The regular files of a zip or tar archive, after checking every member: refuses
     absolute paths, ``..``, links leaving the archive's root, special files, more than
     ``max_members`` members, a total declared size over ``max_bytes``, and a compression
     ratio over ``max_ratio`` (per member in a zip; in a compressed tar, the declared
     size so far against the whole archive's), naming the member in each case. Nothing is
-    decompressed but the tar headers."""
+    decompressed but the tar headers. ``refusal``: how the errors name the file and what
+    they say was spared (default: an archive, nothing extracted)."""
+    refusal = refusal or EXTRACTING
+
+    def refuse(member: str, reason: str) -> JunoBenchError:
+        return refusal.error(source, member, reason)
+
     members: list[Member] = []
     total = 0
     archive_size = max(1, source.stat().st_size)
     count = 0
-    for name, size, kind, link, key in _listing(source):
+    for name, size, kind, link, key in _listing(source, refusal):
         count += 1
         if count > max_members:
-            raise unsafe_archive(source, name, f"the archive has more than {max_members:,} members "
+            raise refuse(name, f"the archive has more than {max_members:,} members "
                                         "(for real data, `construct downsample` takes --max-members)")
         compressed = _compressed_size(key, archive_size)
         judged = size if isinstance(key, zipfile.ZipInfo) else total + size
         if judged > RATIO_FROM_BYTES and judged > max_ratio * compressed:
-            raise unsafe_archive(source, name, f"it compresses {judged / max(compressed, 1):,.0f} to one, "
+            raise refuse(name, f"it compresses {judged / max(compressed, 1):,.0f} to one, "
                                         f"past the cap of {max_ratio:g} (a decompression bomb?)")
         safe = safe_name(name)
         if safe is None:
-            raise unsafe_archive(source, name, "its path is absolute or leaves the destination (..)")
+            raise refuse(name, "its path is absolute or leaves the destination (..)")
         if kind == "link":
             target = link.replace("\\", "/")
             resolved = posixpath.normpath(posixpath.join(posixpath.dirname(safe), target))
             if posixpath.isabs(target) or resolved == ".." or resolved.startswith("../"):
-                raise unsafe_archive(source, name, f"it links outside the destination ({link})")
+                raise refuse(name, f"it links outside the destination ({link})")
             continue  # safe links are not extracted: only regular files are sampled
         if kind == "special":
-            raise unsafe_archive(source, name, "it is a device, fifo or other special file")
+            raise refuse(name, "it is a device, fifo or other special file")
         if kind == "dir":
             continue
         total += size
         if total > max_bytes:
-            raise unsafe_archive(source, name, f"the archive's declared size passes the cap of "
+            raise refuse(name, f"the archive's declared size passes the cap of "
                                         f"{human_size(max_bytes)} (a decompression bomb?)")
         members.append(Member(safe, size, key))
     return members
@@ -90,13 +97,13 @@ def _compressed_size(key: Any, archive_size: int) -> int:
     return archive_size
 
 
-def _listing(source: Path) -> Iterator[tuple[str, int, str, str, Any]]:
+def _listing(source: Path, refusal: Refusal) -> Iterator[tuple[str, int, str, str, Any]]:
     """:func:`_raw_listing`, with a damaged archive (cut short, bad headers) a clear error."""
     try:
         yield from _raw_listing(source)
     except (zipfile.BadZipFile, tarfile.TarError, EOFError, zlib.error, OSError, ValueError) as error:
-        raise JunoBenchError(f"the archive is damaged or cut short ({error or type(error).__name__})",
-                             file=source, hint="nothing was extracted; fetch the archive again") from None
+        raise JunoBenchError(f"{refusal.subject} is damaged or cut short ({error or type(error).__name__})",
+                             file=source, hint=f"{refusal.spared}; fetch it again") from None
 
 
 def _raw_listing(source: Path) -> Iterator[tuple[str, int, str, str, Any]]:
@@ -144,9 +151,25 @@ def safe_name(name: str) -> str | None:
     return "/".join(parts)
 
 
+@dataclass(frozen=True)
+class Refusal:
+    """How a refused archive is named (``subject``) and what its refusal spared."""
+
+    subject: str
+    spared: str
+
+    def error(self, source: Path, member: str, reason: str) -> JunoBenchError:
+        return JunoBenchError(f"refusing {self.subject}: member {member!r}: {reason}", file=source,
+                              hint=f"{self.spared}; check where the file comes from")
+
+
+#: An archive about to be extracted (``construct downsample``).
+EXTRACTING = Refusal("the archive", "nothing was extracted")
+
+
 def unsafe_archive(source: Path, member: str, reason: str) -> JunoBenchError:
-    return JunoBenchError(f"refusing the archive: member {member!r}: {reason}", file=source,
-                          hint="nothing was extracted; check where the archive comes from")
+    """The error refusing an archive to extract because of ``member``."""
+    return EXTRACTING.error(source, member, reason)
 
 
 def human_size(size: float) -> str:
