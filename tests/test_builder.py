@@ -191,3 +191,18 @@ def test_an_early_parse_stops_when_the_preparation_does_not_need_it_or_fails(
     with pytest.raises(KeyboardInterrupt):
         build(reference_snapshot, "cases", cache_dir=tmp_path / "other", num_proc=2)
     assert multiprocessing.active_children() == [] and _spools(tmp_path / "other") == []
+
+
+def test_records_prepared_by_another_release_are_not_reused(tmp_path, monkeypatch):
+    """Records are cached under the snapshot's content and the junobench release that
+    prepared them: an upgrade whose checks differ never serves the old records or report."""
+    from junobench.data import build as build_module
+
+    cache = tmp_path / "cache"
+    files = lambda dataset: [f["filename"] for f in dataset.cache_files]  # noqa: E731
+    first = build(sample_path(), "cases", cache_dir=cache)[0]
+    assert files(build(sample_path(), "cases", cache_dir=cache)[0]) == files(first)  # reused
+    monkeypatch.setattr(build_module, "junobench_version", lambda: "99.0.0")
+    upgraded = build(sample_path(), "cases", cache_dir=cache)[0]
+    assert files(upgraded) != files(first)
+    assert upgraded.data.table.equals(first.data.table)

@@ -18,7 +18,7 @@ import datasets
 from junobench.cores import available_cores
 from junobench.data import layout
 from junobench.data.cache import cache_root
-from junobench.data.prepared import index_path, remember
+from junobench.data.prepared import index_path, junobench_version, remember
 from junobench.data.records import CONFIGS, EarlyParse, JunoBench, read_report, start_parsing
 from junobench.data.report import BuildReport
 from junobench.data.snapshot import fingerprint
@@ -35,6 +35,7 @@ def builder_for(root: Path, config: str, *, cache_dir: str | Path | None = None,
         config_name=config,
         snapshot=str(root),
         fingerprint=content or fingerprint(root),
+        junobench=junobench_version(),
         cache_dir=str(cache_root(cache_dir)),
         dataset_name="junobench",
         workers=workers,

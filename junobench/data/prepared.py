@@ -48,7 +48,7 @@ def remember(root: str | Path, config: str, content: str, files: list[str], repo
     from junobench.safety.atomic import atomic_open
 
     entry = {"snapshot": str(Path(root).resolve()), "config": config, "fingerprint": content,
-             "junobench": _junobench_version(), "records": RECORDS_VERSION, "files": files,
+             "junobench": junobench_version(), "records": RECORDS_VERSION, "files": files,
              "report": report}
     path = index_path(root, config, cache_dir)
     if _read_index(path) == entry:
@@ -68,7 +68,7 @@ def recall(root: str | Path, config: str, *, content: str, skip_invalid: bool = 
     entry = _read_index(index_path(root, config, cache_dir))
     if entry is None or entry.get("snapshot") != str(Path(root).resolve()) \
             or entry.get("config") != config or entry.get("fingerprint") != content \
-            or entry.get("junobench") != _junobench_version() \
+            or entry.get("junobench") != junobench_version() \
             or entry.get("records") != RECORDS_VERSION:
         return None
     try:
@@ -111,7 +111,8 @@ def _regular(path: str) -> bool:
         return False
 
 
-def _junobench_version() -> str:
+def junobench_version() -> str:
+    """The installed junobench's version (records prepared by another are not served)."""
     import junobench
 
     return str(junobench.__version__)

@@ -200,10 +200,13 @@ def start_parsing(root: Path, workers: int, cache_dir: str | Path | None = None)
 @dataclass
 class JunoBenchConfig(datasets.BuilderConfig):
     """``snapshot``: the snapshot directory; ``fingerprint``: its content digest, the
-    cache key (an edited snapshot gets new records, never stale ones)."""
+    cache key (an edited snapshot gets new records, never stale ones); ``junobench``:
+    the release that prepares them (another release, whose checks may differ, prepares
+    its own)."""
 
     snapshot: str | None = None
     fingerprint: str | None = None
+    junobench: str | None = None
 
 
 class JunoBench(datasets.ArrowBasedBuilder):
@@ -310,6 +313,7 @@ class JunoBench(datasets.ArrowBasedBuilder):
             config_name="cases",
             snapshot=self.config.snapshot,
             fingerprint=self.config.fingerprint,
+            junobench=self.config.junobench,
             cache_dir=self.cache_root,
             dataset_name=self.dataset_name,
         )
