@@ -206,3 +206,24 @@ def test_records_prepared_by_another_release_are_not_reused(tmp_path, monkeypatc
     upgraded = build(sample_path(), "cases", cache_dir=cache)[0]
     assert files(upgraded) != files(first)
     assert upgraded.data.table.equals(first.data.table)
+
+
+def test_a_killed_preparation_leaves_no_spool_behind_for_long(reference_snapshot, tmp_path):
+    """A preparation killed while its workers spool leaves their folder in the cache: the
+    next first preparation removes it once its process is gone, and nothing else."""
+    import os
+    import subprocess
+
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    orphan = cache / f"junobench-spool-{gone.pid}-abc"
+    orphan.mkdir()
+    (orphan / "shard-00000.arrow").write_bytes(b"x" * 100)
+    alive = cache / f"junobench-spool-{os.getppid()}-def"  # a running process's: kept
+    alive.mkdir()
+    other = cache / "junobench-spool-notes"  # not a spool of ours: kept
+    other.mkdir()
+    build(reference_snapshot, "cases", cache_dir=cache, num_proc=2)
+    assert not orphan.exists() and alive.is_dir() and other.is_dir()

@@ -190,11 +190,30 @@ def start_parsing(root: Path, workers: int, cache_dir: str | Path | None = None)
         folders, shards = case_shards(root, workers)
         parent = cache_root(cache_dir)
         parent.mkdir(parents=True, exist_ok=True)
-        spool = tempfile.TemporaryDirectory(prefix="junobench-spool-", dir=parent)
+        _remove_orphan_spools(parent)
+        spool = tempfile.TemporaryDirectory(prefix=f"{_SPOOL}{os.getpid()}-", dir=parent)
     except (JunoBenchError, OSError):
         return None
     parsed = folder_shards(str(root), shards, workers=workers, schema=FOLDER_SCHEMA, spool=spool.name)
     return EarlyParse(folders, shards, parsed, spool)
+
+
+_SPOOL = "junobench-spool-"
+
+
+def _remove_orphan_spools(cache: Path) -> None:
+    """Remove the spool folders (``junobench-spool-<pid>-*``) of killed preparations: those
+    whose process no longer runs. Others' are left alone, and so is anything else."""
+    for entry in cache.glob(f"{_SPOOL}*-*"):
+        pid = entry.name[len(_SPOOL):].split("-", 1)[0]
+        if not pid.isdigit() or entry.is_symlink() or not entry.is_dir():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(entry, ignore_errors=True)
+        except (PermissionError, OverflowError, ValueError):
+            continue  # another user's process, or not a process id
 
 
 @dataclass
