@@ -13,7 +13,8 @@ from __future__ import annotations
 import gc
 import multiprocessing
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -42,6 +43,8 @@ from junobench.errors import Problem
 from junobench.safety.paths import is_dir_entry
 
 T = TypeVar("T")
+K = TypeVar("K")
+R = TypeVar("R")
 
 
 def case_folders(root: str | Path) -> list[str]:
@@ -294,3 +297,24 @@ def notebook_table(cases: pa.Table, schema: pa.Schema) -> pa.Table:
     both = pa.concat_tables(parts)
     interleaved = np.column_stack([np.arange(count), np.arange(count) + count]).ravel()
     return both.take(pa.array(interleaved))
+
+
+def computed_ahead(batches: Iterable[tuple[K, T]], function: Callable[[T], R], depth: int = 2
+                   ) -> Iterator[tuple[K, R]]:
+    """``(key, function(batch))`` for each of ``batches``, in order, each computed in a
+    thread up to ``depth`` batches before it is asked for: Arrow's compute functions
+    release the GIL, so computing a batch overlaps with writing the one before.
+
+    >>> list(computed_ahead(enumerate([1, 2, 3]), lambda x: x * 10))
+    [(0, 10), (1, 20), (2, 30)]
+    """
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="junobench-ahead") as pool:
+        pending: deque[tuple[K, Future[R]]] = deque()
+        for key, batch in batches:
+            pending.append((key, pool.submit(function, batch)))
+            if len(pending) > depth:
+                done_key, done = pending.popleft()
+                yield done_key, done.result()
+        while pending:
+            done_key, done = pending.popleft()
+            yield done_key, done.result()

@@ -40,6 +40,7 @@ from junobench.data.preparation import (
     BuildReport,
     FolderShard,
     case_folders,
+    computed_ahead,
     folder_shards,
     frozen_heap,
     joined,
@@ -296,8 +297,7 @@ class JunoBench(datasets.ArrowBasedBuilder):
         shard, the notebooks records computed column-wise from the cases records.
         (tests/test_builder.py checks them against datasets' per-example writing.)"""
         if self.config.name == "notebooks":
-            for key, cases in self._case_batches(**kwargs):
-                yield key, notebook_table(cases, NOTEBOOK_SCHEMA)
+            yield from computed_ahead(self._case_batches(**kwargs), _notebooks_of)
         else:
             yield from enumerate(self._case_parts(**kwargs, schema=CASE_SCHEMA))
 
@@ -338,6 +338,10 @@ class JunoBench(datasets.ArrowBasedBuilder):
         )
         builder.download_and_prepare()
         return builder.as_dataset(split="test")
+
+
+def _notebooks_of(cases: pa.Table) -> pa.Table:
+    return notebook_table(cases, NOTEBOOK_SCHEMA)
 
 
 def read_report(directory: str | Path) -> dict[str, Any]:
