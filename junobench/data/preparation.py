@@ -14,7 +14,7 @@ import gc
 import multiprocessing
 import os
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -107,12 +107,12 @@ def _parse_folders_to_arrow(job: tuple[str, Sequence[str], pa.Schema, str | None
 
 
 def folder_shards(root: str, shards: Sequence[Sequence[str]], *, workers: int = 1,
-                  schema: pa.Schema | None = None, spool: str | None = None) -> Iterator[FolderShard]:
+                  schema: pa.Schema | None = None, spool: str | None = None) -> Shards:
     """Parse the shards in order; with ``schema``, records come as Arrow tables, and with
     several ``workers`` the shards are parsed by that many processes, which hand their
     tables over as Arrow files in the ``spool`` directory. The processes start (fork) in
     this call, before the caller starts any thread of its own, and start parsing at once
-    (:class:`ParallelShards`).
+    (:class:`ParallelShards`). Either way, ``close()`` stops what is left of the parsing.
 
     Workers run without the cycle collector: parsing makes no reference cycles, and a
     collection would touch (and so copy) every page a forked worker shares with its parent.
@@ -151,6 +151,10 @@ class ParallelShards(Iterator[FolderShard]):
         if self._pool is not None:
             self._pool.terminate()
             self._pool = None
+
+
+#: Shards as :func:`folder_shards` gives them: parsed here, or by a pool's processes.
+Shards = Generator[FolderShard, None, None] | ParallelShards
 
 
 @contextmanager

@@ -38,7 +38,7 @@ from junobench.data.cases import LABEL_FIELDS, RUN_FIELDS, TABLE_FIELDS
 from junobench.data.preparation import (
     NOTEBOOK_SOURCE_COLUMNS,
     BuildReport,
-    FolderShard,
+    Shards,
     case_folders,
     computed_ahead,
     folder_shards,
@@ -171,12 +171,16 @@ class EarlyParse:
 
     folders: list[str]
     shards: list[Sequence[str]]
-    parsed: Iterator[FolderShard]
+    parsed: Shards
     spool: tempfile.TemporaryDirectory[str]
 
     def close(self) -> None:
-        getattr(self.parsed, "close", lambda: None)()
+        self.parsed.close()
         self.spool.cleanup()
+
+
+#: The name of an early parse's spool folder in the cache: then its process id and "-".
+_SPOOL = "junobench-spool-"
 
 
 def start_parsing(root: Path, workers: int, cache_dir: str | Path | None = None) -> EarlyParse | None:
@@ -197,9 +201,6 @@ def start_parsing(root: Path, workers: int, cache_dir: str | Path | None = None)
         return None
     parsed = folder_shards(str(root), shards, workers=workers, schema=FOLDER_SCHEMA, spool=spool.name)
     return EarlyParse(folders, shards, parsed, spool)
-
-
-_SPOOL = "junobench-spool-"
 
 
 def _remove_orphan_spools(cache: Path) -> None:
@@ -315,7 +316,7 @@ class JunoBench(datasets.ArrowBasedBuilder):
                 tables = read_tables_in_background(root)  # after the workers started
                 yield from joined(root, folders, parsed, tables, report, schema)
             finally:
-                getattr(parsed, "close", lambda: None)()  # the workers stop, whatever happened
+                parsed.close()  # the workers stop, whatever happened
         _write_report(self._output_dir, "cases", report.to_dict())
 
     def _case_batches(self, files: tuple[str, ...], ranges: list[range]) -> Iterator[tuple[int, pa.Table]]:

@@ -87,7 +87,6 @@ def _require(path: Path, header: Sequence[str], columns: Iterable[str], *, hint:
 def read_table(path: str | Path, *, sheet: int | str = 0, columns: Sequence[str] | None = None) -> Table:
     """Read one sheet of an xlsx file; the first row is the header. With ``columns``, only
     those of them that the sheet has are kept (in that order)."""
-
     path = Path(path)
     header, values = _read_sheet(path, sheet)
     keep = range(len(header)) if columns is None else [header.index(c) for c in columns if c in header]

@@ -63,12 +63,12 @@ def archive_members(source: Path, *, max_bytes: int = MAX_ARCHIVE_BYTES,
         count += 1
         if count > max_members:
             raise refuse(name, f"the archive has more than {max_members:,} members "
-                                        "(for real data, `construct downsample` takes --max-members)")
+                               "(for real data, `construct downsample` takes --max-members)")
         compressed = _compressed_size(key, archive_size)
         judged = size if isinstance(key, zipfile.ZipInfo) else total + size
         if judged > RATIO_FROM_BYTES and judged > max_ratio * compressed:
             raise refuse(name, f"it compresses {judged / max(compressed, 1):,.0f} to one, "
-                                        f"past the cap of {max_ratio:g} (a decompression bomb?)")
+                               f"past the cap of {max_ratio:g} (a decompression bomb?)")
         safe = safe_name(name)
         if safe is None:
             raise refuse(name, "its path is absolute or leaves the destination (..)")
@@ -85,7 +85,7 @@ def archive_members(source: Path, *, max_bytes: int = MAX_ARCHIVE_BYTES,
         total += size
         if total > max_bytes:
             raise refuse(name, f"the archive's declared size passes the cap of "
-                                        f"{human_size(max_bytes)} (a decompression bomb?)")
+                               f"{human_size(max_bytes)} (a decompression bomb?)")
         members.append(Member(safe, size, key))
     return members
 
