@@ -8,7 +8,7 @@ returned as :class:`~junobench.errors.Problem` objects naming file and case.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,9 +171,14 @@ def parse_case_folder(root: str | Path, case_id: str, env: Environment | None = 
 
 def table_fields(row: DescRow, diagnoses: dict[str, str]) -> dict[str, Any]:
     """The fields of a case's record that the tables give (see :data:`TABLE_FIELDS`)."""
-    fields = {name: row.fields.get(name) for name in TABLE_FIELDS}
-    fields["diagnosis"] = diagnoses.get(vocab.instance_id(row.case_id, "reproduced"))
-    return fields
+    return {name: values[0] for name, values in table_columns([row], diagnoses).items()}
+
+
+def table_columns(rows: Sequence[DescRow], diagnoses: dict[str, str]) -> dict[str, list[Any]]:
+    """:func:`table_fields` of several rows, field by field (no dict per row)."""
+    columns = {name: [row.fields.get(name) for row in rows] for name in TABLE_FIELDS if name != "diagnosis"}
+    columns["diagnosis"] = [diagnoses.get(vocab.instance_id(row.case_id, "reproduced")) for row in rows]
+    return {name: columns[name] for name in TABLE_FIELDS}
 
 
 def table_datasets(row: DescRow) -> list[dict[str, Any]]:

@@ -196,13 +196,13 @@ def parse_notebook(
         if cell.get("cell_type") != "code":
             continue
         source = cell.get("source", "")
-        if type(source) is not str:
+        if type(source) is list:
             try:
-                source = "".join(source) if type(source) is list else None
+                source = "".join(source)
             except TypeError:
                 source = None
-            if source is None:
-                raise fail(f"cell {position}: 'source' is neither a string nor a list of strings")
+        if type(source) is not str:
+            raise fail(f"cell {position}: 'source' is neither a string nor a list of strings")
         count = cell.get("execution_count")
         if count is not None and (type(count) is not int or not 0 <= count <= MAX_INT32):
             shown = repr(count) if len(repr(count)) < 40 else repr(count)[:40] + "…"

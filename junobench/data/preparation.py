@@ -29,12 +29,11 @@ from junobench import vocab
 from junobench.data import layout
 from junobench.data.cases import (
     LABEL_FIELDS,
-    TABLE_FIELDS,
     case_order,
     complete_record,
     parse_case_folder,
+    table_columns,
     table_datasets,
-    table_fields,
 )
 from junobench.data.report import BuildReport as BuildReport
 from junobench.data.tables import DescRow, read_desc, read_diagnoses
@@ -236,8 +235,8 @@ def joined(root: str, folders: Sequence[str], shards: Iterable[FolderShard],
 
 
 def _join_table(part: pa.Table, ids: list[str], tables: Tables, schema: pa.Schema) -> pa.Table:
-    fields = [table_fields(tables.rows[i], tables.diagnoses) for i in ids]
-    columns = {name: pa.array([f[name] for f in fields], pa.string()) for name in TABLE_FIELDS}
+    columns = {name: pa.array(values, pa.string())
+               for name, values in table_columns([tables.rows[i] for i in ids], tables.diagnoses).items()}
     datasets = part["datasets"]
     if datasets.null_count:  # cases without metadata files: the table describes their data
         datasets = pa.array(

@@ -181,24 +181,24 @@ def requirements_of(sources: Iterable[str], env: Environment, *,
     # One scan of the distinct cells, a line apart: both patterns match within a line
     # (from its start or a ';'), so the imports are those of each cell, in order.
     text = "\n".join(dict.fromkeys(sources))
-    for module, how in _imported(text):
-        top = module.split(".", 1)[0]
-        if how == "import" and (top in STDLIB or top in own):
-            if top in own and top not in needs.local:
-                needs.local.append(top)
+    local_ = needs.local
+    resolved = needs.resolved
+    for module, how in dict.fromkeys(_imported(text)):  # each import once, in order
+        top, standard, dist, label = _resolved(module, how)
+        if top is not None and (standard or top in own):
+            if top in own and top not in local_:
+                local_.append(top)
             continue
-        dist, label = _resolved(module, how)
-        needs.resolved.setdefault(label, None)
+        resolved.setdefault(label, None)
         if dist is None:
             unpinned.setdefault(label, None)
             continue
-        if dist not in versions:
-            versions[dist] = env.pin(dist)
-        if versions[dist] is None:
+        version = versions[dist] if dist in versions else versions.setdefault(dist, env.pin(dist))
+        if version is None:
             unpinned.setdefault(label, None)
             continue
-        needs.resolved[label] = dist
-        pins.add(f"{dist}=={versions[dist]}")
+        resolved[label] = dist
+        pins.add(f"{dist}=={version}")
     needs.requirements = sorted(pins)
     needs.unpinned = sorted(unpinned)
     needs.local.sort()
@@ -206,13 +206,16 @@ def requirements_of(sources: Iterable[str], env: Environment, *,
 
 
 @functools.lru_cache(maxsize=4096)
-def _resolved(module: str, how: str) -> tuple[str | None, str]:
-    """The distribution of an import, canonical (None: not on PyPI), and how the report
-    names the import."""
+def _resolved(module: str, how: str) -> tuple[str | None, bool, str | None, str]:
+    """What an import needs: its top-level module (None for a pip install) and whether
+    that is in the standard library; its distribution, canonical (None: not on PyPI); and
+    how the report names the import."""
     if how == "pip":
-        return canonicalize_name(module), f"pip install {module}"
+        return None, False, canonicalize_name(module), f"pip install {module}"
+    top = module.split(".", 1)[0]
     dist = distribution_of(module)
-    return (None if dist is None else canonicalize_name(dist)), f"import {_shown(module)}"
+    return (top, top in STDLIB, None if dist is None else canonicalize_name(dist),
+            f"import {_shown(module)}")
 
 
 def _shown(module: str) -> str:
