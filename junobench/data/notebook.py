@@ -50,6 +50,13 @@ _CELL_LINE_TAG = re.compile(r"<cell line: (\d+)>")
 _CELL_FRAME = re.compile(
     r"Cell In ?\[|Input In ?\[|<ipython-input-[^>]*>|[\\/]ipykernel_\d+[\\/][^\s:]+\.py"
 )
+
+
+def _may_name_cell(frame: str) -> bool:
+    """Whether ``frame`` holds a text that every match of ``_CELL_FRAME`` holds."""
+    return "In[" in frame or "In [" in frame or "<ipython-input-" in frame or "ipykernel_" in frame
+
+
 _ARROW_LINE = re.compile(r"^\s*-*>\s*(\d+)", re.MULTILINE)
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Iteration))\b:?")
 _HEADER = re.compile(r"^([A-Za-z_][\w.]*)\s+Traceback \(most recent call last\)")
@@ -427,6 +434,8 @@ def crash_line(traceback: Any) -> int | None:
 
 def _crash_line(frames: Sequence[str]) -> int | None:
     for frame in frames:
+        if not _may_name_cell(frame):  # a quick test of what _CELL_FRAME needs, before it runs
+            continue
         match = _CELL_FRAME.search(frame)
         if not match:
             continue
