@@ -228,9 +228,30 @@ manifests = st.fixed_dictionaries(
          "absent": json_values, "unlisted_folders": json_values}) | json_values})
 
 
+@pytest.fixture(scope="module")
+def croissant_validated_once(export_dir):
+    """mlcroissant's answer for a Croissant file, computed once for each content: only the
+    manifest is fuzzed, so every example would validate the same bytes again (about 0.15 s
+    each, most of the test's time)."""
+    import junobench.hub.croissant as croissant
+
+    validate = croissant.validate_with_mlcroissant
+    answers: dict[bytes, list[str] | None] = {}
+
+    def remembered(path):
+        content = Path(path).read_bytes()
+        if content not in answers:
+            answers[content] = validate(path)
+        return answers[content]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(croissant, "validate_with_mlcroissant", remembered)
+        yield answers
+
+
 @FUZZ
 @given(st.one_of(manifests.map(json_text), raw_json))
-def test_any_manifest_is_read_and_checked_or_a_clean_error(export_dir, tmp_path, text):
+def test_any_manifest_is_read_and_checked_or_a_clean_error(export_dir, croissant_validated_once, tmp_path, text):
     copy = tmp_path / "copy"
     if not copy.exists():
         shutil.copytree(export_dir, copy)
