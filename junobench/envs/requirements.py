@@ -181,19 +181,20 @@ def requirements_of(sources: Iterable[str], env: Environment, *,
     # One scan of the distinct cells, a line apart: both patterns match within a line
     # (from its start or a ';'), so the imports are those of each cell, in order.
     text = "\n".join(dict.fromkeys(sources))
-    local_ = needs.local
     resolved = needs.resolved
     for module, how in dict.fromkeys(_imported(text)):  # each import once, in order
         top, standard, dist, label = _resolved(module, how)
         if top is not None and (standard or top in own):
-            if top in own and top not in local_:
-                local_.append(top)
+            if top in own and top not in needs.local:
+                needs.local.append(top)
             continue
         resolved.setdefault(label, None)
         if dist is None:
             unpinned.setdefault(label, None)
             continue
-        version = versions[dist] if dist in versions else versions.setdefault(dist, env.pin(dist))
+        if dist not in versions:
+            versions[dist] = env.pin(dist)
+        version = versions[dist]
         if version is None:
             unpinned.setdefault(label, None)
             continue
