@@ -229,7 +229,7 @@ manifests = st.fixed_dictionaries(
 
 
 @pytest.fixture(scope="module")
-def croissant_validated_once(export_dir):
+def croissant_validated_once():
     """mlcroissant's answer for a Croissant file, computed once for each content: only the
     manifest is fuzzed, so every example would validate the same bytes again (about 0.15 s
     each, most of the test's time)."""
@@ -246,7 +246,7 @@ def croissant_validated_once(export_dir):
 
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(croissant, "validate_with_mlcroissant", remembered)
-        yield answers
+        yield
 
 
 @FUZZ

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import junobench.data.notebook as notebook_module
 from junobench.data.notebook import (
     NotebookError,
     crash_line,
@@ -154,6 +155,14 @@ def test_crash_line_skips_library_frames_of_a_chained_traceback():
                "Cell In[40], line 7\n----> 7 docs = f()\n", "ValueError: bad"]
     assert crash_line(chained) == 7
     assert exception_of(chained) == "ValueError"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=20), st.from_regex(notebook_module._CELL_FRAME), st.text(max_size=20))
+def test_the_quick_test_before_the_cell_frame_pattern_never_skips_a_frame_it_matches(before, name, after):
+    frame = before + name + after
+    assert notebook_module._CELL_FRAME.search(frame)
+    assert notebook_module._may_name_cell(frame)
 
 
 def test_traceback_forms_list_string_literal_and_truncated():
