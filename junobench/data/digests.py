@@ -77,13 +77,12 @@ class ContentDigests:
         if not stat.S_ISREG(info.st_mode):
             raise OSError(0, "not a regular file", str(path))
         if not is_utf8(real):  # a name that is not UTF-8 (the memo holds text): read each time
-            return _read_digest(real)
+            return _read_digest(real)[0]
         key = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_dev, info.st_ino)
         remembered = self._lookup(real, key)
         if remembered is not None:
             return remembered
-        digest = _read_digest(real)
-        after = os.stat(real)
+        digest, after = _read_digest(real)
         settled = time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) > _SETTLED_NS
         if settled and (after.st_size, after.st_mtime_ns, after.st_ctime_ns, after.st_dev, after.st_ino) == key:
             # unchanged while read, and not so recent that another write could share its times
@@ -132,14 +131,19 @@ class ContentDigests:
         self._db = None
 
 
-def _read_digest(path: str) -> str:
+def _read_digest(path: str) -> tuple[str, os.stat_result]:
+    """The sha256 (hex) of the regular file ``path`` and its ``fstat`` once read (what the
+    digest is of: a change while it was read shows in its times)."""
     from junobench.safety.paths import open_regular
 
-    digest = hashlib.sha256()
-    with os.fdopen(open_regular(path), "rb") as handle:
-        while chunk := handle.read(_CHUNK):
+    fd = open_regular(path)
+    try:
+        digest = hashlib.sha256()
+        while chunk := os.read(fd, _CHUNK):
             digest.update(chunk)
-    return digest.hexdigest()
+        return digest.hexdigest(), os.fstat(fd)
+    finally:
+        os.close(fd)
 
 
 def file_sha256(path: str | Path, cache_dir: str | Path | None = None) -> str:

@@ -85,8 +85,11 @@ class Environment:
 
     def pin(self, distribution: str) -> str | None:
         """The pinned version of a distribution (any spelling of its name), else None."""
+        found = self.requirements.get(distribution) or self.locked.get(distribution)
+        if found is not None:  # a canonical name (every key is one)
+            return found
         key = canonicalize_name(distribution)
-        return self.requirements.get(key) or self.locked.get(key)
+        return None if key == distribution else self.requirements.get(key) or self.locked.get(key)
 
     def pinned(self, distribution: str) -> str | None:
         """``name==version`` for a pinned distribution, else None."""

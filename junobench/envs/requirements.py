@@ -86,42 +86,40 @@ def imports_of(source: str) -> list[Import]:
 
 
 def _imported(source: str) -> Iterator[tuple[str, str]]:
-    """``(module, how)`` of each import of :func:`imports_of`, without an object each.
+    """``(module, how)`` of each import of :func:`imports_of`, without an object each:
+    the imports, then the pip installs."""
+    yield from _import_names(source)
+    yield from _pip_names(source)
 
-    Only the lines holding ``import`` or ``install`` are looked at (found by a fast
-    search), and the patterns are tried once at the start of each statement, not at
-    every character."""
-    for line in _lines(source, "import"):
+
+def _import_names(source: str) -> Iterator[tuple[str, str]]:
+    """The imports of :func:`_imported`. Only the lines holding ``import`` are looked at,
+    and the pattern is tried once at the start of each statement, not at every character."""
+    match_import = _IMPORT.match
+    for line in source.split("\n"):
+        if "import" not in line:
+            continue
         for statement in line.split(";") if ";" in line else (line,):
-            match = _IMPORT.match(statement)
+            match = match_import(statement)
             if match is None:
                 continue
-            module = match.group("from")
+            module, names = match.groups()
             if module is not None:
-                if module and not module.startswith("."):
+                if module and module[0] != ".":
                     yield module, "import"
                 continue
-            for part in match.group("import").split(","):
+            for part in names.split(","):
                 words = part.split()
                 if words:
                     yield words[0], "import"
-    for line in _lines(source, "install"):
-        match = _PIP.match(line)
-        if match is not None:
+
+
+def _pip_names(source: str) -> Iterator[tuple[str, str]]:
+    """The pip installs of :func:`_imported` (lines holding ``install``)."""
+    for line in source.split("\n"):
+        if "install" in line and (match := _PIP.match(line)) is not None:
             for name in pip_requirements(match.group("args")):
                 yield name, "pip"
-
-
-def _lines(text: str, word: str) -> Iterator[str]:
-    """The lines of ``text`` that hold ``word``, each once."""
-    at = text.find(word)
-    while at >= 0:
-        begin = text.rfind("\n", 0, at) + 1
-        end = text.find("\n", at)
-        if end < 0:
-            end = len(text)
-        yield text[begin:end]
-        at = text.find(word, end)
 
 
 def pip_requirements(args: str) -> list[str]:
@@ -177,24 +175,23 @@ def requirements_of(sources: Iterable[str], env: Environment, *,
     needs = Needs()
     pins: set[str] = set()
     unpinned: dict[str, None] = {}
-    versions: dict[str, str | None] = {}
-    # One scan of the distinct cells, a line apart: both patterns match within a line
-    # (from its start or a ';'), so the imports are those of each cell, in order.
-    text = "\n".join(dict.fromkeys(sources))
+    imports: list[tuple[str, str]] = []
+    installs: list[tuple[str, str]] = []
+    for cell in dict.fromkeys(sources):  # each distinct cell once; most import nothing
+        if "import" in cell:
+            imports += _import_names(cell)
+        if "install" in cell:
+            installs += _pip_names(cell)
     resolved = needs.resolved
-    for module, how in dict.fromkeys(_imported(text)):  # each import once, in order
+    pin = env.pin
+    for module, how in dict.fromkeys(imports + installs):  # each once, in order
         top, standard, dist, label = _resolved(module, how)
         if top is not None and (standard or top in own):
             if top in own and top not in needs.local:
                 needs.local.append(top)
             continue
         resolved.setdefault(label, None)
-        if dist is None:
-            unpinned.setdefault(label, None)
-            continue
-        if dist not in versions:
-            versions[dist] = env.pin(dist)
-        version = versions[dist]
+        version = None if dist is None else pin(dist)
         if version is None:
             unpinned.setdefault(label, None)
             continue
