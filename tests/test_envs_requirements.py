@@ -60,13 +60,13 @@ def test_the_lock_is_the_resolution_of_the_pins_as_of_the_benchmark_date():
     assert "tifffile" in parse_lock(text, python="3.11") and "pywin32" not in env.locked
 
 
-
 @pytest.mark.parametrize("spelling", ["scikit-learn", "Scikit_Learn", "SCIKIT.learn", "scikit__learn"])
 def test_a_pin_is_found_under_any_spelling_of_the_name(spelling):
     env = packaged()
     assert env.pin(spelling) == "1.2.2"
     assert env.pin(spelling + "-x") is None
     assert env.pin("ipykernel") == env.locked["ipykernel"] == env.pin("IPyKernel")  # from the lock alone
+
 
 # --------------------------------------------------------------------------- imports
 

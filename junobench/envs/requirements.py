@@ -182,13 +182,14 @@ def requirements_of(sources: Iterable[str], env: Environment, *,
             imports += _import_names(cell)
         if "install" in cell:
             installs += _pip_names(cell)
+    local_ = needs.local
     resolved = needs.resolved
     pin = env.pin
     for module, how in dict.fromkeys(imports + installs):  # each once, in order
         top, standard, dist, label = _resolved(module, how)
         if top is not None and (standard or top in own):
-            if top in own and top not in needs.local:
-                needs.local.append(top)
+            if top in own and top not in local_:
+                local_.append(top)
             continue
         resolved.setdefault(label, None)
         version = None if dist is None else pin(dist)
