@@ -1,14 +1,27 @@
-"""The sandbox's command lines and options, without running a kernel."""
+"""The sandbox's command lines and options, and its watchdog, without running a kernel."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
+import sys
+import time
 
 import pytest
 
 from junobench.cli import main
-from junobench.envs.sandbox import Sandbox, bwrap_argv, confined_environ, container_argv, require_sandbox
+from junobench.envs.sandbox import (
+    Sandbox,
+    bwrap_argv,
+    bwrap_problem,
+    confined_environ,
+    container_argv,
+    limit_reached,
+    require_sandbox,
+    watched,
+)
 from junobench.errors import JunoBenchError
 
 
@@ -104,3 +117,60 @@ def test_a_real_container_run(tmp_path):
 
     report = verify(["NBspecific_2"], "sample", sandbox=Sandbox(engine.rsplit("/", 1)[-1]), progress=False)
     assert report["NBspecific_2"].sandbox == f"{engine.rsplit('/', 1)[-1]}, network off"
+
+
+def _descendants(pid: int) -> list[int]:
+    """Processes below ``pid``, parents before children (from /proc)."""
+    parents: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as stat:
+                    parents[int(name)] = int(stat.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, frontier = [], [pid]
+    while frontier:
+        below = sorted(p for p, parent in parents.items() if parent in frontier)
+        found += below
+        frontier = below
+    return found
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        return stat.read().rsplit(b")", 1)[1].split()[0].decode()
+
+
+@pytest.mark.skipif(bwrap_problem() is not None, reason=f"no bubblewrap sandbox: {bwrap_problem()}")
+def test_a_kernel_that_grows_and_dies_between_two_looks_ran_out_of_memory(tmp_path):
+    # The watchdog is stopped while its "kernel" fills 232 MiB of a 256 MiB limit and exits
+    # with an error: its data size at the last look was small, only the peak the system
+    # reports when it ends can say it ran out of memory (as a kernel that dies of a failed
+    # allocation on a busy machine does).
+    go, grown = tmp_path / "go", tmp_path / "grown"
+    child = (f"import os, time\nwhile not os.path.exists({str(go)!r}):\n    time.sleep(0.01)\n"
+             f"hog = bytearray(232 << 20)\nopen({str(grown)!r}, 'w').close()\nos._exit(1)\n")
+    sandbox = Sandbox("bwrap", memory=256 << 20, processes=0)
+    status = tmp_path / "limit"
+    command = watched([sys.executable, "-c", child], sandbox, python=sys.executable, status=str(status))
+    argv = bwrap_argv(command, sandbox, python=sys.executable, cwd=str(tmp_path), writable=[str(tmp_path)],
+                      runtime=str(tmp_path), fonts=False)
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while len(below := _descendants(process.pid)) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)  # bwrap's PID 1, the watchdog, its child
+        watchdog, kernel = below[-2], below[-1]
+        os.kill(watchdog, signal.SIGSTOP)
+        go.touch()
+        while _state(kernel) != "Z" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert grown.exists(), "the child did not get its memory"
+        os.kill(watchdog, signal.SIGCONT)
+        _, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert b"the kernel ended" in stderr, stderr
+    assert status.read_text().strip() == "memory"
+    assert limit_reached(tmp_path, sandbox).startswith("out of memory")

@@ -12,8 +12,11 @@ root; no core files), starts the kernel as its child and polls the sandbox's own
 (a fresh PID namespace: only the notebook's processes) every few milliseconds. When the
 notebook's processes together hold more than the memory limit in RAM, or run more tasks
 (processes and threads) than allowed, it writes ``memory`` or ``processes`` to the status
-file and kills every process of the sandbox. It exits with the kernel; the sandbox's PID 1
-exits with it and the kernel of the machine kills whatever the notebook left behind.
+file and kills every process of the sandbox. A kernel that dies near the memory limit (its
+data size at the last look, or its peak in RAM that the system reports when it ends: it may
+grow and die between two looks) is said to have run out of memory too. It exits with the
+kernel; the sandbox's PID 1 exits with it and the kernel of the machine kills whatever the
+notebook left behind.
 """
 
 import os
@@ -108,12 +111,14 @@ def main(argv: "list[str]") -> int:
     page = os.sysconf("SC_PAGE_SIZE")
     near = 0  # the kernel's data size at the last look
     while True:
-        done, code = os.waitpid(kernel, os.WNOHANG)
+        done, code, used = os.wait4(kernel, os.WNOHANG)
         if done:
+            peak = used.ru_maxrss * 1024  # kilobytes: the kernel's peak in RAM, seen by the system
             sys.stderr.write("junobench sandbox: the kernel ended (wait status " + str(code) + ", data "
-                             + str(near >> 20) + " MiB)\n")
-            if memory > 0 and near >= memory * 0.9:
-                # an allocation a library did not check (C++ new, a thread's stack) killed it
+                             + str(near >> 20) + " MiB, peak " + str(peak >> 20) + " MiB)\n")
+            if memory > 0 and max(near, peak) >= memory * 0.9:
+                # an allocation a library did not check (C++ new, a thread's stack) killed it;
+                # the peak: it may have grown and died between two looks
                 record(status, "memory")
             return os.waitstatus_to_exitcode(code) if hasattr(os, "waitstatus_to_exitcode") else code >> 8
         near = data_size(kernel, page) or near  # 0 once it is a zombie: keep the last size
