@@ -52,11 +52,25 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     return report
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test on a local Ray cluster is slow (a Ray instance per module, workers per run)."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A test on a local Ray cluster is slow and marked ``ray`` (a Ray instance per module,
+    workers per run).
+
+    Under ``make test``'s workers (pytest-xdist, ``--dist loadgroup``) each module runs
+    whole on one worker (its module fixtures are made once), and the modules that start
+    Ray all run on the same worker, one after the other: two Ray instances at once on two
+    cores would starve each other's deadlines.
+    """
     for item in items:
         if "ray_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.ray)
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    ray_modules = {item.path for item in items if item.get_closest_marker("ray") is not None}
+    for item in items:
+        group = "ray" if item.path in ray_modules else str(item.path)
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")

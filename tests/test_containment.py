@@ -250,7 +250,7 @@ def test_network_on_reaches_the_loopback_and_the_report_says_so(tmp_path, listen
     assert len(accepted) == 1
 
 
-@pytest.mark.parametrize("executor", ["local", "ray"])
+@pytest.mark.parametrize("executor", ["local", pytest.param("ray", marks=pytest.mark.ray)])
 def test_cancelling_a_sandboxed_run_leaves_no_process(executor, tmp_path, request):
     import asyncio
 

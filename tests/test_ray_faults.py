@@ -22,7 +22,7 @@ from junobench.data.checkout import checkout
 
 pytest.importorskip("nbclient", reason="verify needs the run extra")
 pytest.importorskip("ray", reason="the Ray executor needs the ray extra")
-pytestmark = [pytest.mark.kernel, pytest.mark.slow]
+pytestmark = [pytest.mark.kernel, pytest.mark.slow, pytest.mark.ray]  # its own Ray instances
 
 ROOT = Path(__file__).resolve().parent.parent
 
