@@ -32,6 +32,22 @@ def parent_of(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
 
 
+def descendants(pid: int) -> list[int]:
+    """Processes below ``pid``, parents before children (Linux)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parents[int(entry.name)] = parent_of(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue  # gone meanwhile
+    found, frontier = [], [pid]
+    while frontier:
+        frontier = sorted(p for p, parent in parents.items() if parent in frontier)
+        found += frontier
+    return found
+
+
 def processes_with(text: str, name: str | None = None) -> list[int]:
     """Process ids whose command line holds ``text`` (and whose name is ``name``), Linux."""
     found = []

@@ -10,6 +10,7 @@ import sys
 import time
 
 import pytest
+from processes import alive, descendants  # tests/ is on sys.path under pytest
 
 from junobench.cli import main
 from junobench.envs.sandbox import (
@@ -119,29 +120,6 @@ def test_a_real_container_run(tmp_path):
     assert report["NBspecific_2"].sandbox == f"{engine.rsplit('/', 1)[-1]}, network off"
 
 
-def _descendants(pid: int) -> list[int]:
-    """Processes below ``pid``, parents before children (from /proc)."""
-    parents: dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as stat:
-                    parents[int(name)] = int(stat.read().rsplit(b")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-    found, frontier = [], [pid]
-    while frontier:
-        below = sorted(p for p, parent in parents.items() if parent in frontier)
-        found += below
-        frontier = below
-    return found
-
-
-def _state(pid: int) -> str:
-    with open(f"/proc/{pid}/stat", "rb") as stat:
-        return stat.read().rsplit(b")", 1)[1].split()[0].decode()
-
-
 @pytest.mark.skipif(bwrap_problem() is not None, reason=f"no bubblewrap sandbox: {bwrap_problem()}")
 def test_a_kernel_that_grows_and_dies_between_two_looks_ran_out_of_memory(tmp_path):
     # The watchdog is stopped while its "kernel" fills 232 MiB of a 256 MiB limit and exits
@@ -159,12 +137,12 @@ def test_a_kernel_that_grows_and_dies_between_two_looks_ran_out_of_memory(tmp_pa
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
-        while len(below := _descendants(process.pid)) < 3 and time.monotonic() < deadline:
+        while len(below := descendants(process.pid)) < 3 and time.monotonic() < deadline:
             time.sleep(0.02)  # bwrap's PID 1, the watchdog, its child
         watchdog, kernel = below[-2], below[-1]
         os.kill(watchdog, signal.SIGSTOP)
         go.touch()
-        while _state(kernel) != "Z" and time.monotonic() < deadline:
+        while alive(kernel) and time.monotonic() < deadline:  # until a zombie
             time.sleep(0.02)
         assert grown.exists(), "the child did not get its memory"
         os.kill(watchdog, signal.SIGCONT)
