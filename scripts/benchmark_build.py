@@ -5,7 +5,7 @@ beside the checkout, N=100 → 11,100 cases, 22,200 notebooks), then measures in
 each phase in a fresh process with a cold records cache:
 
 - the floor: read and ``json.loads`` every notebook, nothing else (also printed with
-  orjson, the faster parser the build uses, for comparison);
+  msgspec, the faster parser the build uses, for comparison);
 - the build: ``cases`` + ``notebooks`` records from a cold cache, as ``junobench build``
   prepares them (content fingerprint, tables, notebooks, Arrow files of both configs);
 - the warm load: the same with the cache current, and the cost of its cache key (every
@@ -90,8 +90,8 @@ import json, os, sys, time
 root = sys.argv[1]
 loads = json.loads
 if len(sys.argv) > 2:  # the JSON parser the build uses (stdlib json is the floor)
-    import orjson
-    loads = orjson.loads
+    import msgspec
+    loads = msgspec.json.decode
 start = time.perf_counter()
 count = 0
 for case in os.scandir(os.path.join(root, "benchmark")):
@@ -204,7 +204,7 @@ def main() -> int:
         floors, fast_floors, builds = [], [], []
         for attempt in range(args.repeat):  # interleaved, so both see the same machine
             floors.append(run(FLOOR, str(snapshot)))
-            fast_floors.append(run(FLOOR, str(snapshot), "orjson"))
+            fast_floors.append(run(FLOOR, str(snapshot), "msgspec"))
             builds.append(run(BUILD, str(snapshot), str(work / f"cache-{attempt}")))
         floor, fast_floor, build = (min(runs, key=lambda r: r["seconds"])
                                     for runs in (floors, fast_floors, builds))
@@ -217,7 +217,7 @@ def main() -> int:
         print(f"build/floor ratio: {ratio:.2f}")
         median = statistics.median(b["seconds"] for b in builds) / statistics.median(f["seconds"] for f in floors)
         print(f"  (ratio of the medians: {median:.2f})")
-        print(f"  (floor with orjson, the parser the build uses: {fast_floor['seconds']:.2f}s, "
+        print(f"  (floor with msgspec, the parser the build uses: {fast_floor['seconds']:.2f}s, "
               f"ratio {build['seconds'] / fast_floor['seconds']:.2f})")
         print(f"notebooks/s: {build['notebooks'] / build['seconds']:,.0f}")
         print(f"peak RSS of the build: {max(b['peak_rss_mb'] for b in builds):.0f} MB")

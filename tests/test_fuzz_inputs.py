@@ -110,6 +110,39 @@ def test_any_notebook_text_parses_or_is_a_clean_error(raw):
         assert "x.ipynb" in str(error) and "torch_1" in str(error)
 
 
+plain_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3), max_leaves=8)
+typed_cells = st.fixed_dictionaries({
+    "cell_type": st.sampled_from(["code", "code", "markdown", "raw"]),
+    "source": st.one_of(st.text(), st.lists(st.text(), max_size=3), hostile_text),
+    "execution_count": st.one_of(st.none(), st.integers(0, 50), st.integers(0, 50), huge_ints),
+    "outputs": st.none() | st.lists(st.fixed_dictionaries(
+        {"output_type": st.sampled_from(["error", "stream", "error", "display_data"])},
+        optional={"ename": plain_values, "evalue": plain_values,
+                  "traceback": st.lists(st.text(), max_size=2) | plain_values}), min_size=1, max_size=3)},
+    optional={"metadata": plain_values})
+typed_notebooks = st.fixed_dictionaries({"nbformat": st.sampled_from([4, 4, 4, 4.0, 3, None]),
+                                         "cells": st.lists(typed_cells, max_size=5)})
+
+
+@FUZZ
+@given(st.one_of(typed_notebooks, typed_notebooks, notebooks).map(json_text))
+def test_typed_decoding_gives_the_cells_of_the_value_by_value_checks(text):
+    """The two ways a notebook is parsed agree: a notebook the typed decoder takes has the
+    code cells the value-by-value checks give it, and one those checks refuse never gets
+    through the typed decoder."""
+    from junobench.data.notebook import _checked_notebook, _typed_code_cells
+
+    typed = _typed_code_cells(text)
+    try:
+        checked = _checked_notebook(text, "x.ipynb", "torch_1").code_cells
+    except NotebookError:
+        assert typed is None
+        return
+    assert typed is None or typed == checked
+
+
 # --------------------------------------------------------------------------- tables
 
 

@@ -94,13 +94,37 @@ def test_nbformat3_notebook_is_upgraded():
     assert nb.code_cells[0].execution_count == 1
 
 
-def test_json_the_fast_parser_refuses_is_still_read():
-    # Notebooks written with Python's json may hold NaN literals and integers beyond 64 bits.
+def test_json_the_typed_decoder_refuses_is_still_read():
+    # Notebooks written with Python's json may hold NaN literals; their text is kept as it is.
     metadata = '"metadata": {"loss": NaN, "seed": 123456789012345678901234567890}'
-    text = notebook(code("x = 1", 1)).replace('"metadata": {}', metadata, 1)
+    text = notebook(code("x = 1", 1, ("ValueError", "bad")), markdown("# notes")).replace(
+        '"metadata": {}', metadata, 1)
     nb = parse_notebook(text)
-    assert nb.data["metadata"]["seed"] == 123456789012345678901234567890
-    assert nb.code_cells[0].source == "x = 1"
+    assert nb.text == text
+    assert [(c.source, c.execution_count, c.error.ename) for c in nb.code_cells] == [("x = 1", 1, "ValueError")]
+
+
+def test_a_notebook_upgraded_from_nbformat_3_is_kept_as_version_4_text():
+    v3 = {"nbformat": 3, "nbformat_minor": 0, "metadata": {}, "worksheets": [{"cells": [
+        {"cell_type": "code", "input": "x = 1", "prompt_number": 1, "outputs": [],
+         "language": "python", "collapsed": False}]}]}
+    nb = parse_notebook(json.dumps(v3))
+    upgraded = json.loads(nb.text)
+    assert upgraded["nbformat"] == 4 and upgraded["cells"][0]["source"] == "x = 1"
+
+
+def test_ordinary_notebooks_are_decoded_straight_into_typed_cells():
+    """The sample's notebooks (nbformat 4, the usual values) take the typed decoder, not the
+    value-by-value checks that are there for notebooks of any other shape."""
+    from junobench.data.snapshot import sample_path
+
+    paths = sorted(sample_path().glob("benchmark/*/*.ipynb"))
+    assert len(paths) >= 20
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        typed = notebook_module._typed_code_cells(text)
+        assert typed is not None, path
+        assert typed == notebook_module._checked_notebook(text, path, None).code_cells
 
 
 @pytest.mark.parametrize(

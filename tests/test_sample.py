@@ -72,7 +72,7 @@ def test_every_case_has_three_notebooks_a_crash_and_a_clean_fix(rows):
         assert fixed.target_index is None, case_id  # no error output anywhere
         assert fixed.code_cells[target].execution_count is not None, case_id
         for notebook in versions.values():
-            cells = notebook.data["cells"]
+            cells = json.loads(notebook.text)["cells"]
             assert any(c["cell_type"] == "markdown" for c in cells), case_id
             for cell in notebook.code_cells:  # cells that did not run have no output
                 raw = [c for c in cells if c["cell_type"] == "code"][cell.index]

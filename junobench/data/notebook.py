@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-import orjson
+import msgspec
 
 from junobench.errors import JunoBenchError
 from junobench.safety.archives import human_size
@@ -114,19 +114,17 @@ class Step(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class Notebook:
-    """A parsed notebook: its nbformat v4 JSON and its code cells."""
+    """A parsed notebook: its code cells and its nbformat v4 JSON text (``upgraded_from``:
+    the nbformat version it was upgraded from, its text then the upgraded notebook's)."""
 
-    data: dict[str, Any]
     code_cells: tuple[CodeCell, ...]
+    text: str
     upgraded_from: int | None = None
 
     @property
     def target_index(self) -> int | None:
         """Code-cell index of the crashing cell (see :func:`find_target`)."""
         return find_target(self.code_cells)
-
-    def to_json(self) -> str:
-        return json.dumps(self.data, ensure_ascii=False)
 
 
 # --------------------------------------------------------------------------- reading
@@ -143,13 +141,8 @@ def read_notebook(path: str | Path, *, case: str | None = None) -> tuple[Noteboo
                                 hint="clear its outputs (a notebook that large is mostly outputs)") from None
         raise NotebookError(f"cannot read the notebook ({error.strerror or error})", file=path,
                             case=case, hint="check that the file exists and is readable") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise NotebookError(f"not UTF-8 text ({error.reason} at byte {error.start})", file=path,
-                            case=case, hint="open it in Jupyter and save it again") from None
-    notebook = parse_notebook(text, file=path, case=case)
-    return notebook, text if notebook.upgraded_from is None else notebook.to_json()
+    notebook = parse_notebook(raw, file=path, case=case)
+    return notebook, notebook.text
 
 
 #: Largest notebook read (parsing holds about three times its size in memory); real
@@ -171,15 +164,29 @@ def parse_notebook(
     Raises :class:`NotebookError` naming ``file`` and ``case`` for anything that is not a
     notebook; never another exception.
     """
+    try:
+        text = raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else raw
+    except UnicodeDecodeError as error:
+        raise NotebookError(f"not UTF-8 text ({error.reason} at byte {error.start})", file=file,
+                            case=case, hint=_RESAVE) from None
+    code_cells = _typed_code_cells(text)
+    if code_cells is not None:
+        return Notebook(code_cells, text)
+    return _checked_notebook(text, file, case)
 
-    def fail(problem: str, hint: str = "open it in Jupyter and save it again") -> NotebookError:
+
+_RESAVE = "open it in Jupyter and save it again"
+
+
+def _checked_notebook(text: str, file: str | Path | None, case: str | None) -> Notebook:
+    """:func:`parse_notebook` value by value: what a notebook of another shape than
+    :class:`_NotebookShape` holds (or what is wrong with it, in a :class:`NotebookError`)."""
+
+    def fail(problem: str, hint: str = _RESAVE) -> NotebookError:
         return NotebookError(problem, file=file, case=case, hint=hint)
 
     try:
-        text = raw.decode("utf-8") if isinstance(raw, (bytes, bytearray)) else raw
-        data, checked = _loads(text)
-    except UnicodeDecodeError as error:
-        raise fail(f"not UTF-8 text ({error.reason} at byte {error.start})") from None
+        data = json.loads(text)
     except (ValueError, RecursionError) as error:  # JSONDecodeError, or a number too long
         where = f" (line {error.lineno}, column {error.colno})" if isinstance(
             error, json.JSONDecodeError) else ""
@@ -196,7 +203,6 @@ def parse_notebook(
     if not isinstance(cells, list):
         raise fail("not a notebook: no 'cells' list")
     code_cells: list[CodeCell] = []
-    new_cell = tuple.__new__  # CodeCell(...) without its Python-level __new__ (once per cell)
     for position, cell in enumerate(cells):
         if type(cell) is not dict:
             raise fail(f"cell {position} is not an object")
@@ -220,11 +226,70 @@ def parse_notebook(
         if outputs:
             if type(outputs) is not list:
                 raise fail(f"cell {position}: 'outputs' is not a list")
-            crash = _error_output(outputs)
-        code_cells.append(new_cell(CodeCell, (len(code_cells), source, count, crash)))
-    if not checked and _MAY_HOLD_SURROGATE(text):
+            crash = next((_error_output(o.get("ename", ""), o.get("evalue", ""), o.get("traceback", []))
+                          for o in outputs if type(o) is dict and o.get("output_type") == "error"), None)
+        code_cells.append(CodeCell(len(code_cells), source, count, crash))
+    if _MAY_HOLD_SURROGATE(text):
         _refuse_surrogates(code_cells, fail)
-    return Notebook(data, tuple(code_cells), upgraded_from)
+    if upgraded_from is not None:
+        text = json.dumps(data, ensure_ascii=False)
+    return Notebook(tuple(code_cells), text, upgraded_from)
+
+
+# The shape of a notebook that parses without a word (nbformat 4, every value of a type
+# the checks accept), decoded by msgspec straight into these structs: the other keys are
+# skipped, not turned into Python objects, and the types are checked while decoding.
+# Whatever msgspec refuses (another shape, a lone surrogate, NaN) goes value by value
+# through _checked_notebook, which gives the same cells or says what is wrong.
+
+
+class _OutputShape(msgspec.Struct):
+    output_type: Any = None
+    ename: Any = ""
+    evalue: Any = ""
+    traceback: Any = []
+
+
+class _CellShape(msgspec.Struct):
+    cell_type: Any = None
+    source: str | list[str] = ""
+    execution_count: int | None = None
+    outputs: list[_OutputShape] | None = None
+
+
+class _NotebookShape(msgspec.Struct):
+    cells: list[_CellShape]
+    nbformat: Any = None
+
+
+_decode_shape = msgspec.json.Decoder(_NotebookShape).decode
+
+
+def _typed_code_cells(text: str) -> tuple[CodeCell, ...] | None:
+    """The code cells of a notebook of :class:`_NotebookShape` (None for any other)."""
+    try:
+        notebook = _decode_shape(text)
+    except (ValueError, RecursionError):  # msgspec's DecodeError is a ValueError
+        return None
+    if notebook.nbformat != 4:
+        return None
+    code_cells: list[CodeCell] = []
+    new_cell = tuple.__new__  # CodeCell(...) without its Python-level __new__ (once per cell)
+    for cell in notebook.cells:
+        if cell.cell_type != "code":
+            continue
+        source = cell.source
+        if type(source) is list:
+            source = "".join(source)
+        count = cell.execution_count
+        if count is not None and not 0 <= count <= MAX_INT32:
+            return None
+        crash = None
+        if cell.outputs:
+            crash = next((_error_output(o.ename, o.evalue, o.traceback)
+                          for o in cell.outputs if o.output_type == "error"), None)
+        code_cells.append(new_cell(CodeCell, (len(code_cells), source, count, crash)))
+    return tuple(code_cells)
 
 
 #: Largest execution count or line number a record holds (they are stored as int32).
@@ -248,28 +313,6 @@ def _refuse_surrogates(cells: Sequence[CodeCell], fail: Any) -> None:
                            "replace the escape by the character it stands for") from None
 
 
-def _loads(text: str) -> tuple[Any, bool]:
-    """JSON text → Python values: orjson (about twice as fast), the standard library for
-    what orjson refuses (``NaN`` literals, integers beyond 64 bits, lone surrogates) and
-    for its messages. Also whether the strings are known to hold no lone surrogate (the
-    orjson installed refuses them, the standard library does not)."""
-    try:
-        return orjson.loads(text), _ORJSON_REFUSES_SURROGATES
-    except orjson.JSONDecodeError:
-        return json.loads(text), False
-
-
-def _refuses_surrogates() -> bool:
-    try:
-        orjson.loads('"\\ud800"')
-    except orjson.JSONDecodeError:
-        return True
-    return False
-
-
-_ORJSON_REFUSES_SURROGATES = _refuses_surrogates()
-
-
 def _upgrade(data: dict[str, Any], fail: Any) -> tuple[dict[str, Any], int]:
     import nbformat
 
@@ -284,15 +327,8 @@ def _upgrade(data: dict[str, Any], fail: Any) -> tuple[dict[str, Any], int]:
     return json.loads(json.dumps(upgraded)), major
 
 
-def _error_output(outputs: list[Any]) -> ErrorOutput | None:
-    for output in outputs:
-        if type(output) is dict and output.get("output_type") == "error":
-            return ErrorOutput(
-                ename=str(output.get("ename", "")),
-                evalue=str(output.get("evalue", "")),
-                traceback=tuple(parse_traceback(output.get("traceback", []))),
-            )
-    return None
+def _error_output(ename: Any, evalue: Any, traceback: Any) -> ErrorOutput:
+    return ErrorOutput(ename=str(ename), evalue=str(evalue), traceback=tuple(parse_traceback(traceback)))
 
 
 # --------------------------------------------------------------------------- order
