@@ -59,12 +59,13 @@ lint: install
 docs: install
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
-# Two workers (pytest-xdist): a module runs whole on one of them, the Ray modules all on
+# Three workers (pytest-xdist) on two cores, as most tests wait on kernels, Ray and
+# subprocesses: a module runs whole on one of them, the Ray modules one after the other on
 # the same one (tests/conftest.py); TEST_WORKERS=0 runs the suite in this process alone.
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 
 test: sandbox lint docs
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The edit loop: lint and the tests that start no kernel, no Ray and nothing slow,
 # stopping at the first failure (a few minutes; `make test` is the whole suite).

@@ -52,25 +52,47 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     return report
 
 
+#: The test modules that start Ray (a test marked ``ray``; every ``ray_cluster`` user is).
+#: ``make test``'s workers run them one after the other on one worker: two Ray instances
+#: at once on two cores slow each other's runs two- to threefold. Collection fails when a
+#: module that starts Ray is missing here.
+RAY_MODULES = frozenset({
+    "tests/test_construct_reproduce.py", "tests/test_containment.py", "tests/test_executor.py",
+    "tests/test_ray_faults.py", "tests/test_ray_stopped.py", "tests/test_verify_ray.py",
+})
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """A test on a local Ray cluster is slow and marked ``ray`` (a Ray instance per module,
-    workers per run).
-
-    Under ``make test``'s workers (pytest-xdist, ``--dist loadgroup``) each module runs
-    whole on one worker (its module fixtures are made once), and the modules that start
-    Ray all run on the same worker, one after the other: two Ray instances at once on two
-    cores would starve each other's deadlines.
-    """
+    workers per run); a module with a ``ray`` test must be one of :data:`RAY_MODULES`."""
     for item in items:
         if "ray_cluster" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
             item.add_marker(pytest.mark.ray)
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
-    ray_modules = {item.path for item in items if item.get_closest_marker("ray") is not None}
-    for item in items:
-        group = "ray" if item.path in ray_modules else str(item.path)
-        item.add_marker(pytest.mark.xdist_group(group))
+    unlisted = {_module(item.nodeid) for item in items if item.get_closest_marker("ray")} - RAY_MODULES
+    if unlisted:
+        raise pytest.UsageError(f"{', '.join(sorted(unlisted))} start(s) Ray: add it to RAY_MODULES in "
+                                "tests/conftest.py, so that make test runs it after the other Ray modules")
+
+
+def _module(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, when it is installed
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``--dist loadfile`` as ``make test`` runs it: each module whole on one worker (its
+    module fixtures made once), and the :data:`RAY_MODULES` together, as one unit."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModulesAndRay(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = _module(nodeid)
+            return "ray" if module in RAY_MODULES else module
+
+    return ModulesAndRay(config, log)
 
 
 @pytest.fixture(scope="session")
