@@ -160,7 +160,7 @@ def test_faults_past_the_retries_are_infrastructure_errors(ray_cluster, tmp_path
     assert outcome.log.steps == () and outcome.log.failure == outcome.error
 
 
-@pytest.mark.parametrize("executor", ["local", pytest.param("ray", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("executor", ["local", pytest.param("ray", marks=[pytest.mark.slow, pytest.mark.ray])])
 def test_cancelling_stops_the_kernels(executor, tmp_path, request):
     if executor == "ray":
         request.getfixturevalue("ray_cluster")
