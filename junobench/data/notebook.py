@@ -269,7 +269,7 @@ def _typed_code_cells(text: str) -> tuple[CodeCell, ...] | None:
     """The code cells of a notebook of :class:`_NotebookShape` (None for any other)."""
     try:
         notebook = _decode_shape(text)
-    except (msgspec.DecodeError, ValueError, RecursionError):  # ValueError: text that is not UTF-8
+    except (msgspec.DecodeError, ValueError, RecursionError):  # ValueError: a str with a lone surrogate
         return None
     if notebook.nbformat != 4:
         return None
