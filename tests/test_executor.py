@@ -184,7 +184,9 @@ def test_cancelling_stops_the_kernels(executor, tmp_path, request):
     for pid in kernels:
         assert gone(pid), f"kernel {pid} was left behind"
     if executor == "ray":  # the workers removed their folders: the cases' copies, the kernels' keys
-        assert not [folder for pid in workers for folder in worker_folders(pid)]
+        left = [folder for pid in workers for folder in worker_folders(pid)]
+        assert not left, [(folder, sorted(map(str, folder.rglob("*"))), [gone(pid) for pid in workers])
+                          for folder in left]
 
 
 def test_pinned_requirements_become_a_uv_runtime_environment(tmp_path):

@@ -47,7 +47,7 @@ from junobench.envs.requirements import requirements_of
 from junobench.envs.sandbox import Sandbox, require_sandbox
 from junobench.errors import JunoBenchError
 from junobench.verify import make_executor
-from junobench.verify.executor import Executor, Place, ReplayOutcome, ReplayTask
+from junobench.verify.executor import Executor, Place, ReplayOutcome, ReplayTask, gather_all
 from junobench.verify.runner import require_run_extra, run_sync
 
 #: Columns added to the table, in order.
@@ -316,8 +316,6 @@ async def _run_all(executor: Executor, candidates: Sequence[Candidate], datasets
                    timeout: float | None, progress: bool | None, result: ReproduceResult,
                    writer: _Writer, on_row: Callable[[dict[str, Any]], None] | None,
                    trusted: str | None = None, quota: _Quota | None = None) -> None:
-    import asyncio
-
     from tqdm import tqdm
 
     bar = tqdm(total=len(candidates), unit="notebook", desc="reproduce", dynamic_ncols=True,
@@ -353,7 +351,7 @@ async def _run_all(executor: Executor, candidates: Sequence[Candidate], datasets
     try:
         async with executor:
             if quota is None:
-                await asyncio.gather(*(one(item) for item in candidates))
+                await gather_all(*(one(item) for item in candidates))
             else:
                 await _within_quota(candidates, quota, max(1, executor.jobs), one, finished)
     finally:
@@ -419,7 +417,7 @@ async def _within_quota(candidates: Sequence[Candidate], quota: _Quota, workers:
                 return
             await run(chosen)
 
-    await asyncio.gather(*(worker() for _ in range(min(workers, len(candidates)) or 1)))
+    await gather_all(*(worker() for _ in range(min(workers, len(candidates)) or 1)))
 
 
 def replay_task(item: Candidate, datasets: Mapping[str, Path], timeout: float | None,

@@ -39,7 +39,7 @@ from junobench.runtime import crane
 from junobench.runtime.names import target_names
 from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS, summarise
 from junobench.safety.atomic import check_file_target
-from junobench.verify.executor import Executor
+from junobench.verify.executor import Executor, gather_all
 from junobench.verify.judge import OK, TIMEOUT, RunLog
 from junobench.verify.resume import inputs_digest
 from junobench.verify.runner import require_run_extra, run_sync
@@ -335,7 +335,7 @@ async def _extract_all(root: Path, work: Sequence[tuple[CaseSpec, str]], categor
 
     try:
         async with executor:
-            return list(await asyncio.gather(*(one(spec, version) for spec, version in work)))
+            return await gather_all(*(one(spec, version) for spec, version in work))
     finally:
         bar.close()
 

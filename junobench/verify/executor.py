@@ -30,11 +30,11 @@ from __future__ import annotations
 import asyncio
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 from junobench.data.notebook import Step
 from junobench.envs.kernel import KernelTarget, StartedKernel, own_kernel
@@ -260,7 +260,53 @@ async def run_tasks(executor: Executor, tasks: Sequence[ReplayTask]) -> list[Rep
     """Run ``tasks`` with ``executor`` (entered here); outcomes in the tasks' order."""
     executor.expect(len(tasks))
     async with executor:
-        return list(await asyncio.gather(*(executor.run(t) for t in tasks)))
+        return await gather_all(*(executor.run(t) for t in tasks))
+
+
+T = TypeVar("T")
+
+
+async def gather_all(*runs: Awaitable[T]) -> list[T]:
+    """:func:`asyncio.gather` that never ends while one of ``runs`` still runs.
+
+    When the caller is cancelled (Ctrl-C) or one run fails, every other run is cancelled
+    once and awaited, further cancellations notwithstanding: what a run holds (a kernel, a
+    Ray worker) is given back before the caller goes on, e.g. out of ``async with
+    executor``. (``gather`` returns as soon as the first run ends cancelled, and leaves the
+    rest to finish while the executor closes under them.)
+
+    >>> asyncio.run(gather_all(asyncio.sleep(0, "a"), asyncio.sleep(0, "b")))
+    ['a', 'b']
+    """
+    tasks = [asyncio.ensure_future(run) for run in runs]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION) if tasks else None
+    except asyncio.CancelledError:
+        await _cancel_and_outlast(tasks)
+        raise
+    failed = next((task for task in tasks if task.done() and not task.cancelled() and task.exception()), None)
+    if failed is not None:
+        await _cancel_and_outlast(tasks)
+        raise failed.exception()  # type: ignore[misc]
+    if any(task.cancelled() for task in tasks):
+        raise asyncio.CancelledError
+    return [task.result() for task in tasks]
+
+
+async def _cancel_and_outlast(tasks: Sequence[asyncio.Future[Any]]) -> None:
+    """Cancel the tasks not done (once each) and wait until all have ended, whatever
+    cancellations of the caller arrive meanwhile."""
+    pending = {task for task in tasks if not task.done()}
+    for task in pending:
+        task.cancel()
+    while pending:
+        try:
+            _, pending = await asyncio.wait(pending)
+        except asyncio.CancelledError:
+            continue
+    for task in tasks:  # what the others raised meanwhile is not the caller's to hear
+        if not task.cancelled():
+            task.exception()
 
 
 async def _materialize(task: ReplayTask, workspace: Workspace) -> ReplayOutcome | None:

@@ -244,9 +244,9 @@ class ClusterDriver:
         self._shipments.clear()
         ray = require_ray()
         if self._idle is not None and self.lost is None:
-            workers = []
-            while not self._idle.empty():
-                workers.append(self._idle.get_nowait())
+            # every worker alive, idle or not: one whose attempt is still being stopped
+            # (cancelled twice, by Ctrl-C and by the close) never comes back to the idle ones
+            workers = list(self._places)
             self._idle = None
             closing = [worker.close.remote() for worker in workers]
             if closing:
@@ -418,7 +418,10 @@ class ClusterDriver:
     def _give_back(self, worker: Any, *, replace: bool = False) -> None:
         """Return a long-lived worker to the idle ones (a new one in place of a dead one, as
         long as the cluster still holds as many)."""
-        if worker is None or self._idle is None:
+        if worker is None:
+            return
+        if self._idle is None:  # closed meanwhile: nothing is given out any more
+            self._kill(worker)
             return
         if replace:
             self._workers -= 1

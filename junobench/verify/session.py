@@ -23,7 +23,7 @@ from junobench.data.notebook import Step
 from junobench.envs.kernel import KernelTarget
 from junobench.envs.sandbox import Sandbox
 from junobench.safety.paths import link_root
-from junobench.verify.executor import Executor, HubCase, LocalExecutor, Place, ReplayOutcome, ReplayTask
+from junobench.verify.executor import Executor, HubCase, LocalExecutor, Place, ReplayOutcome, ReplayTask, gather_all
 from junobench.verify.judge import RunLog, Verdict, judge
 from junobench.verify.report import CaseResult, VerifyReport
 from junobench.verify.runner import run_sync
@@ -101,13 +101,13 @@ async def _verify_all(
         if not spec.runnable:
             return finished(_not_run(spec))
         source = fetch(spec) if fetch is not None else None
-        outcomes = await asyncio.gather(*(executor.run(replay_task(spec, v, spec.orders[v], timeout=timeout,
+        outcomes = await gather_all(*(executor.run(replay_task(spec, v, spec.orders[v], timeout=timeout,
                                                                    fetch=source)) for v in VERSIONS))
         return finished(case_result(spec, dict(zip(VERSIONS, outcomes, strict=True))))
 
     try:
         async with executor:
-            return list(await asyncio.gather(*(one_case(spec) for spec in specs)))
+            return await gather_all(*(one_case(spec) for spec in specs))
     finally:
         bar.close()
 
