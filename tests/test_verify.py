@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 from processes import alive
 from snapshot_files import edit_cell, tree_digest  # tests/ is on sys.path under pytest
 
@@ -218,3 +219,41 @@ def test_a_kernel_that_never_answers_ends_at_its_deadline_and_is_killed(tmp_path
         run_sync(start_kernel(KernelTarget(str(mute)), cwd=tmp_path, env=kernel_env(), timeout=3))
     assert time.perf_counter() - started < 30
     assert not alive(int(pid_file.read_text()))
+
+
+def test_a_rerun_resumes_from_the_report(tmp_path):
+    snap = checkout(["pandas_1", "pandas_2", "NBspecific_2"], "sample", tmp_path / "snap")
+    report_file = tmp_path / "r.json"
+    first = verify(source=snap, report=report_file, jobs=2, progress=False)
+    assert first.ok
+    written = json.loads(report_file.read_text())
+    # pandas_2 was lost to the infrastructure; NBspecific_2 never reached.
+    written["cases"]["pandas_2"]["status"] = "infrastructure error"
+    del written["cases"]["NBspecific_2"]
+    report_file.write_text(json.dumps(written))
+    seen = []
+    again = verify(source=snap, report=report_file, jobs=2, progress=False,
+                   on_case=lambda c: seen.append(c.case_id))
+    assert sorted(seen) == ["NBspecific_2", "pandas_2"]
+    assert again.ok and {c.case_id: c.kept for c in again} == {"pandas_1": True, "pandas_2": False,
+                                                                "NBspecific_2": False}
+    assert "1 kept from the report" in again.summary()
+    assert set(json.loads(report_file.read_text())["cases"]) == {"pandas_1", "pandas_2", "NBspecific_2"}
+
+    # A changed notebook is run again; --fresh runs everything.
+    edit_cell(snap, "pandas_1", "fixed", 0, "import numpy as np\nimport pandas as pd\nx = 1")
+    seen.clear()
+    verify(source=snap, report=report_file, jobs=2, progress=False, on_case=lambda c: seen.append(c.case_id))
+    assert seen == ["pandas_1"]
+    seen.clear()
+    verify(source=snap, report=report_file, jobs=2, progress=False, resume=False,
+           on_case=lambda c: seen.append(c.case_id))
+    assert sorted(seen) == ["NBspecific_2", "pandas_1", "pandas_2"]
+
+
+def test_a_report_file_that_is_not_a_report_is_refused(tmp_path, capsys):
+    other = tmp_path / "notes.json"
+    other.write_text('["not a report"]')
+    code, _, err = run_cli(capsys, "verify", "pandas_1", "--source", "sample", "--report", str(other))
+    assert code == 1 and "not a verify report" in err
+    assert other.read_text() == '["not a report"]'
