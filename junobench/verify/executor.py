@@ -280,33 +280,42 @@ async def gather_all(*runs: Awaitable[T]) -> list[T]:
     """
     tasks = [asyncio.ensure_future(run) for run in runs]
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION) if tasks else None
+        if tasks:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
     except asyncio.CancelledError:
-        await _cancel_and_outlast(tasks)
+        await _cancel_and_wait_out(tasks)
         raise
     failed = next((task for task in tasks if task.done() and not task.cancelled() and task.exception()), None)
     if failed is not None:
-        await _cancel_and_outlast(tasks)
+        await _cancel_and_wait_out(tasks)
         raise failed.exception()  # type: ignore[misc]
     if any(task.cancelled() for task in tasks):
         raise asyncio.CancelledError
     return [task.result() for task in tasks]
 
 
-async def _cancel_and_outlast(tasks: Sequence[asyncio.Future[Any]]) -> None:
-    """Cancel the tasks not done (once each) and wait until all have ended, whatever
-    cancellations of the caller arrive meanwhile."""
-    pending = {task for task in tasks if not task.done()}
-    for task in pending:
-        task.cancel()
-    while pending:
+async def _cancel_and_wait_out(tasks: Sequence[asyncio.Future[Any]]) -> None:
+    """Cancel the tasks not done, once each, and :func:`wait_out` them all."""
+    for task in tasks:
+        task.cancel()  # nothing for a task already done
+    await wait_out(tasks)
+
+
+async def wait_out(futures: Sequence[asyncio.Future[Any]], seconds: float | None = None) -> None:
+    """Wait until every one of ``futures`` has ended (at most ``seconds``), whatever
+    cancellations of the caller arrive meanwhile; what the ended ones raised is taken as
+    heard (the caller's own exception, if any, is the one that counts)."""
+    loop = asyncio.get_running_loop()
+    deadline = None if seconds is None else loop.time() + seconds
+    pending = {future for future in futures if not future.done()}
+    while pending and (deadline is None or loop.time() < deadline):
         try:
-            _, pending = await asyncio.wait(pending)
+            _, pending = await asyncio.wait(pending, timeout=None if deadline is None else deadline - loop.time())
         except asyncio.CancelledError:
             continue
-    for task in tasks:  # what the others raised meanwhile is not the caller's to hear
-        if not task.cancelled():
-            task.exception()
+    for future in futures:
+        if future.done() and not future.cancelled():
+            future.exception()
 
 
 async def _materialize(task: ReplayTask, workspace: Workspace) -> ReplayOutcome | None:

@@ -50,7 +50,7 @@ from types import TracebackType
 from typing import Any
 
 from junobench.errors import JunoBenchError
-from junobench.verify.executor import Executor, ReplayOutcome, ReplayTask, not_run
+from junobench.verify.executor import Executor, ReplayOutcome, ReplayTask, not_run, wait_out
 from junobench.verify.ray_driver import (
     DriverOptions,
     RaySettings,
@@ -338,19 +338,8 @@ class RayExecutor(Executor, RaySettings):
                 if not future.done():
                     with contextlib.suppress(OSError):
                         self._send("cancel", key)
-                    await _outlast(future, CLOSE_TIMEOUT)
+                    await wait_out([future], CLOSE_TIMEOUT)  # the driver's word that it stopped
                 raise
-
-
-async def _outlast(future: asyncio.Future[Any], seconds: float) -> None:
-    """Wait at most ``seconds`` for ``future`` (the driver's word that a cancelled attempt
-    stopped, its worker given back), whatever cancellations arrive meanwhile."""
-    deadline = time.monotonic() + seconds
-    while not future.done() and (left := deadline - time.monotonic()) > 0:
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.wait([future], timeout=left)
-    if future.done() and not future.cancelled():
-        future.exception()  # heard: the cancelled attempt's end is no error of its own
 
 
 def _no_pickle(value: Any) -> Any:

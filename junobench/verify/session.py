@@ -102,7 +102,7 @@ async def _verify_all(
             return finished(_not_run(spec))
         source = fetch(spec) if fetch is not None else None
         outcomes = await gather_all(*(executor.run(replay_task(spec, v, spec.orders[v], timeout=timeout,
-                                                                   fetch=source)) for v in VERSIONS))
+                                                               fetch=source)) for v in VERSIONS))
         return finished(case_result(spec, dict(zip(VERSIONS, outcomes, strict=True))))
 
     try:
