@@ -53,8 +53,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
 
 
 #: The test modules that start Ray (a test marked ``ray``; every ``ray_cluster`` user is).
-#: ``make test``'s workers run them one after the other on one worker: two Ray instances
-#: at once on two cores slow each other's runs two- to threefold. Collection fails when a
+#: ``make test``'s workers run them one after the other on one worker, which shares one Ray
+#: instance between them: two Ray instances at once on two cores slow each other's runs
+#: two- to threefold. Collection fails when a
 #: module that starts Ray is missing here.
 RAY_MODULES = frozenset({
     "tests/test_construct_reproduce.py", "tests/test_containment.py", "tests/test_executor.py",
@@ -63,7 +64,7 @@ RAY_MODULES = frozenset({
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """A test on a local Ray cluster is slow and marked ``ray`` (a Ray instance per module,
+    """A test on a local Ray cluster is slow and marked ``ray`` (one Ray instance shared,
     workers per run); a module with a ``ray`` test must be one of :data:`RAY_MODULES`."""
     for item in items:
         if "ray_cluster" in getattr(item, "fixturenames", ()):
@@ -157,10 +158,13 @@ def labelled_snapshot(snapshot_copy, reference_dir):
     return snapshot_copy
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def ray_cluster():
-    """One local Ray instance per test module (2 CPUs, a small object store); executors in
-    tests join it (their driver process connects to it)."""
+    """One local Ray instance (2 CPUs, a small object store) for the Ray modules, which
+    ``make test`` runs one after the other on one worker: started by the first test that
+    asks for it, stopped at the end of the session (a start costs ~5 s and ~8 CPU-s);
+    executors in tests join it (their driver process connects to it). Tests that break a
+    Ray instance start their own (tests/test_ray_faults.py)."""
     ray = pytest.importorskip("ray", reason="the Ray executor needs the ray extra")
     if not ray.is_initialized():
         # The tests' stand-in Hub speaks the LFS protocol only: workers use the client's switch.

@@ -155,9 +155,10 @@ def test_reproduce_under_ray_gives_the_same_classification(candidates, ray_clust
 
 
 def test_rerun_replays_only_rows_without_a_verdict(candidates, tmp_path):
-    table, notebooks, data = candidates
-    out = tmp_path / "triaged.xlsx"
-    rows = read_table(table).records()
+    _, notebooks, data = candidates
+    table, out = tmp_path / "four.xlsx", tmp_path / "triaged.xlsx"
+    rows = read_table(candidates[0]).records()[:4]  # two replays: what is at stake is which rows run
+    write_table(table, rows, ["fname", "eid", "ename", "evalue"])
     # An earlier run that got two verdicts, and an infrastructure error for a third row.
     earlier = [dict(r, reproduced=None) for r in rows]
     earlier[0].update(reproduced="same exception", reproduced_detail="kept", reproduced_exception="KeyError")
@@ -173,6 +174,7 @@ def test_rerun_replays_only_rows_without_a_verdict(candidates, tmp_path):
     final = read_table(out).records()
     assert final[0]["reproduced_detail"] == "kept" and final[1]["reproduced"] == "no crash"
     assert final[2]["reproduced"] == "same exception"  # the infrastructure error was run again
+    assert final[3]["reproduced"] == "different exception"
 
 
 def test_a_quota_per_library_stops_trying_a_library_once_met(candidates, tmp_path, capsys):

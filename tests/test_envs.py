@@ -160,11 +160,23 @@ def test_a_folder_that_is_not_an_environment_is_refused(tmp_path, capsys):
     assert code == 1 and "not a junobench environment" in err and len(err.splitlines()) == 1
 
 
-def test_a_failed_create_keeps_the_previous_environment(sample_env, tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def previous_env(tmp_path_factory) -> Path:
+    """An environment of NBspecific_2 on junobench's Python at ``<folder>/env``, made once
+    for the module, that the create tests below replace or fail to replace (each leaves it
+    as it was); made where no bytecode is written (``PYTHONDONTWRITEBYTECODE``), as the
+    compile test needs."""
+    target = tmp_path_factory.mktemp("previous") / "env"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+        create_environment(target, select("sample", ["NBspecific_2"]), python=str(current_python()))
+    return target
+
+
+def test_a_failed_create_keeps_the_previous_environment(previous_env, monkeypatch):
     from junobench.envs import create as create_module
 
-    target = tmp_path / "env"
-    made = create_environment(target, select("sample", ["NBspecific_2"]), python=str(current_python()))
+    target = previous_env
     before = read_manifest(target)
 
     def broken(*args, **kwargs):
@@ -173,11 +185,11 @@ def test_a_failed_create_keeps_the_previous_environment(sample_env, tmp_path, mo
     monkeypatch.setattr(create_module, "install", broken)
     with pytest.raises(JunoBenchError, match="no network"):
         create_environment(target, select("sample", ["pandas_2"]), python=str(current_python()))
-    assert read_manifest(target) == before and made.python.is_file()
-    assert [p.name for p in tmp_path.iterdir()] == ["env"]  # nothing half-made left beside it
+    assert read_manifest(target) == before and (target / "bin" / "python").is_file()
+    assert [p.name for p in target.parent.iterdir()] == ["env"]  # nothing half-made left beside it
 
 
-def test_a_create_killed_while_installing_leaves_the_previous_environment(tmp_path):
+def test_a_create_killed_while_installing_leaves_the_previous_environment(previous_env):
     """SIGKILL while the new environment is half-built in place: the next create puts the
     previous one back (and reuses it), and leaves nothing beside it."""
     import os
@@ -185,9 +197,8 @@ def test_a_create_killed_while_installing_leaves_the_previous_environment(tmp_pa
     import subprocess
     import time
 
-    target = tmp_path / "env"
+    target = previous_env
     python = str(current_python())
-    create_environment(target, select("sample", ["NBspecific_2"]), python=python)
     before = read_manifest(target)
     script = ("import sys; from junobench.envs.create import create_environment; "
               "from junobench.selection import select; "
@@ -195,7 +206,7 @@ def test_a_create_killed_while_installing_leaves_the_previous_environment(tmp_pa
     run = subprocess.Popen([sys.executable, "-c", script, str(target), python])
     try:
         deadline = time.monotonic() + 120
-        while not ((target / "pyvenv.cfg").is_file() and any(tmp_path.glob(".env.*.old"))):
+        while not ((target / "pyvenv.cfg").is_file() and any(target.parent.glob(".env.*.old"))):
             assert run.poll() is None and time.monotonic() < deadline, "create finished before the kill"
             time.sleep(0.05)
         os.kill(run.pid, signal.SIGKILL)
@@ -212,7 +223,7 @@ def test_a_create_killed_while_installing_leaves_the_previous_environment(tmp_pa
             assert "another `env create`" in str(error) and time.monotonic() < deadline, error
             time.sleep(0.2)
     assert again.reused and read_manifest(target) == before
-    assert [p.name for p in tmp_path.iterdir()] == ["env"]
+    assert [p.name for p in target.parent.iterdir()] == ["env"]
 
 
 def test_a_tool_outliving_a_killed_create_keeps_the_folder_locked(tmp_path):
@@ -303,12 +314,11 @@ def test_checkout_with_env_makes_the_cases_environment(tmp_path, capsys):
     assert code == 0, out + err
 
 
-def test_the_environment_s_modules_are_compiled_at_install(tmp_path, monkeypatch):
-    """Every kernel would compile pandas' imports again where no bytecode is written."""
-    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
-    made = create_environment(tmp_path / "env", select("sample", ["NBspecific_2"]), python=str(current_python()))
-    assert made.installer.startswith("uv")
-    assert list(made.path.glob("lib/python*/site-packages/pandas/__pycache__/*.pyc"))
+def test_the_environment_s_modules_are_compiled_at_install(previous_env):
+    """Every kernel would compile pandas' imports again where no bytecode is written (as
+    where ``previous_env`` was made)."""
+    assert read_manifest(previous_env)["installer"].startswith("uv")
+    assert list(previous_env.glob("lib/python*/site-packages/pandas/__pycache__/*.pyc"))
 
 
 def test_without_uv_the_environment_is_made_with_pip(tmp_path, monkeypatch):

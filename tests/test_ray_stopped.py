@@ -44,7 +44,7 @@ def test_nodes_leaving_lower_the_jobs_again_and_the_note_follows(ray_cluster, mo
     from junobench.verify import ray_driver
 
     driver = ray_driver.ClusterDriver(ray_driver.DriverOptions(jobs=3))
-    driver.connect()  # the module's cluster: 2 CPUs
+    driver.connect()  # the suite's cluster: 2 CPUs
     assert driver.jobs == 2 and driver.note is not None and "--jobs 3 lowered to 2" in driver.note
     left = iter([(1.0, 1e9), (0.0, 1e9)])  # one node leaves, then the last
     monkeypatch.setattr(ray_driver, "WATCH_EVERY", 0.0)
