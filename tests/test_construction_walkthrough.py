@@ -15,14 +15,20 @@ REPO = Path(__file__).resolve().parent.parent
 PAGE = REPO / "docs" / "construction.md"
 
 
-def run_first_bash_block(page: Path, heading: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def run_first_bash_block(page: Path, heading: str, cwd: Path,
+                         replace: tuple[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run the first ``bash`` block under ``heading`` of ``page`` in ``cwd``, strictly
-    (``-euo pipefail``), with this interpreter's scripts first on the PATH."""
+    (``-euo pipefail``), with this interpreter's scripts first on the PATH; ``replace``
+    (old, new) replaces every ``old`` of the block with ``new`` first (a folder name)."""
     section = page.read_text(encoding="utf-8").split(f"\n{heading}\n", 1)[1]
     script = re.search(r"^```bash\n(.*?)^```", section, re.S | re.M)
     assert script, f"no bash block under {heading!r} in {page.name}"
+    text = script.group(1)
+    if replace is not None:
+        assert replace[0] in text, f"{replace[0]!r} is not in the block under {heading!r} in {page.name}"
+        text = text.replace(*replace)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    done = subprocess.run(["bash", "-euo", "pipefail", "-c", script.group(1)], cwd=cwd,
+    done = subprocess.run(["bash", "-euo", "pipefail", "-c", text], cwd=cwd,
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     return done

@@ -24,8 +24,10 @@ def shown_text(after: str) -> str:
     return re.search(r"^```text\n(.*?)^```", section, re.S | re.M).group(1)
 
 
-def test_the_example_runs_in_the_pinned_environment(tmp_path: Path) -> None:
-    done = run_first_bash_block(PAGE, "## Example", tmp_path)
+def test_the_example_runs_in_the_pinned_environment(tmp_path: Path, sample_env) -> None:
+    # its `sample-env` folder is the suite's sample environment (made once): `env create` reuses it
+    done = run_first_bash_block(PAGE, "## Example", tmp_path, replace=("sample-env", str(sample_env.path)))
+    assert done.stderr.startswith(f"reused: {sample_env.path}")
     assert "wrote 8 records to runtime.jsonl: 8 ok" in done.stderr
     assert "wrote 8 tasks to tasks.jsonl" in done.stderr
     texts = runtime_texts(tmp_path / "runtime.jsonl")

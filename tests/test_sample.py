@@ -138,16 +138,25 @@ def test_sample_loads_as_records(tmp_path):
 
 @pytest.mark.kernel
 @pytest.mark.slow
-def test_rebuilding_a_case_reproduces_its_notebooks(tmp_path):
-    """build_sample.py runs the notebooks: a rebuild gives the same cells, counts and crash."""
+def test_rebuilding_a_case_reproduces_its_notebooks(tmp_path, sample_env, monkeypatch):
+    """build_sample.py runs the notebooks: a rebuild gives the same cells, counts and crash
+    (NBspecific_2: its crashing cell runs twice, the build's one irregular execution order)."""
     pytest.importorskip("nbclient")
     sys.path.insert(0, str(REPO / "scripts"))
     try:
         import build_sample
     finally:
         sys.path.remove(str(REPO / "scripts"))
-    out = build_sample.build(tmp_path / "rebuilt", ["NBspecific_2", "pandas_2"], jobs=2)
-    for case_id in ("NBspecific_2", "pandas_2"):
+    from junobench.envs.create import create_environment, selection_key
+
+    def reuse_only(dest, selection, **options):
+        """The build's environment is the suite's sample environment: reused, never remade."""
+        assert selection_key(selection, sample_env.manifest["python"]["used"]) == sample_env.manifest["key"]
+        return create_environment(dest, selection, **options)
+
+    monkeypatch.setattr(build_sample, "create_environment", reuse_only)
+    out = build_sample.build(tmp_path / "rebuilt", ["NBspecific_2"], jobs=2, env_dir=sample_env.path)
+    for case_id in ("NBspecific_2",):
         for version in vocab.VERSIONS:
             new = json.loads(layout.notebook_path(out, case_id, version).read_text())
             old = json.loads(layout.notebook_path(SAMPLE, case_id, version).read_text())
