@@ -258,6 +258,7 @@ class Sandbox:
     def __init__(self, root: Path, files: Sequence[str]) -> None:
         self.root = root
         self.dir = Path(tempfile.mkdtemp(prefix="mutation-"))
+        self.output = ""  # the last run's pytest output
         ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache")
         for name in files:
             source = root / name
@@ -277,6 +278,7 @@ class Sandbox:
                                         capture_output=True, text=True, check=False)
             except subprocess.TimeoutExpired:
                 return "timeout"
+            self.output = result.stdout + result.stderr
             if result.returncode != 0:
                 return "failed"
         return "passed"
@@ -295,6 +297,7 @@ def score(name: str, targets: Sequence[str], tests: Sequence[str], *, root: Path
     boxes = [Sandbox(root, files) for _ in range(max(1, jobs))]
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONHASHSEED": "0"}
     env.pop("PYTHONPATH", None)  # the copy is imported from its own folder, nothing else
+    env.pop("PYTEST_ADDOPTS", None)  # the caller's options (plugins, -n) are not the copy's
     # The copy is elsewhere: its tests read the reference data where this checkout's do,
     # and fail without it (a test skipped for want of it would let every mutant survive).
     env.setdefault("JUNOBENCH_REFERENCE", str(reference_dir()))
@@ -302,7 +305,8 @@ def score(name: str, targets: Sequence[str], tests: Sequence[str], *, root: Path
     try:
         baseline = boxes[0].run(tests, timeout, env)
         if baseline != "passed":
-            raise SystemExit(f"{name}: the tests do not pass on the unchanged code ({baseline})")
+            tail = "\n".join(boxes[0].output.splitlines()[-20:])
+            raise SystemExit(f"{name}: the tests do not pass on the unchanged code ({baseline})\n{tail}")
         chosen: list[Mutant] = []
         for target in targets:
             every = mutants(target, (root / target).read_bytes())
