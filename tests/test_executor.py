@@ -223,6 +223,7 @@ def test_a_wrong_token_is_named_in_the_error(ray_cluster, monkeypatch):
     address = ray_cluster.get_runtime_context().gcs_address
     monkeypatch.setenv("RAY_AUTH_MODE", "token")
     monkeypatch.setenv("RAY_AUTH_TOKEN", "not-the-cluster-token")
+    monkeypatch.setenv("RAY_NUM_REDIS_GET_RETRIES", "2")  # Ray's own retries: 20, a second apart
     with pytest.raises(JunoBenchError, match=r"token authentication is on .*RAY_AUTH_TOKEN"):
         run_sync(run_tasks(RayExecutor(address=address), []))
 

@@ -177,9 +177,9 @@ def test_a_replay_past_its_deadline_is_a_fault_that_is_retried(ray_cluster, tmp_
 
     snap = checkout(["pandas_1"], "sample", tmp_path / "snap")
     edit_cell(snap, "pandas_1", "reproduced", 0, "import time\ntime.sleep(600)")
-    report = verify(source=snap, executor=RayExecutor(retries=1, deadline=20), progress=False)
+    report = verify(source=snap, executor=RayExecutor(retries=1, deadline=12), progress=False)
     case = report["pandas_1"]
     assert case.status == "infrastructure error"
     assert case.attempts["reproduced"] == 2
-    assert all("passed its deadline of 20 s" in fault for fault in case.faults["reproduced"])
+    assert all("passed its deadline of 12 s" in fault for fault in case.faults["reproduced"])
     assert case.fixed.ok  # the other notebook ran within its deadline
