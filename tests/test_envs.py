@@ -301,12 +301,15 @@ def test_the_sample_depends_on_its_environment(sample_env, tmp_path):
     assert record["status"] == "failed" and "numpy" in record["problem"] and "1.26.4" in record["problem"]
 
 
-def test_checkout_with_env_makes_the_cases_environment(tmp_path, capsys):
-    dest, env_dir = tmp_path / "cases", tmp_path / "env"
+def test_checkout_with_env_gives_the_cases_environment(previous_env, tmp_path, capsys):
+    """The environment of the checked-out cases, read from the checkout: here the one
+    ``previous_env`` holds for the same case, which is reused (making one: the tests above)."""
+    dest, env_dir = tmp_path / "cases", previous_env
     code, out, err = run_cli(capsys, "checkout", "NBspecific_2", "--source", "sample", "--dest", str(dest),
                              "--env", str(env_dir), "--python", str(current_python()))
     assert code == 0, err
     assert (dest / "environment" / "environment.json").read_text().strip() == '{"name": "junobench-2025"}'
+    assert f"reused environment {env_dir}" in err
     manifest = read_manifest(env_dir)
     assert manifest["cases"] == ["NBspecific_2"]
     assert out == "" and f"junobench verify --source {dest} --env {env_dir}" in err
@@ -323,7 +326,9 @@ def test_the_environment_s_modules_are_compiled_at_install(previous_env):
 
 def test_without_uv_the_environment_is_made_with_pip(tmp_path, monkeypatch):
     monkeypatch.setenv("JUNOBENCH_NO_UV", "1")
+    monkeypatch.setenv("PIP_COMPILE", "0")  # pip as its user set it (no bytecode: quicker), which junobench keeps
     made = create_environment(tmp_path / "env", select("sample", ["NBspecific_2"]), python=str(current_python()))
+    assert not list(made.path.glob("lib/python*/site-packages/pandas/__pycache__/*.pyc"))
     assert made.installer == "pip" and made.manifest["installer"] == "pip"
     _, rows, _ = show_environment(made.path)
     assert {r.name: r.status for r in rows} == {"ipykernel": "ok", "numpy": "ok", "pandas": "ok"}

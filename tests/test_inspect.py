@@ -1,5 +1,7 @@
 """The Inspect task ``junobench/crash_detection``, run offline through Inspect's ``openai``
-provider against the local chat-completions server, and its log scored by ``evaluate``."""
+provider against the local chat-completions server, and its log scored by ``evaluate``.
+Inspect (~2 s to import) is imported by the tests that use it, not at collection, which
+every pytest worker does for every module."""
 
 from __future__ import annotations
 
@@ -12,12 +14,9 @@ from pathlib import Path
 import pytest
 from chat_server import ChatServer
 from cli_run import run_cli  # tests/ is on sys.path under pytest
-from inspect_ai import eval as inspect_eval
-from inspect_ai.log import list_eval_logs, read_eval_log
 
 from junobench.detection import prompt
 from junobench.detection.evaluate import evaluate
-from junobench.detection.inspect_task import crash_detection
 from junobench.detection.layouts import read_predictions
 from junobench.detection.tasks import tasks
 
@@ -76,6 +75,10 @@ def openai_env(monkeypatch):
 
 def test_inspect_runs_the_task_end_to_end_and_evaluate_scores_its_log(openai_env, tmp_path,
                                                                        capsys):
+    from inspect_ai import eval as inspect_eval
+
+    from junobench.detection.inspect_task import crash_detection
+
     detector = Detector()
     with ChatServer(detector) as server:
         openai_env(server)
@@ -113,6 +116,11 @@ def test_inspect_runs_the_task_end_to_end_and_evaluate_scores_its_log(openai_env
 
 
 def test_filters_and_runs_are_task_options(openai_env, tmp_path):
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.log import read_eval_log
+
+    from junobench.detection.inspect_task import crash_detection
+
     detector = Detector()
     with ChatServer(detector) as server:
         openai_env(server)
@@ -129,6 +137,8 @@ def test_filters_and_runs_are_task_options(openai_env, tmp_path):
 
 def test_inspect_eval_command_finds_the_registered_task(openai_env, tmp_path):
     """``inspect eval junobench/crash_detection`` resolves through the package's entry point."""
+    from inspect_ai.log import list_eval_logs, read_eval_log
+
     with ChatServer(Detector()) as server:
         env = {**os.environ, "OPENAI_BASE_URL": server.url, "OPENAI_API_KEY": "test-key",
                "INSPECT_DISPLAY": "none", "INSPECT_LOG_DIR": str(tmp_path)}
@@ -147,6 +157,8 @@ def test_inspect_eval_command_finds_the_registered_task(openai_env, tmp_path):
 
 
 def test_the_inspect_task_sends_crane_llms_published_inputs(crane_llm_dir, reference_snapshot):
+    from junobench.detection.inspect_task import crash_detection
+
     folder = crane_llm_dir / "llms/llms_inputs/executed_code_runinfo"
     task = crash_detection(source=str(reference_snapshot), crane_inputs=str(folder),
                            library="lightgbm,statsmodels")

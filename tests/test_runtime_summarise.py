@@ -15,10 +15,6 @@ import types
 import numpy as np
 import pandas as pd
 import pytest
-import statsmodels.api as sm
-from sklearn.linear_model import LinearRegression, LogisticRegression
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import LabelEncoder, StandardScaler
 
 from junobench.runtime import summarise as summarise_module
 from junobench.runtime.summarise import (
@@ -41,7 +37,13 @@ Point.__module__ = "__main__"
 
 
 def gallery() -> dict[str, object]:
-    """One object of each kind the summariser knows (plus some it does not)."""
+    """One object of each kind the summariser knows (plus some it does not). statsmodels
+    and scikit-learn (~2 s to import) are imported here, not when every worker collects."""
+    import statsmodels.api as sm
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import LabelEncoder, StandardScaler
+
     frame = pd.DataFrame({"age": [22.0, None, 35.0], "sex": ["m", "f", "m"],
                           "when": pd.to_datetime(["2020-01-01", "2021-06-01", "2022-01-01"]),
                           "grade": pd.Categorical(["a", "b", "a"])})
