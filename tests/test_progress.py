@@ -28,12 +28,14 @@ pytest.importorskip("nbclient", reason="the kernels need the run extra")
 BAR = re.compile(r"\b1/1 \[")  # tqdm's bar: "verify: 100%|██████████| 1/1 [00:03<00:00, ...]"
 
 
-def run(argv: list[str], *, terminal: bool, cwd: Path) -> tuple[int, str, str]:
+def run(argv: list[str], *, terminal: bool, cwd: Path, env: dict[str, str] | None = None) -> tuple[int, str, str]:
     """Exit status, stdout and stderr of ``junobench ARGV`` with stderr a pseudo-terminal
-    (``terminal``) or a pipe; stdout is a pipe either way."""
+    (``terminal``) or a pipe (and ``env`` added to the environment); stdout is a pipe
+    either way."""
     command = [sys.executable, "-m", "junobench", *argv]
     if not terminal:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=cwd)
+        done = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=cwd,
+                              env={**os.environ, **(env or {})})
         return done.returncode, done.stdout, done.stderr
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a terminal's size
@@ -69,10 +71,15 @@ def test_env_create_tells_each_step_on_a_terminal_only(tmp_path):
     assert [s.split()[1] for s in steps] == ["making", "installing", "installing"], err
     assert "3 requirements with uv" in steps[1] and "kernelspec" in steps[2]
     assert "created with" in err
+    # Piped, the same create says nothing of its steps: here it starts the first (making the
+    # virtual environment) and fails in it (uv offline with an empty cache), which is quicker
+    # than a second environment and ends in the error line alone.
+    offline = {"UV_OFFLINE": "1", "UV_CACHE_DIR": str(tmp_path / "empty-cache")}
     code, out, err = run(["env", "create", str(tmp_path / "piped"), "NBspecific_2", "--source", "sample",
-                          "--python", python], terminal=False, cwd=tmp_path)
-    assert code == 0, err
-    assert out == "" and "created with" in err and "... " not in err
+                          "--python", python], terminal=False, cwd=tmp_path, env=offline)
+    assert code == 1 and out == ""
+    assert err.startswith("error: creating a virtual environment") and len(err.splitlines()) == 1, err
+    assert "... " not in err and not (tmp_path / "piped").exists()
 
 
 @pytest.mark.kernel
