@@ -67,11 +67,12 @@ TEST_WORKERS ?= 3
 test: sandbox lint docs
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
-# The edit loop: lint and the tests that start no kernel, no Ray and nothing slow,
-# stopping at the first failure (a few minutes; `make test` is the whole suite).
+# The edit loop: lint and the tests that start no kernel, no Ray and nothing slow, on two
+# workers, stopping at the first failure (about 1.5 minutes on two cores; `make test` is
+# the whole suite).
 test-fast: install
 	$(BIN)/ruff check .
-	$(BIN)/python -m pytest -q -x -m "not slow and not kernel" tests
+	$(BIN)/python -m pytest -q -x -n 2 --dist loadfile -m "not slow and not kernel" tests
 
 # uv makes each venv (finding the interpreter on PATH; pyenv's shims count) and installs
 # junobench with the smoke extra: at the lowest version of every direct dependency on the
