@@ -1,7 +1,8 @@
 # Two entry points that work on a fresh machine with python3 (>= 3.10):
 #   make quickstart   list the bundled sample's cases, make its pinned environment (once,
 #                     in $(SAMPLE_ENV)) and verify every case in it
-#   make test         install everything the tests need, lint, build the docs, run the tests
+#   make test         install everything the tests need, lint, build the docs and run the
+#                     tests (the three side by side; `make suite` runs the tests alone)
 #   make test-fast    the edit loop: lint and the tests that start no kernel and are not slow
 #   make test-support the smoke subset at the lowest declared versions on the lowest declared
 #                     Python, and on the newest Python (what pyproject.toml promises)
@@ -23,7 +24,7 @@ SMOKE_TESTS := tests/test_records.py tests/test_builder.py tests/test_notebook.p
 	tests/test_bad_input.py tests/test_cli_conventions.py tests/test_safety.py tests/test_checkout.py \
 	tests/test_construct_library_cause.py tests/test_sample.py
 
-.PHONY: quickstart test test-fast lint docs install test-support sandbox
+.PHONY: quickstart test suite test-fast lint docs install test-support sandbox
 
 # Notebooks run inside bubblewrap: install it where it is missing (root or sudo).
 sandbox:
@@ -64,7 +65,14 @@ docs: install
 # the same one (tests/conftest.py); TEST_WORKERS=0 runs the suite in this process alone.
 TEST_WORKERS ?= 3
 
-test: sandbox lint docs
+# Lint and the docs run beside the tests, not before them: a cold mypy keeps one core busy
+# for ~30 s while the other would wait. Any of the three failing
+# fails `make test` (their lines may come between the tests' progress lines).
+test: sandbox install
+	@$(MAKE) --no-print-directory -j 3 lint docs suite
+
+# The test suite alone (what `make test` runs beside lint and the docs).
+suite: install
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 # The edit loop: lint and the tests that start no kernel, no Ray and nothing slow, on two
