@@ -21,6 +21,7 @@ from junobench.cli import main
 from junobench.data.checkout import checkout
 from junobench.envs.kernel import own_kernel
 from junobench.verify import case_specs, verify
+from junobench.verify.executor import LocalExecutor
 from junobench.verify.pool import KernelPool
 from junobench.verify.runner import kernel_env, run_sync
 from junobench.verify.session import verify_specs
@@ -249,6 +250,14 @@ def test_a_rerun_resumes_from_the_report(tmp_path):
     fresh = verify(["pandas_2"], source=snap, report=report_file, jobs=2, progress=False, resume=False,
                    on_case=lambda c: seen.append(c.case_id))
     assert seen == ["pandas_2"] and not fresh["pandas_2"].kept
+
+    # Every case kept: nothing is started (with Ray, neither a driver nor a cluster).
+    class Unstartable(LocalExecutor):
+        async def __aenter__(self) -> LocalExecutor:
+            raise AssertionError("an executor was started with nothing to replay")
+
+    kept = verify(["pandas_2"], source=snap, report=report_file, executor=Unstartable(1), progress=False)
+    assert kept.ok and kept["pandas_2"].kept
 
 
 def test_a_report_file_that_is_not_a_report_is_refused(tmp_path, capsys):

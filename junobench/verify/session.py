@@ -57,7 +57,8 @@ def verify_specs(
 ) -> VerifyReport:
     """Replay and judge every spec with ``executor`` (default: ``jobs`` local kernels of
     ``target``, ``pool`` of them started ahead: see :class:`.LocalExecutor`); cases in
-    ``kept`` (case id → an earlier result) are not run again. With ``fetch``, whoever runs a
+    ``kept`` (case id → an earlier result) are not run again, and with nothing left to
+    replay the executor is not started (no kernel, Ray driver or cluster). With ``fetch``, whoever runs a
     replay fetches the case folder from the Hub instead of receiving it. ``progress`` None
     shows a bar only on a terminal. The default executor's kernels see the credential-like
     variables named in ``pass_env``, no others, and run in ``sandbox`` (default: the default
@@ -106,6 +107,8 @@ async def _verify_all(
         return finished(case_result(spec, dict(zip(VERSIONS, outcomes, strict=True))))
 
     try:
+        if not any(spec.runnable for spec in todo):
+            return await gather_all(*(one_case(spec) for spec in specs))
         async with executor:
             return await gather_all(*(one_case(spec) for spec in specs))
     finally:
