@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from cli_run import run_cli
+from test_verify import Unstartable
 
 from junobench.construct.reproduce import input_datasets, reproduce
 from junobench.data.snapshot import sample_path
@@ -138,9 +139,9 @@ def test_reproduce_classifies_each_candidate_locally(candidates, tmp_path, capsy
     _check(written.records())
     assert stdout == "" and "4 same exception" in stderr and "wrote 11 rows" in stderr
 
-    # A rerun keeps every verdict and runs nothing again.
+    # A rerun keeps every verdict and runs nothing again: it starts no executor at all.
     before = out.read_bytes()
-    result = reproduce(table, notebooks, out=out, data=data, jobs=2, timeout=60, progress=False)
+    result = reproduce(table, notebooks, out=out, data=data, executor=Unstartable(2), timeout=60, progress=False)
     assert result.reused == 11 and not result.outcomes
     _check(read_table(out).records())
     assert out.read_bytes() != b"" and before

@@ -222,6 +222,13 @@ def test_a_kernel_that_never_answers_ends_at_its_deadline_and_is_killed(tmp_path
     assert not alive(int(pid_file.read_text()))
 
 
+class Unstartable(LocalExecutor):
+    """An executor that fails the test when it is started."""
+
+    async def __aenter__(self) -> LocalExecutor:
+        raise AssertionError("an executor was started with nothing to replay")
+
+
 def test_a_rerun_resumes_from_the_report(tmp_path):
     snap = checkout(["pandas_1", "pandas_2", "NBspecific_2"], "sample", tmp_path / "snap")
     report_file = tmp_path / "r.json"
@@ -252,10 +259,6 @@ def test_a_rerun_resumes_from_the_report(tmp_path):
     assert seen == ["pandas_2"] and not fresh["pandas_2"].kept
 
     # Every case kept: nothing is started (with Ray, neither a driver nor a cluster).
-    class Unstartable(LocalExecutor):
-        async def __aenter__(self) -> LocalExecutor:
-            raise AssertionError("an executor was started with nothing to replay")
-
     kept = verify(["pandas_2"], source=snap, report=report_file, executor=Unstartable(1), progress=False)
     assert kept.ok and kept["pandas_2"].kept
 

@@ -14,6 +14,7 @@ import pytest
 from cli_run import run_cli
 from processes import parent_of
 from snapshot_files import edit_cell
+from test_verify import Unstartable
 
 from junobench.data.checkout import checkout
 from junobench.envs.sandbox import Sandbox
@@ -90,8 +91,9 @@ def test_runtime_info_on_ray_and_resumed(ray_cluster, tmp_path):
     local = runtime_info(["pandas_1"], "sample", progress=False)
     assert [r["objects"] for r in local] == [r["objects"] for r in records]
     seen = []
-    again = runtime_info(["pandas_1"], "sample", out=out, progress=False, on_record=seen.append)
-    assert seen == [] and again == records  # every record kept
+    again = runtime_info(["pandas_1"], "sample", out=out, progress=False, on_record=seen.append,
+                         executor=Unstartable(1))
+    assert seen == [] and again == records  # every record kept, and nothing started to keep them
 
 
 def test_ray_workers_run_kernels_in_a_shared_environment(ray_cluster, sample_env):

@@ -349,6 +349,9 @@ async def _run_all(executor: Executor, candidates: Sequence[Candidate], datasets
         finished(item, verdict, seconds)
 
     try:
+        if all(item.problem is not None for item in candidates):  # nothing to replay: no executor started
+            await gather_all(*(one(item) for item in candidates))
+            return
         async with executor:
             if quota is None:
                 await gather_all(*(one(item) for item in candidates))

@@ -334,6 +334,8 @@ async def _extract_all(root: Path, work: Sequence[tuple[CaseSpec, str]], categor
         return record
 
     try:
+        if not any(spec.runnable for spec, _ in todo):  # nothing to replay: no executor started
+            return await gather_all(*(one(spec, version) for spec, version in work))
         async with executor:
             return await gather_all(*(one(spec, version) for spec, version in work))
     finally:
