@@ -47,7 +47,7 @@ from junobench.envs.requirements import requirements_of
 from junobench.envs.sandbox import Sandbox, require_sandbox
 from junobench.errors import JunoBenchError
 from junobench.verify import make_executor
-from junobench.verify.executor import Executor, Place, ReplayOutcome, ReplayTask, gather_all
+from junobench.verify.executor import Executor, Place, ReplayOutcome, ReplayTask, entered_for, gather_all
 from junobench.verify.runner import require_run_extra, run_sync
 
 #: Columns added to the table, in order.
@@ -349,10 +349,7 @@ async def _run_all(executor: Executor, candidates: Sequence[Candidate], datasets
         finished(item, verdict, seconds)
 
     try:
-        if all(item.problem is not None for item in candidates):  # nothing to replay: no executor started
-            await gather_all(*(one(item) for item in candidates))
-            return
-        async with executor:
+        async with entered_for(executor, sum(1 for item in candidates if item.problem is None)):
             if quota is None:
                 await gather_all(*(one(item) for item in candidates))
             else:

@@ -39,7 +39,7 @@ from junobench.runtime import crane
 from junobench.runtime.names import target_names
 from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS, summarise
 from junobench.safety.atomic import check_file_target
-from junobench.verify.executor import Executor, gather_all
+from junobench.verify.executor import Executor, entered_for, gather_all
 from junobench.verify.judge import OK, TIMEOUT, RunLog
 from junobench.verify.resume import inputs_digest
 from junobench.verify.runner import require_run_extra, run_sync
@@ -315,7 +315,8 @@ async def _extract_all(root: Path, work: Sequence[tuple[CaseSpec, str]], categor
     from tqdm import tqdm
 
     todo = [(spec, version) for spec, version in work if (spec.case_id, version) not in kept]
-    executor.expect(sum(1 for spec, _ in todo if spec.runnable))
+    replays = sum(1 for spec, _ in todo if spec.runnable)
+    executor.expect(replays)
     bar = tqdm(total=len(todo), unit="notebook", desc="runtime-info", dynamic_ncols=True,
                disable=None if progress is None else not progress)
 
@@ -334,9 +335,7 @@ async def _extract_all(root: Path, work: Sequence[tuple[CaseSpec, str]], categor
         return record
 
     try:
-        if not any(spec.runnable for spec, _ in todo):  # nothing to replay: no executor started
-            return await gather_all(*(one(spec, version) for spec, version in work))
-        async with executor:
+        async with entered_for(executor, replays):
             return await gather_all(*(one(spec, version) for spec, version in work))
     finally:
         bar.close()

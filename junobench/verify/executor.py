@@ -28,9 +28,10 @@ completion order. Cancelling a ``run`` (Ctrl-C) stops its kernel wherever it run
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import tempfile
-from collections.abc import Awaitable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from types import TracebackType
@@ -261,6 +262,17 @@ async def run_tasks(executor: Executor, tasks: Sequence[ReplayTask]) -> list[Rep
     executor.expect(len(tasks))
     async with executor:
         return await gather_all(*(executor.run(t) for t in tasks))
+
+
+@contextlib.asynccontextmanager
+async def entered_for(executor: Executor, replays: int) -> AsyncIterator[Executor]:
+    """``executor`` entered for the ``replays`` to come, and not started at all for none: a
+    rerun that keeps every earlier result starts no kernel, Ray driver or cluster."""
+    if not replays:
+        yield executor
+        return
+    async with executor:
+        yield executor
 
 
 T = TypeVar("T")

@@ -23,7 +23,16 @@ from junobench.data.notebook import Step
 from junobench.envs.kernel import KernelTarget
 from junobench.envs.sandbox import Sandbox
 from junobench.safety.paths import link_root
-from junobench.verify.executor import Executor, HubCase, LocalExecutor, Place, ReplayOutcome, ReplayTask, gather_all
+from junobench.verify.executor import (
+    Executor,
+    HubCase,
+    LocalExecutor,
+    Place,
+    ReplayOutcome,
+    ReplayTask,
+    entered_for,
+    gather_all,
+)
 from junobench.verify.judge import RunLog, Verdict, judge
 from junobench.verify.report import CaseResult, VerifyReport
 from junobench.verify.runner import run_sync
@@ -83,7 +92,8 @@ async def _verify_all(
     from tqdm import tqdm
 
     todo = [spec for spec in specs if spec.case_id not in kept]
-    executor.expect(len(VERSIONS) * sum(1 for spec in todo if spec.runnable))
+    replays = len(VERSIONS) * sum(1 for spec in todo if spec.runnable)
+    executor.expect(replays)
     bar = tqdm(total=len(todo), unit="case", desc="verify", disable=None if progress is None
                else not progress, dynamic_ncols=True)
     tally: dict[str, int] = {}
@@ -107,9 +117,7 @@ async def _verify_all(
         return finished(case_result(spec, dict(zip(VERSIONS, outcomes, strict=True))))
 
     try:
-        if not any(spec.runnable for spec in todo):
-            return await gather_all(*(one_case(spec) for spec in specs))
-        async with executor:
+        async with entered_for(executor, replays):
             return await gather_all(*(one_case(spec) for spec in specs))
     finally:
         bar.close()
