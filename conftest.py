@@ -30,11 +30,13 @@ def _doctest_in_tmp_path(request: pytest.FixtureRequest) -> None:
         request.getfixturevalue("monkeypatch").chdir(request.getfixturevalue("tmp_path"))
 
 
+_PACKAGE = Path(__file__).resolve().parent / "junobench"
+
+
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """A module of junobench without an example (``>>>``) is not imported to look for one:
     every pytest worker collects every module, and some import heavy libraries (Inspect)."""
-    package = Path(__file__).resolve().parent / "junobench"
-    if (collection_path.suffix == ".py" and package in collection_path.resolve().parents
+    if (collection_path.suffix == ".py" and _PACKAGE in collection_path.resolve().parents
             and ">>>" not in collection_path.read_text(encoding="utf-8", errors="replace")):
         return True
     return None
