@@ -18,9 +18,8 @@ failed is mined with what it produced, its row saying how the run went.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +50,10 @@ class Capture:
     def __call__(self, notebook: Any, path: Callable[[str], Path]) -> None:
         self.holder.notebook = notebook
         self.holder.sources = [cell.get("source", "") for cell in notebook.cells]
+        for cell in notebook.cells:  # what was saved is replaced by what this run produces
+            if cell.get("cell_type") == "code":
+                cell["outputs"] = []
+                cell["execution_count"] = None
         if self.inner is not None:
             self.inner(notebook, path)
 
@@ -241,6 +244,3 @@ def data_folders(data: str | Path | None) -> dict[str, Path]:
 
     return input_datasets(data)
 
-
-def to_json(value: Sequence[Any]) -> str:
-    return json.dumps(list(value))
