@@ -100,8 +100,7 @@ class ChartKinds:
                                  hint="see docs/mining.md for its format")
         self.version: str = data["version"]
         self.libraries: dict[str, dict[str, Any]] = dict(data["libraries"])
-        self._modules = sorted(((module, name) for name, spec in self.libraries.items()
-                                for module in spec["modules"]), key=lambda m: -len(m[0]))
+        self._module_of = {module: name for name, spec in self.libraries.items() for module in spec["modules"]}
         self.charts: dict[str, dict[str, Any]] = {k: dict(v) for k, v in data["charts"].items()}
         self.decorations: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in data["decorations"].items()}
         self.returns: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in data["returns"].items()}
@@ -116,15 +115,16 @@ class ChartKinds:
     def library_of(self, name: str) -> tuple[str, str] | None:
         """``(library, function)`` of a resolved dotted name, by the longest module prefix of
         the mapping's libraries (plotly's synonyms applied); None for another library's."""
-        for module, library in self._modules:
-            if name == module:
-                return library, ""
-            if name.startswith(module) and name[len(module)] == ".":
-                function = name[len(module) + 1:]
-                for old, new in self.libraries[library].get("synonyms", {}).items():
-                    if function.startswith(old):
-                        function = new + function[len(old):]
-                return library, function
+        parts = name.split(".")
+        for end in range(len(parts), 0, -1):
+            library = self._module_of.get(".".join(parts[:end]) if end < len(parts) else name)
+            if library is None:
+                continue
+            function = ".".join(parts[end:])
+            for old, new in self.libraries[library].get("synonyms", {}).items():
+                if function.startswith(old):
+                    function = new + function[len(old):]
+            return library, function
         return None
 
     def plotting(self, library: str) -> bool:

@@ -93,7 +93,10 @@ def _in_processes(batches: Iterator[list[Job]], limits: Limits, workers: int) ->
     import concurrent.futures
     import multiprocessing
 
-    context = multiprocessing.get_context("forkserver")
+    # fork: a worker starts at once and does not import the caller's main module again (a
+    # script calling mine() needs no ``if __name__ == "__main__"`` guard); forkserver elsewhere.
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "forkserver")
     with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
         try:
             yield from _bounded(lambda batch: pool.submit(mine_batch, batch, limits),

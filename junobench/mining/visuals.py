@@ -111,10 +111,12 @@ def visual_of(data: Mapping[str, bytes], *, max_bytes: int = MAX_OUTPUT_BYTES,
         return Visual(mime, size=len(raw), problem=f"{mime}: an image type junobench does not read "
                                                    "(PNG, JPEG, GIF, WebP and SVG are)")
     try:
+        value = msgspec.json.decode(raw)
+        if isinstance(value, str):  # a specification saved as a JSON string of JSON
+            value, raw = msgspec.json.decode(value), value.encode("utf-8")
+        if not isinstance(value, dict | list):
+            raise ValueError("not a JSON object")
         text = bytes(raw).decode("utf-8")
-        if not text.lstrip().startswith(("{", "[", '"')):
-            raise ValueError("not JSON")
-        msgspec.json.decode(raw)
     except (UnicodeDecodeError, ValueError, msgspec.DecodeError) as error:
         return Visual(mime, size=len(raw), problem=f"{mime}: the specification is not JSON ({_short(error)})")
     return Visual(mime, text=text, size=len(raw))
@@ -244,7 +246,7 @@ def _svg(raw: bytes, max_pixels: int) -> Visual:
         return Visual(SVG, text=text, size=len(text))
     width, height = _fit(size, max_pixels)
     try:
-        png = resvg_py.svg_to_bytes(svg_string=text, width=width, height=height)
+        png = resvg_py.svg_to_bytes(svg_string=_in_pixels(text, size), width=width, height=height)
     except (ValueError, RuntimeError, OverflowError) as error:
         return Visual(SVG, text=text, size=len(text), problem=f"{SVG}: cannot be drawn ({_short(error)})")
     drawn, _ = image_size(bytes(png), max_pixels)
@@ -281,6 +283,21 @@ def svg_check(text: str) -> tuple[str | None, tuple[float, float] | None]:
         if tag == "style" and element.text and ("@import" in element.text or "url(" in element.text):
             return "its style sheet imports or refers to a resource", None
     return None, _svg_size(root)
+
+
+_ROOT = re.compile(r"<svg\b[^>]*>")
+_SIZE_ATTRIBUTE = re.compile(r"""(\s(?:width|height)\s*=\s*)(["'])[^"']*\2""")
+
+
+def _in_pixels(text: str, size: tuple[float, float] | None) -> str:
+    """The SVG with its root's width and height in pixels (the same size: resvg refuses the
+    point sizes Matplotlib writes, ``width="460.8pt"``)."""
+    match = _ROOT.search(text)
+    if match is None or size is None:
+        return text
+    values = iter(f"{value:g}" for value in size)
+    tag = _SIZE_ATTRIBUTE.sub(lambda m: f'{m.group(1)}"{next(values, "")}"', match.group(0), count=2)
+    return text[:match.start()] + tag + text[match.end():]
 
 
 def _local(tag: object) -> str:
