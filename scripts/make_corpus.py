@@ -22,6 +22,7 @@ Needs matplotlib (the plot extra).
 from __future__ import annotations
 
 import argparse
+import functools
 import io
 import json
 import random
@@ -64,20 +65,22 @@ CHARTS: dict[str, list[str]] = {
     "history": ["plt.figure(figsize={size})\nplt.plot(history.history['loss'], label='train')\n"
                 "plt.plot(history.history['val_loss'], label='validation')\nplt.legend()\nplt.show()"],
 }
-PROSE = ("Let us look at the data before modelling. The distribution below shows how the values spread, "
-         "which columns are skewed and where outliers may hide. We then compare the groups and check how "
-         "the features relate to the target, to decide on the preprocessing steps.").split()
+PROSE_TEXT = ("Let us look at the data before modelling. The distribution below shows how the values spread, "
+              "which columns are skewed and where outliers may hide. We then compare the groups and check how "
+              "the features relate to the target, to decide on the preprocessing steps.")
+PROSE = PROSE_TEXT.split()
 
 
-def png_pool(rng: random.Random) -> dict[tuple[str, tuple[int, int]], bytes]:
-    """One real Matplotlib render per chart kind and figure size."""
+@functools.cache
+def png_pool() -> dict[tuple[str, tuple[int, int]], bytes]:
+    """One real Matplotlib render per chart kind and figure size (the same for every corpus)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    generator = np.random.default_rng(rng.randrange(2**32))
+    generator = np.random.default_rng(0)
     pool = {}
     for kind in CHARTS:
         for size, _ in SIZES:
@@ -158,8 +161,9 @@ def notebook(number: int, rng: random.Random, pool: dict[tuple[str, tuple[int, i
          "from sklearn.metrics import confusion_matrix, ConfusionMatrixDisplay\n%matplotlib inline")
     code("df = pd.read_csv('../input/data/train.csv')\nNUMERIC = df.select_dtypes('number').columns\ndf.head()",
          _table(rng, 5))
+    shape = f"({rng.randint(1000, 90000)}, 12)\n"
     code("print(df.shape)\ndf.info()", [{"output_type": "stream", "name": "stdout",
-                                        "text": _lines(f"({rng.randint(1000, 90000)}, 12)\n" + "col  non-null\n" * 12)}])
+                                        "text": _lines(shape + "col  non-null\n" * 12)}])
     images = min(20, round(rng.expovariate(1 / 3.7)))
     trains = rng.random() < 0.4
     kinds = [k for k in CHARTS if k not in ("confusion", "history")]
@@ -191,8 +195,7 @@ def notebook(number: int, rng: random.Random, pool: dict[tuple[str, tuple[int, i
 
 def make_corpus(out: Path, notebooks: int, seed: int = 0, per_folder: int = 1000) -> list[Path]:
     """Write ``notebooks`` notebooks under ``out`` (``out/000/nb_000000.ipynb`` …), seeded."""
-    rng = random.Random(seed)
-    pool = png_pool(rng)
+    pool = png_pool()
     written = []
     for number in range(notebooks):
         folder = out / f"{number // per_folder:03d}"

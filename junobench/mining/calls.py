@@ -14,7 +14,8 @@ the evidence rules of :mod:`.kinds` read. IPython magics and shell lines are bla
 
 >>> reader = CodeReader()
 >>> _ = reader.read("import matplotlib.pyplot as plt\\nimport seaborn as sns")
->>> [(c.library, c.function, c.text) for c in reader.read("fig, ax = plt.subplots()\\nax.hist(x)\\nsns.heatmap(m)").calls]
+>>> found = reader.read("fig, ax = plt.subplots()\\nax.hist(x)\\nsns.heatmap(m)")
+>>> [(c.library, c.function, c.text) for c in found.calls]
 [('matplotlib', 'Axes.hist', 'ax.hist'), ('seaborn', 'heatmap', 'sns.heatmap')]
 """
 

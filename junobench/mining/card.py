@@ -46,7 +46,8 @@ def render_card(rows: Mapping[str, int], summary: Mapping[str, Any], digests: Ma
     infos = {config: DatasetInfo(features=features()[config], download_size=digests[config]["size"])
              for config in CONFIGS}
     DatasetInfosDict(infos).to_dataset_card_data(data)
-    return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body(rows, summary, mapping=mapping, inputs=inputs, repo_id=repo_id)}"))
+    text = body(rows, summary, mapping=mapping, inputs=inputs, repo_id=repo_id)
+    return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{text}"))
 
 
 def body(rows: Mapping[str, int], summary: Mapping[str, Any], *, mapping: str, inputs: list[str],

@@ -77,7 +77,8 @@ class Returned:
             cell["source"] = source
         import nbformat
 
-        return nbformat.writes(notebook).encode("utf-8")
+        text: str = nbformat.writes(notebook)
+        return text.encode("utf-8")
 
 
 def needs_run(notebook: ParsedNotebook, *, rerun: bool) -> str | None:

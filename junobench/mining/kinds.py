@@ -104,7 +104,8 @@ class ChartKinds:
         self.charts: dict[str, dict[str, Any]] = {k: dict(v) for k, v in data["charts"].items()}
         self.decorations: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in data["decorations"].items()}
         self.returns: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in data["returns"].items()}
-        self._return_patterns = sorted(((k, v) for k, v in self.returns.items() if "*" in k), key=lambda kv: -len(kv[0]))
+        patterns = [(k, v) for k, v in self.returns.items() if "*" in k]
+        self._return_patterns = sorted(patterns, key=lambda kv: -len(kv[0]))  # the most specific first
         evidence = data["evidence"]
         self.purpose_rules = tuple(_rule(r, "purpose") for r in evidence["purposes"])
         self.stage_rules = tuple(_rule(r, "stage") for r in evidence["stages"])
@@ -155,7 +156,8 @@ class ChartKinds:
         if isinstance(entry, dict):
             chosen = (keywords or {}).get(entry["keyword"])
             found = entry["kinds"].get(chosen) if chosen is not None else None
-            return tuple(found or entry["default"])  # type: ignore[return-value]
+            chart = found or entry["default"]
+            return chart[0], chart[1]
         return entry[0], entry[1]
 
     def decoration(self, library: str, function: str) -> bool:

@@ -195,8 +195,10 @@ def _kernel(metadata: Any) -> tuple[str | None, str | None]:
     """The kernel's language (lower case) and name, from ``kernelspec`` or ``language_info``."""
     if not isinstance(metadata, dict):
         return None, None
-    spec = metadata.get("kernelspec") if isinstance(metadata.get("kernelspec"), dict) else {}
-    info = metadata.get("language_info") if isinstance(metadata.get("language_info"), dict) else {}
+    spec = metadata.get("kernelspec")
+    info = metadata.get("language_info")
+    spec = spec if isinstance(spec, dict) else {}
+    info = info if isinstance(info, dict) else {}
     language = spec.get("language") or info.get("name")
     name = spec.get("name")
     return (language.strip().lower() if isinstance(language, str) and language.strip() else None,

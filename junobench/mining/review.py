@@ -72,8 +72,8 @@ def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) 
     chosen = sample_ids(mined, n, seed)
     rows = _figures(Path(mined), set(chosen))
     workbook = Workbook()
-    ws = workbook.active
-    ws.title = SHEET
+    ws = workbook.create_sheet(SHEET)
+    workbook.remove(workbook.worksheets[0])
     ws.append(list(COLUMNS))
     lists = workbook.create_sheet(LISTS)
     kinds = sorted({entry[0] if isinstance(entry, list) else entry["default"][0]
@@ -83,23 +83,23 @@ def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) 
             lists.cell(row=row, column=column, value=value)
     lists.sheet_state = "hidden"
     for number, figure_id in enumerate(chosen, start=1):
-        row = rows[figure_id]
-        ws.append([f"F{number:04d}", figure_id, row["notebook"], row["cell"], None, _text(row["code"] or ""),
-                   _text(row["markdown"] or ""), None, None, None, None])
+        found = rows[figure_id]
+        ws.append([f"F{number:04d}", figure_id, found["notebook"], found["cell"], None, _text(found["code"] or ""),
+                   _text(found["markdown"] or ""), None, None, None, None])
         line = number + 1
         ws.row_dimensions[line].height = ROW_HEIGHT
-        thumbnail = _thumbnail(row)
+        thumbnail = _thumbnail(found)
         if thumbnail is not None:
             ws.add_image(thumbnail, f"E{line}")
         else:
-            ws.cell(row=line, column=5, value=_text(row["problem"] or row["text"] or row["mime"] or ""))
+            ws.cell(row=line, column=5, value=_text(found["problem"] or found["text"] or found["mime"] or ""))
     for cells in ws.iter_rows(min_row=2, max_col=len(COLUMNS)):
         for cell in cells:
             if isinstance(cell.value, str):
                 cell.data_type = "s"  # text, never a formula
-    for letter, values in (("H", len(kinds)), ("I", len(PURPOSES) + 1), ("J", len(vocab.PIPELINE_STAGES) + 1)):
+    for letter, count in (("H", len(kinds)), ("I", len(PURPOSES) + 1), ("J", len(vocab.PIPELINE_STAGES) + 1)):
         source = {"H": "A", "I": "B", "J": "C"}[letter]
-        rule = DataValidation(type="list", formula1=f"{LISTS}!${source}$1:${source}${values}", allow_blank=True)
+        rule = DataValidation(type="list", formula1=f"{LISTS}!${source}$1:${source}${count}", allow_blank=True)
         ws.add_data_validation(rule)
         if chosen:
             rule.add(f"{letter}2:{letter}{len(chosen) + 1}")

@@ -163,7 +163,8 @@ _WHITESPACE = re.compile(r"[\r\n]+")
 def _strict_base64(data: bytes | memoryview) -> bytes:
     """Base64 decoded, refusing any character outside the alphabet (in C where Python can)."""
     try:
-        return binascii.a2b_base64(data, strict_mode=True)
+        decoded: bytes = binascii.a2b_base64(data, strict_mode=True)  # type: ignore[call-arg,unused-ignore]
+        return decoded
     except TypeError:  # Python 3.10: no strict mode
         return base64.b64decode(data, validate=True)
 
@@ -206,9 +207,10 @@ def _png_size(data: bytes, max_pixels: int) -> tuple[tuple[int, int] | str, str 
         if zlib.crc32(view[position + 4:end - 4]) != struct.unpack_from(">I", data, end - 4)[0]:
             return f"a damaged PNG image (the checksum of a {kind.decode('latin-1')!r} chunk fails)", "PNG"
         if kind == b"IHDR" and size is None and length >= 8:
-            size = struct.unpack_from(">II", data, position + 8)
-            if size[0] * size[1] > max_pixels:
-                return _over(*size, max_pixels), "PNG"
+            width, height = struct.unpack_from(">II", data, position + 8)
+            size = (width, height)
+            if width * height > max_pixels:
+                return _over(width, height, max_pixels), "PNG"
         if kind == b"IEND":
             seen_end = True
             break
