@@ -111,14 +111,17 @@ def _text(value: object) -> str:
 
 
 @lru_cache(maxsize=1)
-def _lexer() -> Any:
+def _highlighter() -> tuple[Any, Any]:
+    """IPython's lexer (Python's where IPython is missing) and an HTML formatter."""
+    from pygments.formatters import HtmlFormatter
     from pygments.lexers import get_lexer_by_name
     from pygments.util import ClassNotFound
 
     try:
-        return get_lexer_by_name("ipython3")
+        lexer = get_lexer_by_name("ipython3")
     except ClassNotFound:  # IPython's lexers not installed
-        return get_lexer_by_name("python3")
+        lexer = get_lexer_by_name("python3")
+    return lexer, HtmlFormatter(nowrap=True)
 
 
 def code_lines(source: str, *, markdown: bool = False) -> list[Markup]:
@@ -126,16 +129,22 @@ def code_lines(source: str, *, markdown: bool = False) -> list[Markup]:
     line (Pygments closes its spans at each line end), so that lines can be marked."""
     if markdown:
         return [escape(line) for line in source.split("\n")]
-    from pygments import highlight
-    from pygments.formatters import HtmlFormatter
+    return list(_highlighted(source))
 
-    html = highlight(source, _lexer(), HtmlFormatter(nowrap=True))
-    lines = html.split("\n")
+
+@lru_cache(maxsize=8192)
+def _highlighted(source: str) -> tuple[Markup, ...]:
+    """:func:`code_lines` of code, kept: a page shows most cells four times (two views,
+    two notebooks)."""
+    from pygments import highlight
+
+    lexer, formatter = _highlighter()
+    lines = highlight(source, lexer, formatter).split("\n")
     if lines and lines[-1] == "":
         lines.pop()
     wanted = source.count("\n") + 1
     lines += [""] * (wanted - len(lines))  # Pygments drops trailing empty lines
-    return [Markup(line) for line in lines[:wanted]]
+    return tuple(Markup(line) for line in lines[:wanted])
 
 
 # --------------------------------------------------------------------------- outputs
