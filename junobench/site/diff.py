@@ -14,7 +14,7 @@ position (a changed cell); what is left over is a cell the fix added or removed.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -56,9 +56,9 @@ def line_marks(left: str, right: str) -> tuple[dict[int, str], dict[int, str]]:
     return removed, added
 
 
-def summary(rows: Sequence[Row]) -> dict[str, int]:
+def summary(statuses: Iterable[str]) -> dict[str, int]:
     """How many rows of each status (``changed``, ``added``, ``removed``, ``same``)."""
     counts = dict.fromkeys(("changed", "added", "removed", "same"), 0)
-    for row in rows:
-        counts[row.status] += 1
+    for status in statuses:
+        counts[status] += 1
     return counts

@@ -16,7 +16,7 @@ runs and their reasoning, and which notebooks every setting misses or only one g
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path

@@ -38,7 +38,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         super().end_headers()
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
+    def log_message(self, format: str, *args: Any) -> None:
         return
 
 

@@ -4,6 +4,7 @@ Pygments stylesheet of highlighted code."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 from importlib import resources
 from typing import Any
 
@@ -21,16 +22,17 @@ def nav(data: Any) -> list[NavLink]:
 
 def pages(data: Any) -> Iterable[Page]:
     for name in STATIC:
-        yield Page(f"assets/{name}", None, lambda name=name: {f"assets/{name}": _static(name)})
-    yield Page("assets/code.css", CODE_STYLE, lambda: {"assets/code.css": code_css()})
+        yield Page(f"assets/{name}", None, partial(_static, name))
+    yield Page("assets/code.css", CODE_STYLE, code_css)
 
 
-def _static(name: str) -> bytes:
-    return resources.files("junobench.site").joinpath("static", name).read_bytes()
+def _static(name: str) -> dict[str, bytes]:
+    return {f"assets/{name}": resources.files("junobench.site").joinpath("static").joinpath(name).read_bytes()}
 
 
-def code_css() -> bytes:
+def code_css() -> dict[str, bytes]:
     """Pygments' rules for highlighted code, scoped to ``.hl``."""
     from pygments.formatters import HtmlFormatter
 
-    return HtmlFormatter(style=CODE_STYLE).get_style_defs(".hl").encode("utf-8")
+    rules: str = HtmlFormatter(style=CODE_STYLE).get_style_defs(".hl")
+    return {"assets/code.css": rules.encode("utf-8")}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from markupsafe import Markup
@@ -40,8 +41,7 @@ def pages(data: Any) -> Iterable[Page]:
         detectors = data.evaluation.for_case(case["case_id"]) if data.evaluation is not None else None
         inputs = {"case": case, "neighbours": neighbours, "detectors": detectors, "title": data.title,
                   "evaluation": data.evaluation is not None}
-        yield Page(case_path(case["case_id"]), inputs,
-                   lambda case=case, neighbours=neighbours: render_case(data, case, neighbours))
+        yield Page(case_path(case["case_id"]), inputs, partial(render_case, data, case, neighbours))
 
 
 def render_case(data: Any, case: Mapping[str, Any], neighbours: tuple[str | None, str | None]
@@ -143,7 +143,7 @@ class CaseView:
         original = [_cell_view("o", c, None, None, outputs_of) for c in notebooks["original"]]
         missing = [version for version in SIDES.values() if case.get(version) is None]
         target_id = next((v.id for v in reversed(sides["r"]) if v.target), None)
-        return cls(runs_rows, cell_rows, original, diff.summary(cell_rows),
+        return cls(runs_rows, cell_rows, original, diff.summary(row.status for row in cell_rows),
                    [row for row in cell_rows if row.status != "same"], missing, target_id)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from functools import partial
 from typing import Any
 
 from junobench import vocab
@@ -34,11 +35,11 @@ def pages(data: Any) -> Iterable[Page]:
         return
     inputs = {"evaluation": evaluation.inputs(), "title": data.title,
               "cases": [case["case_id"] for case in data.cases]}
-    yield Page("evaluation.html", inputs, lambda: summary_page(data, evaluation))
+    yield Page("evaluation.html", inputs, partial(summary_page, data, evaluation))
     for column in evaluation.sets:
-        yield Page(f"evaluation/{column.slug}.html", inputs, lambda column=column: set_page(data, column))
+        yield Page(f"evaluation/{column.slug}.html", inputs, partial(set_page, data, column))
     yield Page("grid.html", inputs | {"labels": [_labels(case) for case in data.cases]},
-               lambda: grid_page(data, evaluation))
+               partial(grid_page, data, evaluation))
 
 
 def report_json(report: Any) -> bytes:

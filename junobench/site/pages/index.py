@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from functools import partial
 from typing import Any
 
 from junobench import vocab
@@ -33,9 +34,13 @@ def pages(data: Any) -> Iterable[Page]:
             for case in data.cases]
     inputs = {"rows": rows, "title": data.title, "source": data.source, "filters": data.filters,
               "evaluation": data.evaluation is not None}
-    yield Page("index.html", inputs, lambda: {"index.html": render_page(
-        "index.html.j2", root="", title=data.title, data=data, rows=rows,
-        dimensions=distributions(rows), source=data.source, filters=data.filters)})
+    yield Page("index.html", inputs, partial(index_page, data, rows))
+
+
+def index_page(data: Any, rows: list[dict[str, Any]]) -> dict[str, bytes]:
+    return {"index.html": render_page("index.html.j2", root="", title=data.title, data=data, rows=rows,
+                                      dimensions=distributions(rows), source=data.source,
+                                      filters=data.filters)}
 
 
 def distributions(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
