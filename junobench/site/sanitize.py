@@ -114,27 +114,26 @@ def clean_html(html: str) -> str:
 
 
 def markdown_html(text: str, attachments: object = None) -> str:
-    """A Markdown cell or output rendered by nbconvert's Markdown filter (mistune), its
-    ``attachment:`` images made ``data:`` URIs, then cleaned as :func:`clean_html`."""
-    from nbconvert.filters.markdown_mistune import markdown2html_mistune
+    """A Markdown cell or output rendered by nbconvert's Markdown renderer (mistune; a
+    cell's ``attachment:`` images become ``data:`` URIs, local files are never read), then
+    cleaned as :func:`clean_html`."""
+    from nbconvert.filters.markdown_mistune import IPythonRenderer, MarkdownWithMath
 
-    html = markdown2html_mistune(text)
-    if isinstance(attachments, dict) and attachments:
-        html = _ATTACHMENT.sub(lambda m: _attachment_src(m, attachments), html)
-    return clean_html(html)
+    bundles = {str(name): {str(mime): data for mime, data in bundle.items() if isinstance(data, str)}
+               for name, bundle in attachments.items() if isinstance(bundle, dict)
+               } if isinstance(attachments, dict) else {}
+    renderer = IPythonRenderer(escape=False, embed_images=False, attachments=_Attachments(bundles))
+    return clean_html(MarkdownWithMath(renderer=renderer).render(text))
 
 
-_ATTACHMENT = re.compile(r'src="attachment:([^"]*)"')
+class _Attachments(dict[str, dict[str, str]]):
+    """A cell's attachments, where a missing one is an empty image (nbconvert raises)."""
 
+    def __contains__(self, name: object) -> bool:
+        return True
 
-def _attachment_src(match: re.Match[str], attachments: dict[object, object]) -> str:
-    bundle = attachments.get(match.group(1))
-    if isinstance(bundle, dict):
-        for mime, data in bundle.items():
-            if (isinstance(mime, str) and mime.startswith("image/") and isinstance(data, str)
-                    and _BASE64.match(data)):
-                return f'src="data:{mime};base64,{"".join(data.split())}"'
-    return 'src=""'
+    def __missing__(self, name: str) -> dict[str, str]:
+        return {"image/png": ""}
 
 
 def ansi_html(text: str) -> str:

@@ -75,6 +75,8 @@ class CellView:
     target: bool = False
     status: str = "same"
     other: str | None = None  # the id of its counterpart on the other side
+    #: What changed when the code did not: the fix runs the cell, or no longer does.
+    note: str | None = None
 
     def line_class(self, number: int) -> str:
         return self.marks.get(number, "")
@@ -139,7 +141,8 @@ class CaseView:
         runs_rows = _aligned(sides["r"], sides["f"], key=lambda v: v.cell.source)
         cell_views = {side: [_cell_view(side, c, target, crash_line, outputs_of) for c in notebooks[SIDES[side]]]
                       for side in ("r", "f")}
-        cell_rows = _aligned(cell_views["r"], cell_views["f"], key=lambda v: (v.cell.kind, v.cell.source))
+        cell_rows = _aligned(cell_views["r"], cell_views["f"],
+                             key=lambda v: (v.cell.kind, v.cell.source, v.cell.count is not None))
         original = [_cell_view("o", c, None, None, outputs_of) for c in notebooks["original"]]
         missing = [version for version in SIDES.values() if case.get(version) is None]
         target_id = next((v.id for v in reversed(sides["r"]) if v.target), None)
@@ -170,7 +173,11 @@ def _aligned(left: Sequence[CellView], right: Sequence[CellView], *, key: Any) -
         b = right[row.right] if row.right is not None else None
         if a is not None and b is not None:
             a.other, b.other = b.id, a.id
-            if row.status == "changed":
+            if row.status == "changed" and a.cell.source == b.cell.source:
+                ran = (a.cell.count is not None, b.cell.count is not None)
+                if ran != (True, True) and ran[0] != ran[1]:
+                    a.note = b.note = "the fix runs this cell" if ran[1] else "the fix does not run this cell"
+            elif row.status == "changed":
                 removed, added = diff.line_marks(a.cell.source, b.cell.source)
                 for number, mark in removed.items():
                     a.marks[number] = (a.marks.get(number, "") + " " + mark).strip()
