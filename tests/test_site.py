@@ -20,13 +20,14 @@ import pytest
 
 pytest.importorskip("nh3", reason="the site needs the site extra")
 
-from junobench.cli import main  # noqa: E402
-from junobench.data.snapshot import sample_path  # noqa: E402
-from junobench.errors import JunoBenchError  # noqa: E402
-from junobench.site import site  # noqa: E402
-from junobench.site.build import MANIFEST  # noqa: E402
-from junobench.site.render import CSP  # noqa: E402
-from site_hostile import CASE, hostile_predictions, hostile_snapshot  # noqa: E402
+from site_hostile import CASE, hostile_predictions, hostile_snapshot
+
+from junobench.cli import main
+from junobench.data.snapshot import sample_path
+from junobench.errors import JunoBenchError
+from junobench.site import site
+from junobench.site.build import MANIFEST
+from junobench.site.render import CSP
 
 SAMPLE_CASES = ["NBspecific_1", "NBspecific_2", "matplotlib_1", "numpy_1", "pandas_1", "pandas_2",
                 "seaborn_1", "sklearn_1", "sklearn_2", "statsmodels_1"]
@@ -84,7 +85,7 @@ def sample_site(tmp_path_factory, static_predictions):
 
 
 def test_every_case_has_a_page_with_its_target_cell_marked_and_the_fix_diffed(sample_site):
-    out, summary = sample_site
+    out, _ = sample_site
     index = read(out / "index.html")
     linked = [a["href"] for a in index.having("a") if (a.get("href") or "").startswith("cases/")]
     assert linked == [f"cases/{case}.html" for case in SAMPLE_CASES]
@@ -159,7 +160,8 @@ def test_distribution_charts_count_each_label(sample_site):
                         (out / "index.html").read_text(encoding="utf-8"), re.DOTALL)
     from junobench.stats import stats
 
-    assert {value: int(n) for value, n in counts} == {k: v for k, v in stats("sample").to_dict()["root_cause"].items() if v}
+    published = stats("sample").to_dict()["root_cause"]
+    assert {value: int(n) for value, n in counts} == {k: v for k, v in published.items() if v}
 
 
 # --------------------------------------------------------------------------- hostile input
@@ -266,7 +268,7 @@ def test_a_folder_holding_other_files_is_refused_and_kept(tmp_path):
     built = tmp_path / "built"
     site("sample", built)
     (built / "cases" / "extra.html").write_text("mine", encoding="utf-8")
-    with pytest.raises(JunoBenchError, match="files the site did not write: cases/extra.html"):
+    with pytest.raises(JunoBenchError, match=r"files the site did not write: cases/extra\.html"):
         site("sample", built)
     assert (built / "cases" / "extra.html").read_text(encoding="utf-8") == "mine"
 
@@ -355,7 +357,7 @@ def reference_site(tmp_path_factory, reference_snapshot, qwen, mistral, crane_su
 
 
 def test_the_reference_site_shows_all_111_cases_with_targets_and_diffs(reference_site, reference_snapshot):
-    out, summary, _ = reference_site
+    out, _, _ = reference_site
     from junobench import ls
 
     ids = [row["case_id"] for row in ls(reference_snapshot)]

@@ -17,8 +17,9 @@ import pytest
 
 pytest.importorskip("nh3", reason="the site needs the site extra")
 
-from junobench.site import site  # noqa: E402
-from site_hostile import CASE, hostile_predictions, hostile_snapshot  # noqa: E402
+from site_hostile import CASE, hostile_predictions, hostile_snapshot
+
+from junobench.site import site
 
 #: How Chromium is started: headless, no sandbox (root in CI), nothing fetched in the
 #: background (updates, sync, safe browsing lists).

@@ -11,8 +11,8 @@ case renders one case page.
 folder holding anything else is refused).
 
 >>> summary = site("sample", "sample-site")
->>> len(summary.rendered), summary.reused, sorted(summary.files)[:3]
-(18, [], ['assets/site.css', 'assets/site.js', 'cases/NBspecific_1.html'])
+>>> len(summary.rendered), summary.reused, [f for f in summary.files if f.startswith("cases/pandas")]
+(14, [], ['cases/pandas_1.html', 'cases/pandas_2.html'])
 >>> site("sample", "sample-site").rendered      # unchanged: nothing rendered again
 []
 """
