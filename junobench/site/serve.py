@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from junobench.errors import JunoBenchError
+from junobench.site import DEFAULT_PORT
 from junobench.site.build import SiteSummary, site
 from junobench.site.render import CSP
 
-#: The port ``junobench view`` serves on unless told (``--port``; 0 takes a free one).
-DEFAULT_PORT = 7575
 HOST = "127.0.0.1"
 
 
