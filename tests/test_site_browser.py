@@ -233,3 +233,44 @@ def test_a_hostile_notebook_runs_no_script_in_the_page(tab, hostile_site):
         assert t.outside() == [], path
         assert t.errors == [], path  # not even a refused load: nothing tried
         t.close()
+
+
+@pytest.fixture(scope="module")
+def reference_site(tmp_path_factory, reference_snapshot, qwen, crane_summary):
+    out = tmp_path_factory.mktemp("browser-reference") / "site"
+    site(reference_snapshot, out, [qwen], judgments=crane_summary)
+    return out
+
+
+def test_every_reference_case_shows_its_target_cell_in_the_browser(tab, reference_site):
+    t = tab(reference_site)
+    t.open("index.html")
+    page = t.page
+    assert page.locator("#shown").inner_text() == "111"
+    page.select_option('#filters select[data-field="library_label"]', "tensorflow/keras")
+    assert page.locator("#shown").inner_text() == "15"
+    cases = [a.get_attribute("href") for a in page.locator("#cases tbody tr td:first-child a").all()]
+    assert len(cases) == 111
+    for href in cases:
+        t.open(href)
+        target = page.locator("#runs .side.left .cell.target")
+        assert target.count() == 1 and target.is_visible(), href
+        assert page.locator("#fix-summary").is_visible(), href
+        assert page.locator("#runs .side.right .cell.target").is_visible(), href  # the fixed one beside it
+    assert t.errors == [] and t.outside() == []
+
+
+def test_the_reference_grid_leads_from_a_judged_setting_to_the_case(tab, reference_site):
+    t = tab(reference_site)
+    t.open("evaluation.html")
+    page = t.page
+    assert page.locator("#judged-scores tr[data-set=judged-5] th").inner_text() == "gpt_5_crash_detection_code"
+    assert page.locator("#judged-scores tr[data-set=judged-5] td[data-key=precision]").inner_text() == (
+        "0.750 [0.667, 0.829]")  # CRANE-LLM's Table 2(a): GPT-5 without runtime information
+    page.click("text=Grid")
+    page.wait_for_url("**/grid.html")
+    cell = page.locator('#grid td[data-col="judged-5"] a.gridcell').first
+    cell.click()
+    page.wait_for_url("**/cases/*.html#det-judged-5")
+    assert page.locator("#det-judged-5").is_visible() and "(judged)" in page.locator("#det-judged-5").inner_text()
+    assert t.errors == [] and t.outside() == []

@@ -138,10 +138,21 @@ class _Attachments(dict[str, dict[str, str]]):
 
 def ansi_html(text: str) -> str:
     """Terminal text (a traceback, a stream) as HTML: nbconvert's ANSI filter turns its
-    colour codes into spans and escapes the rest; the spans are checked again."""
+    colour codes into spans and escapes the rest; the sequences it leaves (hyperlinks,
+    cursor moves) and control characters are dropped, and the spans checked again.
+
+    >>> ansi_html("\x1b[31mKeyError\x1b[0m \x1b]8;;javascript:x\x07<b>\x1b]8;;\x07\x07")
+    '<span class="ansi-red-fg">KeyError</span> &lt;b&gt;'
+    """
     from nbconvert.filters.ansi import ansi2html
 
-    return _ANSI.clean(ansi2html(text))
+    from junobench.data.notebook import strip_ansi
+
+    html = strip_ansi(ansi2html(text.replace("\r\n", "\n")))
+    return _ANSI.clean(_CONTROL.sub("", html))
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 
 
 def decode_image(data: object) -> bytes | None:
