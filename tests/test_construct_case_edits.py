@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import shutil
 import signal
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 from cli_run import run_cli
 from snapshot_files import tree_digest, variant
 
+import junobench
 from junobench.construct import transaction
 from junobench.construct.add_case import Dataset, NewCase, add_case
 from junobench.construct.remove_case import remove_case
@@ -345,9 +347,11 @@ def test_the_pair_is_run_before_the_case_gets_in(tmp_path: Path, capsys) -> None
                              "--fixed", str(_notebook("pandas_1", "fixed")), *common)
     assert code == 0, err
     assert out == "" and "verified in junobench's own environment: reproduced: crashed at the target" in err
-    row = next(r for r in read_table(snapshot / layout.DESC_TABLE).records()
-               if r["nb_name"] == "pandas_3")
-    assert "construct add-case; verified in junobench's own environment" in row["provenance"]
+    recorded = junobench.load(snapshot).filter(lambda c: c["case_id"] == "pandas_3")[0]["provenance"]
+    assert recorded["status"] == "verified" and recorded["environment"] == "junobench's own environment"
+    assert recorded["python"] == platform.python_version() and recorded["sandbox"].endswith("network off")
+    assert any(lib.startswith("pandas==") for lib in recorded["libraries"]), recorded
+    assert recorded["detail"].startswith("reproduced: crashed at the target")
     # --no-verify lets the crashing pair in, and says so in its provenance.
     code, out, err = run_cli(capsys, "construct", "add-case", str(snapshot),
                              str(variant(_notebook("pandas_1", "original"), tmp_path / "o")),
@@ -355,9 +359,8 @@ def test_the_pair_is_run_before_the_case_gets_in(tmp_path: Path, capsys) -> None
                                                          tmp_path / "r", "a third case")),
                              "--fixed", str(crashing), *common, "--no-verify")
     assert code == 0 and out == "", err
-    row = next(r for r in read_table(snapshot / layout.DESC_TABLE).records()
-               if r["nb_name"] == "pandas_4")
-    assert row["provenance"].endswith("not verified (--no-verify)")
+    recorded = junobench.load(snapshot).filter(lambda c: c["case_id"] == "pandas_4")[0]["provenance"]
+    assert recorded["status"] == "not verified" and recorded["detail"] == "added with --no-verify"
 
 
 def _with_error(notebook: Path, tmp_path: Path) -> Path:

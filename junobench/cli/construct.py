@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from junobench.cli.common import status
+from junobench.cli.common import status, step_lines
 from junobench.errors import JunoBenchError
 
 
@@ -542,7 +542,34 @@ def _add_case(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                         help="time limit per cell run of the pair, in seconds (default: 600)")
     parser.add_argument("--no-verify", action="store_true",
                         help="add the case without running its pair (its provenance says so)")
+    _edit_options(parser)
     parser.set_defaults(handler=_run_add_case)
+
+
+def _edit_options(parser: argparse.ArgumentParser) -> None:
+    """Options of the edits that bring code or data into a snapshot (add-case, edit)."""
+    from junobench.construct.add_case import LARGE_FILE
+    from junobench.data.similarity import THRESHOLD, percent
+    from junobench.safety.archives import human_size
+
+    parser.add_argument("--allow-similar", action="store_true",
+                        help=f"accept a case whose normalised code is {percent(THRESHOLD)} or more similar "
+                             "to one of the snapshot's (a near-duplicate); recorded in its provenance")
+    parser.add_argument("--large-file", type=_size, default=LARGE_FILE, metavar="SIZE",
+                        help=f"name data files of this size or more (default {human_size(LARGE_FILE)})")
+    parser.add_argument("--refuse-large", action="store_true",
+                        help="refuse a data file of --large-file or more instead of naming it")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no step lines (shown on a terminal only)")
+
+
+def _size(text: str) -> int:
+    from junobench.cli.common import parse_size
+
+    try:
+        return int(parse_size(text))
+    except (ValueError, JunoBenchError) as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _run_add_case(args: argparse.Namespace) -> int:
@@ -567,10 +594,14 @@ def _run_add_case(args: argparse.Namespace) -> int:
     added = ac.add_case(args.snapshot, case, allow_new_library=args.new_library,
                         allow_new_labels=args.allow_new_labels,
                         pull=kaggle_pull if args.pull_original else None,
-                        verify=not args.no_verify, env=args.env, timeout=args.timeout)
+                        verify=not args.no_verify, env=args.env, timeout=args.timeout,
+                        allow_similar=args.allow_similar, large_file=args.large_file,
+                        refuse_large=args.refuse_large, progress=step_lines(args))
     status(f"added {added.case_id}: {', '.join(added.files)}"
            + (f"; datasets {', '.join(added.datasets)}" if added.datasets else ""))
     status(f"  {added.checked}")
+    for warning in added.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return _print_validation(args.snapshot, show=status)
 
 

@@ -36,9 +36,11 @@ import ast
 import builtins
 import keyword
 import re
+import warnings
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 #: Tokens per shingle (a run of consecutive normalised tokens).
 SHINGLE = 5
@@ -147,7 +149,9 @@ def normalised_tokens(sources: Iterable[str]) -> list[str]:
         lines = [line for line in str(source).splitlines() if not _SHELL.match(line)]
         text = "\n".join(lines)
         try:
-            tree = ast.parse(text)
+            with warnings.catch_warnings():  # invalid escapes and such in the notebook's code
+                warnings.simplefilter("ignore")
+                tree = ast.parse(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             body += _fallback_tokens(text, renamer)
             continue
@@ -253,3 +257,24 @@ def highest(cases: Mapping[str, CasePrints]) -> Similar | None:
     """The most similar pair of distinct cases (None with fewer than two)."""
     pairs = similar_pairs(cases, threshold=0.0)
     return pairs[0] if pairs else None
+
+
+def folder_prints(root: str | Path, case_id: str) -> dict[str, frozenset[int]]:
+    """Fingerprints of a case folder's notebooks (unreadable ones, and links out of the
+    snapshot, left out)."""
+    from junobench.data import layout
+    from junobench.data.notebook import read_notebook
+    from junobench.errors import JunoBenchError
+    from junobench.safety.paths import check_not_linked_out
+
+    sources: dict[str, Sequence[str] | None] = {}
+    for version in VERSIONS:
+        path = layout.notebook_path(root, case_id, version)
+        try:
+            check_not_linked_out(path.parent, root)
+            check_not_linked_out(path, root)
+            notebook, _ = read_notebook(path, case=case_id)
+        except (JunoBenchError, OSError):
+            continue
+        sources[version] = [cell.source for cell in notebook.code_cells]
+    return case_prints(sources)
