@@ -42,6 +42,7 @@ valid
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -455,10 +456,8 @@ def _check_similar(root: Path, rows: list[DescRow], exact: set[frozenset[str]], 
             continue  # reported as the same crash already
         allowed = set()
         for case in (pair.case, pair.other):
-            try:
+            with contextlib.suppress(JunoBenchError):  # an unreadable one is reported with its case
                 allowed |= {s["case"] for s in (provenance.read(root, case) or {}).get("similar", [])}
-            except JunoBenchError:
-                pass  # reported with the case
         text = f"the case is a near-duplicate of {pair.describe()}"
         if allowed & {pair.case, pair.other}:
             report.warnings.append(Problem(f"{text}, allowed with --allow-similar",
