@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -171,15 +171,19 @@ class SnapshotDiff:
 
 
 def diff(old: str | Path, new: str | Path, *, old_revision: str | None = None,
-         new_revision: str | None = None, cache_dir: str | Path | None = None) -> SnapshotDiff:
+         new_revision: str | None = None, cache_dir: str | Path | None = None,
+         progress: Callable[[str], None] | None = None) -> SnapshotDiff:
     """The :class:`SnapshotDiff` from ``old`` to ``new`` (each a source :func:`junobench.load`
-    reads, at its revision when it is a Hub repo)."""
+    reads, at its revision when it is a Hub repo); ``progress`` is told each step."""
     from junobench.loader import load
 
+    step = progress or (lambda _: None)
+    step(f"reading {old} and {new}")
     old_cases = load(old, "cases", revision=old_revision, cache_dir=cache_dir).to_list()
     new_cases = load(new, "cases", revision=new_revision, cache_dir=cache_dir).to_list()
     old_data = source_data_digests(old, revision=old_revision)
     new_data = source_data_digests(new, revision=new_revision)
+    step(f"comparing {len(old_cases)} and {len(new_cases)} cases")
     return compare(old_cases, new_cases, old_data, new_data, old=str(old), new=str(new))
 
 

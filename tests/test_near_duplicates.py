@@ -13,9 +13,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import REFERENCE, _require
 from snapshot_files import tree_digest, variant
 
+from conftest import REFERENCE, _require
 from junobench.cli import main
 from junobench.data import layout, similarity
 from junobench.data.snapshot import resolve

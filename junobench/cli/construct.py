@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from junobench.cli.common import status, step_lines
+from junobench.cli.common import add_licence_options, licence_policy_from, status, step_lines
 from junobench.errors import JunoBenchError
 
 
@@ -45,13 +45,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("snapshot", help="snapshot directory, or 'sample'")
     parser.add_argument("--strict", action="store_true",
                         help="count every warning as a problem (exit code 1)")
-    parser.add_argument("--allow-licence", action="append", default=[], metavar="LICENCE",
-                        help="also allow this input-dataset licence (SPDX id or name; repeatable)")
-    parser.add_argument("--licences", default=None, metavar="FILE",
-                        help="the allow-list: one licence a line, replacing the default list of open licences")
-    parser.add_argument("--licence-policy", choices=("warn", "error", "off"), default="warn",
-                        help="a licence outside the allow-list or unknown is a warning (default), a "
-                             "problem, or not reported")
+    add_licence_options(parser)
+    parser.add_argument("--no-progress", action="store_true", help="no step lines (shown on a terminal only)")
     parser.set_defaults(handler=_run_validate)
 
 
@@ -664,7 +659,8 @@ def _run_renumber(args: argparse.Namespace) -> int:
     if args.dry_run:
         status(f"dry run: {len(plan)} case(s) would be renamed; nothing changed")
         return 0
-    status(f"renamed {len(plan)} case(s); the map is kept in {args.snapshot}/renamed_cases.json")
+    status(f"renamed {len(plan)} case(s); the next release records the published ids renamed "
+           "(renamed_cases.json)")
     return _print_validation(args.snapshot, show=status)
 
 
@@ -672,9 +668,10 @@ def _run_renumber(args: argparse.Namespace) -> int:
 
 
 def _run_validate(args: argparse.Namespace) -> int:
-    from junobench.data.licences import LicencePolicy
-
-    policy = LicencePolicy.from_options(args.allow_licence, args.licences)
+    policy = licence_policy_from(args)
+    step = step_lines(args)
+    if step is not None:
+        step(f"checking {args.snapshot}: tables, every case's notebooks and datasets, licences, near-duplicates")
     return _print_validation(args.snapshot, strict=args.strict, licences=policy,
                              licence_policy=args.licence_policy)
 

@@ -73,6 +73,7 @@ def export(
     licences: Any = None,
     licence_policy: str = "warn",
     progress: Any = None,
+    renamed: bytes | None = None,
 ) -> ExportResult:
     """Write the records of ``source`` (a snapshot, ``"sample"`` or a Hub repo) to ``out``.
 
@@ -84,7 +85,8 @@ def export(
     data files whose licence ``licences`` (a :class:`~junobench.data.licences.LicencePolicy`,
     default the open licences) does not allow are named in :attr:`ExportResult.warnings`
     (``licence_policy="warn"``) or refuse the export (``"error"``). ``progress`` is told
-    each step as it starts.
+    each step as it starts. ``renamed`` replaces the snapshot's ``renamed_cases.json``
+    (a release writes the record of its renames and removals there).
     """
     from junobench.data.licences import LicencePolicy
     from junobench.hub import runnable
@@ -129,7 +131,8 @@ def export(
             step("writing the parquet files, card, croissant.json and checksums")
             write_export(staging, records, report_dict, repo_id=repo_id or DEFAULT_REPO_ID,
                          template=template, version=version, data=digests, published=published,
-                         extra={**_carried_files(root), **({VERSION_FILE: f"{version}\n".encode()} if version else {})},
+                         extra={**carried_files(root, renamed),
+                                **({VERSION_FILE: f"{version}\n".encode()} if version else {})},
                          layout=sorted(carried))
             manifest = read_manifest(staging)
             old = swap_in(staging, out)
@@ -224,11 +227,14 @@ def _check_target(root: Path, out: Path) -> None:
                              hint=hint)
 
 
-def _carried_files(root: Path) -> dict[str, bytes]:
+def carried_files(root: Path, renamed: bytes | None = None) -> dict[str, bytes]:
     """The snapshot's files an export carries as they are: the record of renamed cases
-    (``renamed_cases.json``, when there is one; it must be JSON)."""
+    (``renamed_cases.json``, when there is one; it must be JSON), or ``renamed`` (``b""``:
+    none)."""
     from junobench.data import layout
 
+    if renamed is not None:  # b"": none
+        return {layout.RENAMED_CASES: renamed} if renamed else {}
     path = root / layout.RENAMED_CASES
     if not os.path.lexists(path):
         return {}
