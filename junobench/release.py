@@ -51,6 +51,7 @@ class HubState:
     changelog: str | None = None
     has_export: bool = False           # an export or a snapshot: a previous release
     renamed: str | None = None         # its renamed_cases.json
+    files: list[str] = field(default_factory=list)  # what the branch holds
     note: str = ""
     branch_exists: bool = True         # False: the release's branch is made from main's head
 
@@ -248,7 +249,12 @@ def _prepare(root: Path, repo_id: str, revision: str, version: str, tag: str, da
     if not hub.branch_exists:
         steps.append(f"create branch {revision} from main")
     parent = _parent(hub)
+    from junobench.hub.push import stale_files
+
+    stale = stale_files(hub.files, files)
     steps.append(f"one commit to {revision} adding {len(files)} file(s): the export and {CHANGELOG}"
+                 + (f", deleting {len(stale)} file(s) of the previous release this one does not hold "
+                    f"({', '.join(stale[:4])}{' …' if len(stale) > 4 else ''})" if stale else "")
                  + (f" (on top of {parent[:12]}: refused if the branch moves meanwhile)" if parent else ""))
     steps.append(f"tag the commit {tag}")
     return ReleaseResult(root, repo_id, revision, version, tag, dry_run, hub, compared, diff, entry, changelog,
@@ -365,7 +371,8 @@ def read_hub(repo_id: str, revision: str, *, endpoint: str | None = None, dry_ru
         siblings = {s.rfilename for s in info.siblings or []}
         head = info.sha or revision
         state = HubState(True, True, info.sha, [t.name for t in refs.tags],
-                         has_export=all(p in siblings for p in PARQUET.values()) or DESC_TABLE in siblings)
+                         has_export=all(p in siblings for p in PARQUET.values()) or DESC_TABLE in siblings,
+                         files=sorted(siblings))
         state.card = _read(api, repo_id, head, "README.md") if "README.md" in siblings else None
         state.changelog = _read(api, repo_id, head, CHANGELOG) if CHANGELOG in siblings else None
         state.renamed = _read(api, repo_id, head, RENAMED_CASES) if RENAMED_CASES in siblings else None
