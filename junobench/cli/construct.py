@@ -30,6 +30,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _add_case(steps)
     _remove_case(steps)
     _renumber(steps)
+    _edit(steps)
+    _clean(steps)
 
     parser = subparsers.add_parser(
         "validate", help="check a whole snapshot: tables, notebooks, datasets, licences",
@@ -616,20 +618,95 @@ def _remove_case(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
                     "the next editing command); then validate the snapshot. The gap in the "
                     "numbering stays until `construct renumber`.")
     parser.add_argument("snapshot", type=Path, help="the snapshot folder")
-    parser.add_argument("case", help="the case id, e.g. pandas_2")
+    parser.add_argument("cases", nargs="+", metavar="CASE", help="the case ids, e.g. pandas_2 torch_7")
     parser.set_defaults(handler=_run_remove_case)
 
 
 def _run_remove_case(args: argparse.Namespace) -> int:
-    from junobench.construct.remove_case import remove_case
+    from junobench.construct.remove_case import remove_cases
 
     _finish_pending(args.snapshot)
-    removed = remove_case(args.snapshot, args.case)
-    what = [*(["its folder"] if removed.folder else []),
-            *([f"{removed.desc_rows} row(s) of benchmark_desc.xlsx"] if removed.desc_rows else []),
-            *([f"{removed.diagnosis_rows} diagnosis row(s)"] if removed.diagnosis_rows else [])]
-    status(f"removed {removed.case_id}: {', '.join(what)}")
+    for removed in remove_cases(args.snapshot, args.cases):
+        what = [*(["its folder"] if removed.folder else []),
+                *([f"{removed.desc_rows} row(s) of benchmark_desc.xlsx"] if removed.desc_rows else []),
+                *([f"{removed.diagnosis_rows} diagnosis row(s)"] if removed.diagnosis_rows else [])]
+        status(f"removed {removed.case_id}: {', '.join(what)}")
     return _print_validation(args.snapshot, show=status)
+
+
+def _edit(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from junobench import vocab
+
+    parser = steps.add_parser(
+        "edit", help="change a case: labels, diagnosis, dataset metadata, a notebook or a data file",
+        description="Edit one case all at once, as add-case adds one: the folder is edited in a staging "
+                    "copy, checked (it builds; a new notebook is no near-duplicate), its pair run again "
+                    "when code or data changed (--no-verify: recorded as not verified in its provenance), "
+                    "then swapped in with the tables through one journal. A refusal changes nothing.")
+    parser.add_argument("snapshot", type=Path, help="the snapshot folder")
+    parser.add_argument("case", help="the case id, e.g. pandas_2")
+    parser.add_argument("--root-cause", help="; ".join(vocab.ROOT_CAUSES))
+    parser.add_argument("--crash-type", help="e.g. 'key error'")
+    parser.add_argument("--stage", help="; ".join(vocab.PIPELINE_STAGES))
+    parser.add_argument("--ml-bug", help="label_if_ML_bug")
+    parser.add_argument("--diagnosis", help="the new diagnosis (text)")
+    parser.add_argument("--set-dataset", action="append", default=[], metavar="NAME.FIELD=VALUE",
+                        help="a dataset's title, url, license or note (its metadata file and table columns)")
+    parser.add_argument("--original", type=Path, help="a new original notebook")
+    parser.add_argument("--reproduced", type=Path, help="a new reproduced notebook")
+    parser.add_argument("--fixed", type=Path, help="a new fixed notebook")
+    parser.add_argument("--data", action="append", default=[], metavar="NAME=PATH",
+                        help="a file or folder put into data/ for dataset NAME (replacing one of its name)")
+    parser.add_argument("--allow-new-labels", action="store_true",
+                        help="allow labels outside the published vocabularies")
+    parser.add_argument("--env", type=Path, metavar="DIR", help="run the pair in this environment")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SEC",
+                        help="time limit per cell run of the pair, in seconds (default: 600)")
+    parser.add_argument("--no-verify", action="store_true",
+                        help="do not run the pair again after a change of code or data (its provenance says so)")
+    _edit_options(parser)
+    parser.set_defaults(handler=_run_edit)
+
+
+def _run_edit(args: argparse.Namespace) -> int:
+    from junobench.construct import edit_case as ec
+
+    _finish_pending(args.snapshot)
+    labels = {key: value for key, value in (("root_cause", args.root_cause), ("crash_type", args.crash_type),
+                                            ("pipeline_stage", args.stage), ("ml_bug", args.ml_bug)) if value}
+    notebooks = {v: p for v, p in (("original", args.original), ("reproduced", args.reproduced),
+                                   ("fixed", args.fixed)) if p is not None}
+    edit = ec.CaseEdit(labels, args.diagnosis, ec.parse_assignments(args.set_dataset), notebooks,
+                       ec.parse_data(args.data))
+    edited = ec.edit_case(args.snapshot, args.case, edit, verify=not args.no_verify, env=args.env,
+                          timeout=args.timeout, allow_new_labels=args.allow_new_labels,
+                          allow_similar=args.allow_similar, large_file=args.large_file,
+                          refuse_large=args.refuse_large, progress=step_lines(args))
+    status(ec.edit_summary(edited))
+    status(f"  {edited.checked}")
+    for warning in edited.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return _print_validation(args.snapshot, show=status)
+
+
+def _clean(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = steps.add_parser(
+        "clean", help="finish an interrupted edit and remove what a killed one left",
+        description="Finish an add-case, edit, remove-case or renumber killed half-way (its journal), "
+                    "and remove what one killed before its journal left in the snapshot: staging "
+                    "folders (.junobench-edit-*.partial/) and temporary tables, known by their names.")
+    parser.add_argument("snapshot", type=Path, help="the snapshot folder")
+    parser.set_defaults(handler=_run_clean)
+
+
+def _run_clean(args: argparse.Namespace) -> int:
+    from junobench.construct.transaction import editable_root, editing
+
+    with editing(editable_root(args.snapshot)) as recovered:
+        messages = recovered.messages()
+    for message in messages or ["nothing to clean: no interrupted edit, no leftovers"]:
+        status(message)
+    return 0
 
 
 def _renumber(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

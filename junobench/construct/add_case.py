@@ -381,13 +381,13 @@ def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_l
     return Added(case_id, layout.case_dir(root, case_id), files, names, checked, warnings)
 
 
-def near_duplicates(root: Path, staging: Path, case_id: str, *, allow: bool) -> list[Any]:
-    """The snapshot's cases the staged ``case_id`` is a near-duplicate of
+def near_duplicates(root: Path, staging: Path, case_id: str, *, allow: bool, exclude: str | None = None) -> list[Any]:
+    """The snapshot's cases (but ``exclude``) the staged ``case_id`` is a near-duplicate of
     (:mod:`junobench.data.similarity`); refused unless ``allow``."""
     from junobench.data import similarity
 
     new = similarity.folder_prints(staging, case_id)
-    others = {other: similarity.folder_prints(root, other) for other in sorted(case_ids(root))}
+    others = {other: similarity.folder_prints(root, other) for other in sorted(case_ids(root)) if other != exclude}
     found = similarity.most_similar(new, others)
     if found and not allow:
         raise JunoBenchError("the case is a near-duplicate of "

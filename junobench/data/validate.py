@@ -501,8 +501,9 @@ def _check_edit_leftovers(root: Path, warnings: list[Problem]) -> None:
         return  # the pending edit still needs them
     for path in layout.edit_leftovers(root):
         warnings.append(Problem(
-            "left by an interrupted add-case, remove-case or renumber (not part of the snapshot)",
-            path.name, None, "the next add-case, remove-case or renumber removes it"))
+            "left by an interrupted add-case, edit, remove-case or renumber (not part of the snapshot; "
+            f"`junobench construct clean {root}` removes it)", path.name, None,
+            "the next edit removes it too"))
 
 
 # --------------------------------------------------------------------------- folders
