@@ -12,6 +12,7 @@ import pytest
 from snapshot_files import tree_digest, variant
 
 import junobench
+import junobench.hub.write_export
 from junobench.cli import main
 from junobench.data import layout
 from junobench.data.snapshot import resolve
@@ -121,3 +122,22 @@ def test_clean_removes_what_a_killed_edit_left_and_validate_names_the_command(sn
     assert not partial.exists()
     assert main(["construct", "clean", str(snapshot)]) == 0
     assert "nothing to clean" in capsys.readouterr().err
+
+
+@pytest.mark.kernel
+def test_verify_record_updates_the_provenance_and_the_card(snapshot, tmp_path, capsys):
+    new = variant(layout.notebook_path(SAMPLE, "pandas_1", "fixed"), tmp_path / "nb", "an edited fix")
+    assert main(["construct", "edit", str(snapshot), "pandas_1", "--fixed", str(new), "--no-verify"]) == 0
+    assert case(snapshot, "pandas_1")["provenance"]["status"] == "not verified"
+    assert main(["verify", "pandas_1", "NBspecific_2", "--source", str(snapshot), "--record", "--jobs", "2"]) == 0
+    err = capsys.readouterr().err
+    assert "recorded in the provenance of 2 case(s): pandas_1: verified, NBspecific_2: verified" in err
+    found = case(snapshot, "pandas_1")["provenance"]
+    assert found["status"] == "verified" and found["tool"].endswith("verify --record")
+    assert any(lib.startswith("pandas==") for lib in found["libraries"]) and found["python"]
+    result = junobench.hub.write_export.export(snapshot, tmp_path / "export")
+    card = (result.out / "README.md").read_text()
+    assert "2 of 10 cases were verified by running them" in card and "8 case(s) carry no record" in card
+    # the sample (package data) and a Hub repo are not recorded into, and nothing runs
+    assert main(["verify", "pandas_1", "--source", "sample", "--record"]) == 1
+    assert "not edited" in capsys.readouterr().err
