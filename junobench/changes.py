@@ -304,7 +304,7 @@ def match_cases(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any
         return sorted(found)
 
     by_id = {old[i]["case_id"]: i for i in rest_old}
-    same_id = [(i, j) for j in rest_new if (i := by_id.get(new[j]["case_id"])) is not None]
+    same_id = [(by_id[new[j]["case_id"]], j) for j in rest_new if new[j]["case_id"] in by_id]
     found = candidates([i for i, _ in same_id], [j for _, j in same_id])
     found = [c for c in found if old[c[2]]["case_id"] == new[c[3]]["case_id"]]  # the common case first
     for _, _, i, j in found:
@@ -319,8 +319,11 @@ def match_cases(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any
             taken_old.add(i)
             taken_new.add(j)
     for j in rest_new:  # records without code: the same case id, where neither has an eid
-        i = by_id.get(new[j]["case_id"])
-        if (j not in taken_new and i is not None and i not in taken_old and not old_prints[i]
+        found_id = by_id.get(new[j]["case_id"])
+        if found_id is None:
+            continue
+        i = found_id
+        if (j not in taken_new and i not in taken_old and not old_prints[i]
                 and not new_prints[j] and not (_eid(old[i]) and _eid(new[j]))):
             pairs.append((i, j))
             taken_old.add(i)

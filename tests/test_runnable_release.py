@@ -29,8 +29,8 @@ print(json.dumps(out))
 """
 
 
-def run(hub, tmp_path, *argv: str) -> subprocess.CompletedProcess[str]:
-    done = cli(hub, tmp_path, *argv)
+def run(server, tmp_path, *argv: str) -> subprocess.CompletedProcess[str]:
+    done = cli(server, tmp_path, *argv)
     assert done.returncode == 0, done.stderr
     return done
 

@@ -187,12 +187,12 @@ def _check(edit: CaseEdit, allow_new_labels: bool) -> list[str]:
         if not edit.diagnosis.strip():
             raise JunoBenchError("the diagnosis is empty")
         changes.append("diagnosis")
-    for name, values in edit.datasets.items():
-        unknown = [k for k in values if k not in DATASET_FIELDS]
+    for name, assigned in edit.datasets.items():
+        unknown = [k for k in assigned if k not in DATASET_FIELDS]
         if unknown:
             raise JunoBenchError(f"dataset {name!r}: unknown field {unknown[0]!r}",
                                  hint=f"one of {', '.join(DATASET_FIELDS)}")
-        changes += [f"dataset {name} {k}" for k in values]
+        changes += [f"dataset {name} {k}" for k in assigned]
     for version in edit.notebooks:
         if version not in vocab.VERSIONS:
             raise JunoBenchError(f"unknown notebook version {version!r}", hint="original, reproduced or fixed")

@@ -106,7 +106,8 @@ def record_verification(snapshot: str | Path, report: Any) -> list[str]:
     from junobench.data import provenance as case_provenance
     from junobench.loader import load
     from junobench.safety.atomic import locked
-    from junobench.verify.report import FAILED, OUT_OF_MEMORY, PASSED, TIMED_OUT
+    from junobench.verify.judge import OUT_OF_MEMORY
+    from junobench.verify.report import FAILED, PASSED, TIMED_OUT
 
     root = editable_root(snapshot)
     environment = report.environment or {}
@@ -135,4 +136,4 @@ def record_verification(snapshot: str | Path, report: Any) -> list[str]:
 def _version() -> str:
     import junobench
 
-    return junobench.__version__
+    return str(junobench.__version__)

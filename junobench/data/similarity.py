@@ -127,7 +127,9 @@ class _Renamer(ast.NodeTransformer):
         node.names = [self.name(n) for n in node.names]
         return node
 
-    visit_Nonlocal = visit_Global
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> ast.AST:
+        node.names = [self.name(n) for n in node.names]
+        return node
 
     def visit_Constant(self, node: ast.Constant) -> ast.AST:
         if isinstance(node.value, (str, bytes)):

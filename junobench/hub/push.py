@@ -123,8 +123,8 @@ def commit_export(root: Path, uploads: list[Upload], repo_id: str, *, revision: 
         raise JunoBenchError("no Hugging Face token found", file=where,
                              hint="log in with `hf auth login` or set HF_TOKEN (a token with write access)")
     api = HfApi(endpoint=endpoint)
-    operations = [CommitOperationAdd(path_in_repo=u.path, path_or_fileobj=str(root / u.path))
-                  for u in uploads]
+    operations: list[CommitOperationAdd | CommitOperationDelete] = [
+        CommitOperationAdd(path_in_repo=u.path, path_or_fileobj=str(root / u.path)) for u in uploads]
     operations += [CommitOperationAdd(path_in_repo=name, path_or_fileobj=data)
                    for name, data in sorted((extra or {}).items())]
     with hub_call(where, "the upload"):
