@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "view", help="build the site into the cache and serve it on 127.0.0.1",
         description="Build the site (as `junobench site`, incrementally, into the cache) and "
         "serve it on 127.0.0.1 until Ctrl-C. Needs the site extra.")
-    from junobench.site import DEFAULT_PORT
+    from junobench.site.serve import DEFAULT_PORT
 
     parser.add_argument("--port", type=int, default=DEFAULT_PORT,
                         help=f"port to serve on (default: {DEFAULT_PORT}; 0: any free port)")

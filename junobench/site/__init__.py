@@ -4,8 +4,8 @@
 (``junobench view``) builds it into a cache and serves it on 127.0.0.1. Pages come from
 the builders of :mod:`junobench.site.pages`; notebook content is made safe by
 :mod:`junobench.site.sanitize` before any template sees it. Needs the ``site`` extra
-(nbconvert, nh3). Importing this package imports nothing else (the CLI's parser reads
-:data:`DEFAULT_PORT`); ``site``, ``view`` and ``SiteSummary`` are loaded on first use.
+(nbconvert, nh3). Importing this package imports nothing else; ``site``, ``view`` and ``SiteSummary`` are
+loaded on first use.
 """
 
 from __future__ import annotations
@@ -17,10 +17,7 @@ if TYPE_CHECKING:
     from junobench.site.build import SiteSummary, site
     from junobench.site.serve import view
 
-#: The port ``junobench view`` serves on unless told (``--port``; 0 takes a free one).
-DEFAULT_PORT = 7575
-
-__all__ = ["DEFAULT_PORT", "SiteSummary", "site", "view"]
+__all__ = ["SiteSummary", "site", "view"]
 _LAZY = {"site": "junobench.site.build", "SiteSummary": "junobench.site.build", "view": "junobench.site.serve"}
 
 

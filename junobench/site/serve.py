@@ -17,13 +17,15 @@ import threading
 import webbrowser
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from junobench.errors import JunoBenchError
-from junobench.site import DEFAULT_PORT
-from junobench.site.build import SiteSummary, site
-from junobench.site.render import CSP
 
+if TYPE_CHECKING:
+    from junobench.site.build import SiteSummary
+
+#: The port ``junobench view`` serves on unless told (``--port``; 0 takes a free one).
+DEFAULT_PORT = 7575
 HOST = "127.0.0.1"
 
 
@@ -31,6 +33,8 @@ class Handler(http.server.SimpleHTTPRequestHandler):
     """Serves the site's folder with the site's CSP and no content sniffing; quiet."""
 
     def end_headers(self) -> None:
+        from junobench.site.render import CSP
+
         self.send_header("Content-Security-Policy", CSP)
         self.send_header("X-Content-Type-Options", "nosniff")
         self.send_header("Referrer-Policy", "no-referrer")
@@ -65,6 +69,8 @@ def view(
     """Build the site (as :func:`~junobench.site.build.site` with ``options``) into the
     cache and serve it on ``127.0.0.1:port`` until interrupted; ``on_ready`` is called
     with the URL once the server listens. Returns what the build did."""
+    from junobench.site.build import site
+
     folder = site_folder(source, predictions, {k: v for k, v in options.items() if v is not None}, cache_dir)
     summary = site(source, folder, predictions, **options)
     serve(folder, port=port, open_browser=open_browser,
