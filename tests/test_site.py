@@ -469,6 +469,17 @@ def test_site_verb_writes_the_site_and_says_where(tmp_path, capsys):
     assert "0 pages rendered" in capsys.readouterr().err
 
 
+def test_judgments_with_filters_are_refused_as_evaluate_refuses_them(tmp_path, capsys):
+    judged = tmp_path / "judged.jsonl"
+    judged.write_text('{"instance": "pandas_1_reproduced", "setting": "s", "judgment": "correct"}\n',
+                      encoding="utf-8")
+    assert main(["site", "--source", "sample", "--out", str(tmp_path / "s"), "--judgments", str(judged),
+                 "--library", "pandas"]) == 1
+    assert "filters do not apply to --judgments" in capsys.readouterr().err
+    assert main(["site", "--source", "sample", "--out", str(tmp_path / "s"), "--judgments", str(judged)]) == 0
+    assert "judged-1" in (tmp_path / "s" / "grid.html").read_text(encoding="utf-8")
+
+
 def test_site_verb_names_bad_predictions(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"instance": "nope_1_reproduced", "runs": ["TRUE"]}\n', encoding="utf-8")

@@ -129,6 +129,9 @@ def site_data(source: str | Path, predictions: Sequence[str | Path] = (), *,
 
     resamples = DEFAULT_RESAMPLES if resamples is None else resamples
     check_resamples(resamples)
+    if judgments is not None and any(filters.values()):
+        raise JunoBenchError("filters do not apply to --judgments (evaluate scores every judged notebook)",
+                             hint="build the judged site without filters, or filter the predictions only")
     cases = load(source, "cases", revision=revision, **filters).to_list()
     scored = evaluation(predictions, source, judgments=judgments, names=names,
                         vote=vote or DEFAULT_VOTE, revision=revision, truth=truth, layout=layout,
