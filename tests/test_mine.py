@@ -141,9 +141,12 @@ def test_the_reference_snapshots_notebooks_have_no_figures_but_are_rows(referenc
     assert result.summary.execution == {}
 
 
-def test_mining_is_deterministic_whatever_the_jobs(tmp_path: Path) -> None:
+def test_mining_is_deterministic_whatever_the_jobs(tmp_path: Path, monkeypatch) -> None:
     from make_corpus import make_corpus
 
+    import junobench.mining.parallel as parallel
+
+    monkeypatch.setattr(parallel, "BATCH", 3)  # many batches in flight: their rows must come back in order
     make_corpus(tmp_path / "corpus", 40, seed=1)
     one = mine([tmp_path / "corpus"], tmp_path / "one", jobs=1, progress=False)
     mine([tmp_path / "corpus"], tmp_path / "two", jobs=2, progress=False)

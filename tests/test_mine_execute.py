@@ -164,3 +164,26 @@ def test_stock_load_dataset_decodes_the_images(mined: Path) -> None:
     croissant = json.loads((mined / "croissant.json").read_text())
     fields = {f["name"]: f for rs in croissant["recordSet"] if rs["name"] == "figures" for f in rs["field"]}
     assert fields["image"]["dataType"] == "sc:ImageObject"
+
+
+def test_rerun_replaces_the_saved_outputs_by_the_runs(sample_env, tmp_path) -> None:
+    """--rerun mines what the run drew, not what the notebook had saved: a saved figure of a
+    cell the run never reaches is gone, and the failure is the row's."""
+    import base64
+
+    from test_mine_hostile import png
+
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("raise ValueError('stops here')", execution_count=1),
+        nbformat.v4.new_code_cell("import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()", execution_count=2,
+                                  outputs=[nbformat.v4.new_output("display_data", data={
+                                      "image/png": base64.b64encode(png()).decode()})])])
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    (folder / "saved.ipynb").write_text(nbformat.writes(notebook))
+    kept = mine([folder], tmp_path / "kept", execute=True, env=sample_env.path, progress=False)
+    assert kept.runs == {} and kept.rows["figures"] == 1  # it has outputs: mined as saved
+    rerun = mine([folder], tmp_path / "rerun", rerun=True, env=sample_env.path, progress=False, timeout=60)
+    assert rerun.runs == {"saved/saved.ipynb": "error"} and rerun.rows["figures"] == 0
+    [row] = rows(tmp_path / "rerun", "notebooks", ["error", "executed"])
+    assert row["executed"] and row["error"].startswith("ValueError: stops here (code cell 0)")
