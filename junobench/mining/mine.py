@@ -106,13 +106,11 @@ def mine(
             try:
                 stream = sources(listed, notebooks=notebooks, column=notebook_column, revision=revision)
                 jobs_ = _jobs(stream, runs)
-                for mined in _progress(mined_in_order(jobs_, limits, workers=workers, executor=executor,
-                                                      ray_address=(executor_options or {}).get("address")),
-                                       progress):
-                    writer.add(mined)
-                    summary.add_notebook(mined.notebook, len(mined.cells))
-                    for figure in mined.figures:
-                        summary.add_figure(figure)
+                for part in _progress(mined_in_order(jobs_, limits, workers=workers, executor=executor,
+                                                     ray_address=(executor_options or {}).get("address")),
+                                      progress):
+                    writer.add(part.batches)
+                    summary.add(part.summary)
                 rows = writer.close()
             except BaseException:
                 writer.abort()
@@ -174,14 +172,14 @@ def _jobs(stream: Iterator[Source], runs: Any) -> Iterator[Job]:
         yield Job(source.item, path, None, problem, execution)
 
 
-def _progress(rows: Iterator[Any], progress: bool | None) -> Iterator[Any]:
+def _progress(parts: Iterator[Any], progress: bool | None) -> Iterator[Any]:
     from tqdm import tqdm
 
     with tqdm(unit="notebook", desc="mine", dynamic_ncols=True,
               disable=None if progress is None else not progress) as bar:
-        for row in rows:
-            bar.update()
-            yield row
+        for part in parts:
+            bar.update(part.notebooks)
+            yield part
 
 
 def _version() -> str:

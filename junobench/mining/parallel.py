@@ -20,6 +20,7 @@ from typing import Any
 from junobench.errors import JunoBenchError
 from junobench.mining.inputs import read_source
 from junobench.mining.rows import Execution, Item, Limits, Mined, mine_notebook
+from junobench.mining.summary import Summary
 
 #: Notebooks per batch sent to a worker.
 BATCH = 32
@@ -37,7 +38,33 @@ class Job:
     execution: Execution | None = None
 
 
-def mine_batch(jobs: Sequence[Job], limits: Limits) -> list[Mined]:
+@dataclass
+class MinedBatch:
+    """The rows of a batch of notebooks as Arrow record batches (config → batch), their
+    counts, and how many notebooks they are (what a worker sends back)."""
+
+    batches: dict[str, Any]
+    summary: Summary
+    notebooks: int
+
+
+def mine_batch(jobs: Sequence[Job], limits: Limits) -> MinedBatch:
+    """The rows of each notebook of a batch, as record batches, and their counts."""
+    from junobench.mining.write import record_batch
+
+    summary = Summary()
+    rows: dict[str, list[dict[str, Any]]] = {"notebooks": [], "cells": [], "figures": []}
+    for mined in mined_rows(jobs, limits):
+        rows["notebooks"].append(mined.notebook)
+        rows["cells"].extend(mined.cells)
+        rows["figures"].extend(mined.figures)
+        summary.add_notebook(mined.notebook, len(mined.cells))
+        for figure in mined.figures:
+            summary.add_figure(figure)
+    return MinedBatch({config: record_batch(config, found) for config, found in rows.items()}, summary, len(jobs))
+
+
+def mined_rows(jobs: Sequence[Job], limits: Limits) -> list[Mined]:
     """The rows of each notebook of a batch."""
     out = []
     for job in jobs:
@@ -56,8 +83,8 @@ def mine_batch(jobs: Sequence[Job], limits: Limits) -> list[Mined]:
 
 
 def mined_in_order(jobs: Iterable[Job], limits: Limits, *, workers: int = 1, executor: str = "local",
-                   ray_address: str | None = None) -> Iterator[Mined]:
-    """The rows of every notebook of ``jobs``, in order."""
+                   ray_address: str | None = None) -> Iterator[MinedBatch]:
+    """The rows of every notebook of ``jobs``, batch by batch, in order."""
     batches = _batches(jobs, BATCH)
     if executor == "ray":
         yield from _on_ray(batches, limits, workers, ray_address)
@@ -66,7 +93,7 @@ def mined_in_order(jobs: Iterable[Job], limits: Limits, *, workers: int = 1, exe
         raise JunoBenchError(f"unknown executor {executor!r}", hint="use local or ray")
     if workers <= 1:
         for batch in batches:
-            yield from mine_batch(batch, limits)
+            yield mine_batch(batch, limits)
         return
     yield from _in_processes(batches, limits, workers)
 
@@ -77,19 +104,19 @@ def _batches(jobs: Iterable[Job], size: int) -> Iterator[list[Job]]:
         yield batch
 
 
-def _bounded(submit: Callable[[list[Job]], Any], result: Callable[[Any], list[Mined]],
-             batches: Iterator[list[Job]], window: int) -> Iterator[Mined]:
+def _bounded(submit: Callable[[list[Job]], Any], result: Callable[[Any], MinedBatch],
+             batches: Iterator[list[Job]], window: int) -> Iterator[MinedBatch]:
     """Submit batches, at most ``window`` in flight, and yield their rows in order."""
     pending: collections.deque[Any] = collections.deque()
     for batch in batches:
         pending.append(submit(batch))
         while len(pending) >= window:
-            yield from result(pending.popleft())
+            yield result(pending.popleft())
     while pending:
-        yield from result(pending.popleft())
+        yield result(pending.popleft())
 
 
-def _in_processes(batches: Iterator[list[Job]], limits: Limits, workers: int) -> Iterator[Mined]:
+def _in_processes(batches: Iterator[list[Job]], limits: Limits, workers: int) -> Iterator[MinedBatch]:
     import concurrent.futures
     import multiprocessing
 
@@ -106,7 +133,8 @@ def _in_processes(batches: Iterator[list[Job]], limits: Limits, workers: int) ->
             raise
 
 
-def _on_ray(batches: Iterator[list[Job]], limits: Limits, workers: int, address: str | None) -> Iterator[Mined]:
+def _on_ray(batches: Iterator[list[Job]], limits: Limits, workers: int,
+            address: str | None) -> Iterator[MinedBatch]:
     from junobench.verify.ray_driver import require_ray
 
     ray = require_ray()

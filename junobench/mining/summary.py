@@ -73,6 +73,21 @@ class Summary:
             self.figures_with_problems += 1
             self.problems[problem_kind(row["problem"])] += 1
 
+    def add(self, other: Summary) -> None:
+        """Add the counts of ``other`` (a batch's) to these."""
+        self.notebooks += other.notebooks
+        self.cells += other.cells
+        self.figures += other.figures
+        for name, counts in other.figures_by.items():
+            self.figures_by[name].update(counts)
+        for mine, theirs in ((self.kind_by_library, other.kind_by_library), (self.kind_by_stage, other.kind_by_stage)):
+            for group, counts in theirs.items():
+                mine.setdefault(group, Counter()).update(counts)
+        for name in ("per_notebook", "unknown_calls", "problems", "execution"):
+            getattr(self, name).update(getattr(other, name))
+        self.notebooks_with_problems += other.notebooks_with_problems
+        self.figures_with_problems += other.figures_with_problems
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "notebooks": self.notebooks, "cells": self.cells, "figures": self.figures,
