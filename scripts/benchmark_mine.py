@@ -64,7 +64,9 @@ if __name__ == "__main__":
     else:
         with ProcessPoolExecutor(jobs) as pool:
             images = sum(pool.map(floor, [paths[i::jobs] for i in range(jobs)], [parser] * jobs))
-    print(json.dumps({"seconds": time.perf_counter() - started, "images": images}))
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+    print(json.dumps({"seconds": time.perf_counter() - started, "images": images, "cpu": cpu}))
 """
 
 MINE = r"""
@@ -76,8 +78,10 @@ code = main(sys.argv[1:])
 seconds = time.perf_counter() - started
 rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
           resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
-print(json.dumps({"seconds": seconds, "code": code, "rss_mib": rss,
-                  "self_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+print(json.dumps({"seconds": seconds, "code": code, "rss_mib": rss, "self_mib": own.ru_maxrss / 1024,
+                  "self_cpu": own.ru_utime + own.ru_stime,
+                  "cpu": own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime}))
 """
 
 
@@ -132,10 +136,13 @@ def main() -> int:
     corpus_bytes = sum(p.stat().st_size for p in corpus.rglob("*.ipynb"))
 
     floors: dict[str, list[float]] = {"msgspec": [], "json": [], f"msgspec, {args.jobs} processes": []}
+    floor_cpu: list[float] = []
     mined: list[dict] = []
     small: list[dict] = []
     for _ in range(args.repeat):
-        floors["msgspec"].append(run(FLOOR, str(corpus), "msgspec", "1")["seconds"])
+        measured = run(FLOOR, str(corpus), "msgspec", "1")
+        floors["msgspec"].append(measured["seconds"])
+        floor_cpu.append(measured["cpu"])
         floors["json"].append(run(FLOOR, str(corpus), "json", "1")["seconds"])
         floors[f"msgspec, {args.jobs} processes"].append(run(FLOOR, str(corpus), "msgspec", str(args.jobs))["seconds"])
         mined.append(mine(corpus, work / "out", args.jobs))
@@ -146,11 +153,15 @@ def main() -> int:
     print(f"corpus: {count:,} notebooks, {corpus_bytes / 2**20:,.0f} MiB, {best['rows']['figures']:,} figures, "
           f"{best['rows']['cells']:,} cells; {args.jobs} jobs; best of {args.repeat}")
     for name, times in floors.items():
-        print(f"floor ({name}):{' ' * max(1, 26 - len(name))}{min(times):7.2f} s  {count / min(times):8,.0f} notebooks/s")
+        pad = " " * max(1, 26 - len(name))
+        print(f"floor ({name}):{pad}{min(times):7.2f} s  {count / min(times):8,.0f} notebooks/s")
     print(f"mine ({args.jobs} jobs):                  {best['seconds']:7.2f} s  {count / best['seconds']:8,.0f} "
           f"notebooks/s  = {best['seconds'] / floor:.2f}x the msgspec floor, "
           f"{best['seconds'] / min(floors[f'msgspec, {args.jobs} processes']):.2f}x on {args.jobs} processes, "
           f"{best['seconds'] / min(floors['json']):.2f}x the json floor")
+    print(f"CPU time: mine {best['cpu']:.1f} CPU-s (all its processes), the msgspec floor {min(floor_cpu):.1f} "
+          f"CPU-s: {best['cpu'] / min(floor_cpu):.2f}x, {best['cpu'] / args.jobs / min(floor_cpu):.2f}x per core "
+          f"(what the wall-clock ratio is on {args.jobs} otherwise idle cores)")
     print(f"peak RSS: {best_small['rss_mib']:.0f} MiB at {count // 4:,} notebooks, {best['rss_mib']:.0f} MiB at "
           f"{count:,} (largest process; the main one: {best_small['self_mib']:.0f} and {best['self_mib']:.0f} MiB)")
     per = best["bytes"] / count
@@ -161,10 +172,13 @@ def main() -> int:
         same = on_ray["files"] == best["files"]
         print(f"mine on Ray ({args.jobs} CPUs): {on_ray['seconds']:7.2f} s; files identical to the local run: {same}")
     rate = count / best["seconds"] / args.jobs  # notebooks per second per core
+    writer = count / best["self_cpu"]  # notebooks per second the one writing process can take
+    cluster = min(rate * args.cluster_cpus, writer)
+    print(f"the writing process: {best['self_cpu']:.1f} CPU-s, at most {writer:,.0f} notebooks/s whatever the workers")
     print(f"KGTorrent ({KGTORRENT:,} notebooks), at this corpus' rate: {KGTORRENT / rate / args.jobs / 3600:.1f} h on "
-          f"{args.jobs} cores, {KGTORRENT / rate / args.cluster_cpus / 60:.0f} min on {args.cluster_cpus} CPUs; "
-          f"output about {per * KGTORRENT / 2**30:.0f} GiB (and the corpus itself "
-          f"{corpus_bytes / count * KGTORRENT / 2**30:.0f} GiB at these sizes)")
+          f"{args.jobs} cores, {KGTORRENT / cluster / 60:.0f} min on {args.cluster_cpus} CPUs (the writer's bound: "
+          f"{'reached' if cluster == writer else 'not reached'}); output about {per * KGTORRENT / 2**30:.0f} GiB "
+          f"(and the corpus itself {corpus_bytes / count * KGTORRENT / 2**30:.0f} GiB at these sizes)")
     if args.workdir is None:
         shutil.rmtree(work, ignore_errors=True)
     return 0
