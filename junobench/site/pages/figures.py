@@ -93,8 +93,10 @@ def _cells(folder: Path, notebooks: set[str]) -> dict[str, list[dict[str, Any]]]
 def _image(figure: dict[str, Any], images: Images) -> str | None:
     """The site link of a figure's image, when it is a PNG, JPEG or GIF (by its bytes)."""
     data = (figure.get("image") or {}).get("bytes")
-    kind = sanitize.image_kind(data) if data else None
-    return images.add(data, kind) if kind in sanitize.EXTENSIONS else None
+    kind = sanitize.image_kind(data) if isinstance(data, bytes) else None
+    if not isinstance(data, bytes) or kind not in sanitize.EXTENSIONS:
+        return None
+    return images.add(data, kind)
 
 
 def _row(figure: dict[str, Any], images: Images) -> dict[str, Any]:
