@@ -16,7 +16,7 @@ from typing import Any
 
 from junobench.hub.card import size_category
 from junobench.hub.croissant import CONFORMS_TO, context, field_node
-from junobench.mining.features import CONFIGS, DEFAULT_CONFIG, DESCRIPTIONS, KEYS, SPLIT, features
+from junobench.mining.features import CONFIGS, DEFAULT_CONFIG, DESCRIPTIONS, KEYS, PARQUET, SPLIT, features
 from junobench.safety.text import markdown_text
 
 TAGS = ("jupyter", "notebooks", "visualization", "charts", "machine-learning", "code", "image")
@@ -32,7 +32,6 @@ def render_card(rows: Mapping[str, int], summary: Mapping[str, Any], digests: Ma
     from datasets.utils.metadata import MetadataConfigs
     from huggingface_hub import DatasetCard, DatasetCardData
 
-    from junobench.mining.write import PARQUET
 
     data = DatasetCardData(
         pretty_name="Figures of Jupyter notebooks", license="other", language=["en"],
@@ -108,7 +107,6 @@ def render_croissant(rows: Mapping[str, int], summary: Mapping[str, Any], digest
                      mapping: str, repo_id: str, version: str) -> dict[str, Any]:
     """The Croissant JSON-LD of a mined corpus: one ``FileObject`` per parquet file (with its
     sha256) and one ``RecordSet`` per config."""
-    from junobench.mining.write import PARQUET
 
     def file_id(config: str) -> str:
         return f"{config}-parquet"

@@ -63,3 +63,7 @@ def features() -> dict[str, Any]:
 def parquet_path(config: str, shard: int = 0, shards: int = 1) -> str:
     """A config's parquet file, relative to the output folder (POSIX)."""
     return f"{config}/{SPLIT}-{shard:05d}-of-{shards:05d}.parquet"
+
+
+#: Each config's one parquet file, relative to the output folder.
+PARQUET: dict[str, str] = {config: parquet_path(config) for config in CONFIGS}

@@ -44,7 +44,8 @@ def sample_ids(mined: str | Path, n: int, seed: int) -> list[str]:
     """``n`` figure ids drawn at random (all of them when there are fewer), in drawn order."""
     import pyarrow.parquet as pq
 
-    from junobench.mining.write import PARQUET, read_manifest
+    from junobench.mining.features import PARQUET
+    from junobench.mining.write import read_manifest
 
     folder = Path(mined)
     read_manifest(folder, hint="give the folder `junobench mine --out` wrote")
@@ -115,7 +116,7 @@ def _figures(folder: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
     """The rows of the figures ``wanted``, read batch by batch (only those are kept)."""
     import pyarrow.parquet as pq
 
-    from junobench.mining.write import PARQUET
+    from junobench.mining.features import PARQUET
 
     found: dict[str, dict[str, Any]] = {}
     columns = ["figure", "notebook", "cell", "image", "mime", "text", "code", "markdown", "problem", *FIELDS]

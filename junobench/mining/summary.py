@@ -162,7 +162,8 @@ def summarise(folder: str | Path) -> Summary:
     """The :class:`Summary` of a mined corpus, read from its parquet files batch by batch."""
     import pyarrow.parquet as pq
 
-    from junobench.mining.write import PARQUET, read_manifest
+    from junobench.mining.features import PARQUET
+    from junobench.mining.write import read_manifest
 
     folder = Path(folder)
     read_manifest(folder, hint="give the folder `junobench mine --out` wrote")

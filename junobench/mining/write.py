@@ -28,7 +28,7 @@ from typing import Any
 
 from junobench.errors import JunoBenchError
 from junobench.hub.read_export import file_digest
-from junobench.mining.features import CONFIGS, DEFAULT_CONFIG, DESCRIPTIONS, KEYS, SPLIT, features, parquet_path
+from junobench.mining.features import CONFIGS, DEFAULT_CONFIG, DESCRIPTIONS, KEYS, PARQUET, SPLIT, features
 from junobench.safety.atomic import locked, recover, remove_files, remove_tree, staging_folder, swap_in, write_text
 from junobench.safety.paths import read_regular, relative_name, unlisted_files
 
@@ -36,7 +36,6 @@ CARD = "README.md"
 CROISSANT = "croissant.json"
 MANIFEST = "checksums.json"
 MANIFEST_FORMAT = "junobench-mined/1"
-PARQUET: dict[str, str] = {config: parquet_path(config) for config in CONFIGS}
 FILES: frozenset[str] = frozenset({CARD, CROISSANT, MANIFEST, *PARQUET.values()})
 #: Rows per parquet row group: 100 figures (what the Hub's viewer reads at a time for
 #: images), many more of the small rows.
