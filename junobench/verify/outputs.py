@@ -51,6 +51,11 @@ PROBE = (
     "('run_cell', 'run_cell_async', 'run_ast_nodes', 'run_code', 'transform_cell', 'transform_ast', "
     "'user_expressions'))"
 )
+#: Looks (50 ms apart) at a kernel whose shell connection dropped, before it is taken for
+#: alive: a kernel that died, or that a limit ended, drops its connections too.
+DEATH_WAIT = 100
+
+
 def refused_reply(max_output: int) -> str:
     """What a cell's outcome says when the kernel's reply to it was larger than the client
     takes (``max_output`` plus the margin) and was refused, unread."""
@@ -156,10 +161,11 @@ def bounded_client(notebook: Any, *, max_output: int, **options: Any) -> Any:
                 return []
             return changes(self.expected, probe_value(reply.get("content")))
 
-        async def run(self, cell: Any, index: int) -> bool:
+        async def run(self, cell: Any, index: int, limited: Any = lambda: None) -> bool:
             """Run ``cell`` as ``async_execute_cell`` does; True when the kernel's reply never
-            came because it was refused, larger than the client takes (the kernel alive):
-            the cell's output then says so."""
+            came because it was refused, larger than the client takes, the kernel alive (its
+            output then says so). A connection that drops because the kernel died, or a
+            limit (``limited()`` says which) ended it, is a dead kernel."""
             from nbclient.exceptions import DeadKernelError
 
             monitor: Any = getattr(self, "shell_monitor", None)
@@ -173,6 +179,7 @@ def bounded_client(notebook: Any, *, max_output: int, **options: Any) -> Any:
             except BaseException:
                 running.cancel()
                 dropped.cancel()
+                await asyncio.gather(running, dropped, return_exceptions=True)
                 raise
             if running.done():
                 dropped.cancel()
@@ -184,8 +191,10 @@ def bounded_client(notebook: Any, *, max_output: int, **options: Any) -> Any:
             while await monitor.poll(0):
                 await monitor.recv_multipart()
             km: Any = self.km
-            if not await km.is_alive():
-                raise DeadKernelError("the kernel died")
+            for _ in range(DEATH_WAIT):  # a dying kernel's connection drops too: give it the time to end
+                if limited() is not None or not await km.is_alive():
+                    raise DeadKernelError("the kernel died")
+                await asyncio.sleep(0.05)
             note = new_output("stream", name="stderr", text=f"[junobench: {refused_reply(self.limit)}]\n")
             cell.setdefault("outputs", []).append(note)
             return True

@@ -167,7 +167,7 @@ async def replay(
                 replies.clear()
                 client.new_run()
                 try:
-                    refused = await client.run(cell, position)
+                    refused = await client.run(cell, position, running.limit)
                 except CellTimeoutError:
                     outcomes.append(StepOutcome(step.code_cell_index, TIMEOUT))
                     break
