@@ -412,7 +412,7 @@ def bwrap_argv(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: st
     for name in HOST_VARIABLES:
         if name not in ("TMPDIR",):
             argv += ["--unsetenv", name]
-    inner = list(command) if uid is None else [*_shim(python, homes), *command]
+    inner = [*_shim(python, sandbox.processes, uid is not None, homes), *command]
     settings = {"mode": "bwrap", "memory": sandbox.memory, "tasks": sandbox.processes, "status": status or "",
                 "uid": uid, "seccomp": _seccomp_file(runtime)}
     return [*launcher(settings), *with_parents([*argv, "--", *inner])]
@@ -447,25 +447,35 @@ def with_parents(argv: Sequence[str]) -> list[str]:
     return [*out, *argv[i:]]
 
 
-#: The shim that, as root, takes on the notebook's user before it starts the kernel (the
-#: sandbox's root, which set the sandbox up, keeps nothing: no capability, no group).
-SHIM = """import os, sys
+#: The shim run first inside the sandbox, before the kernel. It limits the tasks of the
+#: notebook's user (``RLIMIT_NPROC``) here, once the sandbox's user namespace exists: set
+#: before, the limit would also bound every process the host user runs. As root, it also
+#: takes on the notebook's user (the sandbox's root, which set the sandbox up, keeps
+#: nothing: no capability, no group) and gives it its home folders.
+SHIM = """import os, resource, sys
 cut = sys.argv.index('--')
-for path in sys.argv[1:cut]:
-    os.chown(path, UID, UID)
-os.setgroups([])
-os.setresgid(UID, UID, UID)
-os.setresuid(UID, UID, UID)
-with open('/proc/self/status') as status:
-    if os.getuid() != UID or any(line.startswith('CapEff:') and int(line.split()[1], 16) for line in status):
-        sys.exit('junobench sandbox: root was not given up')
+tasks, root = int(sys.argv[1]), sys.argv[2] == 'root'
+if tasks > 0:
+    hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+    tasks = tasks if hard == resource.RLIM_INFINITY else min(tasks, hard)
+    resource.setrlimit(resource.RLIMIT_NPROC, (tasks, tasks))
+if root:
+    for path in sys.argv[3:cut]:
+        os.chown(path, UID, UID)
+    os.setgroups([])
+    os.setresgid(UID, UID, UID)
+    os.setresuid(UID, UID, UID)
+    with open('/proc/self/status') as status:
+        if os.getuid() != UID or any(line.startswith('CapEff:') and int(line.split()[1], 16) for line in status):
+            sys.exit('junobench sandbox: root was not given up')
 os.execvp(sys.argv[cut + 1], sys.argv[cut + 1:])
 """.replace("UID", str(SANDBOX_UID))
 
 
-def _shim(python: str, homes: Sequence[str]) -> list[str]:
+def _shim(python: str, tasks: int, root: bool, homes: Sequence[str]) -> list[str]:
     code = base64.b64encode(SHIM.encode()).decode()
-    return [python, "-I", "-S", "-c", f"import base64;exec(base64.b64decode('{code}'))", *homes, "--"]
+    return [python, "-I", "-S", "-c", f"import base64;exec(base64.b64decode('{code}'))", str(tasks),
+            "root" if root else "user", *homes, "--"]
 
 
 def _seccomp_file(runtime: str) -> str:

@@ -6,9 +6,9 @@ only) in front of the sandbox::
     python -I -S -c <this file> <base64 JSON settings> -- <bwrap argv …> -- <kernel argv>
 
 **bubblewrap** (``"mode": "bwrap"``). The watchdog sets the resource limits every process
-of the notebook inherits (``RLIMIT_DATA``: a process's heap and private mappings;
-``RLIMIT_NPROC``: tasks of the sandbox's user; no core files), hands bubblewrap the
-seccomp program (``--seccomp``) and a pipe on which bubblewrap says the host PID of the
+of the notebook inherits (``RLIMIT_DATA``: a process's heap and private mappings; no core
+files; ``RLIMIT_NPROC``, the tasks of the sandbox's user, is set inside by
+``junobench.envs.sandbox.SHIM``), hands bubblewrap the seccomp program (``--seccomp``) and a pipe on which bubblewrap says the host PID of the
 sandbox's first process (``--info-fd``), and starts it. As root, it also makes the
 sandbox's user namespace map the notebook's user to an unprivileged uid of the host
 (``--userns-block-fd``: bubblewrap waits until the maps are written). It stays outside the
@@ -59,6 +59,8 @@ def limit(kind: int, value: int) -> None:
 
 
 def set_limits(memory: int, tasks: int) -> None:
+    """The limits every process of the notebook inherits (``tasks`` 0: set inside the
+    sandbox instead, once its user namespace exists)."""
     limit(resource.RLIMIT_DATA, memory)
     limit(resource.RLIMIT_NPROC, tasks)
     limit(resource.RLIMIT_CORE, 0)
@@ -318,7 +320,7 @@ def bwrap(settings: "dict[str, object]", command: "list[str]") -> int:
     child = os.fork()
     if child == 0:
         try:
-            set_limits(memory, tasks)
+            set_limits(memory, 0)  # the tasks: by the shim inside (junobench.envs.sandbox.SHIM)
             for fd in passed:
                 os.set_inheritable(fd, True)
             os.execvp(argv[0], argv)
