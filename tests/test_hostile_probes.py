@@ -46,6 +46,7 @@ pytestmark = [pytest.mark.kernel, pytest.mark.slow,
 SECRET = "hf_probe_secret_in_the_environment_51c2"
 HOST_SECRET = "hf_probe_secret_in_the_home_folder_9e07"
 MARK = "987651"  # in the command line of every process a notebook starts
+CTRL_C_MARK = "987652"
 
 PRELUDE = '''
 import ctypes, errno, glob, os, signal, stat, subprocess, sys
@@ -260,9 +261,9 @@ def _own(root: Path, as_user: bool) -> None:
                 os.lchown(path, uid, gid)
 
 
-def _leftovers() -> list[str]:
+def _leftovers(mark: str = MARK) -> list[str]:
     ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
-    return [line for line in ps.splitlines() if MARK in line and "ps -eo" not in line]
+    return [line for line in ps.splitlines() if mark in line and "ps -eo" not in line]
 
 
 def _environment(root: Path) -> dict[str, str]:
@@ -299,7 +300,7 @@ def _check_clean(done: subprocess.CompletedProcess[str], root: Path, *written: P
 
 @pytest.mark.parametrize("as_user", [False, True], ids=["as-root-or-self", "unprivileged"])
 @pytest.mark.parametrize("executor", ["local", pytest.param("ray", marks=pytest.mark.ray)])
-def test_a_hostile_notebook_s_every_probe_fails_or_ends_in_its_verdict(as_user, executor, request):
+def test_a_hostile_notebook_s_every_probe_fails_or_ends_in_its_verdict(as_user, executor):
     if as_user and os.geteuid() != 0:
         pytest.skip("the unprivileged run is made by a root test run (it already runs unprivileged)")
     root, wrap = _prepare(as_user)
@@ -309,12 +310,8 @@ def test_a_hostile_notebook_s_every_probe_fails_or_ends_in_its_verdict(as_user, 
         report = root / "report.json"
         args = ["verify", "--source", str(snapshot), "--jobs", "2", "--no-progress", "--report", str(report),
                 "--memory", "512MiB", "--max-processes", "64", "--max-output", "1MiB", "--timeout", "60"]
-        if executor == "ray":
-            if as_user:  # its own Ray instance, as that user
-                args += ["--executor", "ray"]
-            else:
-                cluster = request.getfixturevalue("ray_cluster")
-                args += ["--executor", "ray", "--ray-address", cluster._private.worker._global_node.address]
+        if executor == "ray":  # a Ray instance of its own, started by verify as the user running it
+            args += ["--executor", "ray"]
         _own(root, as_user)
         done = _run(wrap, args, env)
         assert done.returncode == 1 and report.exists(), done.stderr[-3000:]
@@ -363,7 +360,7 @@ def test_ctrl_c_ends_verify_with_its_report_and_leaves_nothing(tmp_path):
     try:
         env = _environment(root)
         snapshot = checkout(["NBspecific_2", "pandas_2"], "sample", root / "snapshot")
-        edit_cell(snapshot, "pandas_2", "reproduced", 0, fill(PRELUDE, mark=MARK)
+        edit_cell(snapshot, "pandas_2", "reproduced", 0, fill(PRELUDE, mark=CTRL_C_MARK)
                   + "os.mkfifo('wait')\nopen('wait').read()\n")
         report = root / "report.json"
         process = subprocess.Popen(wrap([sys.executable, "-m", "junobench", "verify", "--source", str(snapshot),
@@ -372,7 +369,7 @@ def test_ctrl_c_ends_verify_with_its_report_and_leaves_nothing(tmp_path):
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and not (report.exists() and "NBspecific_2" in report.read_text()):
             time.sleep(0.2)
-        while time.monotonic() < deadline and not any(f"sleep {MARK}1" in line for line in _leftovers()):
+        while time.monotonic() < deadline and not _leftovers(CTRL_C_MARK):  # the FIFO's notebook runs
             time.sleep(0.2)
         assert "NBspecific_2" in report.read_text(), "the finished case never reached the report"
         process.send_signal(signal.SIGINT)
@@ -383,8 +380,8 @@ def test_ctrl_c_ends_verify_with_its_report_and_leaves_nothing(tmp_path):
         assert saved["NBspecific_2"]["status"] == "passed"
         assert sorted(os.listdir(root / "tmp")) == [], "folders left in the temporary folder"
         deadline = time.monotonic() + 20
-        while _leftovers() and time.monotonic() < deadline:
+        while _leftovers(CTRL_C_MARK) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert _leftovers() == [], "processes outlived verify"
+        assert _leftovers(CTRL_C_MARK) == [], "processes outlived verify"
     finally:
         shutil.rmtree(root, ignore_errors=True)

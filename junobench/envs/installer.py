@@ -247,15 +247,20 @@ def run_build(command: Sequence[str], *, what: str, python: Path, sandbox: Sandb
     ``sandbox`` (default: bubblewrap, refused where it cannot run; see
     :mod:`junobench.envs.buildbox`)."""
     from junobench.envs.buildbox import build_argv, build_sandbox
+    from junobench.envs.sandbox import hand_over, reclaim, sandbox_uid
 
     sandbox = sandbox or build_sandbox("auto")
     folder = str(python.absolute().parent.parent)
     runtime = tempfile.mkdtemp(prefix="junobench-build-")
+    uid = sandbox_uid(sandbox)
     try:
         argv, env = build_argv(user_config_only(command), sandbox, python=str(python.absolute()), folder=folder,
-                               runtime=runtime, env=os.environ)
+                               runtime=runtime, env=os.environ, uid=uid)
+        hand_over([folder], uid)
         return run(argv, what=what, env=env, inherit=False)  # untrusted code: no lock to release
     finally:
+        if sandbox.confined:  # the build's files back to the caller, no setuid bit left
+            reclaim([folder], uid)
         shutil.rmtree(runtime, ignore_errors=True)
 
 

@@ -6,19 +6,28 @@ per cell). :func:`confine` turns a kernel's command line into the command that r
 confined; :func:`junobench.envs.kernel.start_kernel` is its one caller.
 
 - ``bwrap`` (bubblewrap, Linux): new user, PID, IPC, UTS, cgroup and network namespaces, a
-  fresh ``/proc`` (the kernel sees only its own processes, never the parent's environment),
-  ``--die-with-parent`` and a new session; read-only: the system folders, the interpreter's
-  prefixes (the environment and the Python it was made from); writable: the task's working
-  copy, a private ``/tmp`` and ``/dev/shm`` (tmpfs, bounded), an empty ``HOME`` in ``/tmp``;
-  nothing else of the machine, the user's home included. The root is read-only.
+  fresh ``/proc`` (the kernel sees only its own processes, never the parent's environment)
+  whose kernel settings are read-only (``/proc/sys``, ``/proc/sysrq-trigger`` and the
+  other paths Docker makes read-only) and whose ``kcore``, ``keys`` and the rest of what
+  Docker masks are empty, ``--die-with-parent`` and a new session; read-only: the system
+  folders, the interpreter's prefixes (the environment and the Python it was made from);
+  writable: the task's working copy, a private ``/tmp`` and ``/dev/shm`` (tmpfs, bounded),
+  an empty ``HOME`` in ``/tmp``, all ``nosuid`` and ``nodev``; nothing else of the machine,
+  the user's home included. The root is read-only. No new privileges (``execve`` of a
+  setuid file gains nothing), no capability, and a seccomp filter refuses the system calls
+  a notebook never needs (:mod:`junobench.envs.seccomp`). As root, the notebook runs as an
+  unprivileged uid of its own on the host (:func:`sandbox_uid`), never as root.
 - ``docker`` / ``podman``: the image of ``junobench env dockerfile`` (``--image``), run with
   no network, a read-only root, a private ``/tmp``, the working copy mounted at the same
   path, ``--memory`` and ``--pids-limit``.
 - ``none``: the kernel runs as any program of the user (``--sandbox none``).
 
-In all but ``none``, :mod:`junobench.envs.watchdog` runs first inside and applies the
-limits; kernels talk to junobench over Unix sockets in a folder bound in (the private
-network namespace shares no loopback).
+With bubblewrap, :mod:`junobench.envs.watchdog` starts the sandbox and watches it from
+outside (another PID namespace: no process of the notebook can see, signal or trace it);
+in a container it runs first inside. Kernels talk to junobench over Unix sockets in a
+folder bound in (the private network namespace shares no loopback); the rest of a
+kernel's runtime folder (the watchdog's status file, the identity files, the seccomp
+program) is never seen by the notebook.
 
 >>> Sandbox().describe()
 'auto, network off'
@@ -360,11 +369,14 @@ def proc_masks(runtime: str) -> list[str]:
 
 
 def bwrap_argv(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: str, writable: Iterable[str],
-               runtime: str, fonts: bool = True, status: str | None = None, uid: int | None = None) -> list[str]:
+               runtime: str, fonts: bool = True, status: str | None = None, uid: int | None = None,
+               extra: Sequence[str] = ()) -> list[str]:
     """The command line that runs ``command`` in a bubblewrap sandbox (see the module
     docstring) under the watchdog that starts and watches it (:func:`launcher`);
     ``fonts``: with matplotlib's font list (:func:`font_cache`); ``status``: the watchdog's
-    status file; ``uid``: the host uid the notebook runs as (root only, :func:`sandbox_uid`)."""
+    status file; ``uid``: the host uid the notebook runs as (root only, :func:`sandbox_uid`);
+    ``extra``: more of bubblewrap's mount options (read-only binds), before the root turns
+    read-only."""
     known = _bwrap_options()
     argv = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user", "--die-with-parent",
             "--new-session", "--hostname", HOSTNAME]
@@ -407,7 +419,7 @@ def bwrap_argv(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: st
             argv += ["--ro-bind", prefix, prefix]
     for folder in dict.fromkeys(writable):
         argv += ["--bind", folder, folder]
-    argv += ["--remount-ro", "/", "--chdir", cwd, "--setenv", "HOME", SANDBOX_HOME, "--setenv", "TMPDIR", "/tmp",
+    argv += [*extra, "--remount-ro", "/", "--chdir", cwd, "--setenv", "HOME", SANDBOX_HOME, "--setenv", "TMPDIR", "/tmp",
              "--setenv", "USER", "junobench", "--setenv", "LOGNAME", "junobench"]
     for name in HOST_VARIABLES:
         if name not in ("TMPDIR",):
