@@ -162,3 +162,29 @@ def test_a_kernel_that_grows_and_dies_between_two_looks_ran_out_of_memory(tmp_pa
     assert b"the kernel ended" in stderr, stderr
     assert (runtime / "limit").read_text().strip() == "memory"
     assert limit_reached(runtime, sandbox).startswith("out of memory")
+
+
+@pytest.mark.skipif(bwrap_problem() is not None, reason=f"no bubblewrap sandbox: {bwrap_problem()}")
+def test_the_report_says_how_the_sandbox_applied_its_limits_and_who_the_notebook_is():
+    saved = Sandbox("bwrap").resolved().to_json()
+    enforcement = saved["enforcement"]
+    assert set(enforcement) == {"limits", "identity", "seccomp", "proc"}
+    assert "watchdog outside the sandbox" in enforcement["limits"] and "no cgroup: " in enforcement["limits"]
+    if os.geteuid() == 0:
+        assert "an unprivileged uid of its own outside" in enforcement["identity"]
+    else:
+        assert f"uid {os.getuid()} outside" in enforcement["identity"]
+    assert enforcement["seccomp"].startswith("on: ")
+    assert "/proc/sys" in enforcement["proc"] and "/proc/kcore" in enforcement["proc"]
+    assert "enforcement" not in Sandbox("none").to_json()
+
+
+def test_as_root_every_sandbox_gets_an_unprivileged_uid_of_its_own(monkeypatch):
+    import junobench.envs.sandbox as sandbox
+
+    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 0)
+    uids = {sandbox_uid(Sandbox("bwrap")) for _ in range(5)}
+    assert len(uids) == 5 and all(uid is not None and 1 << 30 <= uid < 1 << 31 for uid in uids)
+    assert sandbox_uid(Sandbox("none")) is None
+    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
+    assert sandbox_uid(Sandbox("bwrap")) is None

@@ -419,8 +419,8 @@ def bwrap_argv(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: st
             argv += ["--ro-bind", prefix, prefix]
     for folder in dict.fromkeys(writable):
         argv += ["--bind", folder, folder]
-    argv += [*extra, "--remount-ro", "/", "--chdir", cwd, "--setenv", "HOME", SANDBOX_HOME, "--setenv", "TMPDIR", "/tmp",
-             "--setenv", "USER", "junobench", "--setenv", "LOGNAME", "junobench"]
+    argv += [*extra, "--remount-ro", "/", "--chdir", cwd, "--setenv", "HOME", SANDBOX_HOME, "--setenv", "TMPDIR",
+             "/tmp", "--setenv", "USER", "junobench", "--setenv", "LOGNAME", "junobench"]
     for name in HOST_VARIABLES:
         if name not in ("TMPDIR",):
             argv += ["--unsetenv", name]

@@ -8,10 +8,11 @@ only) in front of the sandbox::
 **bubblewrap** (``"mode": "bwrap"``). The watchdog sets the resource limits every process
 of the notebook inherits (``RLIMIT_DATA``: a process's heap and private mappings; no core
 files; ``RLIMIT_NPROC``, the tasks of the sandbox's user, is set inside by
-``junobench.envs.sandbox.SHIM``), hands bubblewrap the seccomp program (``--seccomp``) and a pipe on which bubblewrap says the host PID of the
-sandbox's first process (``--info-fd``), and starts it. As root, it also makes the
-sandbox's user namespace map the notebook's user to an unprivileged uid of the host
-(``--userns-block-fd``: bubblewrap waits until the maps are written). It stays outside the
+``junobench.envs.sandbox.SHIM``), hands bubblewrap the seccomp program (``--seccomp``)
+and a pipe on which bubblewrap says the host PID of the sandbox's first process
+(``--info-fd``), and starts it. As root, it also makes the sandbox's user namespace map
+the notebook's user to an unprivileged uid of the host (``--userns-block-fd``: bubblewrap
+waits until the maps are written). It stays outside the
 sandbox, in the parent PID namespace: no process of the notebook can see it, signal it or
 trace it, and it is not their parent. Every few milliseconds it reads the sandbox's own
 ``/proc`` (through ``/proc/<first>/root/proc``) and counts what the notebook holds in
