@@ -64,6 +64,13 @@ for path in ["/proc/sys/kernel/core_pattern", "/proc/sys/fs/file-max", "/proc/sy
     except OSError:
         continue
     raise LeakError("could write " + path)
+for path in ["/dev/probe", "/probe", "/etc/probe", "/usr/probe", "{home}/probe"]:  # outside the counted folders
+    try:
+        with open(path, "wb") as out:
+            out.write(b"x")
+    except OSError:
+        continue
+    raise LeakError("wrote " + path)
 for path in ["/proc/keys", "/proc/key-users", "/proc/kcore", "/proc/timer_list"]:
     try:
         with open(path, "rb") as file:

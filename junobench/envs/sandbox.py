@@ -402,7 +402,7 @@ def bwrap_argv(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: st
     argv += ["--proc", "/proc", *proc_masks(runtime), "--dev", "/dev"]
     size = ["--size", str(sandbox.memory)] if sandbox.memory and "--size" in known else []
     argv += ["--perms", "1777", *size, "--tmpfs", "/tmp", "--perms", "1777", *size, "--tmpfs", "/dev/shm",
-             "--dir", SANDBOX_HOME]
+             "--remount-ro", "/dev", "--dir", SANDBOX_HOME]  # /dev, an unbounded tmpfs: read-only
     homes = [SANDBOX_HOME]
     found_fonts = font_cache(python) if fonts else ()
     if found_fonts:  # matplotlib's font list, built once per interpreter (else each kernel builds it)

@@ -54,7 +54,8 @@ def _record_problem(record: dict[str, Any]) -> str | None:
     if record["status"] == "ok":
         fields = {k: record[k] for k in ("objects", "undefined", "environment", "capped", "annotations")
                   if k in record}
-        return payload_problem({"undefined": [], "environment": {}, **fields}, str(record.get("style") or ""))
+        return payload_problem({"objects": {}, "undefined": [], "environment": {}, **fields},
+                               str(record.get("style") or ""))
     return None
 
 
