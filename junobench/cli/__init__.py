@@ -20,7 +20,7 @@ from junobench.errors import JunoBenchError
 from junobench.safety.text import EscapedStream
 
 #: Modules under ``junobench.cli`` that add verbs, in the order ``--help`` lists them.
-VERB_MODULES: tuple[str, ...] = ("records", "stats", "verify", "envs", "evaluate", "diagnosis", "runtime",
+VERB_MODULES: tuple[str, ...] = ("records", "stats", "site", "verify", "envs", "evaluate", "diagnosis", "runtime",
                                  "publish", "release", "construct")
 
 
