@@ -6,7 +6,6 @@ would get wrong; tests/test_safety.py covers the writers and the copying."""
 from __future__ import annotations
 
 import json
-
 import os
 import stat
 from pathlib import Path
