@@ -55,7 +55,10 @@ def test_bwrap_shows_only_what_it_binds(tmp_path):
     binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--bind"]
     assert binds == [str(tmp_path)]
     assert "--share-net" not in argv and "--die-with-parent" in argv and "--unshare-all" in argv
-    assert argv[argv.index("--remount-ro") + 1] == "/"
+    remounted = [argv[i + 1] for i, a in enumerate(argv) if a == "--remount-ro"]
+    assert remounted == ["/dev", "/"]  # /dev (a tmpfs) and the root: read-only
+    ro = [argv[i + 2] for i, a in enumerate(argv) if a == "--ro-bind"]
+    assert {"/proc/sys", "/proc/sysrq-trigger"} <= set(ro) and "/proc/kcore" in ro
     networked = bwrap_argv(["true"], Sandbox("bwrap", network=True), python=sys.executable, cwd=str(tmp_path),
                            writable=[], runtime=str(tmp_path))
     assert "--share-net" in networked

@@ -141,14 +141,23 @@ def bounded_client(notebook: Any, *, max_output: int, **options: Any) -> Any:
 
         async def probe(self, timeout: float) -> None:
             """Ask the kernel the probe once before any cell (what a fresh kernel answers),
-            then with every cell it runs."""
+            then with every cell it runs. A kernel that dies or does not answer within
+            ``timeout`` seconds leaves nothing to compare with (its cells say the rest)."""
+            import queue
+
             kc: Any = self.kc
+            km: Any = self.km
             msg_id = kc.execute("", silent=True, store_history=False, user_expressions={PROBE_KEY: PROBE})
             loop = asyncio.get_running_loop()
             deadline = loop.time() + timeout
             self.expected: dict[str, Any] | None = None
             while loop.time() < deadline:
-                reply = await kc.get_shell_msg(timeout=max(0.1, deadline - loop.time()))
+                try:
+                    reply = await kc.get_shell_msg(timeout=1.0)
+                except queue.Empty:
+                    if not await km.is_alive():
+                        break
+                    continue
                 if reply.get("parent_header", {}).get("msg_id") == msg_id:
                     self.expected = probe_value(reply.get("content"))
                     break
