@@ -120,6 +120,12 @@ for name, (number, *args) in calls.items():
         raise LeakError(name + " worked")
     if name in ("keyctl", "unshare") and ctypes.get_errno() != errno.EPERM:
         raise LeakError(name + " was not refused: errno %d" % ctypes.get_errno())
+if {root_run}:  # junobench runs as root: the notebook's uid outside must not be root's
+    with open("/proc/self/uid_map") as mapping:
+        rows = [[int(v) for v in line.split()] for line in mapping]
+    outside = [out + os.getuid() - inside for inside, out, count in rows if inside <= os.getuid() < inside + count]
+    if outside == [0]:
+        raise LeakError("runs as root outside the sandbox")
 for name, value in os.environ.items():
     if "{secret}" in value:
         raise LeakError("the secret is in " + name)
@@ -225,12 +231,13 @@ def _first(snapshot: Path, case_id: str, version: str, index: int = 0) -> str:
     return str([c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"][index].source)
 
 
-def hostile_snapshot(root: Path) -> Path:
-    """The sample's cases with the probes (see the module docstring) in their notebooks."""
+def hostile_snapshot(root: Path, *, root_run: bool) -> Path:
+    """The sample's cases with the probes (see the module docstring) in their notebooks;
+    ``root_run``: junobench will run as root (the notebook checks its uid outside)."""
     snapshot = checkout(["NBspecific_2", "pandas_2", "pandas_1", "NBspecific_1", "seaborn_1"], "sample",
                         root / "snapshot")
     home = root / "home"
-    probes = fill(PROBES, secret=SECRET, home=home, mark=MARK)
+    probes = fill(PROBES, secret=SECRET, home=home, mark=MARK, root_run=root_run)
 
     def prepend(case_id: str, version: str, code: str, index: int = 0) -> None:
         edit_cell(snapshot, case_id, version, index, code + "\n" + _first(snapshot, case_id, version, index))
@@ -313,7 +320,7 @@ def test_a_hostile_notebook_s_every_probe_fails_or_ends_in_its_verdict(as_user, 
     root, wrap = _prepare(as_user)
     try:
         env = _environment(root)
-        snapshot = hostile_snapshot(root)
+        snapshot = hostile_snapshot(root, root_run=os.geteuid() == 0 and not as_user)
         report = root / "report.json"
         args = ["verify", "--source", str(snapshot), "--jobs", "2", "--no-progress", "--report", str(report),
                 "--memory", "512MiB", "--max-processes", "64", "--max-output", "1MiB", "--timeout", "60"]
