@@ -219,6 +219,32 @@ def test_hostile_text_is_shown_as_text(hostile_site):
     assert "<img src=x onerror=window.pwned='name'>" in grid
 
 
+def test_bidirectional_overrides_are_shown_not_obeyed(hostile_site):
+    """A right-to-left override or isolate in a notebook's code, output, Markdown or tables
+    would make a line read other than it runs ("Trojan Source"): each is shown as a mark."""
+    from junobench.safety.text import BIDI_CONTROLS
+
+    for path in sorted(hostile_site.rglob("*.html")):
+        assert not BIDI_CONTROLS.search(path.read_text(encoding="utf-8")), path
+    words = " ".join(Page((hostile_site / "cases" / f"{CASE}.html").read_text(encoding="utf-8")).text)
+    assert "user\u2039U+202E\u203a \u2039U+2066\u203a# admin\u2039U+2069\u203a" in words  # code and stream
+    for shown in ("gnirts \u2039U+202E\u203a text", "\u2039U+202E\u203aabc", "CC0</i>\u2039U+202E\u203a",
+                  "override: \u2039U+202E\u203a}; evil()"):
+        assert shown in words, shown
+
+
+def test_no_terminal_control_character_reaches_a_page(hostile_site):
+    """Escape sequences (colours become spans; hyperlinks, titles and C1 controls are
+    dropped) and other control characters are not written into a page."""
+    control = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+    for path in sorted(hostile_site.rglob("*.html")):
+        found = control.search(path.read_text(encoding="utf-8"))
+        assert found is None, (path, found)
+    words = " ".join(Page((hostile_site / "cases" / f"{CASE}.html").read_text(encoding="utf-8")).text)
+    assert "osc 8 link web link" in words and "truecolour" in words
+    assert "'\u2039U+0007\u203a'" in words  # a control character in code is shown
+
+
 def test_the_sanitizer_keeps_tables_text_and_web_links():
     from junobench.site.sanitize import clean_html
 
