@@ -316,6 +316,51 @@ def test_a_failed_build_leaves_the_previous_site(tmp_path, monkeypatch):
     assert not [p for p in tmp_path.iterdir() if p.name != "site"]
 
 
+def test_a_killed_build_leaves_the_previous_site_and_its_leftover_is_removed_next_time(
+        tmp_path, monkeypatch, caplog):
+    """As ``kill -9`` leaves it: the staging folder half written beside the site (no
+    cleanup ran). The site is the previous one; the next build removes the leftover."""
+    snapshot = tmp_path / "snapshot"
+    shutil.copytree(sample_path(), snapshot)
+    for path in [snapshot, *snapshot.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    out = tmp_path / "site"
+    site(snapshot, out)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    notebook = snapshot / "benchmark" / "pandas_1" / "pandas_1_reproduced.ipynb"
+    cells = json.loads(notebook.read_text(encoding="utf-8"))
+    cells["cells"].insert(0, {"cell_type": "markdown", "metadata": {}, "source": "A new note"})
+    notebook.write_text(json.dumps(cells), encoding="utf-8")
+    from junobench.site import build
+
+    write_pages = build.write_pages
+
+    def killed(*args):
+        write_pages(*args)
+        raise KeyboardInterrupt  # stands for the kill once the pages are written: nothing else runs
+
+    with monkeypatch.context() as patched:
+        patched.setattr(build, "write_pages", killed)
+        patched.setattr(build, "remove_tree", lambda folder: None)  # no cleanup under kill -9
+        with pytest.raises(KeyboardInterrupt):
+            site(snapshot, out)
+    (leftover,) = [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+    assert (leftover / "cases" / "pandas_1.html").is_file()
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    with caplog.at_level("WARNING"):
+        summary = site(snapshot, out)
+    assert summary.rendered == ["cases/pandas_1.html"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site", "snapshot"]  # the leftover is gone
+    assert not [r for r in caplog.records if r.levelname == "WARNING"], caplog.text
+    # a folder named like a leftover that holds something else is kept, with a warning
+    foreign = tmp_path / ".site.abcdefgh.partial"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine", encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        site(snapshot, out)
+    assert (foreign / "notes.txt").read_text(encoding="utf-8") == "mine" and "left as it is" in caplog.text
+
+
 def test_a_manifest_naming_paths_outside_is_refused(tmp_path):
     out = tmp_path / "site"
     site("sample", out)
@@ -515,8 +560,28 @@ def test_site_verb_names_bad_predictions(tmp_path, capsys):
     assert not (tmp_path / "s").exists()
 
 
+def test_view_says_at_once_that_its_port_is_taken_or_not_a_port(tmp_path, capsys):
+    import socket
+
+    cache = tmp_path / "cache"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["view", "--source", "sample", "--port", str(port), "--no-open", "--cache-dir", str(cache)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot serve on 127.0.0.1:{port}") and "--port" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not list(cache.rglob("index.html"))  # said before building anything
+    for bad in ("70000", "-1"):
+        assert main(["view", "--source", "sample", "--port", bad, "--no-open", "--cache-dir", str(cache)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {bad} is not a port number") and "Traceback" not in err
+
+
 @pytest.mark.slow
-def test_view_serves_the_sample_and_stops_on_ctrl_c(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_view_serves_the_sample_and_stops_on_ctrl_c(tmp_path, stop):
     env = dict(os.environ, JUNOBENCH_CACHE=str(tmp_path / "cache"))
     process = subprocess.Popen(
         [sys.executable, "-m", "junobench", "view", "--source", "sample", "--port", "0", "--no-open"],
@@ -537,7 +602,7 @@ def test_view_serves_the_sample_and_stops_on_ctrl_c(tmp_path):
             assert b"pandas_1" in response.read()
         with urllib.request.urlopen(url.replace("index.html", "cases/pandas_1.html"), timeout=30) as response:
             assert b"target cell" in response.read()
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop)
         rest = process.stderr.read()
         assert process.wait(timeout=60) == 0, rest
         assert "stopped" in rest and "Traceback" not in rest
