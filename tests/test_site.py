@@ -284,6 +284,78 @@ def test_an_unchanged_page_is_not_rendered_again(tmp_path, static_predictions):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".site.")]  # no leftovers
 
 
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+            if p.is_file() and p.name != MANIFEST}
+
+
+def test_a_rebuild_after_each_kind_of_change_equals_a_fresh_build(tmp_path):
+    """A label, a dataset's licence, a diagnosis, the predictions, the judgments, a removed
+    case: after each, the incremental site is byte for byte the one a new folder gets,
+    and what the change shows on is rendered again."""
+    from junobench.data.tables import read_table, write_table
+
+    snapshot = tmp_path / "snapshot"
+    shutil.copytree(sample_path(), snapshot)
+    for path in [snapshot, *snapshot.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("".join(
+        json.dumps({"instance": f"{case}_{version}", "runs": [{"detection": version == "reproduced",
+                                                                "reasoning": f"{case} {version}"}]}) + "\n"
+        for case in SAMPLE_CASES for version in ("reproduced", "fixed")), encoding="utf-8")
+    judgments = tmp_path / "judgments.jsonl"
+    judgments.write_text("".join(
+        json.dumps({"instance": f"{case}_{version}", "setting": "s", "judgment": "correct"}) + "\n"
+        for case in ("pandas_1", "sklearn_1") for version in ("reproduced", "fixed")), encoding="utf-8")
+    out = tmp_path / "site"
+    site(snapshot, out, [predictions], judgments=judgments)
+
+    def rebuilt(change: str) -> set[str]:
+        summary = site(snapshot, out, [predictions], judgments=judgments)
+        fresh = tmp_path / f"fresh-{change.replace(' ', '-')}"
+        site(snapshot, fresh, [predictions], judgments=judgments)
+        assert _files(out) == _files(fresh), change
+        return set(summary.rendered)
+
+    def edit_table(name, key, column, value, match):
+        table = read_table(snapshot / name)
+        rows = table.records()
+        for row in rows:
+            if row[key] == match:
+                row[column] = value
+        write_table(snapshot / name, rows, table.columns)
+
+    assert rebuilt("nothing") == set()
+    edit_table("benchmark_desc.xlsx", "nb_name", "label_root_cause", "API misuse", "pandas_1")
+    assert {"index.html", "cases/pandas_1.html", "grid.html", "evaluation/set-1.html"} <= rebuilt("a label")
+    metadata = next((snapshot / "benchmark" / "sklearn_1" / "data").glob("*.metadata.json"))
+    metadata.write_text(json.dumps(dict(json.loads(metadata.read_text(encoding="utf-8")), license="CC BY 4.0")),
+                        encoding="utf-8")
+    assert rebuilt("a licence") == {"cases/sklearn_1.html"}
+    assert "CC BY 4.0" in (out / "cases" / "sklearn_1.html").read_text(encoding="utf-8")
+    edit_table("ground_truth_crash_prediction.xlsx", "instance", "diagnosis", "a new diagnosis", "numpy_1_reproduced")
+    assert rebuilt("a diagnosis") == {"cases/numpy_1.html"}
+    predictions.write_text(predictions.read_text(encoding="utf-8").replace(
+        '"detection": true, "reasoning": "seaborn_1 reproduced"', '"detection": false, "reasoning": "changed"'),
+        encoding="utf-8")
+    assert {"cases/seaborn_1.html", "evaluation.html", "grid.html"} <= rebuilt("the predictions")
+    assert "cases/pandas_1.html" not in rebuilt("nothing again")
+    judgments.write_text(judgments.read_text(encoding="utf-8").replace('"correct"', '"reasoning wrong"', 1),
+                         encoding="utf-8")
+    assert {"cases/pandas_1.html", "evaluation.html", "grid.html"} <= rebuilt("the judgments")
+    shutil.rmtree(snapshot / "benchmark" / "numpy_1")
+    for name, key in (("benchmark_desc.xlsx", "nb_name"), ("ground_truth_crash_prediction.xlsx", "instance")):
+        table = read_table(snapshot / name)
+        write_table(snapshot / name, [r for r in table.records() if r[key] and not r[key].startswith("numpy_1")],
+                    table.columns)
+    predictions.write_text("".join(line + "\n" for line in predictions.read_text(encoding="utf-8").splitlines()
+                                   if "numpy_1" not in line), encoding="utf-8")
+    changed = rebuilt("a removed case")
+    assert {"index.html", "cases/matplotlib_1.html", "cases/pandas_1.html"} <= changed  # its neighbours' links
+    assert not (out / "cases" / "numpy_1.html").exists()
+
+
 def test_a_folder_holding_other_files_is_refused_and_kept(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -508,6 +580,79 @@ def _overall(path: Path) -> dict[str, str]:
     body = body[:body.index("</table>")]
     return {k: re.sub(r"<[^>]+>", "", v).strip()
             for k, v in re.findall(r'<td data-key="([^"]+)">(.*?)</td>', body, re.DOTALL)}
+
+
+def test_the_site_shows_the_numbers_of_evaluate_for_the_other_layouts(tmp_path, reference_snapshot, qwen, mistral,
+                                                                     crane_llm_dir, capsys):
+    """JSON Lines, the CRANE-LLM judge's parsed labels, the JunoBench_construct tree and a
+    static analyser's outputs: each set's numbers, and the sets side by side, are evaluate's."""
+    from published_layouts import construct_tree
+
+    from junobench.detection.layouts import read_predictions
+
+    jsonl = tmp_path / "qwen.jsonl"
+    read = read_predictions(qwen)
+    jsonl.write_text("".join(json.dumps({"instance": i, "runs": runs}) + "\n" for i, runs in read.runs.items()),
+                     encoding="utf-8")
+    outputs = crane_llm_dir / "llms" / "llms_outputs"
+    predictions = [jsonl, outputs / "results_parsed_1" / "gpt_5" / "crash_detection_code",
+                   construct_tree(tmp_path / "construct", mistral),
+                   crane_llm_dir / "sas" / "sas_outputs" / "results_raw" / "pylint" / "crash_detection_code"]
+    out = tmp_path / "site"
+    site(reference_snapshot, out, predictions)
+    layouts = []
+    for k, path in enumerate(predictions, start=1):
+        printed = _cli_json(capsys, str(path), "--source", str(reference_snapshot))
+        assert (out / "evaluation" / f"set-{k}.json").read_text(encoding="utf-8") == printed, path
+        report = json.loads(printed)
+        layouts.append(report["layout"])
+        check_scores(cells(out / "evaluation.html", "detection-scores")[f"set-{k}"], report)
+        check_scores(_overall(out / "evaluation" / f"set-{k}.html"), report)
+    assert layouts == ["jsonl", "crane-parsed", "junobench-construct", "crane-sa"]
+    compared = _cli_json(capsys, *map(str, predictions), "--source", str(reference_snapshot))
+    assert (out / "evaluation" / "comparison.json").read_text(encoding="utf-8") == compared
+    for k, entry in enumerate(json.loads(compared)["sets"], start=1):
+        check_scores(cells(out / "evaluation.html", "comparison-scores")[f"set-{k}"], entry)
+
+
+@pytest.mark.slow
+def test_the_site_shows_the_numbers_of_evaluate_for_an_inspect_log(tmp_path, monkeypatch, capsys):
+    """An Inspect log of the crash-detection task (run against the local chat server, a
+    model wrong on some notebooks and some epochs): the site's numbers are evaluate's."""
+    pytest.importorskip("inspect_ai", reason="reading Inspect logs needs the inspect extra")
+    from chat_server import ChatServer, target_of
+    from inspect_ai import eval as inspect_eval
+
+    from junobench.detection.inspect_task import crash_detection
+
+    asked: dict[str, int] = {}
+
+    def answer(body):
+        user = body["messages"][-1]["content"]
+        if "# Target Cell:" not in user:
+            return "hello"
+        number = asked[user] = asked.get(user, 0) + 1
+        crash = len(target_of(body)) % 2 == 0  # right on some notebooks only
+        if number == 2 and len(user) % 3 == 0:
+            return "I cannot tell."  # an unparsable run
+        return json.dumps({"reasoning": f"<b>run {number}</b>", "detection": crash})
+
+    monkeypatch.setenv("INSPECT_DISPLAY", "none")
+    with ChatServer(answer) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        (log,) = inspect_eval(crash_detection(source="sample", runs=3), model="openai/tiny",
+                              log_dir=str(tmp_path / "logs"), display="none")
+    assert log.status == "success", log.error
+    out = tmp_path / "site"
+    site("sample", out, [log.location])
+    printed = _cli_json(capsys, str(log.location), "--source", "sample")
+    report = json.loads(printed)
+    assert report["layout"] == "inspect" and report["unparsable"]["count"] > 0 and report["fn"] + report["fp"] > 0
+    assert (out / "evaluation" / "set-1.json").read_text(encoding="utf-8") == printed
+    check_scores(cells(out / "evaluation.html", "detection-scores")["set-1"], report)
+    page = Page((out / "cases" / "pandas_1.html").read_text(encoding="utf-8"))
+    assert "<b>run 1</b>" in " ".join(page.text)  # each epoch's reasoning, as text
 
 
 def test_the_grid_lists_what_every_setting_misses(reference_site):
