@@ -245,6 +245,31 @@ def test_no_terminal_control_character_reaches_a_page(hostile_site):
     assert "'\u2039U+0007\u203a'" in words  # a control character in code is shown
 
 
+def test_a_notebook_that_printed_megabytes_makes_a_page_under_a_megabyte(tmp_path):
+    """Outputs are cut per output, per cell and per page (the target cell's never): the
+    page stays under 1 MB and says what it leaves out."""
+    snapshot = tmp_path / "snapshot"
+    shutil.copytree(sample_path(), snapshot)
+    for path in [snapshot, *snapshot.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    for version in ("reproduced", "fixed"):
+        path = snapshot / "benchmark" / "pandas_2" / f"pandas_2_{version}.ipynb"
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        printed = [{"cell_type": "code", "execution_count": None, "metadata": {}, "source": f"print({k})",
+                    "outputs": [{"output_type": "stream", "name": "stdout", "text": f"<{k}>" * 30_000}]}
+                   for k in range(40)]
+        notebook["cells"] = printed + notebook["cells"]
+        path.write_text(json.dumps(notebook), encoding="utf-8")
+    out = tmp_path / "site"
+    site(snapshot, out)
+    page = out / "cases" / "pandas_2.html"
+    assert page.stat().st_size < 1_000_000
+    text = page.read_text(encoding="utf-8")
+    assert "outputs not shown" in text
+    target = Page(text).having("div", **{"class": "target"})
+    assert target and "Traceback" in " ".join(Page(text).text)  # the crash is shown, always
+
+
 def test_the_sanitizer_keeps_tables_text_and_web_links():
     from junobench.site.sanitize import clean_html
 

@@ -32,6 +32,10 @@ from junobench.site import sanitize
 MAX_OUTPUT_CHARS = 100_000
 #: Outputs of one cell shown; the rest are counted.
 MAX_OUTPUTS = 50
+#: Characters of HTML the outputs of one page take (each output counted once, though a
+#: page shows it in both views); past it, a cell's outputs are replaced by a note saying
+#: so, the target cell's excepted. A page stays near 1 MB whatever a notebook printed.
+PAGE_OUTPUT_CHARS = 200_000
 _RASTER = ("image/png", "image/jpeg", "image/gif")
 
 
@@ -148,6 +152,24 @@ def _highlighted(source: str) -> tuple[Markup, ...]:
 
 
 # --------------------------------------------------------------------------- outputs
+
+
+@dataclass
+class Budget:
+    """What is left of a page's :data:`PAGE_OUTPUT_CHARS`."""
+
+    left: int = PAGE_OUTPUT_CHARS
+
+    def spend(self, outputs: list[Output], *, always: bool = False) -> list[Output]:
+        """``outputs`` when they fit (or ``always``), taken from what is left; else a note."""
+        size = sum(len(output.html) for output in outputs)
+        if always or size <= self.left:
+            self.left = max(0, self.left - size)
+            return outputs
+        self.left = 0
+        return [Output("note", Markup('<p class="note">{} outputs not shown ({:,} characters): the page '
+                                      'already shows {:,} characters of outputs</p>').format(
+            len(outputs), size, PAGE_OUTPUT_CHARS))]
 
 
 def markdown_cell(cell: Cell) -> Markup:
