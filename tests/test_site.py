@@ -217,6 +217,7 @@ def test_hostile_text_is_shown_as_text(hostile_site):
         assert shown in words, shown
     grid = " ".join(read(hostile_site / "grid.html").text)
     assert "<img src=x onerror=window.pwned='name'>" in grid
+    assert "an HTML output of 200,043 characters (over the 100,000 shown; not shown)" in words
 
 
 def test_bidirectional_overrides_are_shown_not_obeyed(hostile_site):

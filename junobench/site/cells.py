@@ -219,8 +219,8 @@ def mime_bundle(data: Mapping[str, Any], images: Images) -> Output:
             data["application/vnd.jupyter.widget-view+json"], ensure_ascii=False)[:500]
         return _as_text("widget", "an interactive widget, shown as text (widgets run script)", shown)
     if "text/html" in data:
-        html, note = _cut(_text(data["text/html"]))
-        if not note:
+        html = _text(data["text/html"])
+        if len(html) <= MAX_OUTPUT_CHARS:  # (cut HTML would be broken HTML: a plainer view instead)
             return Output("html", Markup('<div class="html-output">{}</div>').format(
                 Markup(sanitize.clean_html(html))))
     if "image/svg+xml" in data:
@@ -253,6 +253,9 @@ def mime_bundle(data: Mapping[str, Any], images: Images) -> Output:
         text, note = _cut(_text(data["text/plain"]))
         return Output("text", Markup('<pre class="text-output">{}</pre>').format(
             Markup(sanitize.ansi_html(text))) + note)
+    if "text/html" in data:
+        return Output("note", Markup('<p class="note">an HTML output of {:,} characters (over the {:,} shown; '
+                                     'not shown)</p>').format(len(_text(data["text/html"])), MAX_OUTPUT_CHARS))
     kinds = ", ".join(sorted(str(k)[:40] for k in data)[:5]) or "nothing"
     return Output("note", Markup('<p class="note">an output of type {} (not shown)</p>').format(kinds))
 
