@@ -395,6 +395,21 @@ def test_a_folder_holding_other_files_is_refused_and_kept(tmp_path):
     with pytest.raises(JunoBenchError, match=r"files the site did not write: cases/extra\.html"):
         site("sample", built)
     assert (built / "cases" / "extra.html").read_text(encoding="utf-8") == "mine"
+    (built / "cases" / "extra.html").unlink()
+    # a link where the site wrote a folder or a file, or as the site itself, is refused
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "pandas_1.html").write_text("mine", encoding="utf-8")
+    shutil.move(built / "cases", tmp_path / "cases")
+    (built / "cases").symlink_to(elsewhere)
+    with pytest.raises(JunoBenchError, match="files the site did not write: cases"):
+        site("sample", built)
+    assert (elsewhere / "pandas_1.html").read_text(encoding="utf-8") == "mine"
+    link = tmp_path / "link"
+    link.symlink_to(out)
+    with pytest.raises(JunoBenchError, match="symbolic link"):
+        site("sample", link)
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
 def test_a_failed_build_leaves_the_previous_site(tmp_path, monkeypatch):
