@@ -145,13 +145,15 @@ class _Renamer(ast.NodeTransformer):
 
     def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
         values = [part.value for part in node.values if isinstance(part, ast.FormattedValue)]
-        return self.visit(_format_call(values, []))
+        formatted: ast.AST = self.visit(_format_call(values, []))
+        return formatted
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         if isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and isinstance(
                 node.left.value, str):  # "…" % (a, b): printf-style formatting
             values = node.right.elts if isinstance(node.right, ast.Tuple) else [node.right]
-            return self.visit(_format_call(values, []))
+            formatted: ast.AST = self.visit(_format_call(values, []))
+            return formatted
         self.generic_visit(node)
         return node
 
