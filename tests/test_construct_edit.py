@@ -75,6 +75,44 @@ def test_a_new_notebook_without_verifying_is_recorded_so(snapshot, tmp_path, cap
     assert recorded["edited"]["tool"].endswith("construct edit")
 
 
+def test_a_data_path_with_dots_is_read_as_written_and_stays_inside_data(snapshot, tmp_path, capsys,
+                                                                         monkeypatch):
+    """``.`` and ``..`` in a --data path name the folder they lead to: ``..`` does not
+    copy files beside the case's data/ folder, a folder holding the snapshot is refused
+    (copying it into itself never ends), and a file reached through ``..`` is put in
+    under its own name."""
+    work = tmp_path / "work" / "sub"
+    work.mkdir(parents=True)
+    (work / "extra.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    for where, given in ((work, ".."), (snapshot, "."), (snapshot / "benchmark", "..")):
+        monkeypatch.chdir(where)
+        for verb in (["construct", "edit", str(snapshot), "pandas_1", "--no-verify"],
+                     ["construct", "add-case", str(snapshot), str(variant(layout.notebook_path(
+                         SAMPLE, "pandas_1", "original"), tmp_path / "nb", "dots")),
+                      "--reproduced", str(variant(layout.notebook_path(SAMPLE, "pandas_1", "reproduced"),
+                                                  tmp_path / "nb", "dots")),
+                      "--fixed", str(variant(layout.notebook_path(SAMPLE, "pandas_1", "fixed"), tmp_path / "nb",
+                                             "dots")),
+                      "--library", "pandas", "--root-cause", "data confusion", "--crash-type", "key error",
+                      "--stage", "data preparation", "--diagnosis", "x", "--no-verify", "--allow-similar",
+                      "--dataset", "name=passengers;title=P;license=CC0"]):
+            before = tree_digest(snapshot)
+            code = main([*verb, "--data", f"passengers={given}"])
+            err = capsys.readouterr().err
+            if where is work:  # the folder above, named as it is
+                assert code == 0, err
+                data = layout.case_dir(snapshot, "pandas_1" if "edit" in verb else "pandas_3") / "data"
+                assert (data / "work" / "sub" / "extra.csv").is_file(), sorted(data.rglob("*"))
+                assert not (data.parent / "sub").exists()
+                continue
+            assert code == 1 and err.startswith("error:") and len(err.strip().splitlines()) == 1, err
+            assert "holds the snapshot" in err and tree_digest(snapshot) == before
+    monkeypatch.chdir(work)
+    assert main(["construct", "edit", str(snapshot), "pandas_1", "--no-verify",
+                 "--data", "passengers=../sub/extra.csv"]) == 0, capsys.readouterr().err
+    assert (layout.case_dir(snapshot, "pandas_1") / "data" / "extra.csv").is_file()
+
+
 def test_a_new_data_file_is_put_in_and_listed(snapshot, tmp_path, capsys):
     extra = tmp_path / "extra.csv"
     extra.write_text("a,b\n1,2\n", encoding="utf-8")
