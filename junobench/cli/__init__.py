@@ -21,7 +21,7 @@ from junobench.safety.text import EscapedStream
 
 #: Modules under ``junobench.cli`` that add verbs, in the order ``--help`` lists them.
 VERB_MODULES: tuple[str, ...] = ("records", "stats", "site", "verify", "envs", "evaluate", "diagnosis", "runtime",
-                                 "publish", "release", "construct")
+                                 "publish", "release", "construct", "mining")
 
 
 class Parser(argparse.ArgumentParser):

@@ -59,13 +59,17 @@ def _add_inputs(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
                         help=f"seed of the bootstrap (default: {DEFAULT_SEED})")
     parser.add_argument("--title", default="JunoBench", help="the site's title (default: JunoBench)")
+    parser.add_argument("--figures", metavar="DIR",
+                        help="a mined corpus (`junobench mine --out DIR`): a gallery of its figures, filterable "
+                        "by kind, purpose, library and stage, each linking to its notebook and cell")
     add_filters(parser)
 
 
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     return {"judgments": args.judgments, "sheet": args.sheet, "names": args.name,
             "revision": args.revision, "truth": args.truth, "layout": args.layout, "vote": args.vote,
-            "resamples": args.resamples, "seed": args.seed, "title": args.title, **filters_from(args)}
+            "resamples": args.resamples, "seed": args.seed, "title": args.title, "figures": args.figures,
+            **filters_from(args)}
 
 
 def _site(args: argparse.Namespace) -> int:

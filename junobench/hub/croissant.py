@@ -110,25 +110,31 @@ def _file_id(config: str) -> str:
 def _record_set(config: str, features: Any) -> dict[str, Any]:
     return {"@type": "cr:RecordSet", "@id": config, "name": config, "description": DESCRIPTIONS[config],
             "key": {"@id": f"{config}/{KEYS[config]}"},
-            "field": [_field(f"{config}/{name}", name, feature, _file_id(config), name, [])
+            "field": [field_node(f"{config}/{name}", name, feature, _file_id(config), name, [])
                       for name, feature in features.items()]}
 
 
-def _field(field_id: str, name: str, feature: Any, file_id: str, column: str, path: list[str],
-           repeated: bool = False) -> dict[str, Any]:
-    """One field of ``feature`` (a ``datasets`` feature), read from ``column`` through ``path``."""
+def field_node(field_id: str, name: str, feature: Any, file_id: str, column: str, path: list[str],
+               repeated: bool = False) -> dict[str, Any]:
+    """One field of ``feature`` (a ``datasets`` feature), read from ``column`` of the file
+    ``file_id`` through ``path``; an image (``datasets.Image``) is an ``sc:ImageObject``
+    read from its struct's ``bytes``."""
     import datasets
 
     node: dict[str, Any] = {"@type": "cr:Field", "@id": field_id, "name": name}
     if isinstance(feature, datasets.List):
-        return _field(field_id, name, feature.feature, file_id, column, path, repeated=True)
+        return field_node(field_id, name, feature.feature, file_id, column, path, repeated=True)
     if repeated:
         node["repeated"] = True
     if isinstance(feature, dict):
-        node["subField"] = [_field(f"{field_id}/{key}", key, sub, file_id, column, [*path, key])
+        node["subField"] = [field_node(f"{field_id}/{key}", key, sub, file_id, column, [*path, key])
                             for key, sub in feature.items()]
         return node
-    node["dataType"] = _DATA_TYPES[feature.dtype]
+    if isinstance(feature, datasets.Image):
+        node["dataType"] = "sc:ImageObject"
+        path = [*path, "bytes"]
+    else:
+        node["dataType"] = _DATA_TYPES[feature.dtype]
     source: dict[str, Any] = {"fileObject": {"@id": file_id}, "extract": {"column": column}}
     if path:
         source["transform"] = [{"jsonPath": step} for step in path]

@@ -56,6 +56,8 @@ class SiteData:
     cases: list[dict[str, Any]]
     evaluation: Evaluation | None = None
     filters: dict[str, Any] = field(default_factory=dict)
+    #: A mined corpus (a folder ``junobench mine`` wrote) whose figures the gallery shows.
+    figures: str | None = None
 
 
 @dataclass
@@ -85,19 +87,21 @@ def site(
     resamples: int | None = None,
     seed: int | None = None,
     title: str = "JunoBench",
+    figures: str | Path | None = None,
     **filters: Any,
 ) -> SiteSummary:
     """Build the site of ``source`` (a snapshot, an export, ``sample`` or a Hub dataset)
     into ``out``, with evaluation pages for ``predictions`` (any layout ``junobench
     evaluate`` reads) and ``judgments`` (as ``evaluate --judgments``). The options are
-    ``evaluate``'s and give the same numbers; ``filters`` select cases by label."""
+    ``evaluate``'s and give the same numbers; ``filters`` select cases by label; with
+    ``figures`` (a folder ``junobench mine`` wrote), a gallery of its figures."""
     started = time.perf_counter()
     timings: dict[str, float] = {}
     target = require_utf8_path(Path(out).expanduser().absolute())
     _check_target(target)
     data = site_data(source, predictions, judgments=judgments, names=names, vote=vote,
                      revision=revision, truth=truth, layout=layout, sheet=sheet,
-                     resamples=resamples, seed=seed, title=title, **filters)
+                     resamples=resamples, seed=seed, title=title, figures=figures, **filters)
     timings["load"] = time.perf_counter() - started
     with locked(target.parent):
         recover(target, owned=is_site_folder)
@@ -128,7 +132,7 @@ def site_data(source: str | Path, predictions: Sequence[str | Path] = (), *,
               vote: str | None = None, revision: str | None = None,
               truth: str | Path | Sequence[str | Path] | None = None, layout: str | None = None,
               sheet: str | None = None, resamples: int | None = None, seed: int | None = None,
-              title: str = "JunoBench", **filters: Any) -> SiteData:
+              title: str = "JunoBench", figures: str | Path | None = None, **filters: Any) -> SiteData:
     """Load the cases and score the evaluation (see :func:`site`)."""
     from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED, check_resamples
     from junobench.detection.votes import DEFAULT_VOTE
@@ -144,7 +148,12 @@ def site_data(source: str | Path, predictions: Sequence[str | Path] = (), *,
                         vote=vote or DEFAULT_VOTE, revision=revision, truth=truth, layout=layout,
                         sheet=sheet, resamples=resamples, seed=DEFAULT_SEED if seed is None else seed,
                         **filters)
-    return SiteData(title, str(source), cases, scored, {k: v for k, v in filters.items() if v})
+    if figures is not None:
+        from junobench.mining.write import read_manifest
+
+        read_manifest(Path(figures), hint="give --figures the folder `junobench mine --out` wrote")
+    return SiteData(title, str(source), cases, scored, {k: v for k, v in filters.items() if v},
+                    None if figures is None else str(Path(figures).resolve()))
 
 
 def write_pages(data: SiteData, staging: Path, previous_root: Path,

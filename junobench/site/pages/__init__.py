@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 #: Builder modules under ``junobench.site.pages``, in the navigation bar's order.
-BUILDERS: tuple[str, ...] = ("assets", "index", "cases", "evaluation")
+BUILDERS: tuple[str, ...] = ("assets", "index", "cases", "evaluation", "figures")
 
 
 @dataclass(frozen=True)
