@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from processes import gone
 from snapshot_files import tree_digest, variant
 
 import junobench
@@ -179,3 +180,82 @@ def test_verify_record_updates_the_provenance_and_the_card(snapshot, tmp_path, c
     # the sample (package data) and a Hub repo are not recorded into, and nothing runs
     assert main(["verify", "pandas_1", "--source", "sample", "--record"]) == 1
     assert "not edited" in capsys.readouterr().err
+
+
+def _killed_while_running_the_pair(argv: list[str], snapshot: Path) -> list[int]:
+    """Run ``junobench ARGV`` and kill it (SIGKILL: nothing of it runs after) once its
+    staging folder holds the case and a kernel of it runs the pair; the kernels' pids."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    process = subprocess.Popen([sys.executable, "-m", "junobench", *argv], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 600
+        kernels: list[int] = []
+        while process.poll() is None and time.monotonic() < deadline:
+            staged = list(snapshot.glob(".junobench-edit-*.partial/benchmark/*/*_fixed.ipynb"))
+            kernels = [pid for pid in _pids() if _is_kernel(pid) and _descends(pid, process.pid)]
+            if staged and kernels:
+                break
+            time.sleep(0.05)
+        assert process.poll() is None and kernels, process.stderr.read() if process.stderr else ""
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+    return kernels
+
+
+def _pids() -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+
+
+def _is_kernel(pid: int) -> bool:
+    try:
+        return b"ipykernel" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _descends(pid: int, ancestor: int) -> bool:
+    for _ in range(12):
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return False
+        if pid == ancestor:
+            return True
+        if pid <= 1:
+            return False
+    return False
+
+
+@pytest.mark.kernel
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the kernels through /proc")
+def test_add_case_and_edit_killed_while_running_the_pair_leave_the_snapshot_and_clean_removes_the_rest(
+        snapshot, tmp_path, capsys):
+    before = tree_digest(snapshot)
+    new = {v: variant(layout.notebook_path(SAMPLE, "pandas_1", v), tmp_path / "new", "killed")
+           for v in ("original", "reproduced", "fixed")}
+    data = layout.case_dir(SAMPLE, "pandas_1") / "data" / "passengers.csv"
+    edited = variant(layout.notebook_path(SAMPLE, "pandas_1", "fixed"), tmp_path / "edit", "an edit killed")
+    for argv in (["construct", "add-case", str(snapshot), str(new["original"]), "--reproduced", str(new["reproduced"]),
+                  "--fixed", str(new["fixed"]), "--library", "pandas", "--root-cause", "data confusion",
+                  "--crash-type", "key error", "--stage", "data preparation", "--diagnosis", "x", "--allow-similar",
+                  "--dataset", "name=passengers;title=P;license=CC0", "--data", f"passengers={data}"],
+                 ["construct", "edit", str(snapshot), "pandas_1", "--fixed", str(edited)]):
+        kernels = _killed_while_running_the_pair(argv, snapshot)
+        assert all(gone(pid, 60) for pid in kernels), "a kernel outlived the command that was killed"
+        leftovers = sorted(p.name for p in snapshot.glob(".junobench-edit-*"))
+        assert leftovers, "the kill left nothing: it came too late"
+        assert main(["validate", str(snapshot)]) == 0  # the snapshot is as it was, plus the leftover
+        err = capsys.readouterr().err
+        assert all(name in err for name in leftovers) and f"junobench construct clean {snapshot}` removes it" in err
+        assert main(["construct", "clean", str(snapshot)]) == 0
+        assert "removed what an interrupted edit left" in capsys.readouterr().err
+        assert tree_digest(snapshot) == before, argv[1]
