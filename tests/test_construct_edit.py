@@ -114,6 +114,29 @@ def test_a_data_path_with_dots_is_read_as_written_and_stays_inside_data(snapshot
     assert (layout.case_dir(snapshot, "pandas_1") / "data" / "extra.csv").is_file()
 
 
+def test_an_edit_reads_no_path_through_a_link(snapshot, tmp_path, capsys, monkeypatch):
+    """A notebook or data path with a linked folder anywhere on the way (relative, absolute,
+    after ``..``, a link into the snapshot itself) is refused, and the snapshot unchanged."""
+    real = tmp_path / "real"
+    real.mkdir()
+    shutil.copy(layout.notebook_path(SAMPLE, "pandas_1", "fixed"), real / "fixed.ipynb")
+    (real / "extra.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    (tmp_path / "linked").symlink_to(real, target_is_directory=True)
+    (tmp_path / "into").symlink_to(layout.case_dir(snapshot, "pandas_1"), target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    before = tree_digest(snapshot)
+    for argv, named in ((["--fixed", "linked/fixed.ipynb"], "linked"),
+                        (["--fixed", str(tmp_path / "linked" / "fixed.ipynb")], "linked"),
+                        (["--fixed", "real/../linked/fixed.ipynb"], "linked"),
+                        (["--fixed", "into/pandas_1_fixed.ipynb"], "into"),
+                        (["--data", "passengers=linked/extra.csv"], "linked"),
+                        (["--data", f"passengers={tmp_path / 'into' / 'data' / 'passengers.csv'}"], "into")):
+        code = main(["construct", "edit", str(snapshot), "pandas_1", "--no-verify", *argv])
+        err = capsys.readouterr().err
+        assert code == 1 and "symbolic link" in err and named in err and len(err.strip().splitlines()) == 1, err
+        assert tree_digest(snapshot) == before
+
+
 def test_a_new_data_file_is_put_in_and_listed(snapshot, tmp_path, capsys):
     extra = tmp_path / "extra.csv"
     extra.write_text("a,b\n1,2\n", encoding="utf-8")
