@@ -23,8 +23,8 @@
 'red \\\\x1b[31mtext\\\\x1b[0m'
 >>> markdown_link("Iris <b>", "javascript:alert(1)")
 'Iris &lt;b&gt;'
->>> visible_bidi("access = 'user\u202e \u2066# admin\u2069\u2066'")
-"access = 'user‹U+202E› ‹U+2066›# admin‹U+2069›‹U+2066›'"
+>>> visible_controls("access = 'user\\u202e \\u2066# admin\\u2069\\u2066'\\x07")
+"access = 'user‹U+202E› ‹U+2066›# admin‹U+2069›‹U+2066›'‹U+0007›"
 """
 
 from __future__ import annotations
