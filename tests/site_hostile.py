@@ -201,3 +201,11 @@ def hostile_predictions(path: Path) -> Path:
             lines.append(json.dumps({"instance": f"{case}_{version}", "runs": runs}))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def hostile_judgments(path: Path) -> Path:
+    """Judged diagnoses whose setting's name holds payloads."""
+    name = "<script>window.pwned='judged'</script><img src=x onerror=window.pwned='judged-img'>"
+    path.write_text("".join(json.dumps({"instance": f"{CASE}_{version}", "setting": name, "judgment": "correct"})
+                            + "\n" for version in ("reproduced", "fixed")), encoding="utf-8")
+    return path

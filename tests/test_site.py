@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("nh3", reason="the site needs the site extra")
 
-from site_hostile import CASE, hostile_predictions, hostile_snapshot
+from site_hostile import CASE, hostile_judgments, hostile_predictions, hostile_snapshot
 
 from junobench.cli import main
 from junobench.data.snapshot import sample_path
@@ -173,7 +173,8 @@ def hostile_site(tmp_path_factory):
     snapshot = hostile_snapshot(root)
     predictions = hostile_predictions(root / "hostile.jsonl")
     out = root / "site"
-    site(snapshot, out, [predictions], names=["<img src=x onerror=window.pwned='name'>"])
+    site(snapshot, out, [predictions], names=["<img src=x onerror=window.pwned='name'>"],
+         judgments=hostile_judgments(root / "judged.jsonl"))
     return out
 
 
@@ -217,6 +218,7 @@ def test_hostile_text_is_shown_as_text(hostile_site):
         assert shown in words, shown
     grid = " ".join(read(hostile_site / "grid.html").text)
     assert "<img src=x onerror=window.pwned='name'>" in grid
+    assert "<script>window.pwned='judged'</script><img src=x onerror=window.pwned='judged-img'>" in grid
     assert "an HTML output of 200,043 characters (over the 100,000 shown; not shown)" in words
 
 
