@@ -259,8 +259,9 @@ def test_a_notebook_that_printed_megabytes_makes_a_page_under_a_megabyte(tmp_pat
         path = snapshot / "benchmark" / "pandas_2" / f"pandas_2_{version}.ipynb"
         notebook = json.loads(path.read_text(encoding="utf-8"))
         printed = [{"cell_type": "code", "execution_count": None, "metadata": {}, "source": f"print({k})",
-                    "outputs": [{"output_type": "stream", "name": "stdout", "text": f"<{k}>" * 30_000}]}
-                   for k in range(40)]
+                    "outputs": [{"output_type": "stream", "name": "stdout", "text": f"<{k}> " * 2_000},
+                                {"output_type": "display_data", "metadata": {}, "data": {"image/png": _png(k)}}]}
+                   for k in range(200)]
         notebook["cells"] = printed + notebook["cells"]
         path.write_text(json.dumps(notebook), encoding="utf-8")
     out = tmp_path / "site"
@@ -271,6 +272,21 @@ def test_a_notebook_that_printed_megabytes_makes_a_page_under_a_megabyte(tmp_pat
     assert "outputs not shown" in text
     target = Page(text).having("div", **{"class": "target"})
     assert target and "Traceback" in " ".join(Page(text).text)  # the crash is shown, always
+    shown = {a["src"].removeprefix("../") for page in (out / "cases").iterdir() for a in read(page).having("img")
+             if (a["src"] or "").startswith("../img/")}
+    assert len([s for s in shown if s in text]) > 1  # the images of the outputs shown
+    assert {p.relative_to(out).as_posix() for p in (out / "img").iterdir()} == shown  # and no other
+
+
+def _png(seed: int) -> str:
+    import base64
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (2, 2), (seed % 256, seed // 256, 0)).save(buffer, "PNG")
+    return base64.b64encode(buffer.getvalue()).decode()
 
 
 def test_the_sanitizer_keeps_tables_text_and_web_links():

@@ -122,8 +122,12 @@ class CaseView:
         def outputs_of(side: str, cell: Cell) -> list[Output]:
             key = (side, cell.position)
             if key not in outputs:
-                outputs[key] = budget.spend(render_outputs(cell, images),
-                                            always=side != "o" and cell.code_index == target)
+                before = set(images.files)
+                rendered = render_outputs(cell, images)
+                outputs[key] = budget.spend(rendered, always=side != "o" and cell.code_index == target)
+                if outputs[key] is not rendered:  # not shown: its images are not written either
+                    for name in set(images.files) - before:
+                        del images.files[name]
             return outputs[key]
 
         crash_line = case.get("crash_line")
