@@ -323,13 +323,14 @@ def ipc_folder(runtime: str | Path) -> str:
 
 def launcher(settings: Mapping[str, Any]) -> list[str]:
     """The command line of :mod:`junobench.envs.watchdog` with ``settings``, run by this
-    interpreter (before ``--`` and the command it starts)."""
+    interpreter (before ``--`` and the command it starts), started by this process: its
+    pid goes along, so that a watchdog orphaned even before it ran knows it."""
     from junobench.envs import watchdog
 
     source = base64.b64encode(Path(watchdog.__file__).read_bytes()).decode()
     # base64: no braces for Jupyter's {connection_file} templating to touch
     loader = f"import base64;exec(compile(base64.b64decode('{source}'),'watchdog','exec'))"
-    encoded = base64.b64encode(json.dumps(dict(settings)).encode()).decode()
+    encoded = base64.b64encode(json.dumps({**settings, "parent": os.getpid()}).encode()).decode()
     return [sys.executable, "-I", "-S", "-c", loader, encoded, "--"]
 
 
