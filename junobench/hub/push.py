@@ -10,8 +10,11 @@ returns the operations without creating a client or touching the network.
 >>> from junobench.hub.write_export import export
 >>> _ = export("sample", "export")
 >>> plan = push("export", "someone/junobench", dry_run=True)
->>> [op.path for op in plan.operations]                                    # doctest: +ELLIPSIS
-['README.md', 'cases/test-00000-of-00001.parquet', 'checksums.json', ...]
+>>> [op.path for op in plan.operations if not op.path.startswith("benchmark/")]
+... # doctest: +NORMALIZE_WHITESPACE
+['README.md', 'benchmark_desc.xlsx', 'cases/test-00000-of-00001.parquet', 'checksums.json',
+ 'croissant.json', 'environment/environment.json', 'ground_truth_crash_prediction.xlsx',
+ 'notebooks/test-00000-of-00001.parquet']
 """
 
 from __future__ import annotations

@@ -7,8 +7,13 @@ a new directory beside ``out`` and moved into place only when complete: a failed
 leaves a previous ``out`` as it was.
 
 >>> result = export("sample", "export")
->>> sorted(result.files)
-['README.md', 'cases/test-00000-of-00001.parquet', 'croissant.json', 'notebooks/test-00000-of-00001.parquet']
+>>> sorted(name for name in result.files if not name.startswith("benchmark/"))
+... # doctest: +NORMALIZE_WHITESPACE
+['README.md', 'benchmark_desc.xlsx', 'cases/test-00000-of-00001.parquet', 'croissant.json',
+ 'environment/environment.json', 'ground_truth_crash_prediction.xlsx',
+ 'notebooks/test-00000-of-00001.parquet']
+>>> "benchmark/pandas_1/pandas_1_reproduced.ipynb" in result.files
+True
 """
 
 from __future__ import annotations
