@@ -23,13 +23,13 @@ with one error. The API key is read from an environment variable, sent only in t
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from junobench import jsonl
 from junobench.detection import prompt
 from junobench.detection.baseline import static_detect
 from junobench.detection.predictions import jsonl_line, write_predictions
@@ -177,36 +177,24 @@ def finished_instances(out: Path) -> set[str]:
     """Instances already in an output file. A last line cut short by an interruption is
     dropped (the file is rewritten without it); any other broken line, and an instance on
     two lines, is an error naming the lines."""
-    if not out.exists():
-        return set()
-    text = out.read_text(encoding="utf-8")
-    lines = text.splitlines(keepends=True)
-    done: list[tuple[str, str]] = []
     first_line: dict[str, int] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-            instance = item["instance"]
-            if not isinstance(instance, str) or not isinstance(item.get("runs"), list):
-                raise TypeError
-        except (ValueError, KeyError, TypeError):
-            if number == len(lines) and not line.endswith("\n"):
-                write_predictions(out, [(i, json.loads(raw)["runs"]) for i, raw in done])
-                return {i for i, _ in done}
-            raise JunoBenchError(f"line {number} is not a predictions line", file=out,
-                                 hint="pass another --out, or repair the file") from None
+    for number, item in jsonl.read_jsonl(out, what="predictions", resume=True,
+                                         problem_of=_line_problem,
+                                         hint="pass another --out, or repair the file"):
+        instance = item["instance"]
         if instance in first_line:
             raise JunoBenchError(f"line {number}: instance {instance!r} appears twice (first at line "
                                  f"{first_line[instance]})", file=out, case=instance,
                                  hint="keep one line per instance, or pass another --out")
         first_line[instance] = number
-        done.append((instance, line))
-    if lines and not text.endswith("\n"):
-        with out.open("a", encoding="utf-8") as handle:
-            handle.write("\n")
-    return {i for i, _ in done}
+    return set(first_line)
+
+
+def _line_problem(item: Any) -> str | None:
+    if isinstance(item, dict) and isinstance(item.get("instance"), str) \
+            and isinstance(item.get("runs"), list):
+        return None
+    return "not a predictions line"
 
 
 # --------------------------------------------------------------------------- running

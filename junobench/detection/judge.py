@@ -29,7 +29,6 @@ information) beside them.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import re
 from collections import Counter
@@ -38,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from junobench import vocab
+from junobench import jsonl, vocab
 from junobench.detection.judgments import OUTCOMES, Judgments, outcome
 from junobench.errors import JunoBenchError
 
@@ -273,9 +272,8 @@ async def _run_all(client: AsyncOpenAI, settings: Any, jobs: list[tuple[str, int
                 if labels is None:
                     summary.failed[f"{instance} pass {number}"] = error or "failed"
                     continue
-                handle.write(json.dumps({"setting": setting, "instance": instance,
-                                         "pass": number, "labels": labels},
-                                        ensure_ascii=False) + "\n")
+                handle.write(jsonl.json_line({"setting": setting, "instance": instance,
+                                              "pass": number, "labels": labels}))
                 handle.flush()
                 summary.written.append(f"{instance} pass {number}")
     finally:
@@ -293,36 +291,26 @@ def finished(out: Path) -> set[tuple[str, str, int]]:
 
 def _read_labels(path: Path, *, repair: bool = False
                  ) -> dict[tuple[str, str, int], list[str | None]]:
-    from junobench.safety.atomic import write_text
-    from junobench.safety.paths import MAX_TEXT_BYTES, read_regular
-
     if not path.exists():
         return {}
-    try:
-        text = read_regular(path, limit=MAX_TEXT_BYTES).decode("utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise JunoBenchError(f"cannot read the judge's labels ({error})", file=path) from None
-    lines = text.splitlines(keepends=True)
     out: dict[tuple[str, str, int], list[str | None]] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            key = (record["setting"], record["instance"], record["pass"])
-            labels = record["labels"]
-            if not (isinstance(key[0], str) and isinstance(key[1], str)
-                    and isinstance(key[2], int) and isinstance(labels, list)):
-                raise TypeError
-            vocab.split_instance(key[1])
-        except (ValueError, KeyError, TypeError):
-            if repair and number == len(lines) and not line.endswith("\n"):
-                write_text(path, "".join(lines[:-1]))
-                return out
-            raise JunoBenchError(f"line {number} is not a judge's labels line", file=path,
-                                 hint="pass another --out, or repair the file") from None
-        out[key] = [parse_label(x) if isinstance(x, str) else None for x in labels]
+    for _, record in jsonl.read_jsonl(path, what="judge's labels", resume=repair,
+                                      problem_of=_labels_problem,
+                                      hint="pass another --out, or repair the file"):
+        key = (record["setting"], record["instance"], record["pass"])
+        out[key] = [parse_label(x) if isinstance(x, str) else None for x in record["labels"]]
     return out
+
+
+def _labels_problem(record: Any) -> str | None:
+    try:
+        if isinstance(record["setting"], str) and isinstance(record["instance"], str) \
+                and isinstance(record["pass"], int) and isinstance(record["labels"], list):
+            vocab.split_instance(record["instance"])
+            return None
+    except (ValueError, KeyError, TypeError):
+        pass
+    return "not a judge's labels line"
 
 
 def judgments_from(paths: str | Path | Sequence[str | Path]) -> Judgments:

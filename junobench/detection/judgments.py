@@ -35,17 +35,15 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from junobench import vocab
+from junobench import jsonl, vocab
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_open
-from junobench.safety.paths import MAX_TEXT_BYTES, read_regular
 
 CORRECT = "correct"
 PARTIALLY_CORRECT = "partially correct"
@@ -129,14 +127,10 @@ def read_judgments(path: str | Path, *, sheet: str | None = None) -> Judgments:
         return read_sheet(path, sheet)
     if sheet is not None:
         raise JunoBenchError("--sheet applies to xlsx files", file=path)
-    try:
-        text = read_regular(path, limit=MAX_TEXT_BYTES).decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as error:
-        raise JunoBenchError(f"cannot read the judgments ({error})", file=path) from None
     if suffix == ".jsonl":
-        return _from_lines(path, text)
+        return _from_lines(path)
     if suffix == ".csv":
-        return _from_csv(path, text)
+        return _from_csv(path, jsonl.read_text(path, what="judgments").removeprefix("\ufeff"))
     raise JunoBenchError("unknown judgments format", file=path,
                          hint="pass an .xlsx (CRANE-LLM's layout), .jsonl or .csv file")
 
@@ -204,17 +198,10 @@ def _names_notebook(text: str) -> bool:
     return vocab.is_case_id(case_id) and version in vocab.EVALUATED_VERSIONS
 
 
-def _from_lines(path: Path, text: str) -> Judgments:
+def _from_lines(path: Path) -> Judgments:
     out = Judgments(path=path)
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except (ValueError, RecursionError) as error:
-            raise JunoBenchError(f"line {number} is not valid JSON ({error})", file=path) from None
-        if not isinstance(record, dict):
-            raise JunoBenchError(f"line {number} is not a JSON object", file=path, hint=_HINT)
+    for number, record in jsonl.read_jsonl(path, what="judgments", hint=_HINT,
+                                           problem_of=jsonl.dict_problem):
         _add_record(out, record, f"line {number}: ")
     if not out.settings:
         raise JunoBenchError("no judgments in the file", file=path, hint=_HINT)
@@ -262,7 +249,7 @@ def write_judgments(path: str | Path, judgments: Judgments | Iterable[Mapping[st
     with atomic_open(path, "w", newline="") as handle:
         if suffix == ".jsonl":
             for row in rows:
-                handle.write(json.dumps({f: row[f] for f in FIELDS}, ensure_ascii=False) + "\n")
+                handle.write(jsonl.json_line({f: row[f] for f in FIELDS}))
         else:
             from junobench.safety.text import csv_cell
 
