@@ -119,6 +119,24 @@ def test_own_judgments_round_trip(published, crane_summary, tmp_path, suffix):
     assert {k: v.to_dict() for k, v in scores.items()} == {k: v.to_dict() for k, v in published.items()}
 
 
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_settings_a_spreadsheet_would_take_for_formulas_round_trip(tmp_path, suffix, capsys):
+    """``+RT``/``-RT`` (the paper's names), ``=…``, ``@…`` and a name that starts with the
+    CSV's own text mark ``'`` come back as they were; no CSV cell starts a formula."""
+    names = ["+RT", "-RT", "=SUM(A1)", "@m", "'quoted", "''twice", "-1.5"]
+    judgments = Judgments({name: {"torch_1_reproduced": "correct", "torch_1_fixed": "wrong"}
+                           for name in names})
+    path = write_judgments(tmp_path / f"j{suffix}", judgments)
+    assert read_judgments(path).settings == judgments.settings
+    if suffix == ".csv":
+        cells = [row[1] for row in csv.reader(io.StringIO(path.read_text()))][1:]
+        assert cells[::2] == ["'" + name for name in names[:-1]] + ["-1.5"]
+    code, out, err = run_cli(capsys, "evaluate", "--judgments", str(path), "--format", "json",
+                             "--resamples", "10")
+    assert code == 0, err
+    assert list(json.loads(out)) == names
+
+
 def test_a_hand_made_setting_scores_by_the_rule():
     judgments = Judgments({"mine": {
         "torch_1_reproduced": "correct",          # TP

@@ -44,6 +44,7 @@ from typing import Any
 from junobench import jsonl, vocab
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_open
+from junobench.safety.text import csv_cell, csv_value
 
 CORRECT = "correct"
 PARTIALLY_CORRECT = "partially correct"
@@ -216,7 +217,8 @@ def _from_csv(path: Path, text: str) -> Judgments:
                              hint="a judgments CSV has the columns instance, setting, judgment")
     out = Judgments(path=path)
     for number, record in enumerate(reader, start=2):
-        _add_record(out, record, f"row {number}: ")
+        _add_record(out, {k: csv_value(v) if isinstance(v, str) else v for k, v in record.items()},
+                    f"row {number}: ")
     if not out.settings:
         raise JunoBenchError("no judgments in the file", file=path, hint=_HINT)
     return out
@@ -251,8 +253,6 @@ def write_judgments(path: str | Path, judgments: Judgments | Iterable[Mapping[st
             for row in rows:
                 handle.write(jsonl.json_line({f: row[f] for f in FIELDS}))
         else:
-            from junobench.safety.text import csv_cell
-
             writer = csv.writer(handle, lineterminator="\n")
             writer.writerow(FIELDS)
             for row in rows:
