@@ -10,8 +10,8 @@ import json
 import pytest
 from cli_run import run_cli
 
-from junobench.detection.endtoend import score_judgments
-from junobench.detection.judgments import Judgments, read_judgments, write_judgments
+from junobench.diagnosis.endtoend import score_judgments
+from junobench.diagnosis.judgments import Judgments, read_judgments, write_judgments
 from junobench.errors import JunoBenchError
 
 # Table 2(a) and Table 3 of the CRANE-LLM paper, as counts: tp, fp, tn, fn, partially

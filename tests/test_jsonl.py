@@ -9,10 +9,10 @@ import pytest
 
 from junobench import jsonl
 from junobench.detection.detect import finished_instances
-from junobench.detection.judge import finished, judgments_from
-from junobench.detection.judgments import Judgments, read_judgments, write_judgments
 from junobench.detection.predictions import read_jsonl, write_predictions
 from junobench.detection.tasks import build_tasks, read_tasks, read_truth, strip_comments, write_tasks
+from junobench.diagnosis.judge import finished, judgments_from
+from junobench.diagnosis.judgments import Judgments, read_judgments, write_judgments
 from junobench.errors import JunoBenchError
 from junobench.runtime.info import read_runtime_info
 

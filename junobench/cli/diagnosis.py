@@ -105,13 +105,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _export(args: argparse.Namespace) -> int:
-    from junobench.detection.annotation import (
+    from junobench.detection.compare import unique_names
+    from junobench.diagnosis.annotation import (
         answers_to_judge,
         export_sheet,
         ground_truth,
         second_rater_sample,
     )
-    from junobench.detection.compare import unique_names
     from junobench.errors import JunoBenchError
 
     names = args.name or unique_names(args.predictions)
@@ -142,8 +142,8 @@ def _truth_rows(args: argparse.Namespace) -> list[dict[str, Any]] | None:
 
 
 def _read(args: argparse.Namespace) -> int:
-    from junobench.detection.annotation import read_filled
-    from junobench.detection.judgments import write_judgments
+    from junobench.diagnosis.annotation import read_filled
+    from junobench.diagnosis.judgments import write_judgments
 
     filled = read_filled(args.sheet, args.key, decided=not args.only_sheet)
     path = write_judgments(args.out, filled.judgments)
@@ -156,8 +156,8 @@ def _read(args: argparse.Namespace) -> int:
 
 
 def _agreement(args: argparse.Namespace) -> int:
-    from junobench.detection.agreement import rater_agreement, read_second_rater, render_agreement
-    from junobench.detection.judgments import read_judgments
+    from junobench.diagnosis.agreement import rater_agreement, read_second_rater, render_agreement
+    from junobench.diagnosis.judgments import read_judgments
     from junobench.errors import JunoBenchError
 
     if args.second_rater:
@@ -177,9 +177,9 @@ def _judge(args: argparse.Namespace) -> int:
 
     if args.against:
         return _judge_against(args)
-    from junobench.detection.annotation import ground_truth
-    from junobench.detection.judge import judge, judgments_from
-    from junobench.detection.judgments import write_judgments
+    from junobench.diagnosis.annotation import ground_truth
+    from junobench.diagnosis.judge import judge, judgments_from
+    from junobench.diagnosis.judgments import write_judgments
 
     for option in ("predictions", "setting", "endpoint", "model", "out"):
         if not getattr(args, option):
@@ -208,14 +208,14 @@ def _judge(args: argparse.Namespace) -> int:
 def _judge_against(args: argparse.Namespace) -> int:
     import json
 
-    from junobench.detection.judge import (
+    from junobench.diagnosis.judge import (
         judge_agreement,
         judgments_from,
         read_judge_statistics,
         read_judged_folders,
         side_by_side,
     )
-    from junobench.detection.judgments import read_judgments
+    from junobench.diagnosis.judgments import read_judgments
     from junobench.errors import JunoBenchError
     from junobench.render import render
 

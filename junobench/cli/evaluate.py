@@ -305,8 +305,8 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _judgments(args: argparse.Namespace) -> int:
-    from junobench.detection.endtoend import render_scores, score_judgments
-    from junobench.detection.judgments import read_judgments
+    from junobench.diagnosis.endtoend import render_scores, score_judgments
+    from junobench.diagnosis.judgments import read_judgments
     from junobench.errors import JunoBenchError
 
     if args.predictions:

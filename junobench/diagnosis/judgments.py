@@ -14,7 +14,8 @@ other outcome a false negative; on a fixed notebook ``correct`` is a true negati
 ``wrong`` a false positive (a fixed notebook has no crash to diagnose: the two diagnosis
 outcomes are refused there). Table 3 counts the ``partially correct`` and ``reasoning
 wrong`` diagnoses. The scores, intervals and paired tests are the detection ones
-(:mod:`.metrics`, :mod:`.uncertainty`, :mod:`.compare`), applied to these decisions.
+(:mod:`~junobench.detection.metrics`, :mod:`~junobench.detection.uncertainty`,
+:mod:`~junobench.detection.compare`), applied to these decisions.
 
 Judgments are read from
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from junobench.detection.judgments import Judgments, outcome
+from junobench.diagnosis.judgments import Judgments, outcome
 from junobench.errors import JunoBenchError
 
 #: The sheet of CRANE-LLM's validation workbook with the second rater's judgments.

@@ -2,13 +2,13 @@
 and Table 3.
 
 Each setting's judgments become one end-to-end decision per notebook
-(:func:`~junobench.detection.judgments.decision`: right only when ``correct``), scored
-as detection is scored: the same confusion matrix and metrics (:mod:`.metrics`), the same
-case-bootstrap intervals (:mod:`.uncertainty`), and, for several settings, the same paired
-tests on the notebooks they all have (:mod:`.compare`, Holm-adjusted over the pairs).
+(:func:`~junobench.diagnosis.judgments.decision`: right only when ``correct``), scored
+as detection is scored: the same confusion matrix and metrics (:mod:`~junobench.detection.metrics`), the same
+case-bootstrap intervals (:mod:`~junobench.detection.uncertainty`), and, for several settings, the same paired
+tests on the notebooks they all have (:mod:`~junobench.detection.compare`, Holm-adjusted over the pairs).
 Table 3 counts, per setting, the detected crashes and their diagnoses by outcome.
 
->>> from junobench.detection.judgments import Judgments
+>>> from junobench.diagnosis.judgments import Judgments
 >>> j = Judgments({"s": {"torch_1_reproduced": "correct", "torch_1_fixed": "wrong",
 ...                      "torch_2_reproduced": "reasoning wrong", "torch_2_fixed": "correct"}})
 >>> s = score_judgments(j, resamples=50)["s"]
@@ -26,7 +26,10 @@ from typing import Any
 
 from junobench import vocab
 from junobench.detection.evaluate import Decision, Report, with_interval
-from junobench.detection.judgments import (
+from junobench.detection.metrics import scores
+from junobench.detection.names import FORMATS as FORMATS
+from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED, METRICS, check_resamples
+from junobench.diagnosis.judgments import (
     CORRECT,
     DIAGNOSED,
     OUTCOMES,
@@ -37,9 +40,6 @@ from junobench.detection.judgments import (
     decision,
     read_judgments,
 )
-from junobench.detection.metrics import scores
-from junobench.detection.names import FORMATS as FORMATS
-from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED, METRICS, check_resamples
 from junobench.errors import JunoBenchError
 
 #: Keys of each setting's object in the JSON output, in order.

@@ -15,7 +15,7 @@ order does not sway the judge.
 (the ``detect`` extra), ``concurrency`` requests at a time, appending one line per
 (notebook, pass) to a JSON Lines file that a second run resumes; :func:`judgments_from`
 reduces such a file, :func:`read_judged_folders` CRANE-LLM's published folders, to
-:class:`~junobench.detection.judgments.Judgments`. :func:`judge_agreement` sets the
+:class:`~junobench.diagnosis.judgments.Judgments`. :func:`judge_agreement` sets the
 judge's judgments beside the humans' per model, with the published figures
 (``llm_judge_statistics.xlsx``: mismatches ``F`` and accuracy, without and with runtime
 information) beside them.
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from junobench import jsonl, vocab
-from junobench.detection.judgments import OUTCOMES, Judgments, outcome
+from junobench.diagnosis.judgments import OUTCOMES, Judgments, outcome
 from junobench.errors import JunoBenchError
 
 if TYPE_CHECKING:

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from junobench import vocab
-from junobench.detection.judgments import CORRECT, OUTCOMES, WRONG, Judgments, outcome
+from junobench.diagnosis.judgments import CORRECT, OUTCOMES, WRONG, Judgments, outcome
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_path, write_text
 
