@@ -14,7 +14,8 @@ import pytest
 from chat_server import ChatServer, target_of
 
 from junobench.cli import main
-from junobench.detection.detect import base_url, detect, finished_instances
+from junobench.detection.client import base_url
+from junobench.detection.detect import detect, finished_instances
 from junobench.detection.layouts import read_predictions
 from junobench.detection.tasks import build_tasks, write_tasks
 

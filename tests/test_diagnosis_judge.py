@@ -60,7 +60,7 @@ def test_judge_through_a_local_server_resumes_and_reduces(tmp_path, capsys):
         assert first.index("Ground truth") < first.index("Prediction:")
         again = judge(preds, TRUTH, out, setting="m_code", endpoint=server.url, model="judge",
                       repeats=2)
-        assert again.written == [] and again.resumed == 6 and len(server.requests) == 18
+        assert again.written == [] and len(again.resumed) == 6 and len(server.requests) == 18
         judge(preds, TRUTH, tmp_path / "rev.jsonl", setting="m_code", endpoint=server.url,
               model="judge", repeats=1, reverse=True)
         last = server.requests[-1]["messages"][-1]["content"]

@@ -144,6 +144,51 @@ def _size_or_zero(text: str) -> int:
     return 0 if text.strip() in ("0", "none") else parse_size(text)
 
 
+def add_model_options(parser: argparse.ArgumentParser, *, endpoint: Any = None,
+                      json_mode: bool = True) -> None:
+    """How a model is asked (``detect --endpoint`` and ``judge``): the endpoint and the
+    options of each request. ``endpoint``: the group ``--endpoint`` goes in (e.g. a
+    mutually exclusive one), else the model group."""
+    from junobench.detection.client import DEFAULT_API_KEY_ENV, DEFAULT_RETRIES, DEFAULT_TIMEOUT
+
+    group = parser.add_argument_group("model requests (an OpenAI-compatible endpoint)")
+    (endpoint or group).add_argument(
+        "--endpoint", metavar="URL",
+        help="base URL such as http://localhost:8000/v1 (or the full .../chat/completions URL)")
+    group.add_argument("--model", help="model name the endpoint serves (with --endpoint)")
+    group.add_argument("--temperature", type=float, help="sampling temperature (default: the server's)")
+    group.add_argument("--max-tokens", type=int, help="answer length limit")
+    if json_mode:
+        group.add_argument("--json-mode", action="store_true",
+                           help='ask the server for JSON output (response_format "json_object")')
+    group.add_argument("--concurrency", type=int, default=1, help="requests in flight at once (default: 1)")
+    group.add_argument("--api-key-env", default=DEFAULT_API_KEY_ENV, metavar="VAR",
+                       help=f"environment variable holding the API key (default: {DEFAULT_API_KEY_ENV}; "
+                       "unset means no key)")
+    group.add_argument("--retries", type=int, default=DEFAULT_RETRIES,
+                       help="retries of a failed request, with the SDK's exponential backoff "
+                       f"(default: {DEFAULT_RETRIES})")
+    group.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                       help=f"seconds to wait for one answer (default: {DEFAULT_TIMEOUT:.0f})")
+    group.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def model_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Keywords of :func:`~junobench.detection.detect.detect` and
+    :func:`~junobench.diagnosis.judge.judge` from the options of :func:`add_model_options`."""
+    from junobench.errors import JunoBenchError
+
+    if args.endpoint and not args.model:
+        raise JunoBenchError("--endpoint needs --model", hint="name the model the server serves")
+    options = {"endpoint": args.endpoint, "model": args.model, "temperature": args.temperature,
+               "max_tokens": args.max_tokens, "concurrency": args.concurrency,
+               "api_key_env": args.api_key_env, "retries": args.retries, "timeout": args.timeout,
+               "progress": not args.no_progress}
+    if getattr(args, "json_mode", False):
+        options["json_mode"] = True
+    return options
+
+
 def add_format(parser: argparse.ArgumentParser, *, choices: tuple[str, ...] = ("table", "json", "csv")) -> None:
     parser.add_argument("--format", choices=choices, default=choices[0], help="output format")
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from junobench.cli.common import add_format, add_source, status
+from junobench.cli.common import add_format, add_model_options, add_source, model_options, status
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -75,15 +75,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "with --folders) with human judgments per model, beside --published statistics.")
     parser.add_argument("predictions", metavar="PRED", nargs="?", help="the runs to judge")
     parser.add_argument("--setting", help="setting name of PRED (how the judgments name it)")
-    parser.add_argument("--endpoint", metavar="URL")
-    parser.add_argument("--model")
     parser.add_argument("--out", metavar="LABELS.jsonl", help="judge labels to append to")
     parser.add_argument("--repeats", type=int, default=5, help="judge passes (default: 5)")
     parser.add_argument("--reverse", action="store_true",
                         help="the reversed protocol: the prediction shown before the ground truth")
-    parser.add_argument("--concurrency", type=int, default=1)
-    parser.add_argument("--temperature", type=float)
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR")
     parser.add_argument("--judgments-out", metavar="FILE",
                         help="also write the reduced judgments (.jsonl or .csv)")
     add_source(parser)
@@ -100,6 +95,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         "results_summary.xlsx)")
     parser.add_argument("--published", metavar="XLSX",
                         help="published judge statistics to show beside (llm_judge_statistics.xlsx)")
+    add_model_options(parser, json_mode=False)
     add_format(parser, choices=("table", "json", "csv", "markdown", "latex"))
     parser.set_defaults(handler=_judge)
 
@@ -188,12 +184,13 @@ def _judge(args: argparse.Namespace) -> int:
     truth = ground_truth(None if args.truth else args.source, truth=args.truth,
                          revision=args.revision)
     summary = judge(args.predictions, truth, args.out, setting=args.setting,
-                    truth_rows=_truth_rows(args),
-                    endpoint=args.endpoint, model=args.model, repeats=args.repeats,
-                    reverse=args.reverse, concurrency=args.concurrency,
-                    temperature=args.temperature, api_key_env=args.api_key_env)
+                    truth_rows=_truth_rows(args), repeats=args.repeats, reverse=args.reverse,
+                    log=lambda line: print(line, file=sys.stderr), **model_options(args))
     status(f"judged {len(summary.written)} notebook passes into {summary.out}"
-           + (f"; {summary.resumed} were already there" if summary.resumed else ""))
+           + (f"; {len(summary.resumed)} were already there" if summary.resumed else ""))
+    if summary.rejected:
+        status(f"skipped {len(summary.rejected)} the server rejected: "
+               + ", ".join(sorted(summary.rejected)[:10]))
     if args.judgments_out:
         path = write_judgments(args.judgments_out, judgments_from(args.out))
         status(f"judgments in {path}")

@@ -6,7 +6,15 @@ import argparse
 import sys
 from typing import Any
 
-from junobench.cli.common import add_filters, add_format, add_source, filters_from, status
+from junobench.cli.common import (
+    add_filters,
+    add_format,
+    add_model_options,
+    add_source,
+    filters_from,
+    model_options,
+    status,
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,40 +43,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "RUNS times per notebook, through the openai SDK (the detect extra), or run the static "
         "baseline. Resumes: tasks already in --out are skipped.")
     which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--endpoint", metavar="URL",
-                       help="base URL such as http://localhost:8000/v1 (or the full "
-                       ".../chat/completions URL)")
     which.add_argument("--baseline", choices=("static", "pylint", "pyright"),
                        help="a detector without a model: the built-in static baseline, or a "
                        "static analyser run as CRANE-LLM ran it (the sa extra; a crash when "
                        "it reports an error CRANE-LLM kept)")
-    parser.add_argument("--model", help="model name the endpoint serves (with --endpoint)")
     parser.add_argument("--out", required=True, metavar="PRED.jsonl",
                         help="predictions file (appended to; existing instances are skipped)")
     parser.add_argument("--tasks", metavar="TASKS.jsonl",
                         help="tasks written by `junobench tasks` (default: build them from "
                         "--source and the filters)")
+    parser.add_argument("--runs", type=int, default=5, help="answers per notebook (default: 5)")
     add_source(parser)
     add_filters(parser)
     _add_task_options(parser, outputs=False)
-    group = parser.add_argument_group("model requests")
-    group.add_argument("--runs", type=int, default=5, help="answers per notebook (default: 5)")
-    group.add_argument("--temperature", type=float,
-                       help="sampling temperature (default: the server's)")
-    group.add_argument("--max-tokens", type=int, help="answer length limit")
-    group.add_argument("--json-mode", action="store_true",
-                       help='ask the server for JSON output (response_format "json_object")')
-    group.add_argument("--concurrency", type=int, default=1,
-                       help="requests in flight at once (default: 1)")
-    group.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
-                       help="environment variable holding the API key (default: "
-                       "OPENAI_API_KEY; unset means no key)")
-    group.add_argument("--retries", type=int, default=5,
-                       help="retries of a failed request, with the SDK's exponential backoff "
-                       "(default: 5)")
-    group.add_argument("--timeout", type=float, default=600.0,
-                       help="seconds to wait for one answer (default: 600)")
-    group.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_model_options(parser, endpoint=which)
     parser.set_defaults(handler=_detect)
 
     from junobench.detection.names import DEFAULT_RESAMPLES, DEFAULT_SEED, FORMATS, LAYOUTS, describe
@@ -170,8 +158,7 @@ def _detect(args: argparse.Namespace) -> int:
     from junobench.detection.tasks import read_tasks, tasks
     from junobench.errors import JunoBenchError
 
-    if args.endpoint and not args.model:
-        raise JunoBenchError("--endpoint needs --model", hint="name the model the server serves")
+    options = model_options(args)
     if args.tasks:
         if args.crane_inputs:
             raise JunoBenchError("--crane-inputs builds tasks; --tasks reads tasks already built",
@@ -204,11 +191,7 @@ def _detect(args: argparse.Namespace) -> int:
 
         tqdm.write(message, file=sys.stderr)
 
-    summary = detect(items, args.out, endpoint=args.endpoint, model=args.model, runs=args.runs,
-                     temperature=args.temperature, concurrency=args.concurrency,
-                     api_key_env=args.api_key_env, retries=args.retries,
-                     timeout=args.timeout, max_tokens=args.max_tokens, json_mode=args.json_mode,
-                     progress=not args.no_progress, log=log)
+    summary = detect(items, args.out, runs=args.runs, log=log, **options)
     status(f"wrote {len(summary.written)} notebooks x {args.runs} runs to {summary.out}"
            + (f"; {len(summary.resumed)} were already there" if summary.resumed else ""))
     if summary.rejected:

@@ -28,16 +28,24 @@ information) beside them.
 
 from __future__ import annotations
 
-import asyncio
-import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from junobench import jsonl, vocab
+from junobench.detection.client import (
+    DEFAULT_API_KEY_ENV,
+    DEFAULT_RETRIES,
+    DEFAULT_TIMEOUT,
+    ChatSettings,
+    Endpoint,
+    Job,
+    Summary,
+    run_jobs,
+)
 from junobench.diagnosis.judgments import OUTCOMES, Judgments, outcome
 from junobench.errors import JunoBenchError
 
@@ -169,14 +177,6 @@ def _reduced(labels: Mapping[str, Mapping[str, list[list[str | None]]]], path: P
 # --------------------------------------------------------------------------- running the judge
 
 
-@dataclass
-class JudgeSummary:
-    out: Path
-    written: list[str] = field(default_factory=list)
-    resumed: int = 0
-    failed: dict[str, str] = field(default_factory=dict)
-
-
 def judge(
     predictions: str | Path | Any,
     truth: Mapping[str, Mapping[str, Any]],
@@ -190,25 +190,32 @@ def judge(
     reverse: bool = False,
     concurrency: int = 1,
     temperature: float | None = None,
-    api_key_env: str = "OPENAI_API_KEY",
-    retries: int = 5,
-    timeout: float = 600.0,
+    max_tokens: int | None = None,
+    api_key_env: str = DEFAULT_API_KEY_ENV,
+    retries: int = DEFAULT_RETRIES,
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: bool = False,
+    log: Callable[[str], None] | None = None,
     client: AsyncOpenAI | None = None,
-) -> JudgeSummary:
+) -> Summary:
     """Judge every run of ``predictions`` (any layout) ``repeats`` times; append
     ``{"setting", "instance", "pass", "labels"}`` lines to ``out`` (one per notebook and
-    pass; those already there are skipped). ``truth``: instance → ``{"crash", "diagnosis"}``;
-    ``truth_rows`` (a ground-truth file's rows) map blind task ids to instances."""
-    from junobench.detection.detect import ChatSettings, make_client
+    pass, keyed ``<instance> pass <k>`` in the summary; those already there are skipped).
+    ``truth``: instance → ``{"crash", "diagnosis"}``; ``truth_rows`` (a ground-truth
+    file's rows) map blind task ids to instances. The requests go as ``detect``'s do
+    (:func:`junobench.detection.client.run_jobs`)."""
     from junobench.detection.evaluate import resolve_ids
     from junobench.detection.layouts import read_predictions
     from junobench.detection.predictions import Predictions, parse_run
     from junobench.safety.atomic import check_file_target
 
-    if repeats < 1 or concurrency < 1:
-        raise JunoBenchError("--repeats and --concurrency must be at least 1")
+    if repeats < 1:
+        raise JunoBenchError("--repeats must be at least 1")
     if not setting.strip():
         raise JunoBenchError("name the setting the predictions are of (--setting)")
+    where = Endpoint(endpoint, ChatSettings(model, temperature, max_tokens), concurrency,
+                     api_key_env, retries, timeout)
+    where.check()
     preds = predictions if isinstance(predictions, Predictions) else read_predictions(predictions)
     resolved, origin = resolve_ids(preds, truth_rows)
     unknown = [i for i in resolved if i not in truth]
@@ -219,68 +226,36 @@ def judge(
     out = check_file_target(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = finished(out)
-    summary = JudgeSummary(out)
-    jobs: list[tuple[str, int, list[dict[str, Any]]]] = []
+    summary = Summary(out)
+    jobs: list[Job] = []
     for instance, runs in resolved.items():
         answers = []
         for run in runs:
             verdict = parse_run(run)
             answers.append({"detection": verdict.detection, "reasoning": verdict.reasoning
                             or (run if isinstance(run, str) else "")})
+        requests = [messages(truth[instance], answer, reverse=reverse) for answer in answers]
         for number in range(1, repeats + 1):
+            key = f"{instance} pass {number}"
             if (setting, instance, number) in done:
-                summary.resumed += 1
+                summary.resumed.append(key)
             else:
-                jobs.append((instance, number, answers))
-    secret = os.environ.get(api_key_env) or None
-    if client is None:
-        client = make_client(endpoint, api_key=secret, retries=retries, timeout=timeout)
-    settings = ChatSettings(model, temperature)
-    asyncio.run(_run_all(client, settings, jobs, truth, out, setting, reverse, concurrency,
-                         retries, secret, summary))
+                jobs.append(Job(key, requests))
+
+    def line(job: Job, texts: list[str]) -> str:
+        instance, _, number = job.key.rpartition(" pass ")
+        return jsonl.json_line({"setting": setting, "instance": instance, "pass": int(number),
+                                "labels": [_label_text(text) for text in texts]})
+
+    run_jobs(jobs, out, where, line, summary, progress=progress, desc="judge", log=log,
+             client=client)
     return summary
 
 
-async def _run_all(client: AsyncOpenAI, settings: Any, jobs: list[tuple[str, int, list[dict[str, Any]]]],
-                   truth: Mapping[str, Mapping[str, Any]], out: Path, setting: str, reverse: bool,
-                   concurrency: int, retries: int, secret: str | None,
-                   summary: JudgeSummary) -> None:
-    from junobench.detection.detect import RequestFailed, RequestRejected, complete
-
-    limit = asyncio.Semaphore(concurrency)
-
-    async def one(instance: str, number: int, answers: list[dict[str, Any]]
-                  ) -> tuple[str, int, list[str] | None, str | None]:
-        async def ask(answer: dict[str, Any]) -> str:
-            async with limit:
-                text = await complete(client, settings, messages(truth[instance], answer,
-                                                                 reverse=reverse),
-                                      malformed_retries=retries, secret=secret)
-            label = parse_label(text)
-            return LABELS[OUTCOMES.index(label)] if label else UNVERIFIED + " ".join(text.split())[:200]
-
-        try:
-            return instance, number, list(await asyncio.gather(*(ask(a) for a in answers))), None
-        except (RequestRejected, RequestFailed) as error:
-            return instance, number, None, str(error)
-
-    tasks = [asyncio.ensure_future(one(*job)) for job in jobs]
-    try:
-        with out.open("a", encoding="utf-8") as handle:
-            for finished_job in asyncio.as_completed(tasks):
-                instance, number, labels, error = await finished_job
-                if labels is None:
-                    summary.failed[f"{instance} pass {number}"] = error or "failed"
-                    continue
-                handle.write(jsonl.json_line({"setting": setting, "instance": instance,
-                                              "pass": number, "labels": labels}))
-                handle.flush()
-                summary.written.append(f"{instance} pass {number}")
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await client.close()
+def _label_text(text: str) -> str:
+    """How a judge's answer is kept: its label, or what it said when it gave none."""
+    label = parse_label(text)
+    return LABELS[OUTCOMES.index(label)] if label else UNVERIFIED + " ".join(text.split())[:200]
 
 
 def finished(out: Path) -> set[tuple[str, str, int]]:
