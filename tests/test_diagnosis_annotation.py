@@ -186,7 +186,7 @@ def test_annotation_commands_on_blind_predictions(tmp_path, capsys):
     assert out == "" and "wrote 20 judgments" in err  # every notebook of the sample
     code, out, err = run_cli(capsys, "evaluate", "--judgments", str(judged), "--format", "json",
                              "--resamples", "10")
-    data = json.loads(out)["static"]
+    data = json.loads(out)["settings"]["static"]
     assert data["tp"] == 0 and data["partially_correct"] == count and data["n"] == 20
     # The second rater's sample of these diagnoses, on its own sheet with no settled rows.
     code, out, err = run_cli(capsys, "annotate", "export", str(preds), "--truth", truth,

@@ -80,7 +80,7 @@ def test_judge_through_a_local_server_resumes_and_reduces(tmp_path, capsys):
     code, printed, err = run_cli(capsys, "evaluate", "--judgments", str(
         _write(tmp_path, judgments_from(out))), "--format", "json", "--resamples", "20")
     assert code == 0, err
-    assert json.loads(printed)["m_code"]["tp"] == 1
+    assert json.loads(printed)["settings"]["m_code"]["tp"] == 1
 
 
 def _write(tmp_path, judgments):

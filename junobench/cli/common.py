@@ -41,13 +41,14 @@ def _on_terminal(stream: Any) -> bool:
         return False
 
 
-def add_source(parser: argparse.ArgumentParser, *, default: str | None = DEFAULT_SOURCE) -> None:
+def add_source(parser: argparse.ArgumentParser, *, default: str | None = DEFAULT_SOURCE,
+               help: str | None = None) -> None:
     """``--source S``: a local snapshot directory, ``sample``, or a Hub dataset repo id."""
     parser.add_argument(
         "--source",
         default=default,
-        help="snapshot directory, 'sample' (bundled), or Hub dataset repo id"
-        + (f" (default: {default})" if default else ""),
+        help=help or ("snapshot directory, 'sample' (bundled), or Hub dataset repo id"
+                      + (f" (default: {default})" if default else "")),
     )
     parser.add_argument("--revision", default=None, help="Hub revision (branch, tag or commit)")
 

@@ -82,10 +82,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="with --judgments FILE.xlsx: the sheet to read (default: "
                         "Final_evaluation, else the first; CRANE-LLM's Detection_only sheet "
                         "gives detection-only scores)")
+    parser.add_argument("--detection-only", metavar="FILE",
+                        help="with --judgments: the same settings judged for detection alone "
+                        "(CRANE-LLM's results_detection_only.xlsx); where FILE and it disagree on "
+                        "whether a crash was detected is reported (as it is, unasked, between "
+                        "the two sheets of CRANE-LLM's results_summary.xlsx)")
     parser.add_argument("--name", action="append", metavar="NAME",
                         help="name of each PRED in a comparison, in order (default: from the "
                         "paths)")
-    add_source(parser, default=None)
+    add_source(parser, default=None,
+               help="snapshot directory, 'sample' (bundled), or Hub dataset repo id the labels "
+               "come from (default: the ground truth of --truth, else PELAB-LiU/JunoBench); with "
+               "--judgments, the notebooks they may name (default: the 222 of JunoBench as "
+               "published)")
     parser.add_argument("--truth", action="append", metavar="TASKS.truth.jsonl",
                         help="ground-truth file written by `junobench tasks`: maps blind task "
                         "ids to notebooks and gives the labels when --source is not given "
@@ -255,8 +264,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     if args.judgments:
         return _judgments(args)
-    if args.setting or args.sheet:
-        raise JunoBenchError("--setting and --sheet apply to --judgments FILE")
+    if args.setting or args.sheet or args.detection_only:
+        raise JunoBenchError("--setting, --sheet and --detection-only apply to --judgments FILE")
     if not args.predictions:
         raise JunoBenchError("junobench evaluate: the following arguments are required: PRED "
                              "(or --judgments FILE)", hint="see `junobench evaluate --help`")
@@ -288,18 +297,24 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _judgments(args: argparse.Namespace) -> int:
-    from junobench.diagnosis.endtoend import render_scores, score_judgments
-    from junobench.diagnosis.judgments import read_judgments
+    from junobench.diagnosis.endtoend import notes, render_scores, score_judgments
+    from junobench.diagnosis.judgments import companion, disagreements, read_judgments
     from junobench.errors import JunoBenchError
 
     if args.predictions:
         raise JunoBenchError("--judgments scores judged diagnoses: pass it without PRED")
-    for option in ("fallback", "plot", "name", "truth", "layout", "source"):
+    for option in ("fallback", "plot", "name", "truth", "layout"):
         if getattr(args, option):
             raise JunoBenchError(f"--{option} does not apply to --judgments")
     if filters_from(args):
         raise JunoBenchError("filters do not apply to --judgments")
-    results = score_judgments(read_judgments(args.judgments, sheet=args.sheet),
-                              settings=args.setting, resamples=args.resamples, seed=args.seed)
-    print(render_scores(results, args.format), end="")
+    judgments = read_judgments(args.judgments, sheet=args.sheet)
+    other = (read_judgments(args.detection_only) if args.detection_only
+             else companion(judgments))
+    remarks = disagreements(judgments, other) if other is not None else []
+    results = score_judgments(judgments, settings=args.setting, source=args.source,
+                              revision=args.revision, resamples=args.resamples, seed=args.seed)
+    for note in [*notes(results), *remarks]:
+        print(f"warning: {note}", file=sys.stderr)
+    print(render_scores(results, args.format, remarks), end="")
     return 0

@@ -19,10 +19,10 @@ Table 3 counts, per setting, the detected crashes and their diagnoses by outcome
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from junobench import vocab
 from junobench.detection.evaluate import Decision, Report, with_interval
@@ -41,6 +41,9 @@ from junobench.diagnosis.judgments import (
     read_judgments,
 )
 from junobench.errors import JunoBenchError
+
+if TYPE_CHECKING:
+    from junobench.detection.compare import Comparison
 
 #: Keys of each setting's object in the JSON output, in order.
 KEYS: tuple[str, ...] = ("tp", "fp", "tn", "fn", "precision", "recall", "f1", "accuracy",
@@ -127,12 +130,16 @@ def score_setting(setting: str, judged: Mapping[str, str], *,
 
 
 def score_judgments(judgments: Judgments | str | Path, *, settings: Sequence[str] | None = None,
+                    source: str | Path | None = None, revision: str | None = None,
                     resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
                     ) -> dict[str, DiagnosisScore]:
     """End-to-end scores of every setting of ``judgments`` (a file or read judgments), or
-    of ``settings`` in that order."""
+    of ``settings`` in that order. Every notebook judged must be one of ``source`` (a
+    snapshot, ``sample`` or a Hub dataset, at ``revision``), by default one of the 222
+    of JunoBench as published; another is refused, naming its row."""
     if not isinstance(judgments, Judgments):
         judgments = read_judgments(judgments)
+    judgments.check_notebooks(*known_notebooks(source, revision))
     names = list(settings) if settings else list(judgments.settings)
     unknown = [n for n in names if n not in judgments.settings]
     if unknown:
@@ -140,6 +147,26 @@ def score_judgments(judgments: Judgments | str | Path, *, settings: Sequence[str
                              hint="its settings: " + ", ".join(judgments.settings))
     return {name: score_setting(name, judgments.settings[name], resamples=resamples, seed=seed)
             for name in names}
+
+
+def known_notebooks(source: str | Path | None = None, revision: str | None = None
+                    ) -> tuple[Collection[str], str]:
+    """The notebooks judgments may name, and how messages call them: ``source``'s
+    (loaded), else the 222 of JunoBench as published."""
+    if source is None:
+        return vocab.published_instances(), "JunoBench as published (222 notebooks)"
+    from junobench.detection.evaluate import load_labels
+
+    _, known = load_labels(source, revision=revision)
+    return known, f"{source} ({len(known)} notebooks)"
+
+
+def notes(results: Mapping[str, DiagnosisScore]) -> list[str]:
+    """What a reader of the scores must know: a setting without a crashing notebook has
+    no recall and no F1 (n/a, not a score of 0)."""
+    return [f"setting {name!r} judges no crashing (reproduced) notebook: its recall and F1 are "
+            "undefined (n/a)" for name, result in results.items()
+            if result.report.overall.positives == 0]
 
 
 # --------------------------------------------------------------------------- output
@@ -163,21 +190,47 @@ def summary_rows(results: Mapping[str, DiagnosisScore], *, percent: bool = False
     return rows
 
 
-def render_scores(results: Mapping[str, DiagnosisScore], fmt: str = "table") -> str:
-    """End-to-end scores in ``fmt``. ``json``: an object keyed by setting (:data:`KEYS`
-    first, fractions at full precision); ``csv``: one row per setting with the intervals as
-    ``<metric>_low``/``_high``; ``table``, ``markdown``, ``latex``: Table 2(a) with the
-    intervals, Table 3, and with several settings their paired tests."""
+def comparison_of(results: Mapping[str, DiagnosisScore]) -> Comparison | None:
+    """The paired tests of several settings on the notebooks all of them judge (Holm over
+    the pairs), or None for one setting."""
+    from junobench.detection.compare import compare_reports
+
+    if len(results) < 2:
+        return None
+    first = next(iter(results.values()))
+    return compare_reports(list(results), [r.report for r in results.values()],
+                           resamples=first.report.resamples, seed=first.report.seed)
+
+
+def render_scores(results: Mapping[str, DiagnosisScore], fmt: str = "table",
+                  remarks: Sequence[str] = ()) -> str:
+    """End-to-end scores in ``fmt``, with the paired tests of several settings in every
+    format. ``json``: ``settings`` (an object keyed by setting, :data:`KEYS` first,
+    fractions at full precision), ``tests`` (each pair's McNemar and F1 difference, raw and
+    Holm-adjusted), ``notebooks`` (how many every setting judges), ``excluded``,
+    ``bootstrap`` and ``notes``; ``csv``: one row per setting with the intervals as
+    ``<metric>_low``/``_high``, then one row per pair (``A vs B``); ``table``,
+    ``markdown``, ``latex``: Table 2(a) with the intervals, Table 3, and the paired tests.
+    ``remarks`` and :func:`notes` are added to the JSON's ``notes``."""
     import json
 
-    from junobench.detection.compare import compare_reports, pair_rows
+    from junobench.detection.compare import pair_csv_rows, pair_rows
+    from junobench.detection.evaluate import bootstrap_settings
     from junobench.render import render
 
     if fmt not in FORMATS:
         raise JunoBenchError(f"unknown format {fmt!r}", hint="use " + ", ".join(FORMATS))
+    comparison = comparison_of(results)
     if fmt == "json":
-        return json.dumps({name: r.to_dict() for name, r in results.items()}, indent=2,
-                          ensure_ascii=False) + "\n"
+        first = next(iter(results.values()), None)
+        return json.dumps({
+            "settings": {name: r.to_dict() for name, r in results.items()},
+            "tests": [t.to_dict() for t in comparison.tests] if comparison else [],
+            "notebooks": len(comparison.common) if comparison else (first.report.overall.n if first else 0),
+            "excluded": comparison.excluded() if comparison else {},
+            "bootstrap": bootstrap_settings(first.report.resamples, first.report.seed) if first else None,
+            "notes": [*notes(results), *remarks],
+        }, indent=2, ensure_ascii=False) + "\n"
     if fmt == "csv":
         rows = []
         for name, result in results.items():
@@ -186,7 +239,7 @@ def render_scores(results: Mapping[str, DiagnosisScore], fmt: str = "table") -> 
             for metric, bounds in data["intervals"].items():
                 row[f"{metric}_low"], row[f"{metric}_high"] = bounds or (None, None)
             rows.append(row)
-        return render(rows, "csv")
+        return render(rows + (pair_csv_rows(comparison) if comparison else []), "csv")
     percent = fmt == "latex"
     kind = fmt
     parts = [render(summary_rows(results, percent=percent), kind),
@@ -194,11 +247,7 @@ def render_scores(results: Mapping[str, DiagnosisScore], fmt: str = "table") -> 
     titles = ["End-to-end (a true positive needs the crash detected and diagnosed correctly); "
               "95% case-bootstrap intervals",
               "Diagnoses of the detected crashes"]
-    reports = [r.report for r in results.values()]
-    if len(reports) > 1:
-        first = next(iter(results.values()))
-        comparison = compare_reports(list(results), reports, resamples=first.report.resamples,
-                                     seed=first.report.seed)
+    if comparison is not None:
         left_out = {n: len(x) for n, x in comparison.excluded().items() if x}
         parts.append(render(pair_rows(comparison), kind))
         titles.append(f"Paired tests on the {len(comparison.common)} notebooks every setting "

@@ -37,7 +37,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,11 +57,15 @@ OUTCOMES: tuple[str, ...] = (CORRECT, PARTIALLY_CORRECT, REASONING_WRONG, WRONG)
 DIAGNOSED: tuple[str, ...] = (CORRECT, PARTIALLY_CORRECT, REASONING_WRONG)
 #: The sheet of CRANE-LLM's results_summary.xlsx that holds the final human judgments.
 CRANE_SHEET = "Final_evaluation"
+#: Its sheet of the same judgments of detection alone (correct or wrong).
+DETECTION_SHEET = "Detection_only"
 #: Columns of junobench's own judgments files.
 FIELDS: tuple[str, ...] = ("instance", "setting", "judgment")
 FORMATS: tuple[str, ...] = ("xlsx", "jsonl", "csv")
 
 _SPACES = re.compile(r"\s+")
+_NOTEBOOK_LIKE = re.compile(r"^\s*[A-Za-z][A-Za-z0-9]*_[0-9]+")
+_NAMES = "instances are <case>_reproduced or <case>_fixed"
 _HINT = ("judgments are one of: " + ", ".join(OUTCOMES)
          + "; see docs/diagnosis.md for the file formats")
 
@@ -81,38 +85,115 @@ def decision(version: str, judged: str) -> bool:
     return crashes if judged == CORRECT else not crashes
 
 
+def detected(instance: str, judged: str) -> bool:
+    """Whether a judgment says the detector found a crash in ``instance``: on a reproduced
+    notebook any outcome but ``wrong``, on a fixed one ``wrong`` (the end-to-end and the
+    detection-only judgments of one answer agree on this)."""
+    return (judged != WRONG) if vocab.split_instance(instance)[1] == "reproduced" else judged == WRONG
+
+
 @dataclass
 class Judgments:
-    """Judgments per setting (in file order), each ``{instance: outcome}``."""
+    """Judgments per setting (in file order), each ``{instance: outcome}``; ``where``:
+    the row or line each notebook was first read from (for messages)."""
 
     settings: dict[str, dict[str, str]] = field(default_factory=dict)
     path: Path | None = None
+    where: dict[str, str] = field(default_factory=dict)
+    #: The workbook sheet they were read from.
+    sheet: str | None = None
+
+    @property
+    def name(self) -> str:
+        """How messages name them: the file (and sheet)."""
+        shown = self.path.name if self.path is not None else "judgments"
+        return f"{shown}, sheet {self.sheet}" if self.sheet else shown
 
     def add(self, setting: str, instance: str, judged: str, *, where: str = "") -> None:
+        """Add one judgment; a :class:`JunoBenchError` names what is wrong with it."""
+        problem = self.problem(setting, instance, judged)
+        if problem is not None:
+            text, hint = problem
+            raise JunoBenchError(f"{where}{text}", file=self.path, hint=hint,
+                                 case=instance if _names_notebook(instance) else None)
+        self.settings.setdefault(setting, {})[instance] = judged
+        if where:
+            self.where.setdefault(instance, where.rstrip(": "))
+
+    def problem(self, setting: str, instance: str, judged: str) -> tuple[str, str] | None:
+        """What is wrong with adding this judgment, and the hint, or None."""
         if not setting:
-            raise JunoBenchError(f"{where}no setting name", file=self.path, case=instance,
-                                 hint="name the setting (model and inputs) of every judgment")
+            return "no setting name", "name the setting (model and inputs) of every judgment"
         if not _names_notebook(instance):
-            raise JunoBenchError(f"{where}{instance!r} does not name a notebook", file=self.path,
-                                 hint="instances are <case>_reproduced or <case>_fixed")
+            return f"{instance!r} does not name a notebook", _NAMES
         if judged not in OUTCOMES:
-            raise JunoBenchError(f"{where}{judged!r} is not a judgment", file=self.path,
-                                 case=instance, hint=_HINT)
-        version = vocab.split_instance(instance)[1]
-        if version == "fixed" and judged not in (CORRECT, WRONG):
-            raise JunoBenchError(
-                f"{where}setting {setting!r}: {judged!r} on a fixed notebook, which has no "
-                "crash to diagnose", file=self.path, case=instance,
-                hint="a fixed notebook's judgment is correct (no crash predicted) or wrong")
-        rows = self.settings.setdefault(setting, {})
-        if instance in rows:
-            raise JunoBenchError(f"{where}setting {setting!r} judges this notebook twice",
-                                 file=self.path, case=instance, hint="keep one judgment")
-        rows[instance] = judged
+            return f"{judged!r} is not a judgment", _HINT
+        if vocab.split_instance(instance)[1] == "fixed" and judged not in (CORRECT, WRONG):
+            return (f"setting {setting!r}: {judged!r} on a fixed notebook, which has no crash "
+                    "to diagnose", "a fixed notebook's judgment is correct (no crash predicted) "
+                    "or wrong")
+        if instance in self.settings.get(setting, {}):
+            return f"setting {setting!r} judges this notebook twice", "keep one judgment"
+        return None
 
     def records(self) -> list[dict[str, str]]:
         return [{"instance": i, "setting": s, "judgment": j}
                 for s, rows in self.settings.items() for i, j in rows.items()]
+
+    def notebooks(self) -> list[str]:
+        """Every notebook any setting judges, in file order."""
+        return list(dict.fromkeys(i for rows in self.settings.values() for i in rows))
+
+    def check_notebooks(self, known: Collection[str], benchmark: str) -> None:
+        """Refuse notebooks outside ``known`` (the instances of ``benchmark``), naming
+        every row or line that holds one."""
+        unknown = [i for i in self.notebooks() if i not in known]
+        if unknown:
+            _refuse([(self.where.get(i, ""), f"{i!r} is not a notebook of {benchmark}")
+                     for i in unknown], self.path, unknown[0],
+                    "pass --source with the snapshot the judgments are of, or correct the name")
+
+
+def _refuse(problems: Sequence[tuple[str, str]], path: Path | None, case: str | None,
+            hint: str) -> None:
+    """One error naming every ``(where, problem)``, the first eight in full."""
+    shown = [f"{where}: {text}" if where else text for where, text in problems[:8]]
+    rest = [where or "?" for where, _ in problems[8:]]
+    more = f"; and {len(rest)} more ({', '.join(rest)})" if rest else ""
+    lead = "" if len(problems) == 1 else f"{len(problems)} rows or lines are wrong: "
+    raise JunoBenchError(lead + "; ".join(shown) + more, file=path,
+                         case=case if len(problems) == 1 else None, hint=hint)
+
+
+class _Rows:
+    """Judgments read row by row, every row's problem kept to be named at the end."""
+
+    def __init__(self, path: Path) -> None:
+        self.out = Judgments(path=path)
+        self.problems: list[tuple[str, str, str | None, str]] = []
+
+    def add(self, where: str, setting: str, instance: str, label: Any) -> None:
+        judged = outcome(label)
+        found = ((f"{label!r} is not a judgment", _HINT) if judged is None
+                 else self.out.problem(setting, instance, judged))
+        if found is not None:
+            self.fail(where, found[0], instance, found[1])
+        else:
+            assert judged is not None
+            self.out.add(setting, instance, judged, where=f"{where}: ")
+
+    def fail(self, where: str, problem: str, instance: str | None, hint: str) -> None:
+        self.problems.append((where, problem, instance if instance and _names_notebook(instance)
+                              else None, hint))
+
+    def judgments(self, empty: str) -> Judgments:
+        if self.problems:
+            first = self.problems[0]
+            _refuse([(w, p) for w, p, _, _ in self.problems], self.out.path, first[2],
+                    first[3] if len({h for *_, h in self.problems}) == 1 else _HINT)
+        if not self.out.settings:
+            raise JunoBenchError(empty, file=self.out.path, hint=_HINT)
+        return self.out
 
 
 # --------------------------------------------------------------------------- reading
@@ -120,7 +201,8 @@ class Judgments:
 
 def read_judgments(path: str | Path, *, sheet: str | None = None) -> Judgments:
     """Judgments from an xlsx sheet (default: ``Final_evaluation`` when the workbook has
-    it, else its first sheet), a ``.jsonl`` or a ``.csv`` file."""
+    it, else its first sheet), a ``.jsonl`` or a ``.csv`` file. Every malformed row is
+    named in one error."""
     path = Path(path)
     if not path.exists():
         raise JunoBenchError("no such judgments file", file=path, hint=_HINT)
@@ -137,8 +219,9 @@ def read_judgments(path: str | Path, *, sheet: str | None = None) -> Judgments:
                          hint="pass an .xlsx (CRANE-LLM's layout), .jsonl or .csv file")
 
 
-def read_sheet(path: Path, sheet: str | None = None) -> Judgments:
-    """The notebook rows of a wide sheet: ``instance`` then one column per setting."""
+def sheet_values(path: Path, sheet: str | None = None) -> tuple[str, list[str], list[list[Any]]]:
+    """A workbook's sheet (``sheet``, else ``Final_evaluation`` when it has one, else the
+    first), its sheet names and its values."""
     from python_calamine import CalamineError, CalamineWorkbook
 
     from junobench.safety.paths import require_regular
@@ -150,10 +233,20 @@ def read_sheet(path: Path, sheet: str | None = None) -> Judgments:
         chosen = sheet if sheet is not None else (CRANE_SHEET if CRANE_SHEET in names else names[0])
         if chosen not in names:
             raise JunoBenchError(f"no sheet {chosen!r} (it has {', '.join(names)})", file=path)
-        values = workbook.get_sheet_by_name(chosen).to_python()
+        return chosen, names, workbook.get_sheet_by_name(chosen).to_python()
     except (CalamineError, OSError, ValueError, IndexError) as error:
         raise JunoBenchError(f"cannot read the spreadsheet ({error})", file=path,
                              hint="save it again as .xlsx") from None
+
+
+def read_sheet(path: Path, sheet: str | None = None) -> Judgments:
+    """The notebook rows of a wide sheet: ``instance`` then one column per setting.
+
+    The table ends at the first row that neither names a notebook (nor starts like a case
+    id, ``torch_7…``) nor holds a judgment: the published sheets' summary rows below it. A
+    row with a misspelled or missing notebook name is an error, as is a notebook row below
+    the end."""
+    chosen, _, values = sheet_values(path, sheet)
     if not values or str(values[0][0]).strip() != "instance":
         raise JunoBenchError("the first column of the header row is not 'instance'", file=path,
                              hint="lay the sheet out as CRANE-LLM's Final_evaluation: instance, "
@@ -164,32 +257,26 @@ def read_sheet(path: Path, sheet: str | None = None) -> Judgments:
     twice = sorted({n for n in seen if seen.count(n) > 1})
     if twice:
         raise JunoBenchError(f"setting column {twice[0]!r} appears twice", file=path)
-    out = Judgments(path=path)
+    rows = _Rows(path)
     ended_at: int | None = None
     for number, row in enumerate(values[1:], start=2):
         first = row[0] if row else None
-        instance = str(first).strip() if isinstance(first, str) else None
-        if instance is None or not _names_notebook(instance):
-            ended_at = ended_at or number
+        name = str(first).strip() if isinstance(first, str) else ""
+        cells = [(setting, row[i]) for i, setting in columns if i < len(row) and row[i] not in (None, "")]
+        if not _names_notebook(name):
+            if not _looks_like_notebook(name) and not any(outcome(v) for _, v in cells):
+                ended_at = ended_at or number
+                continue
+            rows.fail(f"row {number}", f"{first!r} does not name a notebook", None, _NAMES)
             continue
         if ended_at is not None:
-            raise JunoBenchError(
-                f"row {number} names a notebook below row {ended_at}, which ended the "
-                "judgments", file=path, case=instance,
-                hint="keep the notebook rows together, directly under the header")
-        for index, setting in columns:
-            cell = row[index] if index < len(row) else None
-            if cell in (None, ""):
-                continue
-            judged = outcome(cell)
-            if judged is None:
-                raise JunoBenchError(f"row {number}, setting {setting!r}: {cell!r} is not a "
-                                     "judgment", file=path, case=instance, hint=_HINT)
-            out.add(setting, instance, judged, where=f"row {number}: ")
-    if not out.settings:
-        raise JunoBenchError("no judgments: no notebook row under the header", file=path,
-                             hint="rows are named <case>_reproduced or <case>_fixed")
-    return out
+            rows.fail(f"row {number}", f"names a notebook below row {ended_at}, which ended the "
+                      "judgments", name, "keep the notebook rows together, directly under the header")
+            continue
+        for setting, cell in cells:
+            rows.add(f"row {number}", setting, name, cell)
+    rows.out.sheet = chosen
+    return rows.judgments("no judgments: no notebook row under the header")
 
 
 def _names_notebook(text: str) -> bool:
@@ -200,14 +287,18 @@ def _names_notebook(text: str) -> bool:
     return vocab.is_case_id(case_id) and version in vocab.EVALUATED_VERSIONS
 
 
+def _looks_like_notebook(text: str) -> bool:
+    """A name meant for a notebook (it starts like a case id), though maybe misspelled:
+    such a row is part of the table, never its end."""
+    return bool(_NOTEBOOK_LIKE.search(text))
+
+
 def _from_lines(path: Path) -> Judgments:
-    out = Judgments(path=path)
+    rows = _Rows(path)
     for number, record in jsonl.read_jsonl(path, what="judgments", hint=_HINT,
                                            problem_of=jsonl.dict_problem):
-        _add_record(out, record, f"line {number}: ")
-    if not out.settings:
-        raise JunoBenchError("no judgments in the file", file=path, hint=_HINT)
-    return out
+        _add_record(rows, record, f"line {number}")
+    return rows.judgments("no judgments in the file")
 
 
 def _from_csv(path: Path, text: str) -> Judgments:
@@ -216,27 +307,49 @@ def _from_csv(path: Path, text: str) -> Judgments:
     if missing:
         raise JunoBenchError(f"missing column(s) {', '.join(missing)}", file=path,
                              hint="a judgments CSV has the columns instance, setting, judgment")
-    out = Judgments(path=path)
+    rows = _Rows(path)
     for number, record in enumerate(reader, start=2):
-        _add_record(out, {k: csv_value(v) if isinstance(v, str) else v for k, v in record.items()},
-                    f"row {number}: ")
-    if not out.settings:
-        raise JunoBenchError("no judgments in the file", file=path, hint=_HINT)
-    return out
+        _add_record(rows, {k: csv_value(v) if isinstance(v, str) else v for k, v in record.items()},
+                    f"row {number}")
+    return rows.judgments("no judgments in the file")
 
 
-def _add_record(out: Judgments, record: Mapping[str, Any], where: str) -> None:
+def _add_record(rows: _Rows, record: Mapping[str, Any], where: str) -> None:
     instance, setting, label = (record.get(f) for f in FIELDS)
     if not isinstance(instance, str) or not _names_notebook(instance.strip()):
-        raise JunoBenchError(f"{where}instance {instance!r} does not name a notebook",
-                             file=out.path, hint="instances are <case>_reproduced or <case>_fixed")
-    if not isinstance(setting, str) or not setting.strip():
-        raise JunoBenchError(f"{where}no setting", file=out.path, case=instance, hint=_HINT)
-    judged = outcome(label)
-    if judged is None:
-        raise JunoBenchError(f"{where}{label!r} is not a judgment", file=out.path,
-                             case=instance, hint=_HINT)
-    out.add(setting.strip(), instance.strip(), judged, where=where)
+        rows.fail(where, f"instance {instance!r} does not name a notebook", None, _NAMES)
+    elif not isinstance(setting, str) or not setting.strip():
+        rows.fail(where, "no setting", instance.strip(), _HINT)
+    else:
+        rows.add(where, setting.strip(), instance.strip(), label)
+
+
+def companion(judgments: Judgments) -> Judgments | None:
+    """The other of CRANE-LLM's two sheets in the workbook ``judgments`` were read from
+    (``Detection_only`` beside ``Final_evaluation``, and the reverse), or None."""
+    pair = {CRANE_SHEET: DETECTION_SHEET, DETECTION_SHEET: CRANE_SHEET}
+    if judgments.path is None or judgments.sheet not in pair:
+        return None
+    other = pair[judgments.sheet]
+    if other not in sheet_values(judgments.path, judgments.sheet)[1]:
+        return None
+    return read_sheet(judgments.path, other)
+
+
+def disagreements(first: Judgments, second: Judgments) -> list[str]:
+    """Where two judgments of the same answers (such as CRANE-LLM's ``Final_evaluation``
+    and ``Detection_only`` sheets) disagree on whether the crash was detected: one note,
+    naming the first eight (setting, notebook) pairs, or none."""
+    found = [f"{setting} {instance} ({judged} / {other})"
+             for setting, rows in first.settings.items()
+             for instance, judged in rows.items()
+             if (other := second.settings.get(setting, {}).get(instance)) is not None
+             and detected(instance, judged) != detected(instance, other)]
+    if not found:
+        return []
+    shown = ", ".join(found[:8]) + (f", … (+{len(found) - 8})" if len(found) > 8 else "")
+    return [f"{first.name} and {second.name} disagree on whether the crash was detected in "
+            f"{len(found)} judgment(s): {shown}"]
 
 
 # --------------------------------------------------------------------------- writing
