@@ -38,13 +38,53 @@ class Parser(argparse.ArgumentParser):
 
     def parse(self, args: Sequence[str] | None = None) -> argparse.Namespace:
         """``parse_args``, with unrecognised arguments blamed on the command that was given
-        (``junobench ls --bogus`` → see ``junobench ls --help``)."""
-        parsed, extra = self.parse_known_args(args)
+        (``junobench ls --bogus`` → see ``junobench ls --help``), and the names that start
+        with a dash (``--name -RT``, the papers' name of a setting) taken as values of the
+        options that accept them (:func:`~junobench.cli.common.dash_values`)."""
+        parsed, extra = self.parse_known_args(self._dash_values_joined(
+            list(sys.argv[1:] if args is None else args)))
         if extra:
             prog = getattr(parsed, "command_prog", self.prog)
             raise JunoBenchError(f"{prog}: unrecognized arguments: {' '.join(extra)}",
                                  hint=f"see `{prog} --help`")
         return parsed
+
+    def _dash_values_joined(self, args: list[str]) -> list[str]:
+        """``--name -RT`` as ``--name=-RT`` where ``--name`` takes such values and ``-RT`` is
+        no option: argparse would read it as one."""
+        takes: set[str] = set()
+        options: set[str] = set()
+        for parser in _parsers(self):
+            for action in parser._actions:
+                options.update(action.option_strings)
+                if getattr(action, "dash_values", False):
+                    takes.update(action.option_strings)
+        out: list[str] = []
+        pending = iter(args)
+        for arg in pending:
+            out.append(arg)
+            if arg == "--":
+                out.extend(pending)
+                break
+            if arg in takes:
+                value = next(pending, None)
+                if value is None:
+                    break
+                if value.startswith("-") and value not in options and value != "--":
+                    out[-1] = f"{arg}={value}"
+                else:
+                    out.append(value)
+        return out
+
+
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every sub-command's parser below it."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found += _parsers(sub)
+    return found
 
 
 def build_parser() -> Parser:

@@ -41,6 +41,13 @@ def _on_terminal(stream: Any) -> bool:
         return False
 
 
+def dash_values(action: argparse.Action) -> argparse.Action:
+    """Let ``action``'s values start with a dash: ``--name -RT`` reads ``-RT`` as the name
+    (as ``--name=-RT`` does), unless ``-RT`` is an option of junobench."""
+    action.dash_values = True  # type: ignore[attr-defined]
+    return action
+
+
 def add_source(parser: argparse.ArgumentParser, *, default: str | None = DEFAULT_SOURCE,
                help: str | None = None) -> None:
     """``--source S``: a local snapshot directory, ``sample``, or a Hub dataset repo id."""

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from junobench.cli.common import add_format, add_model_options, add_source, model_options, status
+from junobench.cli.common import add_format, add_model_options, add_source, dash_values, model_options, status
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,8 +29,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                               "the second rater's stratified sample (95%% confidence, 5%% "
                               "margin, p = 0.5, finite population).")
     export.add_argument("predictions", metavar="PRED", nargs="+", help="a prediction set per setting")
-    export.add_argument("--name", action="append", metavar="NAME",
-                        help="setting name of each PRED, in order (default: from the paths)")
+    dash_values(export.add_argument("--name", action="append", metavar="NAME",
+                                    help="setting name of each PRED, in order (default: from "
+                                    "the paths)"))
     add_source(export)
     export.add_argument("--truth", action="append", metavar="TASKS.truth.jsonl",
                         help="ground-truth file(s) written by `junobench tasks` (instead of "
@@ -74,7 +75,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--against, compare judge judgments (--labels files, or CRANE-LLM's judged folders "
         "with --folders) with human judgments per model, beside --published statistics.")
     parser.add_argument("predictions", metavar="PRED", nargs="?", help="the runs to judge")
-    parser.add_argument("--setting", help="setting name of PRED (how the judgments name it)")
+    dash_values(parser.add_argument("--setting",
+                                    help="setting name of PRED (how the judgments name it)"))
     parser.add_argument("--out", metavar="LABELS.jsonl", help="judge labels to append to")
     parser.add_argument("--repeats", type=int, default=5, help="judge passes (default: 5)")
     parser.add_argument("--reverse", action="store_true",

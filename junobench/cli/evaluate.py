@@ -11,6 +11,7 @@ from junobench.cli.common import (
     add_format,
     add_model_options,
     add_source,
+    dash_values,
     filters_from,
     model_options,
     status,
@@ -76,8 +77,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         "setting of FILE, CRANE-LLM's results_summary.xlsx (sheet "
                         "Final_evaluation) or a judgments .jsonl/.csv; with the breakdown of "
                         "partially correct and reasoning-wrong diagnoses")
-    parser.add_argument("--setting", action="append", metavar="NAME",
-                        help="with --judgments: score only this setting (repeatable, in order)")
+    dash_values(parser.add_argument("--setting", action="append", metavar="NAME",
+                        help="with --judgments: score only this setting (repeatable, in order)"))
     parser.add_argument("--sheet", metavar="NAME",
                         help="with --judgments FILE.xlsx: the sheet to read (default: "
                         "Final_evaluation, else the first; CRANE-LLM's Detection_only sheet "
@@ -87,9 +88,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         "(CRANE-LLM's results_detection_only.xlsx); where FILE and it disagree on "
                         "whether a crash was detected is reported (as it is, unasked, between "
                         "the two sheets of CRANE-LLM's results_summary.xlsx)")
-    parser.add_argument("--name", action="append", metavar="NAME",
-                        help="name of each PRED in a comparison, in order (default: from the "
-                        "paths)")
+    dash_values(parser.add_argument("--name", action="append", metavar="NAME",
+                                    help="name of each PRED in a comparison, in order (default: "
+                                    "from the paths; a name may start with a dash: --name -RT)"))
     add_source(parser, default=None,
                help="snapshot directory, 'sample' (bundled), or Hub dataset repo id the labels "
                "come from (default: the ground truth of --truth, else PELAB-LiU/JunoBench); with "
