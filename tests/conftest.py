@@ -14,8 +14,16 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from junobench.data.tables import read_table, write_table
+
+# Property tests do not depend on the machine's speed: no per-example deadline and no
+# health check on how long generating the examples takes (a loaded machine trips both);
+# a failure is a wrong answer, never a slow one.
+settings.register_profile("junobench", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile("junobench")
 
 REPO = Path(__file__).resolve().parent.parent
 # The scripts' folder, where scripts (and tests loading them) find their shared helpers,

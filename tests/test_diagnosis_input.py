@@ -62,7 +62,7 @@ def test_the_notebooks_of_another_snapshot_are_checked_against_it(tmp_path, caps
     assert code == 0, err
     other = lines(tmp_path / "k.jsonl", [
         {"instance": "torch_1_reproduced", "setting": "s", "judgment": "correct"}])
-    code, out, err = run_cli(capsys, "evaluate", "--judgments", str(other), "--source", "sample")
+    code, _, err = run_cli(capsys, "evaluate", "--judgments", str(other), "--source", "sample")
     assert code == 1 and "line 1: 'torch_1_reproduced' is not a notebook of sample" in err
 
 
@@ -75,7 +75,7 @@ def test_a_misspelled_name_in_the_last_row_is_named_not_dropped(tmp_path):
     # ... and in a row of judgments without a name, or with a name cut short
     for name in (None, "torch_2"):
         write_sheet(path, [["instance", "a"], ["torch_1_fixed", "correct"], [name, "wrong"]])
-        with pytest.raises(JunoBenchError, match="row 3: .* does not name a notebook"):
+        with pytest.raises(JunoBenchError, match=r"row 3: .* does not name a notebook"):
             read_judgments(path)
 
 
@@ -162,8 +162,7 @@ def test_paired_tests_and_holm_values_are_in_every_format(crane_summary, capsys,
         assert len(pairs) == 3 and all(r["mcnemar_p_holm"] and r["f1_difference_p_holm"] for r in pairs)
         assert pairs[0]["mcnemar_only_a"] == "8" and pairs[0]["mcnemar_only_b"] == "25"
     else:
-        assert "Holm" in out and "McNemar p (Holm)" in out.replace("\\_", "_") or fmt == "latex"
-        assert "Holm" in out
+        assert "Holm" in out and "only A right" in out.replace("\\", "")
 
 
 def test_the_two_published_sheets_disagree_on_three_notebooks_and_it_is_said(

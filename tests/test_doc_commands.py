@@ -95,7 +95,7 @@ def published_runs(tmp_path_factory, crane_llm_dir):
 @pytest.mark.parametrize("page", ["README.md", "crash-detection.md"])
 def test_the_minus_rt_comparison_runs_as_written(page, published_runs, reference_snapshot,
                                                  capsys, monkeypatch):
-    (where, argv), = [(w, a) for w, a in COMMANDS
+    (_, argv), = [(w, a) for w, a in COMMANDS
                       if w.startswith(f"{page}:") and '"-RT"' not in w and "-RT" in a]
     monkeypatch.chdir(published_runs)
     snapshot = str(reference_snapshot)
