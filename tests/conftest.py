@@ -104,6 +104,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     return ModulesAndRay(config, log)
 
 
+@pytest.fixture(autouse=True)
+def _notes_logged_again() -> None:
+    """Each test sees the notes of the records it loads: a process logs each note once
+    (junobench.loader), and the tests share their worker process."""
+    from junobench import loader
+
+    loader._LOGGED.clear()
+
+
 @pytest.fixture(scope="session")
 def reference_dir() -> Path:
     """The reference data folder (read-only test data)."""

@@ -347,9 +347,10 @@ def disagreements(first: Judgments, second: Judgments) -> list[str]:
              and detected(instance, judged) != detected(instance, other)]
     if not found:
         return []
-    shown = ", ".join(found[:8]) + (f", … (+{len(found) - 8})" if len(found) > 8 else "")
+    from junobench.render import some
+
     return [f"{first.name} and {second.name} disagree on whether the crash was detected in "
-            f"{len(found)} judgment(s): {shown}"]
+            f"{len(found)} judgment(s): {some(found)}"]
 
 
 # --------------------------------------------------------------------------- writing
