@@ -47,6 +47,7 @@ def test_the_wheel_carries_types_data_and_licence(wheel: zipfile.ZipFile) -> Non
     names = set(wheel.namelist())
     assert "junobench/py.typed" in names  # type checkers read the package's annotations
     assert "junobench/schemas/dataset_metadata.schema.json" in names
+    assert "junobench/construct/library_vocabulary.json" in names  # the estimator's tables
     assert "junobench/sample/benchmark_desc.xlsx" in names
     assert any(n.startswith("junobench/sample/benchmark/") and n.endswith(".ipynb") for n in names)
     assert f"junobench-{VERSION}.data/data/share/junobench/data_cards/junobench.md" in names
