@@ -19,9 +19,37 @@ import junobench
 from junobench.errors import JunoBenchError
 from junobench.safety.text import EscapedStream
 
-#: Modules under ``junobench.cli`` that add verbs, in the order ``--help`` lists them.
+#: Modules under ``junobench.cli`` that add verbs.
 VERB_MODULES: tuple[str, ...] = ("records", "stats", "verify", "envs", "evaluate", "diagnosis", "runtime",
                                  "publish", "release", "construct")
+
+#: The verbs by who uses them, in the order ``junobench --help`` lists them.
+VERB_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("research: the benchmark and crash detectors",
+     ("ls", "show", "stats", "build", "tasks", "detect", "evaluate", "annotate", "agreement", "judge")),
+    ("run: the notebooks, in their pinned environments",
+     ("checkout", "env", "verify", "runtime-info")),
+    ("maintain: publish, rebuild and extend the benchmark",
+     ("export", "check", "push", "diff", "release", "validate", "construct")),
+)
+
+
+class _VerbsByUser(argparse.HelpFormatter):
+    """``junobench --help``: the verbs under the heading of who uses them."""
+
+    def _iter_indented_subactions(self, action: argparse.Action) -> Any:
+        if not isinstance(action, argparse._SubParsersAction):
+            yield from super()._iter_indented_subactions(action)
+            return
+        verbs = {choice.dest: choice for choice in action._get_subactions()}
+        self._indent()
+        for title, names in VERB_GROUPS:
+            yield argparse.Action([], dest="", metavar=title)
+            self._indent()
+            yield from (verbs.pop(name) for name in names if name in verbs)
+            self._dedent()
+        yield from verbs.values()  # a verb in no group still shows
+        self._dedent()
 
 
 class Parser(argparse.ArgumentParser):
@@ -41,13 +69,29 @@ class Parser(argparse.ArgumentParser):
         (``junobench ls --bogus`` → see ``junobench ls --help``), and the names that start
         with a dash (``--name -RT``, the papers' name of a setting) taken as values of the
         options that accept them (:func:`~junobench.cli.common.dash_values`)."""
-        parsed, extra = self.parse_known_args(self._dash_values_joined(
-            list(sys.argv[1:] if args is None else args)))
+        argv = self._dash_values_joined(list(sys.argv[1:] if args is None else args))
+        parsed, extra = self.parse_known_args(argv)
+        if self._configure(parsed):
+            parsed, extra = self.parse_known_args(argv)
         if extra:
             prog = getattr(parsed, "command_prog", self.prog)
             raise JunoBenchError(f"{prog}: unrecognized arguments: {' '.join(extra)}",
                                  hint=f"see `{prog} --help`")
         return parsed
+
+    def _configure(self, parsed: argparse.Namespace) -> bool:
+        """Set the defaults a configuration gives the options of the command ``parsed``
+        ran (:mod:`junobench.cli.config`); whether it gave any."""
+        from junobench.cli import config
+
+        chosen = [p for p in _parsers(self) if p.prog == getattr(parsed, "command_prog", None)]
+        options = config.options_of(chosen)
+        if not options:
+            return False
+        defaults = config.configured(options, source=getattr(parsed, "source", None))
+        for parser in chosen:
+            parser.set_defaults(**defaults)
+        return bool(defaults)
 
     def _dash_values_joined(self, args: list[str]) -> list[str]:
         """``--name -RT`` as ``--name=-RT`` where ``--name`` takes such values and ``-RT`` is
@@ -91,6 +135,9 @@ def build_parser() -> Parser:
     parser = Parser(
         prog="junobench",
         description="JunoBench: real crashes in Python ML Jupyter notebooks.",
+        formatter_class=_VerbsByUser,
+        epilog="How notebooks run (sandbox, executor, environment) may be set once in "
+        "junobench.toml or JUNOBENCH_* variables: see `junobench verify --help`.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {junobench.__version__}")
     subparsers = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
