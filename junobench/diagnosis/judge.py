@@ -36,16 +36,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from junobench import jsonl, vocab
-from junobench.detection.client import (
-    DEFAULT_API_KEY_ENV,
-    DEFAULT_RETRIES,
-    DEFAULT_TIMEOUT,
-    ChatSettings,
-    Endpoint,
-    Job,
-    Summary,
-    run_jobs,
-)
+from junobench.detection import client as models
+from junobench.detection.client import Job, Summary
 from junobench.diagnosis.judgments import OUTCOMES, Judgments, outcome
 from junobench.errors import JunoBenchError
 
@@ -191,9 +183,9 @@ def judge(
     concurrency: int = 1,
     temperature: float | None = None,
     max_tokens: int | None = None,
-    api_key_env: str = DEFAULT_API_KEY_ENV,
-    retries: int = DEFAULT_RETRIES,
-    timeout: float = DEFAULT_TIMEOUT,
+    api_key_env: str = models.DEFAULT_API_KEY_ENV,
+    retries: int = models.DEFAULT_RETRIES,
+    timeout: float = models.DEFAULT_TIMEOUT,
     progress: bool = False,
     log: Callable[[str], None] | None = None,
     client: AsyncOpenAI | None = None,
@@ -213,7 +205,7 @@ def judge(
         raise JunoBenchError("--repeats must be at least 1")
     if not setting.strip():
         raise JunoBenchError("name the setting the predictions are of (--setting)")
-    where = Endpoint(endpoint, ChatSettings(model, temperature, max_tokens), concurrency,
+    where = models.Endpoint(endpoint, models.ChatSettings(model, temperature, max_tokens), concurrency,
                      api_key_env, retries, timeout)
     where.check()
     preds = predictions if isinstance(predictions, Predictions) else read_predictions(predictions)
@@ -247,8 +239,8 @@ def judge(
         return jsonl.json_line({"setting": setting, "instance": instance, "pass": int(number),
                                 "labels": [_label_text(text) for text in texts]})
 
-    run_jobs(jobs, out, where, line, summary, progress=progress, desc="judge", log=log,
-             client=client)
+    models.run_jobs(jobs, out, where, line, summary, progress=progress, desc="judge", log=log,
+                    client=client)
     return summary
 
 
