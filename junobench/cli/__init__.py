@@ -20,8 +20,8 @@ from junobench.errors import JunoBenchError
 from junobench.safety.text import EscapedStream
 
 #: Modules under ``junobench.cli`` that add verbs.
-VERB_MODULES: tuple[str, ...] = ("records", "stats", "verify", "envs", "evaluate", "diagnosis", "runtime",
-                                 "publish", "release", "construct")
+VERB_MODULES: tuple[str, ...] = ("records", "stats", "site", "verify", "envs", "evaluate", "diagnosis", "runtime",
+                                 "publish", "release", "construct", "mining")
 
 #: The verbs by who uses them, in the order ``junobench --help`` lists them.
 VERB_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (

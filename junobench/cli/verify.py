@@ -57,6 +57,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--fresh", action="store_true",
                         help="run every case again, even those --report already has a verdict for")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--record", action="store_true",
+                        help="record each verdict in the case's provenance (benchmark/<case>/provenance.json "
+                             "of a local snapshot): verified when it passes, where and with which versions")
     add_run_options(parser)
     parser.set_defaults(handler=_verify)
 
@@ -83,6 +86,10 @@ def _verify(args: argparse.Namespace) -> int:
     from junobench.verify import DEFAULT_TIMEOUT, verify
     from junobench.verify.report import TABLE_COLUMNS
 
+    if args.record:  # refused before any notebook runs
+        from junobench.construct.transaction import editable_root
+
+        editable_root(args.source)
     report = verify(
         args.cases or None, args.source, revision=args.revision, jobs=args.jobs,
         timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
@@ -96,6 +103,11 @@ def _verify(args: argparse.Namespace) -> int:
     else:
         print(render(report.rows(), args.format, TABLE_COLUMNS), end="")
     print(report.summary(), file=sys.stderr)
+    if args.record:
+        from junobench.construct.provenance import record_verification
+
+        recorded = record_verification(args.source, report)
+        status(f"recorded in the provenance of {len(recorded)} case(s): " + ", ".join(recorded))
     if report_stopped(report.stopped, "the report holds every case"):
         return 1
     return 0 if report.ok else 1

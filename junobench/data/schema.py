@@ -38,6 +38,11 @@ CASE_SCHEMA = pa.schema([
         ("modifications", pa.list_(_string)), ("files", pa.list_(_string)),
     ]))),
     ("requirements", pa.list_(_string)),
+    ("provenance", pa.struct([
+        ("status", _string), ("verified_at", _string), ("python", _string),
+        ("libraries", pa.list_(_string)), ("sandbox", _string), ("environment", _string),
+        ("tool", _string), ("detail", _string), ("similar_to", pa.list_(_string)),
+    ])),
 ])
 
 NOTEBOOK_SCHEMA = pa.schema([

@@ -28,7 +28,7 @@ from typing import Any
 from junobench import vocab
 from junobench.data import layout
 from junobench.data.notebook import read_notebook
-from junobench.data.snapshot import DEFAULT_SOURCE, resolve
+from junobench.data.snapshot import DEFAULT_SOURCE, resolve_cases
 from junobench.envs.check import KernelEnvironment, kernel_environment
 from junobench.envs.environment import snapshot_environment
 from junobench.envs.kernel import own_kernel
@@ -234,7 +234,9 @@ def runtime_info(
     target = runner.target
     if out is not None:
         check_file_target(out)  # before the notebooks run, not after
-    root = resolve(source, revision=revision, include_data=True)
+    root = resolve_cases(source, case_ids, revision=revision,
+                         choose=(lambda tables: [s.case_id for s in case_specs(tables, filters=filters)])
+                         if filters else None)
     specs = case_specs(root, case_ids, filters=filters)
     if not specs:
         raise JunoBenchError("no cases to extract runtime information from", file=root,

@@ -127,6 +127,24 @@ def check_not_linked_out(path: str | Path, root: str | Path, *, case: str | None
                                   "in instead of linking it")
 
 
+def check_no_link_on_the_way(path: str | Path, *, what: str = "the path") -> Path:
+    """``path`` as given, refused when any component of it, as written, is a symbolic link
+    (``dir_link/file`` with ``dir_link`` a link, ``link/../x``, the last component itself):
+    a file named by a user is read where the path says, never through a link. A relative
+    path is checked from the working directory (the folders above it are the user's);
+    an absolute one from the root."""
+    given = Path(path)
+    current = Path(given.anchor) if given.is_absolute() else Path()
+    for part in given.parts[1:] if given.is_absolute() else given.parts:
+        current = current / part
+        if part in (".", ".."):
+            continue
+        if os.path.islink(current):
+            raise JunoBenchError(f"{what} goes through a symbolic link ({current})", file=given,
+                                 hint="give the real path: files are never read through links")
+    return given
+
+
 def unlisted_files(folder: str | Path, names: set[str]) -> list[str]:
     """What ``folder`` holds besides the files ``names`` (relative POSIX paths) and the
     folders on the way to them, as sorted relative paths: what a writer that wrote
