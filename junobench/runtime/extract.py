@@ -36,6 +36,7 @@ from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
 from junobench.jsonl import write_jsonl
 from junobench.runtime import crane
+from junobench.runtime.info import payload_problem
 from junobench.runtime.names import target_names
 from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS, summarise
 from junobench.safety.atomic import check_file_target
@@ -156,9 +157,15 @@ class Inspection:
                 self.problem = f"the inspection failed: {output.get('ename')}: {output.get('evalue')}"
                 return
             data = output.get("data", {})
-            if MIME in data:
-                payload = data[MIME]
-                self.payload = json.loads(payload) if isinstance(payload, str) else dict(payload)
+            if isinstance(data, dict) and MIME in data:
+                try:
+                    payload = json.loads(data[MIME]) if isinstance(data[MIME], str) else data[MIME]
+                except (ValueError, RecursionError) as error:
+                    self.problem = f"the kernel's answer is not JSON ({type(error).__name__})"
+                    return
+                self.problem = payload_problem(payload, str(self.request.get("style") or "junobench"))
+                if self.problem is None:
+                    self.payload = payload
                 return
         self.problem = "the inspection produced no result"
 

@@ -225,6 +225,38 @@ def read_regular(path: str | Path, *, limit: int | None = None) -> bytes:
     return b"".join(chunks)
 
 
+def read_untrusted(path: str | Path, *, limit: int, tail: bool = False) -> bytes:
+    """At most ``limit`` bytes (the first ones, or the last with ``tail``) of ``path``, a
+    file that an untrusted process (a notebook) could write or replace: opened without
+    following a link at its name, without blocking (a FIFO cannot hang the reader), and
+    read only when it is a regular file (else :class:`NotRegularFile`)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularFile(0, f"{kind_of(info.st_mode)}, not a regular file", str(path))
+        return read_bounded(fd, limit=limit, tail=tail)
+    finally:
+        os.close(fd)
+
+
+def read_bounded(fd: int, *, limit: int, tail: bool = False) -> bytes:
+    """At most ``limit`` bytes of the regular file open at ``fd``: from its start, or its
+    last ``limit`` bytes with ``tail`` (whatever the file's offset)."""
+    start = max(0, os.fstat(fd).st_size - limit) if tail else 0
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.pread(fd, min(left, 1 << 20), start)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        start += len(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
 def require_regular(path: str | Path) -> None:
     """Raise :class:`NotRegularFile` when ``path`` exists and is not a regular file (after
     links), ``FileNotFoundError`` when it is missing; for readers that open by path."""
