@@ -26,11 +26,12 @@ VERB_MODULES: tuple[str, ...] = ("records", "stats", "site", "verify", "envs", "
 #: The verbs by who uses them, in the order ``junobench --help`` lists them.
 VERB_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("research: the benchmark and crash detectors",
-     ("ls", "show", "stats", "build", "tasks", "detect", "evaluate", "annotate", "agreement", "judge")),
+     ("ls", "show", "stats", "view", "build", "tasks", "detect", "evaluate", "annotate", "agreement",
+      "judge")),
     ("run: the notebooks, in their pinned environments",
      ("checkout", "env", "verify", "runtime-info")),
     ("maintain: publish, rebuild and extend the benchmark",
-     ("export", "check", "push", "diff", "release", "validate", "construct")),
+     ("export", "check", "push", "diff", "release", "site", "validate", "construct", "mine", "figures")),
 )
 
 
