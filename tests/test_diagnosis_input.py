@@ -119,6 +119,7 @@ def test_more_than_eight_bad_rows_are_all_named(tmp_path):
     with pytest.raises(JunoBenchError) as caught:
         read_judgments(path)
     assert "12 rows or lines are wrong" in str(caught.value)
+    assert str(caught.value).count("is not a judgment") == 8  # the first eight in full
     assert "and 4 more (line 9, line 10, line 11, line 12)" in str(caught.value)
 
 
@@ -185,3 +186,39 @@ def test_the_two_published_sheets_disagree_on_three_notebooks_and_it_is_said(
     # One sheet alone says nothing of the other.
     code, out, err = run_cli(capsys, "evaluate", "--judgments", str(detection), "--resamples", "20")
     assert code == 0 and "disagree" not in err
+
+
+def test_one_malformed_row_is_named_with_its_notebook_and_hint(tmp_path):
+    path = write_sheet(tmp_path / "j.xlsx", [
+        ["instance", "a", "b"], ["torch_1_reproduced", "correct", "wrong"],
+        ["torch_1_fixed", "correct", "partially correct"]])
+    with pytest.raises(JunoBenchError) as caught:
+        read_judgments(path)
+    assert str(caught.value).startswith(f"{path}: case torch_1_fixed: row 3: setting 'b': "
+                                        "'partially correct' on a fixed notebook")
+    assert caught.value.problem_.hint.startswith("a fixed notebook's judgment is correct")
+    write_sheet(path, [["instance", "a"], ["torch_1_fixed", "maybe"], ["torch_2_fixed", "correct"],
+                       ["torch_2_reproduced", "partially correct"], ["torch_3_fixed", "reasoning wrong"]])
+    with pytest.raises(JunoBenchError) as caught:  # two problems of different kinds
+        read_judgments(path)
+    assert caught.value.problem_.case is None and "2 rows or lines are wrong" in str(caught.value)
+    assert "judgments are one of" in caught.value.problem_.hint
+
+
+def test_an_empty_cell_is_a_notebook_the_setting_does_not_judge(tmp_path):
+    path = write_sheet(tmp_path / "j.xlsx", [
+        ["instance", "a", "b"], ["torch_1_reproduced", "correct", None],
+        ["torch_1_fixed", None, "wrong"]])
+    assert read_judgments(path).settings == {"a": {"torch_1_reproduced": "correct"},
+                                            "b": {"torch_1_fixed": "wrong"}}
+
+
+@pytest.mark.parametrize(("instance", "judged", "found"), [
+    ("torch_1_reproduced", "correct", True), ("torch_1_reproduced", "partially correct", True),
+    ("torch_1_reproduced", "reasoning wrong", True), ("torch_1_reproduced", "wrong", False),
+    ("torch_1_fixed", "correct", False), ("torch_1_fixed", "wrong", True),
+])
+def test_which_judgments_say_a_crash_was_detected(instance, judged, found):
+    from junobench.diagnosis.judgments import detected
+
+    assert detected(instance, judged) is found
