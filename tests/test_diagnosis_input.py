@@ -222,3 +222,16 @@ def test_which_judgments_say_a_crash_was_detected(instance, judged, found):
     from junobench.diagnosis.judgments import detected
 
     assert detected(instance, judged) is found
+
+
+@pytest.mark.parametrize(("record", "message"), [
+    ({"instance": 5, "setting": "s", "judgment": "correct"}, "line 1: instance 5 does not name a notebook"),
+    ({"instance": None, "setting": "s", "judgment": "correct"}, "line 1: instance None does not name"),
+    ({"instance": "torch_1_fixed", "judgment": "correct"}, "line 1: no setting"),
+    ({"instance": "torch_1_fixed", "setting": 3, "judgment": "correct"}, "line 1: no setting"),
+    ({"instance": "torch_1_fixed", "setting": "  ", "judgment": "correct"}, "line 1: no setting"),
+])
+def test_lines_without_a_notebook_or_a_setting_are_named(tmp_path, record, message):
+    path = lines(tmp_path / "j.jsonl", [record])
+    with pytest.raises(JunoBenchError, match=message):
+        read_judgments(path)
