@@ -235,3 +235,28 @@ def test_lines_without_a_notebook_or_a_setting_are_named(tmp_path, record, messa
     path = lines(tmp_path / "j.jsonl", [record])
     with pytest.raises(JunoBenchError, match=message):
         read_judgments(path)
+
+
+def test_the_outputs_of_two_settings_and_of_three(tmp_path):
+    """Two settings: one pair, its tests in JSON, no Holm (a family of one); three: Holm.
+    JSON keeps names as written, indented by two; LaTeX titles are comments."""
+    from junobench.diagnosis.endtoend import render_scores
+
+    judgments = Judgments({name: {"torch_1_reproduced": "correct", "torch_1_fixed": outcome,
+                                  "numpy_1_reproduced": "wrong", "numpy_1_fixed": "correct"}
+                           for name, outcome in (("−RT", "correct"), ("+RT", "wrong"), ("c", "correct"))})
+    two = score_judgments(Judgments({k: judgments.settings[k] for k in ("−RT", "+RT")}), resamples=20)
+    data = json.loads(text := render_scores(two, "json"))
+    assert '\n  "settings": {\n    "−RT"' in text  # as written, two spaces a level
+    assert len(data["tests"]) == 1 and data["notebooks"] == 4
+    assert data["settings"]["−RT"]["by_library"][0]["intervals"]["f1"] is not None
+    assert "Holm" not in render_scores(two, "table")
+    three = score_judgments(judgments, resamples=20)
+    assert "Holm-adjusted p-values over the pairs" in render_scores(three, "table")
+    latex = render_scores(three, "latex")
+    assert latex.startswith("% End-to-end") and latex.count("\n% ") == 2
+    assert not render_scores(three, "markdown").startswith("%")
+    with pytest.raises(JunoBenchError, match="unknown format 'yaml'.*use table, json"):
+        render_scores(three, "yaml")
+    with pytest.raises(JunoBenchError, match="no setting"):
+        render_scores({}, "json")

@@ -172,8 +172,7 @@ def notes(results: Mapping[str, DiagnosisScore]) -> list[str]:
 # --------------------------------------------------------------------------- output
 
 
-def summary_rows(results: Mapping[str, DiagnosisScore], *, percent: bool = False
-                 ) -> list[dict[str, Any]]:
+def summary_rows(results: Mapping[str, DiagnosisScore], *, percent: bool = False) -> list[dict[str, Any]]:
     """Table 2(a) with Table 3 beside it: per setting, n, each score with its 95% interval,
     and the partially correct and reasoning-wrong diagnoses."""
     rows = []
@@ -220,15 +219,17 @@ def render_scores(results: Mapping[str, DiagnosisScore], fmt: str = "table",
 
     if fmt not in FORMATS:
         raise JunoBenchError(f"unknown format {fmt!r}", hint="use " + ", ".join(FORMATS))
+    if not results:
+        raise JunoBenchError("no setting to show")
     comparison = comparison_of(results)
+    first = next(iter(results.values())).report
     if fmt == "json":
-        first = next(iter(results.values()), None)
         return json.dumps({
             "settings": {name: r.to_dict() for name, r in results.items()},
             "tests": [t.to_dict() for t in comparison.tests] if comparison else [],
-            "notebooks": len(comparison.common) if comparison else (first.report.overall.n if first else 0),
+            "notebooks": len(comparison.common) if comparison else first.overall.n,
             "excluded": comparison.excluded() if comparison else {},
-            "bootstrap": bootstrap_settings(first.report.resamples, first.report.seed) if first else None,
+            "bootstrap": bootstrap_settings(first.resamples, first.seed),
             "notes": [*notes(results), *remarks],
         }, indent=2, ensure_ascii=False) + "\n"
     if fmt == "csv":
@@ -240,22 +241,19 @@ def render_scores(results: Mapping[str, DiagnosisScore], fmt: str = "table",
                 row[f"{metric}_low"], row[f"{metric}_high"] = bounds or (None, None)
             rows.append(row)
         return render(rows + (pair_csv_rows(comparison) if comparison else []), "csv")
-    percent = fmt == "latex"
-    kind = fmt
-    parts = [render(summary_rows(results, percent=percent), kind),
-             render([r.table3_row() for r in results.values()], kind)]
-    titles = ["End-to-end (a true positive needs the crash detected and diagnosed correctly); "
-              "95% case-bootstrap intervals",
-              "Diagnoses of the detected crashes"]
+    sections = [
+        ("End-to-end (a true positive needs the crash detected and diagnosed correctly); "
+         "95% case-bootstrap intervals", render(summary_rows(results, percent=fmt == "latex"), fmt)),
+        ("Diagnoses of the detected crashes", render([r.table3_row() for r in results.values()], fmt)),
+    ]
     if comparison is not None:
         left_out = {n: len(x) for n, x in comparison.excluded().items() if x}
-        parts.append(render(pair_rows(comparison), kind))
-        titles.append(f"Paired tests on the {len(comparison.common)} notebooks every setting "
-                      "has (exact McNemar on notebooks right/wrong; paired case bootstrap of the "
-                      "F1 difference" + ("; Holm-adjusted p-values over the pairs"
-                                         if len(comparison.tests) > 1 else "") + ")"
-                      + "".join(f"; {n}: {k} notebooks left out" for n, k in left_out.items()))
+        sections.append((f"Paired tests on the {len(comparison.common)} notebooks every setting "
+                         "has (exact McNemar on notebooks right/wrong; paired case bootstrap of the "
+                         "F1 difference" + ("; Holm-adjusted p-values over the pairs"
+                                            if len(comparison.tests) > 1 else "") + ")"
+                         + "".join(f"; {n}: {k} notebooks left out" for n, k in left_out.items()),
+                         render(pair_rows(comparison), fmt)))
     if fmt == "latex":  # titles as comments: one line each, whatever the setting names hold
-        return "\n".join("% " + " ".join(title.split()) + f"\n{part}"
-                         for title, part in zip(titles, parts, strict=True))
-    return "\n".join(f"{title}\n\n{part}" for title, part in zip(titles, parts, strict=True))
+        return "\n".join("% " + " ".join(title.split()) + f"\n{part}" for title, part in sections)
+    return "\n".join(f"{title}\n\n{part}" for title, part in sections)
