@@ -241,3 +241,119 @@ def test_a_changed_header_an_unknown_code_and_many_missing_rows_are_named(tmp_pa
     workbook.save(sheet)
     with pytest.raises(JunoBenchError, match=r"7 items of the key are not in the sheet \(D000\d(, D000\d){4}\)"):
         an.read_filled(sheet, key)
+
+
+# --------------------------------------------------------------------------- the judge
+
+
+def test_the_judge_s_request_says_what_was_predicted():
+    from junobench.diagnosis.judge import majority, messages
+
+    texts = [messages({"crash": True, "diagnosis": "d"}, {"detection": d, "reasoning": None},
+                      reverse=False)[1]["content"] for d in (True, False, None)]
+    assert [t.split("Prediction: the target cell ")[1].split(".\n")[0] for t in texts] == [
+        "crashes", "does not crash", "(no detection given)"]
+    assert "Predicted reasoning: (none given)" in texts[0]
+    assert majority(["wrong", "correct", None, "correct", "wrong"]) == "wrong"  # a tie: the first
+    assert majority([None, None]) is None
+
+
+def test_the_judge_s_defaults_and_its_output_folder(tmp_path, capsys):
+    from chat_server import ChatServer
+    from test_diagnosis_judge import RUNS, TRUTH, grade
+
+    from junobench.detection.predictions import write_predictions
+    from junobench.diagnosis.judge import judge
+
+    preds = write_predictions(tmp_path / "p.jsonl", RUNS[:1])
+    out = tmp_path / "new" / "folder" / "labels.jsonl"
+    with ChatServer(grade, delay=0.05) as server:
+        summary = judge(preds, TRUTH, out, setting="s", endpoint=server.url, model="j")
+        assert len(summary.written) == 5 and len(server.requests) == 5 * 3  # five passes
+        assert server.most_in_flight == 1  # one request at a time
+    assert capsys.readouterr().err == ""  # no progress bar unless asked
+    with pytest.raises(JunoBenchError, match="no ground truth") as caught:
+        judge(write_predictions(tmp_path / "q.jsonl", [("torch_8_fixed", ["FALSE"]),
+                                                        ("torch_9_fixed", ["FALSE"])]),
+              TRUTH, out, setting="s", endpoint="http://127.0.0.1:9/v1", model="j")
+    assert caught.value.problem_.case == "torch_8_fixed" and caught.value.problem_.file.endswith("q.jsonl:1")
+
+
+def test_the_judge_shows_no_progress_unless_asked_even_on_a_terminal(tmp_path, monkeypatch):
+    import io
+    import sys
+
+    from chat_server import ChatServer
+    from test_diagnosis_judge import RUNS, TRUTH, grade
+
+    from junobench.detection.predictions import write_predictions
+    from junobench.diagnosis.judge import judge
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    preds = write_predictions(tmp_path / "p.jsonl", RUNS[:1])
+    with ChatServer(grade) as server:
+        judge(preds, TRUTH, tmp_path / "a.jsonl", setting="s", endpoint=server.url, model="j", repeats=1)
+        assert terminal.getvalue() == ""
+        judge(preds, TRUTH, tmp_path / "b.jsonl", setting="s", endpoint=server.url, model="j", repeats=1,
+              progress=True)
+    assert "judge" in terminal.getvalue()  # the bar, when asked for
+
+
+def test_an_unverified_answer_keeps_its_first_200_characters():
+    from junobench.diagnosis.judge import UNVERIFIED, _label_text
+
+    assert _label_text("x " * 300) == UNVERIFIED + ("x " * 100)[:200]
+    assert _label_text("Fine. [Partially correct]") == "[Partially correct]"
+
+
+def test_labels_files_read_back_as_judgments(tmp_path):
+    from junobench.diagnosis.judge import JudgeRow, judge_agreement, judgments_from
+
+    path = tmp_path / "labels.jsonl"
+    line = '{"setting": "m_crash_detection_code", "instance": "torch_1_reproduced", "pass": 1, "labels": ["[Correct]"]}\n'
+    path.write_text(line + line.replace('"pass": 1', '"pass": 2')[:-30])  # a cut last line
+    with pytest.raises(JunoBenchError, match="line 2"):
+        judgments_from(path)  # read as it is: only the judge's own resuming drops a cut line
+    assert path.read_text().count("\n") == 1
+    path.write_text(line)
+    judged = judgments_from(path)
+    assert judged.path == path and judged.settings == {"m_crash_detection_code": {"torch_1_reproduced": "correct"}}
+    path.write_text(line.replace('"m_crash_detection_code"', "5"))
+    with pytest.raises(JunoBenchError, match="not a judge's labels line"):
+        judgments_from(path)
+    (row,) = judge_agreement(judged, Judgments({"m_crash_detection_code": {"torch_1_reproduced": "wrong"}}))
+    assert (row.model, row.mismatches, row.accuracy) == ("m", {"-RT": 1}, {"-RT": 0.0})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        row.model = "x"  # type: ignore[misc]
+    assert isinstance(row, JudgeRow)
+    with pytest.raises(JunoBenchError, match="share no setting") as caught:
+        judge_agreement(judged, Judgments({"other": {"torch_1_reproduced": "wrong"}}))
+    assert caught.value.problem_.hint == "judge settings: m_crash_detection_code"
+
+
+def test_judged_folders_take_pass_folders_only(tmp_path):
+    import os
+
+    from junobench.diagnosis.judge import read_judged_folders
+
+    root = tmp_path / "llms_outputs"
+    setting = root / "results_parsed_1" / "gpt" / "crash_detection_code"
+    setting.mkdir(parents=True)
+    (setting / "torch_1_reproduced.json").write_text('["[Correct]", "[Correct]"]')
+    (root / "results_parsed_2").write_text("a file, not a pass")
+    (root / "results_parsed_1" / "notes.txt").write_text("a file beside the models")
+    (root / "results_parsed_1" / "gpt" / "readme").write_text("a file beside the settings")
+    elsewhere = tmp_path / "elsewhere" / "crash_detection_code"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "torch_2_reproduced.json").write_text('["[Wrong]"]')
+    os.symlink(elsewhere.parent, root / "results_parsed_1" / "linked")
+    os.symlink(elsewhere, root / "results_parsed_1" / "gpt" / "linked_setting")
+    judged = read_judged_folders(root)
+    assert judged.settings == {"gpt_crash_detection_code": {"torch_1_reproduced": "correct"}}
+    with pytest.raises(JunoBenchError, match="no such pass folder"):
+        read_judged_folders(root, passes=["results_parsed_9"])

@@ -69,7 +69,7 @@ SYSTEM = (
 
 
 def messages(truth: Mapping[str, Any], prediction: Mapping[str, Any], *,
-             reverse: bool = False) -> list[dict[str, str]]:
+             reverse: bool) -> list[dict[str, str]]:
     """The judge's request for one run: ground truth first (prediction first with
     ``reverse``)."""
     crash = bool(truth["crash"])
@@ -95,7 +95,7 @@ def majority(labels: Iterable[str | None]) -> str | None:
     """The most frequent outcome among ``labels`` (unreadable ones left out), a tie to the
     one seen first; None when none is readable."""
     counts = Counter(label for label in labels if label is not None)
-    return counts.most_common(1)[0][0] if counts else None
+    return max(counts, key=counts.__getitem__) if counts else None  # (the first of the most)
 
 
 def reduce_passes(passes: Sequence[Sequence[str | None]]) -> str | None:
