@@ -256,7 +256,7 @@ def test_the_outputs_of_two_settings_and_of_three(tmp_path):
     latex = render_scores(three, "latex")
     assert latex.startswith("% End-to-end") and latex.count("\n% ") == 2
     assert not render_scores(three, "markdown").startswith("%")
-    with pytest.raises(JunoBenchError, match="unknown format 'yaml'.*use table, json"):
+    with pytest.raises(JunoBenchError, match=r"unknown format 'yaml'.*use table, json"):
         render_scores(three, "yaml")
     with pytest.raises(JunoBenchError, match="no setting"):
         render_scores({}, "json")

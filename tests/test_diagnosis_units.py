@@ -315,7 +315,8 @@ def test_labels_files_read_back_as_judgments(tmp_path):
     from junobench.diagnosis.judge import JudgeRow, judge_agreement, judgments_from
 
     path = tmp_path / "labels.jsonl"
-    line = '{"setting": "m_crash_detection_code", "instance": "torch_1_reproduced", "pass": 1, "labels": ["[Correct]"]}\n'
+    line = ('{"setting": "m_crash_detection_code", "instance": "torch_1_reproduced", "pass": 1, '
+            '"labels": ["[Correct]"]}\n')
     path.write_text(line + line.replace('"pass": 1', '"pass": 2')[:-30])  # a cut last line
     with pytest.raises(JunoBenchError, match="line 2"):
         judgments_from(path)  # read as it is: only the judge's own resuming drops a cut line
