@@ -358,3 +358,92 @@ def test_judged_folders_take_pass_folders_only(tmp_path):
     assert judged.settings == {"gpt_crash_detection_code": {"torch_1_reproduced": "correct"}}
     with pytest.raises(JunoBenchError, match="no such pass folder"):
         read_judged_folders(root, passes=["results_parsed_9"])
+
+
+# --------------------------------------------------------------------------- the judge in Inspect
+
+
+class _Grader:
+    """An Inspect model that answers every judge request the same way, and keeps them."""
+
+    def __init__(self, answer: str) -> None:
+        self.answer, self.requests = answer, []
+
+    async def generate(self, chat):
+        from types import SimpleNamespace
+
+        self.requests.append(chat)
+        return SimpleNamespace(completion=self.answer)
+
+
+@pytest.mark.parametrize(("target", "answer", "judged"), [
+    ("true", "Same cause. [Partially correct]", "partially correct"),
+    ("false", "No crash indeed. [Correct]", "correct"),
+    ("false", "Nonsense on a fixed one. [Reasoning Wrong]", "unverified"),  # not an outcome there
+])
+def test_the_inspect_scorer_judges_five_times_in_the_normal_order(monkeypatch, target, answer, judged):
+    import asyncio
+    from types import SimpleNamespace
+
+    pytest.importorskip("inspect_ai")
+    from inspect_ai.scorer import Target
+
+    from junobench.diagnosis import inspect_judge
+
+    grader = _Grader(answer)
+    asked: list[object] = []
+    monkeypatch.setattr(inspect_judge, "get_model", lambda name=None: asked.append(name) or grader)
+    state = SimpleNamespace(metadata={"diagnosis": "the key is gone"},
+                            output=SimpleNamespace(completion="I think it crashes: TRUE"))
+    score = asyncio.run(inspect_judge.diagnosis_judge()(state, Target(target)))
+    assert score.value == judged and len(grader.requests) == 5 and asked == [None]
+    system, user = grader.requests[0]
+    assert type(system).__name__ == "ChatMessageSystem" and system.content.startswith("You judge")
+    assert user.content.index("Ground truth") < user.content.index("Prediction:")
+    assert "Predicted reasoning: I think it crashes: TRUE" in user.content  # no JSON reasoning: the text
+    asyncio.run(inspect_judge.diagnosis_judge(model="self")(state, Target(target)))
+    asyncio.run(inspect_judge.diagnosis_judge(model="openai/judge")(state, Target(target)))
+    assert asked == [None, None, "openai/judge"]
+
+
+def test_the_inspect_metrics_and_the_epochs_reduction():
+    pytest.importorskip("inspect_ai")
+    from inspect_ai.scorer import SampleScore, Score
+
+    from junobench.diagnosis import inspect_judge
+
+    scores = [SampleScore(score=Score(value=v), sample_id=str(i))
+              for i, v in enumerate(["correct", "partially correct", "correct", "wrong"])]
+    assert inspect_judge.end_to_end_accuracy()(scores) == 0.5
+    assert inspect_judge.end_to_end_accuracy()([]) == 0.0
+    assert inspect_judge.partially_correct()(scores) == 1.0
+    assert inspect_judge.reasoning_wrong()(scores) == 0.0
+    epochs = [Score(value="x", metadata={"judge_labels": ["wrong", "correct"], "truth": True}),
+              Score(value="x", metadata={"judge_labels": ["wrong"]}),
+              Score(value="x", metadata={"judge_labels": ["correct", "correct"]})]
+    reduced = inspect_judge.reduce_judged(epochs)
+    assert reduced.metadata == {"judge_labels": [["wrong", "wrong", "correct"], ["correct", None, "correct"]],
+                                "truth": True}
+    assert reduced.value == "wrong"  # pass 1: wrong, pass 2: correct; a tie goes to the first
+    assert inspect_judge.reduce_judged([]).value == "unverified"
+
+
+def test_a_log_s_judgments_leave_out_what_could_not_be_judged(monkeypatch, tmp_path):
+    from types import SimpleNamespace
+
+    pytest.importorskip("inspect_ai")
+    import inspect_ai.log
+
+    from junobench.diagnosis import inspect_judge
+
+    samples = [SimpleNamespace(value="correct", sample_id="torch_1_reproduced"),
+               SimpleNamespace(value="unverified", sample_id="torch_1_fixed"),
+               SimpleNamespace(value=0.5, sample_id="torch_2_fixed")]
+    log = SimpleNamespace(reductions=[SimpleNamespace(scorer="other", samples=[]),
+                                      SimpleNamespace(scorer=inspect_judge.NAME, samples=samples)])
+    monkeypatch.setattr(inspect_ai.log, "read_eval_log", lambda path: log)
+    judged = inspect_judge.judgments_from_log(tmp_path / "x.eval", "s")
+    assert judged.settings == {"s": {"torch_1_reproduced": "correct"}}
+    log.reductions = log.reductions[:1]
+    with pytest.raises(JunoBenchError, match="the log has no diagnosis_judge scores"):
+        inspect_judge.judgments_from_log(tmp_path / "x.eval", "s")

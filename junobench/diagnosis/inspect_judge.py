@@ -89,15 +89,16 @@ def diagnosis_judge(model: str | None = None, passes: int = 5, reverse: bool = F
 def reduce_judged(scores: list[Score]) -> Score:
     """The epochs' judge labels reduced: per pass the majority over the epochs, then over
     the passes."""
+    if not scores:
+        return Score(value=UNVERIFIED, answer=None, metadata={"judge_labels": [], "truth": None})
     per_epoch: list[list[str | None]] = [list((s.metadata or {}).get("judge_labels") or [])
                                          for s in scores]
-    passes = max((len(labels) for labels in per_epoch), default=0)
+    passes = max(len(labels) for labels in per_epoch)
     by_pass = [[labels[p] if p < len(labels) else None for labels in per_epoch]
                for p in range(passes)]
     judged = reduce_passes(by_pass)
     return Score(value=judged or UNVERIFIED, answer=judged,
-                 metadata={"judge_labels": by_pass,
-                           "truth": (scores[0].metadata or {}).get("truth") if scores else None})
+                 metadata={"judge_labels": by_pass, "truth": (scores[0].metadata or {}).get("truth")})
 
 
 def judgments_from_log(path: str | Path, setting: str) -> Judgments:
