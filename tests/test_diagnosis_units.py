@@ -413,8 +413,8 @@ def test_the_inspect_metrics_and_the_epochs_reduction():
     from junobench.diagnosis import inspect_judge
 
     scores = [SampleScore(score=Score(value=v), sample_id=str(i))
-              for i, v in enumerate(["correct", "partially correct", "correct", "wrong"])]
-    assert inspect_judge.end_to_end_accuracy()(scores) == 0.5
+              for i, v in enumerate(["correct", "partially correct", "correct", "wrong", "correct"])]
+    assert inspect_judge.end_to_end_accuracy()(scores) == 0.6
     assert inspect_judge.end_to_end_accuracy()([]) == 0.0
     assert inspect_judge.partially_correct()(scores) == 1.0
     assert inspect_judge.reasoning_wrong()(scores) == 0.0
