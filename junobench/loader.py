@@ -81,7 +81,7 @@ def load_rows(
         if found is not None:
             table, report = found
             if all(name in table.column_names for name in (*(columns or ()), *criteria)):
-                _log(report.summary())
+                _log(root, report.summary())
                 keep = matching_indices(table, criteria)
                 rows: list[dict[str, Any]] = table.select(list(columns or table.column_names)).to_pylist()
                 return rows if keep is None else [rows[i] for i in keep]  # (Table.take imports pandas)
@@ -99,10 +99,17 @@ def _load_root(root: Path, config: str, criteria: Criteria, *, skip_invalid: boo
     from junobench.data.build import build
 
     dataset, report = build(root, config, skip_invalid=skip_invalid, cache_dir=cache_dir)
-    _log(report.summary())
+    _log(root, report.summary())
     return apply_filters(dataset, criteria)
 
 
-def _log(lines: list[str]) -> None:
+#: The notes logged by this process, with their snapshot: each is logged once, however
+#: often the same records are loaded (``load(S, "cases")`` then ``load(S, "notebooks")``).
+_LOGGED: set[tuple[str, str]] = set()
+
+
+def _log(root: Path, lines: list[str]) -> None:
     for line in lines:
-        logger.warning(line)
+        if (str(root), line) not in _LOGGED:
+            _LOGGED.add((str(root), line))
+            logger.warning(line)

@@ -39,6 +39,16 @@ def render(rows: Sequence[Mapping[str, Any]], fmt: str, columns: Sequence[str] |
     raise ValueError(f"unknown format {fmt!r}")
 
 
+def some(items: Sequence[str], limit: int = 8) -> str:
+    """The first ``limit`` of ``items``, and how many more: how a note names cases.
+
+    >>> some([f"torch_{n}" for n in range(1, 11)], 3)
+    'torch_1, torch_2, torch_3, … (+7)'
+    """
+    shown = ", ".join(items[:limit])
+    return shown + (f", … (+{len(items) - limit})" if len(items) > limit else "")
+
+
 def markdown(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
     """A GitHub-flavoured Markdown table, numbers right-aligned. Headers and cells are
     text (:func:`~junobench.safety.text.markdown_text`): ``|``, Markdown markup and HTML

@@ -85,6 +85,14 @@ ORIGINS: tuple[str, ...] = ("labeled in empirical study", "newly sampled")
 #: The former name of :data:`ORIGINS` (the values of the ``source`` record field).
 SOURCES = ORIGINS
 
+#: JunoBench as published (the PELAB-LiU/JunoBench dataset and its paper): how many cases
+#: of each library, numbered from 1 (``tensorflow_1`` … ``tensorflow_15``), 111 in all.
+PUBLISHED_CASES: dict[str, int] = {
+    "tensorflow": 15, "torch": 15, "sklearn": 15, "numpy": 15, "pandas": 15,
+    "matplotlib": 6, "seaborn": 6, "statsmodels": 2, "torchvision": 1, "lightgbm": 1,
+    "NBspecific": 20,
+}
+
 #: Notebook versions of a case; ``reproduced`` and ``fixed`` are the evaluation instances.
 VERSIONS: tuple[str, ...] = ("original", "reproduced", "fixed")
 EVALUATED_VERSIONS: tuple[str, ...] = ("reproduced", "fixed")
@@ -126,6 +134,17 @@ def library_label(library: str) -> str:
 def instance_id(case_id: str, version: str) -> str:
     """The evaluation instance of a case's notebook: ``torch_7_reproduced``."""
     return f"{case_id}_{version}"
+
+
+def published_instances() -> frozenset[str]:
+    """The 222 evaluation instances of JunoBench as published (:data:`PUBLISHED_CASES`).
+
+    >>> len(published_instances()), "NBspecific_20_fixed" in published_instances()
+    (222, True)
+    """
+    return frozenset(instance_id(f"{library}_{number}", version)
+                     for library, count in PUBLISHED_CASES.items()
+                     for number in range(1, count + 1) for version in EVALUATED_VERSIONS)
 
 
 def split_instance(instance: str) -> tuple[str, str]:

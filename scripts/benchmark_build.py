@@ -6,8 +6,12 @@ each phase in a fresh process with a cold records cache:
 
 - the floor: read and ``json.loads`` every notebook, nothing else (also printed with
   msgspec, the faster parser the build uses, for comparison);
-- the build: ``cases`` + ``notebooks`` records from a cold cache, as ``junobench build``
-  prepares them (content fingerprint, tables, notebooks, Arrow files of both configs);
+- the load, the public path: ``junobench.load(S, "cases")`` then ``junobench.load(S,
+  "notebooks")`` in a fresh process from empty caches (records and digest memo), the
+  import of ``datasets`` included, as a user's first load runs;
+- the build alone: ``cases`` + ``notebooks`` records from a cold cache, as ``junobench
+  build`` prepares them (content fingerprint, tables, notebooks, Arrow files of both
+  configs), ``datasets`` imported before the clock starts;
 - the warm load: the same with the cache current, and the cost of its cache key (every
   file's size, inode, modification and change times) against a key of size and
   modification time alone, which misses edits that keep both.
@@ -15,8 +19,10 @@ each phase in a fresh process with a cold records cache:
 The file-digest memo of the cache key is kept in the work folder (``$JUNOBENCH_CACHE``),
 so every run starts from an empty memo and leaves none of the synthetic snapshot's
 digests in the user's cache. Each phase runs ``--repeat`` times (interleaved); the best
-time of each is compared, as one-off noise on a shared machine only ever adds time. Prints both times, their ratio,
-notebooks/s and the peak RSS of the build (its own process and its worker processes).
+time of each is compared, as one-off noise on a shared machine only ever adds time. Prints the times, the
+ratios to the floor in wall-clock and in CPU seconds (the process and its workers: the
+steadier figure when other work shares the machine), notebooks/s and the peak RSS of
+the build (its own process and its worker processes).
 Usage::
 
     python scripts/benchmark_build.py [--replicas 100] [--source DIR] [--workdir DIR] [--repeat 3]
@@ -86,7 +92,7 @@ def replicate(source: Path, target: Path, replicas: int) -> int:
 
 
 FLOOR = """
-import json, os, sys, time
+import json, os, resource, sys, time
 root = sys.argv[1]
 loads = json.loads
 if len(sys.argv) > 2:  # the JSON parser the build uses (stdlib json is the floor)
@@ -100,7 +106,35 @@ for case in os.scandir(os.path.join(root, "benchmark")):
             with open(entry.path, "rb") as handle:
                 loads(handle.read())
             count += 1
-print(json.dumps({"seconds": time.perf_counter() - start, "notebooks": count}))
+usage = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"seconds": time.perf_counter() - start, "notebooks": count,
+                  "cpu": usage.ru_utime + usage.ru_stime}))
+"""
+
+LOAD = """
+import json, os, resource, sys, time
+root, cache = sys.argv[1], sys.argv[2]
+os.environ["JUNOBENCH_CACHE"] = os.path.join(cache, "junobench")  # records and digest memo: empty
+os.environ["HF_HOME"] = os.path.join(cache, "hf")
+import logging
+logging.getLogger("junobench").disabled = True  # the notes are the same in every run
+
+
+def cpu():
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return sum(u.ru_utime + u.ru_stime for u in usage)
+
+
+before, start = cpu(), time.perf_counter()
+import junobench
+cases = junobench.load(root, "cases")
+notebooks = junobench.load(root, "notebooks")
+seconds, used = time.perf_counter() - start, cpu() - before
+result = {"seconds": seconds, "cpu": used, "cases": len(cases), "notebooks": len(notebooks)}
+del cases, notebooks
+import shutil
+shutil.rmtree(cache)
+print(json.dumps(result))
 """
 
 BUILD = """
@@ -110,13 +144,21 @@ datasets.disable_progress_bars()
 from junobench.data.build import prepare
 from pathlib import Path
 root, cache = Path(sys.argv[1]), sys.argv[2]
-start = time.perf_counter()
+
+
+def cpu():
+    usage = [resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)]
+    return sum(u.ru_utime + u.ru_stime for u in usage)
+
+
+before, start = cpu(), time.perf_counter()
 built, _ = prepare(root, ("cases", "notebooks"), cache_dir=cache)  # what `junobench build` does
-seconds = time.perf_counter() - start
+seconds, used = time.perf_counter() - start, cpu() - before
 cases, notebooks = built["cases"], built["notebooks"]
 rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
           resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
-result = {"seconds": seconds, "cases": len(cases), "notebooks": len(notebooks), "peak_rss_mb": rss}
+result = {"seconds": seconds, "cpu": used, "cases": len(cases), "notebooks": len(notebooks),
+          "peak_rss_mb": rss}
 del built, cases, notebooks
 import shutil
 shutil.rmtree(cache)  # not needed again; gone before the system writes it back to disk
@@ -173,6 +215,10 @@ def run(code: str, *args: str) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def _median_ratio(runs: list[dict], floors: list[dict]) -> float:
+    return statistics.median(r["seconds"] for r in runs) / statistics.median(f["seconds"] for f in floors)
+
+
 def _times(runs: list[dict]) -> str:
     return " ".join(f"{r['seconds']:.2f}" for r in runs) + " s"
 
@@ -201,24 +247,28 @@ def main() -> int:
         print(f"synthetic snapshot: {cases} cases ({args.replicas} replicas) "
               f"in {time.perf_counter() - start:.1f}s at {snapshot}")
         run(FLOOR, str(snapshot))  # warm the page cache so both phases read from memory
-        floors, fast_floors, builds = [], [], []
-        for attempt in range(args.repeat):  # interleaved, so both see the same machine
+        floors, fast_floors, loads, builds = [], [], [], []
+        for attempt in range(args.repeat):  # interleaved, so all see the same machine
             floors.append(run(FLOOR, str(snapshot)))
             fast_floors.append(run(FLOOR, str(snapshot), "msgspec"))
+            loads.append(run(LOAD, str(snapshot), str(work / f"load-{attempt}")))
             builds.append(run(BUILD, str(snapshot), str(work / f"cache-{attempt}")))
-        floor, fast_floor, build = (min(runs, key=lambda r: r["seconds"])
-                                    for runs in (floors, fast_floors, builds))
-        ratio = build["seconds"] / floor["seconds"]
-        print(f"best of {args.repeat} runs each "
-              f"(floor {_times(floors)}; build {_times(builds)})")
-        print(f"floor (read + json-parse {floor['notebooks']} notebooks): {floor['seconds']:.2f}s")
-        print(f"build (cases {build['cases']} + notebooks {build['notebooks']}):   "
-              f"{build['seconds']:.2f}s")
-        print(f"build/floor ratio: {ratio:.2f}")
-        median = statistics.median(b["seconds"] for b in builds) / statistics.median(f["seconds"] for f in floors)
-        print(f"  (ratio of the medians: {median:.2f})")
+        floor, fast_floor, load, build = (min(runs, key=lambda r: r["seconds"])
+                                          for runs in (floors, fast_floors, loads, builds))
+        print(f"best of {args.repeat} runs each (floor {_times(floors)}; load {_times(loads)}; "
+              f"build {_times(builds)})")
+        print(f"floor (read + json-parse {floor['notebooks']} notebooks): {floor['seconds']:.2f}s "
+              f"({floor['cpu']:.2f} CPU s)")
+        print(f"load (junobench.load cases {load['cases']}, then notebooks {load['notebooks']}, "
+              f"from empty caches): {load['seconds']:.2f}s ({load['cpu']:.2f} CPU s)")
+        print(f"  load/floor ratio: {load['seconds'] / floor['seconds']:.2f} "
+              f"(medians {_median_ratio(loads, floors):.2f}; CPU {load['cpu'] / floor['cpu']:.2f})")
+        print(f"build alone (cases {build['cases']} + notebooks {build['notebooks']}, datasets "
+              f"imported): {build['seconds']:.2f}s ({build['cpu']:.2f} CPU s)")
+        print(f"  build/floor ratio: {build['seconds'] / floor['seconds']:.2f} "
+              f"(medians {_median_ratio(builds, floors):.2f}; CPU {build['cpu'] / floor['cpu']:.2f})")
         print(f"  (floor with msgspec, the parser the build uses: {fast_floor['seconds']:.2f}s, "
-              f"ratio {build['seconds'] / fast_floor['seconds']:.2f})")
+              f"build ratio {build['seconds'] / fast_floor['seconds']:.2f})")
         print(f"notebooks/s: {build['notebooks'] / build['seconds']:,.0f}")
         print(f"peak RSS of the build: {max(b['peak_rss_mb'] for b in builds):.0f} MB")
         warm = run(WARM, str(snapshot), str(work / "cache-warm"))

@@ -12,15 +12,17 @@ one file after another (fast ones first, each with ``-x``, under a time limit): 
 is *killed* when a test fails (or the run exceeds the limit: counted as killed and
 listed apart), else it *survives*. The tests must pass on the unchanged module first.
 
-Targets (``--group``): ``estimator`` (the library-cause estimator) and ``metrics`` (the
-crash-detection metrics: ``metrics.py``, ``uncertainty.py``, ``compare.py``), or any
+Targets (``--group``): ``estimator`` (the library-cause estimator), ``metrics`` (the
+crash-detection metrics: ``metrics.py``, ``uncertainty.py``, ``compare.py``),
+``diagnosis`` (the ``junobench.diagnosis`` modules) and ``croissant`` (the Croissant
+metadata of an export), or any
 module with ``--target FILE --tests TEST...``. With ``--sample N`` a seeded random N of
 each target's mutants run (all of them otherwise), so a long target can be scored in
 minutes; the score is then that of the sample. Prints each group's score and lists
 every surviving mutant (file, line, the change); exits 1 when a score is below
 ``--threshold`` (default 0.9).
 
-    python scripts/mutation_score.py [--group estimator|metrics ...] [--sample N] [--seed S]
+    python scripts/mutation_score.py [--group estimator|metrics|diagnosis|croissant ...] [--sample N] [--seed S]
         [--timeout SECONDS] [--jobs N] [--lines FIRST-LAST]
 
 Not part of the test suite (it runs the suite's files hundreds of times); one test runs
@@ -63,6 +65,14 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("tests/test_detection_metrics.py", "tests/test_detection_compare.py",
          "tests/test_evaluate_scoring.py", "tests/test_evaluate_uncertainty.py"),
     ),
+    "diagnosis": (
+        ("junobench/diagnosis/judgments.py", "junobench/diagnosis/endtoend.py",
+         "junobench/diagnosis/agreement.py", "junobench/diagnosis/annotation.py",
+         "junobench/diagnosis/judge.py", "junobench/diagnosis/inspect_judge.py"),
+        ("tests/test_jsonl.py", "tests/test_diagnosis_input.py", "tests/test_diagnosis_scoring.py",
+         "tests/test_diagnosis_annotation.py", "tests/test_diagnosis_judge.py"),
+    ),
+    "croissant": (("junobench/hub/croissant.py",), ("tests/test_croissant.py",)),
 }
 #: Modules scored only above a line (the rest is another concern, tested elsewhere): the
 #: library-cause module's table reading and scoring of labelled tables, below the
@@ -74,7 +84,7 @@ ENDS: dict[str, str] = {
 #: bound that only saves time), the comment saying why.
 PRAGMA = "# pragma: no mutate"
 #: What a private copy of this project holds (enough to run its tests).
-PROJECT_FILES = ("junobench", "tests", "scripts", "conftest.py", "pyproject.toml")
+PROJECT_FILES = ("junobench", "tests", "scripts", "data_cards", "conftest.py", "pyproject.toml")
 
 _BINARY: dict[type[ast.operator], tuple[str, str]] = {
     ast.Add: ("+", "-"), ast.Sub: ("-", "+"), ast.Mult: ("*", "/"), ast.Div: ("/", "*"),

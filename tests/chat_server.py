@@ -10,7 +10,9 @@ body)`` returns an HTTP status, ``"drop"`` to close the connection without a rep
 ``"garbage"`` for a 200 that is not JSON, ``"drip"`` for a reply sent one byte a second,
 ``"huge"`` for a 200 whose body streams ``huge_bytes`` of JSON without a length, ``"huge
 declared"`` the same with its Content-Length, or None); ``sent`` counts the bytes those
-modes wrote, ``started`` records when each request came in. It runs on aiohttp's event loop in a
+modes wrote, ``started`` records when each request came in. ``hold(body)`` true keeps a
+request unanswered until :meth:`ChatServer.release` (``held`` counts those waiting), so
+a test can act while a client certainly has requests in flight. It runs on aiohttp's event loop in a
 background thread, so a thousand waiting answers cost no thread each: a client's
 throughput against it is bounded by the delay, not by the server.
 
@@ -60,8 +62,12 @@ def chat_messages(body: dict[str, Any]) -> list[dict[str, str]]:
 
 class ChatServer:
     def __init__(self, answer: Answer, *, fail: Fail | None = None, api_key: str | None = None,
-                 delay: float = 0.0, port: int = 0, huge_bytes: int = 2 << 30) -> None:
+                 delay: float = 0.0, port: int = 0, huge_bytes: int = 2 << 30,
+                 hold: Callable[[dict[str, Any]], bool] | None = None) -> None:
         self.answer = answer
+        self.hold = hold
+        self.held = 0
+        self._released: asyncio.Event | None = None
         self.fail = fail
         self.api_key = api_key
         self.delay = delay
@@ -95,11 +101,18 @@ class ChatServer:
         self._thread.join(timeout=30)
         self._loop.close()
 
+    def release(self) -> None:
+        """Answer the held requests, and every request from now on."""
+        self.hold = None
+        if self._released is not None:
+            self._loop.call_soon_threadsafe(self._released.set)
+
     def targets(self) -> list[str]:
         with self._lock:
             return [target_of(b) for b in self.requests]
 
     async def _start(self) -> None:
+        self._released = asyncio.Event()
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
@@ -149,6 +162,11 @@ class ChatServer:
             self.in_flight += 1
             self.most_in_flight = max(self.most_in_flight, self.in_flight)
         try:
+            hold = self.hold
+            if hold is not None and hold(body) and self._released is not None:
+                with self._lock:
+                    self.held += 1
+                await self._released.wait()
             if self.delay:
                 await asyncio.sleep(self.delay)
             content = self.answer(body)

@@ -16,8 +16,16 @@ import warnings
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from junobench.data.tables import read_table, write_table
+
+# Property tests do not depend on the machine's speed: no per-example deadline and no
+# health check on how long generating the examples takes (a loaded machine trips both);
+# a failure is a wrong answer, never a slow one.
+settings.register_profile("junobench", deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+settings.load_profile("junobench")
 
 REPO = Path(__file__).resolve().parent.parent
 # The scripts' folder, where scripts (and tests loading them) find their shared helpers,
@@ -97,6 +105,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
             return "ray" if module in RAY_MODULES else module
 
     return ModulesAndRay(config, log)
+
+
+@pytest.fixture(autouse=True)
+def _notes_logged_again() -> None:
+    """Each test sees the notes of the records it loads: a process logs each note once
+    (junobench.loader), and the tests share their worker process."""
+    from junobench import loader
+
+    loader._LOGGED.clear()
 
 
 @pytest.fixture(scope="session")

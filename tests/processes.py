@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import platform
 import time
 from pathlib import Path
+
+#: Linux system calls of a sleep (``nanosleep``, ``clock_nanosleep``: ``time.sleep``).
+_SLEEP_CALLS = {"x86_64": {35, 230}, "aarch64": {101, 115}}
 
 
 def alive(pid: int) -> bool:
@@ -62,3 +66,36 @@ def processes_with(text: str, name: str | None = None) -> list[int]:
         if text.encode() in command and (name is None or comm == name):
             found.append(int(entry.name))
     return found
+
+
+def kernel_sleeping(pid: int, seconds: float = 60) -> bool:
+    """Whether the Jupyter kernel of process ``pid`` (itself, or below it inside its
+    sandbox) sleeps with its main thread for at least ``seconds`` more: it runs a cell
+    such as ``time.sleep(300)``, not a short sleep of its start-up (Linux, read from
+    /proc: the system call, and the time it sleeps until)."""
+    for process in [pid, *descendants(pid)]:
+        try:
+            command = Path(f"/proc/{process}/cmdline").read_bytes()
+            if b"\0-m\0ipykernel_launcher\0" in command and _sleep_left(process) >= seconds:
+                return True
+        except (OSError, ValueError, IndexError):
+            continue
+    return False
+
+
+def _sleep_left(pid: int) -> float:
+    """Seconds process ``pid``'s main thread still sleeps (0 when it does not)."""
+    import struct
+
+    fields = Path(f"/proc/{pid}/syscall").read_text().split()
+    if not fields[0].isdigit() or int(fields[0]) not in _SLEEP_CALLS.get(platform.machine(), set()):
+        return 0.0
+    args = [int(f, 16) for f in fields[1:4]]
+    clock_nanosleep = int(fields[0]) in (230, 115)
+    pointer = args[2] if clock_nanosleep else args[0]
+    with open(f"/proc/{pid}/mem", "rb") as memory:
+        memory.seek(pointer)
+        sec, nsec = struct.unpack("qq", memory.read(16))
+    until = sec + nsec / 1e9
+    absolute = clock_nanosleep and args[1] & 1  # TIMER_ABSTIME, on CLOCK_MONOTONIC
+    return until - time.monotonic() if absolute else until

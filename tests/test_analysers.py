@@ -286,7 +286,7 @@ def test_detect_verb_runs_an_analyser(capsys, tmp_path):
     assert code == 0 and stdout == "" and "wrote 0 predictions of pylint" in stderr and "2 were already" in stderr
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=5),
                     lambda inner: st.lists(inner, max_size=4)
                     | st.dictionaries(st.sampled_from(["line", "range", "start", "message",

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import datasets
@@ -133,39 +134,89 @@ def _spools(cache) -> list[str]:
     return sorted(p.name for p in cache.glob("junobench-spool-*"))
 
 
-def test_a_first_preparation_parses_while_its_cache_key_is_computed(reference_snapshot, tmp_path, monkeypatch):
+def test_a_first_preparation_reads_each_file_once_for_its_records_and_its_key(
+        reference_snapshot, tmp_path, monkeypatch):
     """The first preparation of a snapshot folder into a cache starts its worker processes
-    before the key (a walk of every file) and uses what they parsed; a later one, with
-    records noted, computes the key first and starts no process for nothing."""
+    at once; they parse the case folders and digest their files from the same reads, and
+    the cache key made of their digests is the one a walk of the snapshot gives. A later
+    preparation, with records noted, computes the key first and starts no process."""
     import multiprocessing
 
     from junobench.data import build as build_module
+    from junobench.data import digests as digests_module
     from junobench.data import preparation
 
-    workers_at_key: list[int] = []
+    keys: list[tuple[str, int]] = []  # who computed a key, and how many folders workers gave
     pools: list[object] = []
 
-    def watched(root):
-        workers_at_key.append(len(multiprocessing.active_children()))
-        return fingerprint(root)
+    def watched(module):
+        def key(root, **given):
+            keys.append((module, len(given.get("folders") or {})))
+            return fingerprint(root, **given)
+        return key
 
     class CountedShards(preparation.ParallelShards):
         def __init__(self, *args):
             pools.append(self)
             super().__init__(*args)
 
-    monkeypatch.setattr(build_module, "fingerprint", watched)
+    monkeypatch.setattr(build_module, "fingerprint", watched("build"))
+    monkeypatch.setattr(preparation, "fingerprint", watched("workers"))
     monkeypatch.setattr(preparation, "ParallelShards", CountedShards)
     single = build(reference_snapshot, "cases", cache_dir=tmp_path / "one", num_proc=1)[0]
     early = build(reference_snapshot, "cases", cache_dir=tmp_path / "two", num_proc=2)[0]
-    assert workers_at_key == [0, 2]
+    assert keys == [("build", 0), ("workers", 111)]
     assert len(pools) == 1  # the builder used the processes started before the key
     assert early.data.table.equals(single.data.table)
+    # the same key: the records lie at the same place in each cache
+    assert Path(early.cache_files[0]["filename"]).relative_to(tmp_path / "two") == \
+        Path(single.cache_files[0]["filename"]).relative_to(tmp_path / "one")
     again = build(reference_snapshot, "cases", cache_dir=tmp_path / "two", num_proc=2)[0]
-    assert workers_at_key == [0, 2, 0]
+    assert keys[2:] == [("build", 0)] and len(pools) == 1
     assert again.data.table.equals(single.data.table)
     assert multiprocessing.active_children() == []
     assert _spools(tmp_path / "two") == []
+    # the workers' digests went into the memo: a walk of the snapshot reads no file now
+    monkeypatch.setattr(digests_module, "_read_digest", lambda path: pytest.fail(f"read {path}"))
+    assert fingerprint(reference_snapshot) == fingerprint(reference_snapshot, folders={})
+
+
+def test_the_workers_fingerprint_entries_are_the_walk_s(tmp_path, monkeypatch):
+    """Case folders as workers digest them (files, data folders, links in and out, a FIFO)
+    give the entries of a walk of the snapshot, in its order."""
+    import os
+
+    from junobench.data.checkout import checkout
+    from junobench.data.digests import ContentDigests, ReadDigests
+    from junobench.data.snapshot import folder_entries
+
+    snap = checkout(["pandas_1", "pandas_2", "numpy_1"], "sample", tmp_path / "snap")
+    case = snap / "benchmark" / "pandas_1"
+    (case / "data" / "deeper").mkdir()
+    (case / "data" / "deeper" / "b.txt").write_text("b")
+    (case / "a.txt").write_text("a")
+    os.symlink("pandas_1.ipynb", case / "inside.ipynb")
+    os.symlink("/etc/hostname", case / "outside.txt")
+    os.mkfifo(case / "fifo")
+    root = str(snap.resolve())
+    for name in ("pandas_1", "pandas_2", "numpy_1"):
+        relative = f"benchmark/{name}"
+        with ContentDigests(under=root) as memo:
+            walked = folder_entries(root, relative, memo)
+        reader = ReadDigests(keep=lambda path, size: path.endswith(".ipynb"))
+        assert folder_entries(root, relative, reader) == walked, name
+        assert {os.path.basename(p) for p in reader.kept} >= {f"{name}_reproduced.ipynb"}
+    folders = {f"benchmark/{n}": folder_entries(root, f"benchmark/{n}", ReadDigests(lambda p, s: False))
+               for n in ("pandas_1", "numpy_1")}
+    expected = fingerprint(snap)
+    from junobench.data import digests as digests_module
+
+    monkeypatch.setenv("JUNOBENCH_CACHE", str(tmp_path / "empty-memo"))
+    read: list[str] = []
+    real_read = digests_module._read_digest
+    monkeypatch.setattr(digests_module, "_read_digest", lambda path: read.append(path) or real_read(path))
+    assert fingerprint(snap, folders=folders) == expected
+    assert read and not [p for p in read if "/pandas_1/" in p or "/numpy_1/" in p]  # not read again
 
 
 def test_an_early_parse_stops_when_the_preparation_does_not_need_it_or_fails(
@@ -173,6 +224,7 @@ def test_an_early_parse_stops_when_the_preparation_does_not_need_it_or_fails(
     import multiprocessing
 
     from junobench.data import build as build_module
+    from junobench.data import preparation
     from junobench.data.prepared import index_path
     from junobench.data.records import CONFIGS
 
@@ -184,10 +236,11 @@ def test_an_early_parse_stops_when_the_preparation_does_not_need_it_or_fails(
     assert again.data.table.equals(first.data.table)
     assert multiprocessing.active_children() == [] and _spools(cache) == []
 
-    def interrupted(root):
+    def interrupted(root, **given):
         raise KeyboardInterrupt
 
     monkeypatch.setattr(build_module, "fingerprint", interrupted)
+    monkeypatch.setattr(preparation, "fingerprint", interrupted)
     with pytest.raises(KeyboardInterrupt):
         build(reference_snapshot, "cases", cache_dir=tmp_path / "other", num_proc=2)
     assert multiprocessing.active_children() == [] and _spools(tmp_path / "other") == []

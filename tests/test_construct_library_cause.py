@@ -161,7 +161,7 @@ def test_truncated_and_odd_tracebacks_do_not_break_it() -> None:
     assert estimate(["just one string"]) is None
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.one_of(st.text(), st.lists(st.text(), max_size=5),
                  st.text(alphabet="[]'\", \\n-> 0123456789abcpdnt.:_/EroV", max_size=200)))
 def test_any_input_gives_a_label_or_none(value) -> None:

@@ -160,7 +160,7 @@ def test_a_linked_library_folder_is_refused(tmp_path):
         read_documents(tmp_path / "inputs")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.lists(st.sampled_from([*"# \n:ECTRNabcelx12{}", "# Executed Cells:\n", "## Cell 1:\n",
                                   "## Cell 2:\n", "\n\n", "# Target Cell:\n",
                                   "# Current relevent runtime information:\n",

@@ -14,7 +14,8 @@ import pytest
 from chat_server import ChatServer, target_of
 
 from junobench.cli import main
-from junobench.detection.detect import base_url, detect, finished_instances
+from junobench.detection.client import base_url
+from junobench.detection.detect import detect, finished_instances
 from junobench.detection.layouts import read_predictions
 from junobench.detection.tasks import build_tasks, write_tasks
 
@@ -80,30 +81,41 @@ def test_detect_writes_runs_per_task_that_evaluate_reads(tmp_path):
 
 @pytest.mark.skipif(os.name != "posix", reason="interrupts the run with SIGINT")
 def test_resume_after_interruption_does_not_repeat_finished_instances(tmp_path):
+    """SIGINT while requests are in flight (the server holds those of the last three
+    tasks until the run is interrupted: a state, not a moment, however loaded the
+    machine) exits 130 with the finished tasks written; the rerun asks only the rest."""
     tasks = fixture_tasks(6)
     task_file, _ = write_tasks(tasks, [], tmp_path / "tasks.jsonl", tmp_path / "truth.jsonl")
     out = tmp_path / "pred.jsonl"
-    with ChatServer(answer, delay=0.05) as server:
+    first_three = {t["target_cell"]["source"].strip() for t in tasks[:3]}
+    with ChatServer(answer, hold=lambda body: target_of(body) not in first_three) as server:
         command = [sys.executable, "-m", "junobench", "detect", "--tasks", str(task_file),
                    "--endpoint", server.url, "--model", "tiny", "--out", str(out),
                    "--no-progress"]
         first = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if out.exists() and len(out.read_text().splitlines()) >= 3:
-                break
-            time.sleep(0.02)
-        first.send_signal(signal.SIGINT)
-        _, err = first.communicate(timeout=60)
+        try:
+            deadline = time.monotonic() + 300  # a bound for a broken run, not a wait
+            while not (server.held and out.exists() and len(out.read_text().splitlines()) == 3):
+                if first.poll() is not None:
+                    pytest.fail(f"detect ended before the interrupt: {first.communicate()}")
+                if time.monotonic() > deadline:
+                    pytest.fail("three tasks were not written while the rest were held")
+                time.sleep(0.02)
+            first.send_signal(signal.SIGINT)
+            _, err = first.communicate(timeout=300)
+        finally:
+            if first.poll() is None:
+                first.kill()
         assert first.returncode == 130, err
         done_first = finished_instances(out)
-        assert 3 <= len(done_first) < len(tasks), "interrupt came too late to test resuming"
+        assert done_first == {t["id"] for t in tasks[:3]}
         asked_first = len(server.requests)
 
-        second = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+        server.release()
+        second = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
         assert second.returncode == 0, second.stderr
-        assert second.stdout == "" and f"{len(done_first)} were already there" in second.stderr
+        assert second.stdout == "" and "3 were already there" in second.stderr
         asked_again = {by_target(tasks)[t] for t in server.targets()[asked_first:]}
     assert not asked_again & done_first
     predictions = read_predictions(out)  # also checks that no instance appears twice

@@ -57,7 +57,7 @@ def test_blind_tasks_cannot_be_matched_to_runtime_information():
 
 def test_the_inspect_task_refuses_an_exclusion_without_a_file():
     pytest.importorskip("inspect_ai", reason="the inspect extra is not installed")
-    from junobench.detection.inspect_task import crash_detection
+    from junobench.inspect_tasks import crash_detection
 
     with pytest.raises(JunoBenchError, match="--runtime-exclude needs --runtime-info"):
         crash_detection(source="sample", runtime_exclude="V")

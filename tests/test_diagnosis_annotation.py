@@ -10,8 +10,8 @@ import random
 import pytest
 from cli_run import run_cli
 
-from junobench.detection.agreement import agreement, cohen_kappa, rater_agreement, read_second_rater
-from junobench.detection.annotation import (
+from junobench.diagnosis.agreement import agreement, cohen_kappa, rater_agreement, read_second_rater
+from junobench.diagnosis.annotation import (
     COLUMNS,
     Item,
     allocate,
@@ -21,8 +21,8 @@ from junobench.detection.annotation import (
     sample_size,
     second_rater_sample,
 )
-from junobench.detection.endtoend import score_judgments
-from junobench.detection.judgments import read_judgments
+from junobench.diagnosis.endtoend import score_judgments
+from junobench.diagnosis.judgments import read_judgments
 from junobench.errors import JunoBenchError
 
 QWEN = "Qwen_2_5_32B_Instruct_crash_detection_code"
@@ -186,7 +186,7 @@ def test_annotation_commands_on_blind_predictions(tmp_path, capsys):
     assert out == "" and "wrote 20 judgments" in err  # every notebook of the sample
     code, out, err = run_cli(capsys, "evaluate", "--judgments", str(judged), "--format", "json",
                              "--resamples", "10")
-    data = json.loads(out)["static"]
+    data = json.loads(out)["settings"]["static"]
     assert data["tp"] == 0 and data["partially_correct"] == count and data["n"] == 20
     # The second rater's sample of these diagnoses, on its own sheet with no settled rows.
     code, out, err = run_cli(capsys, "annotate", "export", str(preds), "--truth", truth,

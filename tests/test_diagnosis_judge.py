@@ -9,7 +9,8 @@ import pytest
 from chat_server import ChatServer
 from cli_run import run_cli
 
-from junobench.detection.judge import (
+from junobench.detection.predictions import write_predictions
+from junobench.diagnosis.judge import (
     judge,
     judge_agreement,
     judgments_from,
@@ -17,8 +18,7 @@ from junobench.detection.judge import (
     read_judged_folders,
     side_by_side,
 )
-from junobench.detection.judgments import read_judgments
-from junobench.detection.predictions import write_predictions
+from junobench.diagnosis.judgments import read_judgments
 
 TRUTH = {
     "torch_1_reproduced": {"crash": True, "diagnosis": "the tensor shapes do not match"},
@@ -60,7 +60,7 @@ def test_judge_through_a_local_server_resumes_and_reduces(tmp_path, capsys):
         assert first.index("Ground truth") < first.index("Prediction:")
         again = judge(preds, TRUTH, out, setting="m_code", endpoint=server.url, model="judge",
                       repeats=2)
-        assert again.written == [] and again.resumed == 6 and len(server.requests) == 18
+        assert again.written == [] and len(again.resumed) == 6 and len(server.requests) == 18
         judge(preds, TRUTH, tmp_path / "rev.jsonl", setting="m_code", endpoint=server.url,
               model="judge", repeats=1, reverse=True)
         last = server.requests[-1]["messages"][-1]["content"]
@@ -80,11 +80,11 @@ def test_judge_through_a_local_server_resumes_and_reduces(tmp_path, capsys):
     code, printed, err = run_cli(capsys, "evaluate", "--judgments", str(
         _write(tmp_path, judgments_from(out))), "--format", "json", "--resamples", "20")
     assert code == 0, err
-    assert json.loads(printed)["m_code"]["tp"] == 1
+    assert json.loads(printed)["settings"]["m_code"]["tp"] == 1
 
 
 def _write(tmp_path, judgments):
-    from junobench.detection.judgments import write_judgments
+    from junobench.diagnosis.judgments import write_judgments
 
     return write_judgments(tmp_path / "judged.jsonl", judgments)
 
@@ -126,9 +126,9 @@ def test_inspect_scorer_judges_each_epoch_and_reduces_as_crane(tmp_path, monkeyp
     pytest.importorskip("inspect_ai")
     from inspect_ai import eval as inspect_eval
 
-    from junobench.detection.inspect_judge import judgments_from_log
-    from junobench.detection.inspect_task import crash_detection
     from junobench.detection.tasks import tasks
+    from junobench.diagnosis.inspect_judge import judgments_from_log
+    from junobench.inspect_tasks import crash_detection
 
     items, truths = tasks("sample", library="pandas")
     crash = {t["target_cell"]["source"].strip(): r["crash"] for t, r in zip(items, truths, strict=True)}
@@ -167,6 +167,6 @@ def test_inspect_scorer_judges_each_epoch_and_reduces_as_crane(tmp_path, monkeyp
 
 
 def score_judgments_dict(judgments):
-    from junobench.detection.endtoend import score_judgments
+    from junobench.diagnosis.endtoend import score_judgments
 
     return score_judgments(judgments, resamples=10)["tiny"].to_dict()

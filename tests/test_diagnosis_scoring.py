@@ -10,8 +10,8 @@ import json
 import pytest
 from cli_run import run_cli
 
-from junobench.detection.endtoend import score_judgments
-from junobench.detection.judgments import Judgments, read_judgments, write_judgments
+from junobench.diagnosis.endtoend import score_judgments
+from junobench.diagnosis.judgments import Judgments, read_judgments, write_judgments
 from junobench.errors import JunoBenchError
 
 # Table 2(a) and Table 3 of the CRANE-LLM paper, as counts: tp, fp, tn, fn, partially
@@ -79,7 +79,7 @@ def test_cli_prints_every_setting_keyed_by_its_name(crane_summary, capsys):
     code, out, err = run_cli(capsys, "evaluate", "--judgments", str(crane_summary),
                              "--format", "json", "--resamples", "50")
     assert code == 0, err
-    data = json.loads(out)
+    data = json.loads(out)["settings"]
     assert len(data) == 10 and set(PUBLISHED) <= set(data)
     gpt = data["gpt_5_crash_detection_code"]
     assert {k: gpt[k] for k in ("tp", "fp", "tn", "fn", "partially_correct", "reasoning_wrong")} == {
@@ -105,7 +105,7 @@ def test_text_outputs_show_table_3_and_the_paired_tests(crane_summary, capsys):
     assert r"75.0 [" in out
     code, out, _ = run_cli(capsys, *args, "--format", "csv")
     rows = list(csv.DictReader(io.StringIO(out)))
-    assert [r["setting"] for r in rows] == args[6::2]
+    assert [r["setting"] for r in rows][:3] == args[6::2]  # then one row per pair
     assert rows[0]["reasoning_wrong"] == "11" and float(rows[0]["f1_low"]) < 0.646
 
 
@@ -117,6 +117,24 @@ def test_own_judgments_round_trip(published, crane_summary, tmp_path, suffix):
     assert again.settings == judgments.settings
     scores = score_judgments(path, resamples=100)
     assert {k: v.to_dict() for k, v in scores.items()} == {k: v.to_dict() for k, v in published.items()}
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv"])
+def test_settings_a_spreadsheet_would_take_for_formulas_round_trip(tmp_path, suffix, capsys):
+    """``+RT``/``-RT`` (the paper's names), ``=…``, ``@…`` and a name that starts with the
+    CSV's own text mark ``'`` come back as they were; no CSV cell starts a formula."""
+    names = ["+RT", "-RT", "=SUM(A1)", "@m", "'quoted", "''twice", "-1.5"]
+    judgments = Judgments({name: {"torch_1_reproduced": "correct", "torch_1_fixed": "wrong"}
+                           for name in names})
+    path = write_judgments(tmp_path / f"j{suffix}", judgments)
+    assert read_judgments(path).settings == judgments.settings
+    if suffix == ".csv":
+        cells = [row[1] for row in csv.reader(io.StringIO(path.read_text()))][1:]
+        assert cells[::2] == ["'" + name for name in names[:-1]] + ["-1.5"]
+    code, out, err = run_cli(capsys, "evaluate", "--judgments", str(path), "--format", "json",
+                             "--resamples", "10")
+    assert code == 0, err
+    assert list(json.loads(out)["settings"]) == names
 
 
 def test_a_hand_made_setting_scores_by_the_rule():
@@ -199,7 +217,7 @@ def test_judged_folders_are_not_the_raw_runs_and_reversed_ones_are_refused(
         crane_llm_dir / "results" / "results_summary.xlsx"), "--sheet", "Detection_only",
         "--format", "json", "--resamples", "10")
     assert code == 0, err
-    raw = json.loads(out)["gpt_5_crash_detection_code"]
+    raw = json.loads(out)["settings"]["gpt_5_crash_detection_code"]
     assert [round(raw[m], 3) for m in METRICS] == [0.790, 0.712, 0.749, 0.761]
     reversed_set = outputs / "results_parsed_reversed_1" / "gpt_5" / "crash_detection_code"
     code, out, err = run_cli(capsys, "evaluate", str(reversed_set), "--source",

@@ -175,7 +175,7 @@ _cells = st.lists(st.fixed_dictionaries({"cell_type": st.sampled_from(["code", "
                                                              _json)}), max_size=4)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.one_of(st.text(max_size=50), _json.map(json.dumps), _cells.map(lambda c: json.dumps({"cells": c}))),
        st.one_of(st.text(max_size=50), _cells.map(lambda c: json.dumps({"cells": c}))))
 def test_any_notebook_text_is_compared_without_raising(a: str, b: str) -> None:

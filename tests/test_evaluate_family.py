@@ -31,7 +31,7 @@ def test_three_settings_get_adjusted_p_values_in_every_format(crane_summary, cap
             "--setting", "gpt_5_crash_detection_code", "--setting",
             "gpt_5_crash_detection_code_runinfo", "--setting", "pylint_crash_detection_code"]
     from junobench.detection.compare import compare_reports
-    from junobench.detection.endtoend import score_judgments
+    from junobench.diagnosis.endtoend import score_judgments
 
     scores = score_judgments(crane_summary, settings=args[6::2], resamples=50)
     comparison = compare_reports(list(scores), [s.report for s in scores.values()], resamples=50)

@@ -84,9 +84,9 @@ def test_record_files_past_the_size_cap_are_refused_before_they_are_read(tmp_pat
     """Predictions, a detector's run files and tasks are read whole: a file past the cap
     (here a sparse one, larger than the cap set low) is refused by its size, not read."""
     from junobench import jsonl
-    from junobench.detection import layouts, predictions
+    from junobench.detection import layouts
 
-    for module in (jsonl, layouts, predictions):
+    for module in (jsonl, layouts):
         monkeypatch.setattr(module, "MAX_TEXT_BYTES", 1 << 20)
     jsonl_file = tmp_path / "p.jsonl"
     with jsonl_file.open("wb") as handle:

@@ -72,7 +72,7 @@ def test_resampling_keeps_a_case_s_two_notebooks_together():
     assert len(cases) == 40 and counts.tolist()[0] == [1, 1, 0, 0]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60)
 @given(st.lists(st.tuples(st.integers(0, 30), st.booleans(), st.booleans()), min_size=1,
                 max_size=120), st.integers(0, 2**32 - 1))
 def test_any_scores_interval_contains_the_estimate(items, seed):

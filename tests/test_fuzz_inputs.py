@@ -31,7 +31,7 @@ from junobench.hub.check import check
 from junobench.hub.read_export import CARD, CROISSANT, MANIFEST, PARQUET, read_manifest
 from junobench.hub.write_export import export
 
-FUZZ = settings(max_examples=120, deadline=None,
+FUZZ = settings(max_examples=120,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
 # --------------------------------------------------------------------------- hostile values

@@ -77,7 +77,7 @@ def test_inspect_runs_the_task_end_to_end_and_evaluate_scores_its_log(openai_env
                                                                        capsys):
     from inspect_ai import eval as inspect_eval
 
-    from junobench.detection.inspect_task import crash_detection
+    from junobench.inspect_tasks import crash_detection
 
     detector = Detector()
     with ChatServer(detector) as server:
@@ -119,7 +119,7 @@ def test_filters_and_runs_are_task_options(openai_env, tmp_path):
     from inspect_ai import eval as inspect_eval
     from inspect_ai.log import read_eval_log
 
-    from junobench.detection.inspect_task import crash_detection
+    from junobench.inspect_tasks import crash_detection
 
     detector = Detector()
     with ChatServer(detector) as server:
@@ -157,7 +157,7 @@ def test_inspect_eval_command_finds_the_registered_task(openai_env, tmp_path):
 
 
 def test_the_inspect_task_sends_crane_llms_published_inputs(crane_llm_dir, reference_snapshot):
-    from junobench.detection.inspect_task import crash_detection
+    from junobench.inspect_tasks import crash_detection
 
     folder = crane_llm_dir / "llms/llms_inputs/executed_code_runinfo"
     task = crash_detection(source=str(reference_snapshot), crane_inputs=str(folder),

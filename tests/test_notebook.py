@@ -181,7 +181,7 @@ def test_crash_line_skips_library_frames_of_a_chained_traceback():
     assert exception_of(chained) == "ValueError"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.text(max_size=20), st.from_regex(notebook_module._CELL_FRAME), st.text(max_size=20))
 def test_the_quick_test_before_the_cell_frame_pattern_never_skips_a_frame_it_matches(before, name, after):
     frame = before + name + after
@@ -225,7 +225,7 @@ notebooks = st.fixed_dictionaries({"nbformat": st.sampled_from([4, 4, 3, 2, 5, "
                                    "cells": st.one_of(st.lists(cells, max_size=6), json_values)})
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(st.one_of(st.binary(max_size=200), st.text(max_size=200), notebooks.map(json.dumps)))
 def test_parse_notebook_returns_a_notebook_or_a_clean_error(raw):
     try:
@@ -240,7 +240,7 @@ def test_parse_notebook_returns_a_notebook_or_a_clean_error(raw):
             assert steps[-1].code_cell_index == index
 
 
-@settings(max_examples=500, deadline=None)
+@settings(max_examples=500)
 @given(st.one_of(st.text(), st.lists(st.text(), max_size=6), st.lists(st.text()).map(str),
                  st.lists(st.text()).map(lambda v: str(v)[: len(str(v)) // 2]), json_values))
 def test_traceback_parsers_never_raise(value):

@@ -47,6 +47,7 @@ def test_the_wheel_carries_types_data_and_licence(wheel: zipfile.ZipFile) -> Non
     names = set(wheel.namelist())
     assert "junobench/py.typed" in names  # type checkers read the package's annotations
     assert "junobench/schemas/dataset_metadata.schema.json" in names
+    assert "junobench/construct/library_vocabulary.json" in names  # the estimator's tables
     assert "junobench/sample/benchmark_desc.xlsx" in names
     assert any(n.startswith("junobench/sample/benchmark/") and n.endswith(".ipynb") for n in names)
     assert f"junobench-{VERSION}.data/data/share/junobench/data_cards/junobench.md" in names
@@ -81,3 +82,16 @@ def test_citation_file_names_both_papers_as_the_readme_does() -> None:
     assert len(bibtex) == 2
     for paper in papers:
         assert [a["family-names"] for a in paper["authors"]] == ["Wang", "Hernández López", "Nilsson", "Varró"]
+
+
+def test_pre_commit_hooks_run_offline_from_the_checkout_s_venv() -> None:
+    """ruff, mypy and the fast tests' collection, each a local hook on the .venv's tools
+    (nothing fetched from a hook repository: it works without the network)."""
+    import yaml
+
+    config = yaml.safe_load((REPO / ".pre-commit-config.yaml").read_text(encoding="utf-8"))
+    hooks = [hook for repo in config["repos"] for hook in repo["hooks"]]
+    assert [repo["repo"] for repo in config["repos"]] == ["local"]
+    assert [hook["id"] for hook in hooks] == ["ruff", "mypy", "collect-fast-tests"]
+    assert all(hook["entry"].startswith(".venv/bin/") and hook["language"] == "system" for hook in hooks)
+    assert "--collect-only" in hooks[2]["entry"] and '"not slow and not kernel"' in hooks[2]["entry"]

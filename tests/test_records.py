@@ -163,3 +163,22 @@ def test_loading_never_writes_into_the_snapshot(snapshot_copy):
     junobench.load(snapshot_copy, "notebooks")
     after = {p: p.stat().st_mtime_ns for p in snapshot_copy.rglob("*")}
     assert before == after
+
+
+def test_notes_name_at_most_eight_cases_and_come_once(reference_snapshot, caplog):
+    """However many cases a note concerns, it names eight and counts the rest; loading the
+    other config of the same records does not repeat it."""
+    from junobench.data.report import BuildReport
+
+    unpinned = {f"seaborn_{n}": ["import kaggle_datasets"] for n in range(1, 301)}
+    (line,) = BuildReport(unpinned=unpinned).summary()
+    assert line.startswith("imports the environment does not pin, in 300 case(s): seaborn_1 "
+                           "(import kaggle_datasets), seaborn_2 (import kaggle_datasets),")
+    assert line.endswith(", … (+292)") and line.count("seaborn_") == 8
+    with caplog.at_level("WARNING", logger="junobench"):
+        junobench.load(reference_snapshot, "cases")
+        junobench.load(reference_snapshot, "notebooks")
+        junobench.load(reference_snapshot, "cases")
+    notes = [r.getMessage() for r in caplog.records if r.name == "junobench"]
+    assert len(notes) == len(set(notes)) == 3, notes  # input data, originals, unpinned imports
+    assert all(note.count(", ") <= 8 for note in notes), notes

@@ -72,7 +72,7 @@ def test_bound_lists_every_binding_so_absent_names_are_not_called_undefined():
     assert "late" in found.names  # may come from the kernel (the branch may not run)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.text(max_size=200))
 def test_any_text_gives_names_or_tokens_never_an_exception(source):
     found = target_names(source)

@@ -410,3 +410,30 @@ def test_keras_image_iterators_when_keras_is_importable(tmp_path):
     assert summary["V"]["class_indices"] == {"cats": 0, "dogs": 1} and summary["V"]["n_classes"] == 2
     assert summary["V"]["class_counts"] == {"0": 3, "1": 2} and summary["V"]["batches_seen"] == 0
     assert flow.batch_index == 0 and flow.total_batches_seen == 0  # not advanced
+
+
+@pytest.mark.parametrize("style", ["junobench", "crane"])
+def test_the_kernel_source_runs_without_junobench(style, tmp_path):
+    """What the kernel executes (the shared probes, then the style's module) runs in a
+    Python that cannot import junobench, and its inspection imports nothing."""
+    import json
+    import subprocess
+    import sys
+
+    from junobench.runtime.extract import inspection_code, request_for
+
+    code = inspection_code(request_for("y = df.shape\nz = missing", style=style))
+    program = tmp_path / "kernel.py"
+    program.write_text(
+        "import sys, types\n"
+        "class Shell:\n    user_ns_hidden = {}\n    user_ns = {'df': [1, 2]}\n"
+        "ipython = types.ModuleType('IPython'); ipython.get_ipython = lambda: Shell\n"
+        "display = types.ModuleType('IPython.display')\n"
+        "display.display = lambda data, raw: print(__import__('json').dumps(data))\n"
+        "sys.modules.update({'IPython': ipython, 'IPython.display': display})\n" + code)
+    done = subprocess.run([sys.executable, "-I", "-S", str(program)], capture_output=True,
+                          text=True, cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    (payload,) = json.loads(done.stdout).values()
+    assert payload["undefined"] == ["missing"] and "df" in payload["objects"]
+    assert payload["imported_by_inspection"] == []

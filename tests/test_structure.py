@@ -83,12 +83,16 @@ def test_nothing_outside_the_cli_imports_it():
 
 @pytest.mark.parametrize("package", ["data", "hub", "detection"])
 def test_lower_layers_do_not_reach_up(package):
-    """data is the bottom of the flow; hub and detection build on it, never on each other."""
-    above = {"data": ("junobench.hub", "junobench.detection", "junobench.verify", "junobench.runtime",
+    """data is the bottom of the flow; hub and detection build on it, never on each other;
+    diagnosis builds on detection, never the other way."""
+    above = {"data": ("junobench.hub", "junobench.detection", "junobench.diagnosis",
+                      "junobench.verify", "junobench.runtime",
                       "junobench.construct", "junobench.loader", "junobench.browse", "junobench.stats",
                       "junobench.selection"),
-             "hub": ("junobench.detection", "junobench.verify", "junobench.runtime", "junobench.construct"),
-             "detection": ("junobench.hub", "junobench.verify", "junobench.construct")}[package]
+             "hub": ("junobench.detection", "junobench.diagnosis", "junobench.verify",
+                     "junobench.runtime", "junobench.construct"),
+             "detection": ("junobench.hub", "junobench.diagnosis", "junobench.verify",
+                           "junobench.construct", "junobench.inspect_tasks")}[package]
     prefix = f"junobench.{package}"
     wrong = {m: sorted(e for e in edges if e.startswith(above))
              for m, edges in import_graph().items() if m == prefix or m.startswith(prefix + ".")}

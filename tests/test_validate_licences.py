@@ -102,7 +102,7 @@ def test_a_malformed_version_file_is_a_problem(sample_copy: Path) -> None:
     assert problem.file == "VERSION" and "not a dataset version" in problem.problem
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.binary(max_size=300), st.text(max_size=40))
 def test_any_version_file_or_licence_name_is_a_value_or_a_clean_error(tmp_path: Path, raw: bytes, name: str) -> None:
     (tmp_path / "VERSION").write_bytes(raw)

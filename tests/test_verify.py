@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from cli_run import run_cli
-from processes import alive
+from processes import alive, kernel_sleeping
 from snapshot_files import edit_cell, tree_digest  # tests/ is on sys.path under pytest
 
 from junobench.cli import main
@@ -137,7 +137,9 @@ def test_ctrl_c_stops_the_run_and_kills_every_kernel(tmp_path):
             kernels = _kernels_of(run.pid)
         # two notebooks running, and a kernel started ahead for each of the other two
         assert len(kernels) == 4, "the kernels did not start"
-        time.sleep(2)  # both are in their sleeping first cell
+        while time.monotonic() < deadline and sum(kernel_sleeping(pid) for pid in kernels) < 2:
+            time.sleep(0.2)  # until both notebooks are in their sleeping first cell
+        assert sum(kernel_sleeping(pid) for pid in kernels) == 2, "the notebooks did not reach their cell"
         run.send_signal(signal.SIGINT)
         _, err = run.communicate(timeout=60)
     finally:

@@ -19,9 +19,38 @@ import junobench
 from junobench.errors import JunoBenchError
 from junobench.safety.text import EscapedStream
 
-#: Modules under ``junobench.cli`` that add verbs, in the order ``--help`` lists them.
+#: Modules under ``junobench.cli`` that add verbs.
 VERB_MODULES: tuple[str, ...] = ("records", "stats", "site", "verify", "envs", "evaluate", "diagnosis", "runtime",
                                  "publish", "release", "construct", "mining")
+
+#: The verbs by who uses them, in the order ``junobench --help`` lists them.
+VERB_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("research: the benchmark and crash detectors",
+     ("ls", "show", "stats", "view", "build", "tasks", "detect", "evaluate", "annotate", "agreement",
+      "judge")),
+    ("run: the notebooks, in their pinned environments",
+     ("checkout", "env", "verify", "runtime-info")),
+    ("maintain: publish, rebuild and extend the benchmark",
+     ("export", "check", "push", "diff", "release", "site", "validate", "construct", "mine", "figures")),
+)
+
+
+class _VerbsByUser(argparse.HelpFormatter):
+    """``junobench --help``: the verbs under the heading of who uses them."""
+
+    def _iter_indented_subactions(self, action: argparse.Action) -> Any:
+        if not isinstance(action, argparse._SubParsersAction):
+            yield from super()._iter_indented_subactions(action)
+            return
+        verbs = {choice.dest: choice for choice in action._get_subactions()}
+        self._indent()
+        for title, names in VERB_GROUPS:
+            yield argparse.Action([], dest="", metavar=title)
+            self._indent()
+            yield from (verbs.pop(name) for name in names if name in verbs)
+            self._dedent()
+        yield from verbs.values()  # a verb in no group still shows
+        self._dedent()
 
 
 class Parser(argparse.ArgumentParser):
@@ -38,19 +67,78 @@ class Parser(argparse.ArgumentParser):
 
     def parse(self, args: Sequence[str] | None = None) -> argparse.Namespace:
         """``parse_args``, with unrecognised arguments blamed on the command that was given
-        (``junobench ls --bogus`` → see ``junobench ls --help``)."""
-        parsed, extra = self.parse_known_args(args)
+        (``junobench ls --bogus`` → see ``junobench ls --help``), and the names that start
+        with a dash (``--name -RT``, the papers' name of a setting) taken as values of the
+        options that accept them (:func:`~junobench.cli.common.dash_values`)."""
+        argv = self._dash_values_joined(list(sys.argv[1:] if args is None else args))
+        parsed, extra = self.parse_known_args(argv)
+        if self._configure(parsed):
+            parsed, extra = self.parse_known_args(argv)
         if extra:
             prog = getattr(parsed, "command_prog", self.prog)
             raise JunoBenchError(f"{prog}: unrecognized arguments: {' '.join(extra)}",
                                  hint=f"see `{prog} --help`")
         return parsed
 
+    def _configure(self, parsed: argparse.Namespace) -> bool:
+        """Set the defaults a configuration gives the options of the command ``parsed``
+        ran (:mod:`junobench.cli.config`); whether it gave any."""
+        from junobench.cli import config
+
+        chosen = [p for p in _parsers(self) if p.prog == getattr(parsed, "command_prog", None)]
+        options = config.options_of(chosen)
+        if not options:
+            return False
+        defaults = config.configured(options, source=getattr(parsed, "source", None))
+        for parser in chosen:
+            parser.set_defaults(**defaults)
+        return bool(defaults)
+
+    def _dash_values_joined(self, args: list[str]) -> list[str]:
+        """``--name -RT`` as ``--name=-RT`` where ``--name`` takes such values and ``-RT`` is
+        no option: argparse would read it as one."""
+        takes: set[str] = set()
+        options: set[str] = set()
+        for parser in _parsers(self):
+            for action in parser._actions:
+                options.update(action.option_strings)
+                if getattr(action, "dash_values", False):
+                    takes.update(action.option_strings)
+        out: list[str] = []
+        pending = iter(args)
+        for arg in pending:
+            out.append(arg)
+            if arg == "--":
+                out.extend(pending)
+                break
+            if arg in takes:
+                value = next(pending, None)
+                if value is None:
+                    break
+                if value.startswith("-") and value not in options and value != "--":
+                    out[-1] = f"{arg}={value}"
+                else:
+                    out.append(value)
+        return out
+
+
+def _parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """``parser`` and every sub-command's parser below it."""
+    found = [parser]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                found += _parsers(sub)
+    return found
+
 
 def build_parser() -> Parser:
     parser = Parser(
         prog="junobench",
         description="JunoBench: real crashes in Python ML Jupyter notebooks.",
+        formatter_class=_VerbsByUser,
+        epilog="How notebooks run (sandbox, executor, environment) may be set once in "
+        "junobench.toml or JUNOBENCH_* variables: see `junobench verify --help`.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {junobench.__version__}")
     subparsers = parser.add_subparsers(dest="verb", metavar="VERB", required=True)

@@ -1,4 +1,5 @@
-"""Options shared by several verbs: the snapshot source, label filters, output format."""
+"""Options shared by several verbs: the snapshot source, label filters, output format, how
+notebooks run (:func:`add_run_options`) and how a model is asked (:func:`add_model_options`)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from junobench.cli.config import configurable
 from junobench.data.layout import DEFAULT_SOURCE
 
 #: CLI filter option → ``load()`` keyword (the record field it filters).
@@ -41,13 +43,21 @@ def _on_terminal(stream: Any) -> bool:
         return False
 
 
-def add_source(parser: argparse.ArgumentParser, *, default: str | None = DEFAULT_SOURCE) -> None:
+def dash_values(action: argparse.Action) -> argparse.Action:
+    """Let ``action``'s values start with a dash: ``--name -RT`` reads ``-RT`` as the name
+    (as ``--name=-RT`` does), unless ``-RT`` is an option of junobench."""
+    action.dash_values = True  # type: ignore[attr-defined]
+    return action
+
+
+def add_source(parser: argparse.ArgumentParser, *, default: str | None = DEFAULT_SOURCE,
+               help: str | None = None) -> None:
     """``--source S``: a local snapshot directory, ``sample``, or a Hub dataset repo id."""
     parser.add_argument(
         "--source",
         default=default,
-        help="snapshot directory, 'sample' (bundled), or Hub dataset repo id"
-        + (f" (default: {default})" if default else ""),
+        help=help or ("snapshot directory, 'sample' (bundled), or Hub dataset repo id"
+                      + (f" (default: {default})" if default else "")),
     )
     parser.add_argument("--revision", default=None, help="Hub revision (branch, tag or commit)")
 
@@ -85,13 +95,27 @@ def filters_from(args: argparse.Namespace) -> dict[str, list[str]]:
     return out
 
 
+_CONFIGURED = ("defaults: junobench.toml (your ~/.config/junobench/, or the working directory's "
+               "unless it is a snapshot's), then JUNOBENCH_<OPTION> variables; the command line wins")
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """How and where notebooks run, as verify and runtime-info take it: the environment
+    (``--env``, ``--pass-env``), the executor and the sandbox. Their defaults may come
+    from a configuration file or ``JUNOBENCH_*`` variables (:mod:`junobench.cli.config`)."""
+    add_env(parser)
+    add_pass_env(parser)
+    add_executor(parser)
+    add_sandbox(parser)
+
+
 def add_pass_env(parser: argparse.ArgumentParser) -> None:
     """``--pass-env NAME``: a credential-like variable the notebook kernels may see."""
-    parser.add_argument(
+    configurable(parser.add_argument(
         "--pass-env", action="append", default=[], metavar="NAME",
         help="let the kernels see this environment variable although it looks like a "
              "credential (*_TOKEN, *_KEY, *_SECRET, *PASSWORD*, HF_*, KAGGLE_*, ...: removed "
-             "by default); repeatable")
+             "by default); repeatable"))
 
 
 def add_sandbox(parser: argparse.ArgumentParser) -> None:
@@ -99,24 +123,24 @@ def add_sandbox(parser: argparse.ArgumentParser) -> None:
     from junobench.envs.sandbox import DEFAULT_IMAGE, DEFAULT_MAX_OUTPUT, DEFAULT_MEMORY, DEFAULT_PROCESSES, SANDBOXES
     from junobench.envs.sandbox import format_size as size
 
-    group = parser.add_argument_group("sandbox (every notebook runs confined)")
-    group.add_argument("--sandbox", choices=SANDBOXES, default="auto",
+    group = parser.add_argument_group("sandbox (every notebook runs confined)", _CONFIGURED)
+    configurable(group.add_argument("--sandbox", choices=SANDBOXES, default="auto",
                        help="auto (default): bubblewrap where it runs, else refuse notebooks that are "
                        "not junobench's own sample; docker/podman: the image of `env dockerfile`; "
-                       "none: unconfined, with your user's rights")
-    group.add_argument("--network", action="store_true",
-                       help="let the notebooks reach the network (default: none, loopback included)")
-    group.add_argument("--memory", metavar="SIZE", default=None,
+                       "none: unconfined, with your user's rights"))
+    configurable(group.add_argument("--network", action=argparse.BooleanOptionalAction, default=False,
+                       help="let the notebooks reach the network (default: none, loopback included)"))
+    configurable(group.add_argument("--memory", metavar="SIZE", default=None,
                        help=f"memory of a notebook's processes together, e.g. 8GiB; 0: no limit "
-                       f"(default: {size(DEFAULT_MEMORY)})")
-    group.add_argument("--max-processes", type=int, metavar="N", default=None,
-                       help=f"processes and threads of a notebook; 0: no limit (default: {DEFAULT_PROCESSES})")
-    group.add_argument("--max-output", metavar="SIZE", default=None,
+                       f"(default: {size(DEFAULT_MEMORY)})"))
+    configurable(group.add_argument("--max-processes", type=int, metavar="N", default=None,
+                       help=f"processes and threads of a notebook; 0: no limit (default: {DEFAULT_PROCESSES})"))
+    configurable(group.add_argument("--max-output", metavar="SIZE", default=None,
                        help=f"output kept per cell run, the rest cut and marked; 0: no limit "
-                       f"(default: {size(DEFAULT_MAX_OUTPUT)})")
-    group.add_argument("--image", metavar="NAME", default=DEFAULT_IMAGE,
+                       f"(default: {size(DEFAULT_MAX_OUTPUT)})"))
+    configurable(group.add_argument("--image", metavar="NAME", default=DEFAULT_IMAGE,
                        help=f"--sandbox docker|podman: the image (default: {DEFAULT_IMAGE}, as "
-                       "`docker build -t junobench-env` of `env dockerfile`'s context makes it)")
+                       "`docker build -t junobench-env` of `env dockerfile`'s context makes it)"))
 
 
 def sandbox_from(args: argparse.Namespace) -> Any:
@@ -144,6 +168,51 @@ def _size_or_zero(text: str) -> int:
     return 0 if text.strip() in ("0", "none") else parse_size(text)
 
 
+def add_model_options(parser: argparse.ArgumentParser, *, endpoint: Any = None,
+                      json_mode: bool = True) -> None:
+    """How a model is asked (``detect --endpoint`` and ``judge``): the endpoint and the
+    options of each request. ``endpoint``: the group ``--endpoint`` goes in (e.g. a
+    mutually exclusive one), else the model group."""
+    from junobench.detection.client import DEFAULT_API_KEY_ENV, DEFAULT_RETRIES, DEFAULT_TIMEOUT
+
+    group = parser.add_argument_group("model requests (an OpenAI-compatible endpoint)")
+    (endpoint or group).add_argument(
+        "--endpoint", metavar="URL",
+        help="base URL such as http://localhost:8000/v1 (or the full .../chat/completions URL)")
+    group.add_argument("--model", help="model name the endpoint serves (with --endpoint)")
+    group.add_argument("--temperature", type=float, help="sampling temperature (default: the server's)")
+    group.add_argument("--max-tokens", type=int, help="answer length limit")
+    if json_mode:
+        group.add_argument("--json-mode", action="store_true",
+                           help='ask the server for JSON output (response_format "json_object")')
+    group.add_argument("--concurrency", type=int, default=1, help="requests in flight at once (default: 1)")
+    group.add_argument("--api-key-env", default=DEFAULT_API_KEY_ENV, metavar="VAR",
+                       help=f"environment variable holding the API key (default: {DEFAULT_API_KEY_ENV}; "
+                       "unset means no key)")
+    group.add_argument("--retries", type=int, default=DEFAULT_RETRIES,
+                       help="retries of a failed request, with the SDK's exponential backoff "
+                       f"(default: {DEFAULT_RETRIES})")
+    group.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
+                       help=f"seconds to wait for one answer (default: {DEFAULT_TIMEOUT:.0f})")
+    group.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def model_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Keywords of :func:`~junobench.detection.detect.detect` and
+    :func:`~junobench.diagnosis.judge.judge` from the options of :func:`add_model_options`."""
+    from junobench.errors import JunoBenchError
+
+    if args.endpoint and not args.model:
+        raise JunoBenchError("--endpoint needs --model", hint="name the model the server serves")
+    options = {"endpoint": args.endpoint, "model": args.model, "temperature": args.temperature,
+               "max_tokens": args.max_tokens, "concurrency": args.concurrency,
+               "api_key_env": args.api_key_env, "retries": args.retries, "timeout": args.timeout,
+               "progress": not args.no_progress}
+    if getattr(args, "json_mode", False):
+        options["json_mode"] = True
+    return options
+
+
 def add_format(parser: argparse.ArgumentParser, *, choices: tuple[str, ...] = ("table", "json", "csv")) -> None:
     parser.add_argument("--format", choices=choices, default=choices[0], help="output format")
 
@@ -159,31 +228,31 @@ def load_kwargs(args: argparse.Namespace) -> dict[str, Any]:
 
 def add_env(parser: argparse.ArgumentParser) -> None:
     """``--env DIR``: run kernels in an environment made by ``junobench env create``."""
-    parser.add_argument("--env", metavar="DIR", default=None,
+    configurable(parser.add_argument("--env", metavar="DIR", default=None,
                         help="run the kernels in this environment (made by `junobench env create`); "
-                        "default: junobench's own interpreter")
+                        "default: junobench's own interpreter"))
 
 
 def add_executor(parser: argparse.ArgumentParser) -> None:
     """Where notebooks run: ``--executor local|ray`` and the Ray options."""
-    group = parser.add_argument_group("where the notebooks run")
-    group.add_argument("--executor", choices=("local", "ray"), default="local",
-                       help="local kernels (default) or one Ray task per notebook")
-    group.add_argument("--ray-address", metavar="ADDR", help="Ray cluster to join (default: RAY_ADDRESS, "
-                       "else a `ray start` instance on this machine, else a new local instance)")
-    group.add_argument("--cpus-per-notebook", type=float, metavar="N",
-                       help="CPUs each notebook's Ray task asks for (default: 1)")
-    group.add_argument("--memory-per-notebook", metavar="SIZE",
-                       help="memory each notebook's Ray task asks for, e.g. 4GiB or 500MB")
-    group.add_argument("--retries", type=int, metavar="N",
+    group = parser.add_argument_group("where the notebooks run", _CONFIGURED)
+    configurable(group.add_argument("--executor", choices=("local", "ray"), default="local",
+                       help="local kernels (default) or one Ray task per notebook"))
+    configurable(group.add_argument("--ray-address", metavar="ADDR", help="Ray cluster to join (default: RAY_ADDRESS, "
+                       "else a `ray start` instance on this machine, else a new local instance)"))
+    configurable(group.add_argument("--cpus-per-notebook", type=float, metavar="N",
+                       help="CPUs each notebook's Ray task asks for (default: 1)"))
+    configurable(group.add_argument("--memory-per-notebook", metavar="SIZE",
+                       help="memory each notebook's Ray task asks for, e.g. 4GiB or 500MB"))
+    configurable(group.add_argument("--retries", type=int, metavar="N",
                        help="Ray: attempts after an infrastructure fault (a worker or node lost, "
-                       "an environment that fails to build; default: 2)")
-    group.add_argument("--max-case-size", metavar="SIZE",
+                       "an environment that fails to build; default: 2)"))
+    configurable(group.add_argument("--max-case-size", metavar="SIZE",
                        help="Ray: most bytes of files one notebook's replay may send to its worker "
-                       "(default: 64GiB)")
-    group.add_argument("--build-envs", action="store_true",
+                       "(default: 64GiB)"))
+    configurable(group.add_argument("--build-envs", action=argparse.BooleanOptionalAction, default=False,
                        help="Ray: run each notebook in a runtime environment of its pinned "
-                       "requirements, built on the worker with uv (cached per requirement set)")
+                       "requirements, built on the worker with uv (cached per requirement set)"))
 
 
 def executor_options(args: argparse.Namespace) -> dict[str, Any]:

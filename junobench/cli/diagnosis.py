@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from junobench.cli.common import add_format, add_source, status
+from junobench.cli.common import add_format, add_model_options, add_source, dash_values, model_options, status
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -29,8 +29,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                               "the second rater's stratified sample (95%% confidence, 5%% "
                               "margin, p = 0.5, finite population).")
     export.add_argument("predictions", metavar="PRED", nargs="+", help="a prediction set per setting")
-    export.add_argument("--name", action="append", metavar="NAME",
-                        help="setting name of each PRED, in order (default: from the paths)")
+    dash_values(export.add_argument("--name", action="append", metavar="NAME",
+                                    help="setting name of each PRED, in order (default: from "
+                                    "the paths)"))
     add_source(export)
     export.add_argument("--truth", action="append", metavar="TASKS.truth.jsonl",
                         help="ground-truth file(s) written by `junobench tasks` (instead of "
@@ -74,16 +75,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--against, compare judge judgments (--labels files, or CRANE-LLM's judged folders "
         "with --folders) with human judgments per model, beside --published statistics.")
     parser.add_argument("predictions", metavar="PRED", nargs="?", help="the runs to judge")
-    parser.add_argument("--setting", help="setting name of PRED (how the judgments name it)")
-    parser.add_argument("--endpoint", metavar="URL")
-    parser.add_argument("--model")
+    dash_values(parser.add_argument("--setting",
+                                    help="setting name of PRED (how the judgments name it)"))
     parser.add_argument("--out", metavar="LABELS.jsonl", help="judge labels to append to")
     parser.add_argument("--repeats", type=int, default=5, help="judge passes (default: 5)")
     parser.add_argument("--reverse", action="store_true",
                         help="the reversed protocol: the prediction shown before the ground truth")
-    parser.add_argument("--concurrency", type=int, default=1)
-    parser.add_argument("--temperature", type=float)
-    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR")
     parser.add_argument("--judgments-out", metavar="FILE",
                         help="also write the reduced judgments (.jsonl or .csv)")
     add_source(parser)
@@ -100,18 +97,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         "results_summary.xlsx)")
     parser.add_argument("--published", metavar="XLSX",
                         help="published judge statistics to show beside (llm_judge_statistics.xlsx)")
+    add_model_options(parser, json_mode=False)
     add_format(parser, choices=("table", "json", "csv", "markdown", "latex"))
     parser.set_defaults(handler=_judge)
 
 
 def _export(args: argparse.Namespace) -> int:
-    from junobench.detection.annotation import (
+    from junobench.detection.compare import unique_names
+    from junobench.diagnosis.annotation import (
         answers_to_judge,
         export_sheet,
         ground_truth,
         second_rater_sample,
     )
-    from junobench.detection.compare import unique_names
     from junobench.errors import JunoBenchError
 
     names = args.name or unique_names(args.predictions)
@@ -142,8 +140,8 @@ def _truth_rows(args: argparse.Namespace) -> list[dict[str, Any]] | None:
 
 
 def _read(args: argparse.Namespace) -> int:
-    from junobench.detection.annotation import read_filled
-    from junobench.detection.judgments import write_judgments
+    from junobench.diagnosis.annotation import read_filled
+    from junobench.diagnosis.judgments import write_judgments
 
     filled = read_filled(args.sheet, args.key, decided=not args.only_sheet)
     path = write_judgments(args.out, filled.judgments)
@@ -156,8 +154,8 @@ def _read(args: argparse.Namespace) -> int:
 
 
 def _agreement(args: argparse.Namespace) -> int:
-    from junobench.detection.agreement import rater_agreement, read_second_rater, render_agreement
-    from junobench.detection.judgments import read_judgments
+    from junobench.diagnosis.agreement import rater_agreement, read_second_rater, render_agreement
+    from junobench.diagnosis.judgments import read_judgments
     from junobench.errors import JunoBenchError
 
     if args.second_rater:
@@ -177,9 +175,9 @@ def _judge(args: argparse.Namespace) -> int:
 
     if args.against:
         return _judge_against(args)
-    from junobench.detection.annotation import ground_truth
-    from junobench.detection.judge import judge, judgments_from
-    from junobench.detection.judgments import write_judgments
+    from junobench.diagnosis.annotation import ground_truth
+    from junobench.diagnosis.judge import judge, judgments_from
+    from junobench.diagnosis.judgments import write_judgments
 
     for option in ("predictions", "setting", "endpoint", "model", "out"):
         if not getattr(args, option):
@@ -188,12 +186,13 @@ def _judge(args: argparse.Namespace) -> int:
     truth = ground_truth(None if args.truth else args.source, truth=args.truth,
                          revision=args.revision)
     summary = judge(args.predictions, truth, args.out, setting=args.setting,
-                    truth_rows=_truth_rows(args),
-                    endpoint=args.endpoint, model=args.model, repeats=args.repeats,
-                    reverse=args.reverse, concurrency=args.concurrency,
-                    temperature=args.temperature, api_key_env=args.api_key_env)
+                    truth_rows=_truth_rows(args), repeats=args.repeats, reverse=args.reverse,
+                    log=lambda line: print(line, file=sys.stderr), **model_options(args))
     status(f"judged {len(summary.written)} notebook passes into {summary.out}"
-           + (f"; {summary.resumed} were already there" if summary.resumed else ""))
+           + (f"; {len(summary.resumed)} were already there" if summary.resumed else ""))
+    if summary.rejected:
+        status(f"skipped {len(summary.rejected)} the server rejected: "
+               + ", ".join(sorted(summary.rejected)[:10]))
     if args.judgments_out:
         path = write_judgments(args.judgments_out, judgments_from(args.out))
         status(f"judgments in {path}")
@@ -208,14 +207,14 @@ def _judge(args: argparse.Namespace) -> int:
 def _judge_against(args: argparse.Namespace) -> int:
     import json
 
-    from junobench.detection.judge import (
+    from junobench.diagnosis.judge import (
         judge_agreement,
         judgments_from,
         read_judge_statistics,
         read_judged_folders,
         side_by_side,
     )
-    from junobench.detection.judgments import read_judgments
+    from junobench.diagnosis.judgments import read_judgments
     from junobench.errors import JunoBenchError
     from junobench.render import render
 

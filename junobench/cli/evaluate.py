@@ -6,7 +6,16 @@ import argparse
 import sys
 from typing import Any
 
-from junobench.cli.common import add_filters, add_format, add_source, filters_from, status
+from junobench.cli.common import (
+    add_filters,
+    add_format,
+    add_model_options,
+    add_source,
+    dash_values,
+    filters_from,
+    model_options,
+    status,
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -35,40 +44,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "RUNS times per notebook, through the openai SDK (the detect extra), or run the static "
         "baseline. Resumes: tasks already in --out are skipped.")
     which = parser.add_mutually_exclusive_group(required=True)
-    which.add_argument("--endpoint", metavar="URL",
-                       help="base URL such as http://localhost:8000/v1 (or the full "
-                       ".../chat/completions URL)")
     which.add_argument("--baseline", choices=("static", "pylint", "pyright"),
                        help="a detector without a model: the built-in static baseline, or a "
                        "static analyser run as CRANE-LLM ran it (the sa extra; a crash when "
                        "it reports an error CRANE-LLM kept)")
-    parser.add_argument("--model", help="model name the endpoint serves (with --endpoint)")
     parser.add_argument("--out", required=True, metavar="PRED.jsonl",
                         help="predictions file (appended to; existing instances are skipped)")
     parser.add_argument("--tasks", metavar="TASKS.jsonl",
                         help="tasks written by `junobench tasks` (default: build them from "
                         "--source and the filters)")
+    parser.add_argument("--runs", type=int, default=5, help="answers per notebook (default: 5)")
     add_source(parser)
     add_filters(parser)
     _add_task_options(parser, outputs=False)
-    group = parser.add_argument_group("model requests")
-    group.add_argument("--runs", type=int, default=5, help="answers per notebook (default: 5)")
-    group.add_argument("--temperature", type=float,
-                       help="sampling temperature (default: the server's)")
-    group.add_argument("--max-tokens", type=int, help="answer length limit")
-    group.add_argument("--json-mode", action="store_true",
-                       help='ask the server for JSON output (response_format "json_object")')
-    group.add_argument("--concurrency", type=int, default=1,
-                       help="requests in flight at once (default: 1)")
-    group.add_argument("--api-key-env", default="OPENAI_API_KEY", metavar="VAR",
-                       help="environment variable holding the API key (default: "
-                       "OPENAI_API_KEY; unset means no key)")
-    group.add_argument("--retries", type=int, default=5,
-                       help="retries of a failed request, with the SDK's exponential backoff "
-                       "(default: 5)")
-    group.add_argument("--timeout", type=float, default=600.0,
-                       help="seconds to wait for one answer (default: 600)")
-    group.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_model_options(parser, endpoint=which)
     parser.set_defaults(handler=_detect)
 
     from junobench.detection.names import DEFAULT_RESAMPLES, DEFAULT_SEED, FORMATS, LAYOUTS, describe
@@ -88,16 +77,25 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         "setting of FILE, CRANE-LLM's results_summary.xlsx (sheet "
                         "Final_evaluation) or a judgments .jsonl/.csv; with the breakdown of "
                         "partially correct and reasoning-wrong diagnoses")
-    parser.add_argument("--setting", action="append", metavar="NAME",
-                        help="with --judgments: score only this setting (repeatable, in order)")
+    dash_values(parser.add_argument("--setting", action="append", metavar="NAME",
+                        help="with --judgments: score only this setting (repeatable, in order)"))
     parser.add_argument("--sheet", metavar="NAME",
                         help="with --judgments FILE.xlsx: the sheet to read (default: "
                         "Final_evaluation, else the first; CRANE-LLM's Detection_only sheet "
                         "gives detection-only scores)")
-    parser.add_argument("--name", action="append", metavar="NAME",
-                        help="name of each PRED in a comparison, in order (default: from the "
-                        "paths)")
-    add_source(parser, default=None)
+    parser.add_argument("--detection-only", metavar="FILE",
+                        help="with --judgments: the same settings judged for detection alone "
+                        "(CRANE-LLM's results_detection_only.xlsx); where FILE and it disagree on "
+                        "whether a crash was detected is reported (as it is, unasked, between "
+                        "the two sheets of CRANE-LLM's results_summary.xlsx)")
+    dash_values(parser.add_argument("--name", action="append", metavar="NAME",
+                                    help="name of each PRED in a comparison, in order (default: "
+                                    "from the paths; a name may start with a dash: --name -RT)"))
+    add_source(parser, default=None,
+               help="snapshot directory, 'sample' (bundled), or Hub dataset repo id the labels "
+               "come from (default: the ground truth of --truth, else PELAB-LiU/JunoBench); with "
+               "--judgments, the notebooks they may name (default: the 222 of JunoBench as "
+               "published)")
     parser.add_argument("--truth", action="append", metavar="TASKS.truth.jsonl",
                         help="ground-truth file written by `junobench tasks`: maps blind task "
                         "ids to notebooks and gives the labels when --source is not given "
@@ -171,8 +169,7 @@ def _detect(args: argparse.Namespace) -> int:
     from junobench.detection.tasks import read_tasks, tasks
     from junobench.errors import JunoBenchError
 
-    if args.endpoint and not args.model:
-        raise JunoBenchError("--endpoint needs --model", hint="name the model the server serves")
+    options = model_options(args)
     if args.tasks:
         if args.crane_inputs:
             raise JunoBenchError("--crane-inputs builds tasks; --tasks reads tasks already built",
@@ -205,11 +202,7 @@ def _detect(args: argparse.Namespace) -> int:
 
         tqdm.write(message, file=sys.stderr)
 
-    summary = detect(items, args.out, endpoint=args.endpoint, model=args.model, runs=args.runs,
-                     temperature=args.temperature, concurrency=args.concurrency,
-                     api_key_env=args.api_key_env, retries=args.retries,
-                     timeout=args.timeout, max_tokens=args.max_tokens, json_mode=args.json_mode,
-                     progress=not args.no_progress, log=log)
+    summary = detect(items, args.out, runs=args.runs, log=log, **options)
     status(f"wrote {len(summary.written)} notebooks x {args.runs} runs to {summary.out}"
            + (f"; {len(summary.resumed)} were already there" if summary.resumed else ""))
     if summary.rejected:
@@ -273,8 +266,8 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     if args.judgments:
         return _judgments(args)
-    if args.setting or args.sheet:
-        raise JunoBenchError("--setting and --sheet apply to --judgments FILE")
+    if args.setting or args.sheet or args.detection_only:
+        raise JunoBenchError("--setting, --sheet and --detection-only apply to --judgments FILE")
     if not args.predictions:
         raise JunoBenchError("junobench evaluate: the following arguments are required: PRED "
                              "(or --judgments FILE)", hint="see `junobench evaluate --help`")
@@ -306,18 +299,24 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _judgments(args: argparse.Namespace) -> int:
-    from junobench.detection.endtoend import render_scores, score_judgments
-    from junobench.detection.judgments import read_judgments
+    from junobench.diagnosis.endtoend import notes, render_scores, score_judgments
+    from junobench.diagnosis.judgments import companion, disagreements, read_judgments
     from junobench.errors import JunoBenchError
 
     if args.predictions:
         raise JunoBenchError("--judgments scores judged diagnoses: pass it without PRED")
-    for option in ("fallback", "plot", "name", "truth", "layout", "source"):
+    for option in ("fallback", "plot", "name", "truth", "layout"):
         if getattr(args, option):
             raise JunoBenchError(f"--{option} does not apply to --judgments")
     if filters_from(args):
         raise JunoBenchError("filters do not apply to --judgments")
-    results = score_judgments(read_judgments(args.judgments, sheet=args.sheet),
-                              settings=args.setting, resamples=args.resamples, seed=args.seed)
-    print(render_scores(results, args.format), end="")
+    judgments = read_judgments(args.judgments, sheet=args.sheet)
+    other = (read_judgments(args.detection_only) if args.detection_only
+             else companion(judgments))
+    remarks = disagreements(judgments, other) if other is not None else []
+    results = score_judgments(judgments, settings=args.setting, source=args.source,
+                              revision=args.revision, resamples=args.resamples, seed=args.seed)
+    for note in [*notes(results), *remarks]:
+        print(f"warning: {note}", file=sys.stderr)
+    print(render_scores(results, args.format, remarks), end="")
     return 0

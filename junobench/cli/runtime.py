@@ -7,11 +7,8 @@ import sys
 from collections import Counter
 
 from junobench.cli.common import (
-    add_env,
-    add_executor,
     add_filters,
-    add_pass_env,
-    add_sandbox,
+    add_run_options,
     add_source,
     executor_options,
     filters_from,
@@ -61,11 +58,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="JSON characters of all summaries of a notebook (default: 30000)")
     parser.add_argument("--fresh", action="store_true",
                         help="extract every notebook again, even those --out already has a record for")
-    add_env(parser)
-    add_pass_env(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    add_executor(parser)
-    add_sandbox(parser)
+    add_run_options(parser)
     parser.set_defaults(handler=_runtime_info)
 
 

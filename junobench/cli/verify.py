@@ -7,11 +7,8 @@ import json
 import sys
 
 from junobench.cli.common import (
-    add_env,
-    add_executor,
     add_filters,
-    add_pass_env,
-    add_sandbox,
+    add_run_options,
     add_source,
     executor_options,
     filters_from,
@@ -59,16 +56,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="verdicts on stdout (default: table)")
     parser.add_argument("--fresh", action="store_true",
                         help="run every case again, even those --report already has a verdict for")
-    add_env(parser)
-    add_pass_env(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--keep-outputs", metavar="DIR",
                         help="save each replayed notebook with its outputs as DIR/<case>/<case>_<version>.ipynb")
     parser.add_argument("--record", action="store_true",
                         help="record each verdict in the case's provenance (benchmark/<case>/provenance.json "
                              "of a local snapshot): verified when it passes, where and with which versions")
-    add_executor(parser)
-    add_sandbox(parser)
+    add_run_options(parser)
     parser.set_defaults(handler=_verify)
 
 

@@ -37,6 +37,7 @@ takes seconds (``scripts/benchmark_library_cause.py``).
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import string
 import sys
@@ -57,181 +58,37 @@ TF = "tensorflow/keras"
 #: What the published heuristic writes when no library is involved.
 NONE = "None"
 
+#: The vocabulary tables (package data, read once at import): modules, aliases, names,
+#: exception classes and message fragments, each → the library they point to.
+VOCABULARY_FILE = Path(__file__).with_name("library_vocabulary.json")
+
+
+def _read_vocabulary() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(VOCABULARY_FILE.read_text(encoding="utf-8"))
+    return data
+
+
+def _by_name(table: Mapping[str, str]) -> dict[str, str]:
+    """Name → library of a table of library → space-separated names."""
+    return {name: label for label, names in table.items() for name in names.split()}
+
+
+_TABLES = _read_vocabulary()
 #: Top-level module (as in ``site-packages/<module>/`` or ``import <module>``) → label.
-MODULES: dict[str, str] = {
-    "tensorflow": TF, "tensorflow_core": TF, "keras": TF, "tf_keras": TF,
-    "tensorflow_estimator": TF, "tensorflow_hub": TF,
-    "torch": "torch", "torchvision": "torchvision",
-    "sklearn": "sklearn", "numpy": "numpy", "pandas": "pandas",
-    "matplotlib": "matplotlib", "mpl_toolkits": "matplotlib", "pylab": "matplotlib",
-    "seaborn": "seaborn", "statsmodels": "statsmodels", "lightgbm": "lightgbm",
-}
-
+MODULES: dict[str, str] = _TABLES["modules"]
 #: Conventional aliases, used as ``alias.attr`` (``import numpy as np`` …).
-ALIASES: dict[str, str] = {
-    **MODULES,
-    "pd": "pandas", "np": "numpy", "plt": "matplotlib", "mpl": "matplotlib",
-    "sns": "seaborn", "tf": TF, "K": TF, "tfk": TF, "nn": "torch", "F": "torch",
-    "optim": "torch", "transforms": "torchvision", "sm": "statsmodels",
-    "smf": "statsmodels", "tsa": "statsmodels", "lgb": "lightgbm", "lgbm": "lightgbm",
-}
-
-
-def _names(label: str, text: str) -> dict[str, str]:
-    return dict.fromkeys(text.split(), label)
-
-
+ALIASES: dict[str, str] = {**MODULES, **_TABLES["aliases"]}
 #: Functions and classes (called or referenced) that one library defines.
-API_NAMES: dict[str, str] = {
-    **_names("pandas", """DataFrame Series read_csv read_excel read_json read_parquet read_table
-        read_sql read_pickle read_html read_feather to_datetime to_numeric to_timedelta get_dummies
-        pivot_table crosstab json_normalize melt qcut date_range Timestamp Timedelta
-        ExcelWriter Categorical MultiIndex DatetimeIndex"""),
-    **_names("numpy", """ndarray asarray arange linspace concatenate vstack hstack dstack
-        column_stack argmax argmin argsort einsum expand_dims savetxt loadtxt genfromtxt
-        frombuffer fromfile meshgrid newaxis ravel_multi_index unravel_index logspace
-        nan_to_num isnan isinf"""),
-    **_names("matplotlib", """subplots subplot imshow xticks yticks xlabel ylabel savefig
-        colorbar tight_layout set_xticklabels set_yticklabels set_xticks set_yticks set_xlabel
-        set_ylabel set_title add_subplot fill_between errorbar suptitle xlim ylim barh
-        imread imsave GridSpec FuncAnimation Rectangle"""),
-    **_names("seaborn", """countplot barplot boxplot heatmap distplot histplot kdeplot
-        scatterplot lineplot pairplot violinplot catplot jointplot lmplot regplot relplot
-        displot stripplot swarmplot FacetGrid PairGrid JointGrid color_palette set_theme
-        clustermap pointplot factorplot residplot boxenplot ecdfplot set_palette"""),
-    **_names("sklearn", """train_test_split cross_val_score cross_validate cross_val_predict
-        GridSearchCV RandomizedSearchCV KFold StratifiedKFold GroupKFold TimeSeriesSplit
-        StandardScaler MinMaxScaler RobustScaler MaxAbsScaler Normalizer LabelEncoder
-        OneHotEncoder OrdinalEncoder LabelBinarizer SimpleImputer KNNImputer PolynomialFeatures
-        ColumnTransformer make_pipeline make_column_transformer PCA TruncatedSVD TSNE KMeans
-        DBSCAN AgglomerativeClustering LogisticRegression LinearRegression Ridge Lasso
-        ElasticNet RandomForestClassifier RandomForestRegressor DecisionTreeClassifier
-        DecisionTreeRegressor GradientBoostingClassifier GradientBoostingRegressor
-        ExtraTreesClassifier ExtraTreesRegressor AdaBoostClassifier BaggingClassifier
-        VotingClassifier StackingClassifier StackingRegressor SVC SVR LinearSVC
-        KNeighborsClassifier KNeighborsRegressor GaussianNB MultinomialNB BernoulliNB
-        MLPClassifier MLPRegressor IsolationForest GaussianProcessClassifier
-        accuracy_score precision_score recall_score f1_score fbeta_score roc_auc_score
-        roc_curve precision_recall_curve average_precision_score confusion_matrix
-        classification_report mean_squared_error mean_absolute_error
-        mean_absolute_percentage_error mean_squared_log_error r2_score silhouette_score
-        balanced_accuracy_score log_loss make_scorer ConfusionMatrixDisplay RocCurveDisplay
-        PrecisionRecallDisplay TfidfVectorizer CountVectorizer SelectKBest RFE
-        permutation_importance label_binarize load_iris load_digits load_breast_cancer
-        fetch_openml make_classification make_regression plot_tree export_graphviz
-        cohen_kappa_score matthews_corrcoef compute_class_weight compute_sample_weight
-        SelectFromModel mutual_info_classif chi2 f_classif NearestNeighbors"""),
-    **_names("torch", """from_numpy no_grad DataLoader TensorDataset CrossEntropyLoss MSELoss
-        BCELoss BCEWithLogitsLoss NLLLoss Conv2d Conv1d BatchNorm2d BatchNorm1d MaxPool2d
-        ModuleList state_dict load_state_dict zero_grad manual_seed"""),
-    **_names("torchvision", """ImageFolder ToTensor make_grid save_image RandomHorizontalFlip
-        RandomResizedCrop CenterCrop ToPILImage fasterrcnn_resnet50_fpn"""),
-    **_names(TF, """Sequential Dense Conv2D Conv1D MaxPooling2D MaxPool2D MaxPooling1D
-        AveragePooling2D GlobalAveragePooling2D GlobalMaxPooling2D BatchNormalization
-        ImageDataGenerator pad_sequences to_categorical load_model plot_model EarlyStopping
-        ModelCheckpoint ReduceLROnPlateau image_dataset_from_directory TimeDistributed
-        Bidirectional Conv2DTranspose UpSampling2D SpatialDropout1D TextVectorization
-        fit_generator predict_classes predict_generator evaluate_generator train_on_batch
-        load_weights save_weights img_to_array load_img array_to_img
-        text_dataset_from_directory GradientTape"""),
-    **_names("statsmodels", """SARIMAX ARIMA OLS ols adfuller seasonal_decompose plot_acf
-        plot_pacf qqplot acorr_ljungbox ExponentialSmoothing SimpleExpSmoothing Holt kpss
-        grangercausalitytests variance_inflation_factor add_constant AutoReg acf pacf
-        het_breuschpagan durbin_watson"""),
-    **_names("lightgbm", "LGBMClassifier LGBMRegressor LGBMRanker"),
-}
-
+API_NAMES: dict[str, str] = _by_name(_TABLES["api_names"])
 #: Methods and attributes typical of one library's objects (weaker evidence).
-METHODS: dict[str, str] = {
-    **_names("pandas", """iloc loc iat groupby fillna dropna reset_index set_index sort_values
-        value_counts iterrows iteritems itertuples unstack nunique to_csv drop_duplicates
-        duplicated isnull notnull isna notna idxmax idxmin pivot to_frame applymap
-        select_dtypes get_values str dt rolling merge concat astype drop rename agg
-        from_dict"""),
-    **_names("numpy", "reshape flatten ravel tolist"),
-    **_names("matplotlib", "imshow scatter hist plot bar pie legend set_title axis annotate"),
-    **_names("sklearn", """fit_transform inverse_transform predict_proba feature_importances_
-        coef_ labels_ best_params_ best_estimator_ get_feature_names_out n_features_in_
-        cluster_centers_ explained_variance_ratio_"""),
-    **_names("torch", """backward cuda unsqueeze permute detach parameters named_parameters
-        eval requires_grad"""),
-    **_names(TF, "compile summary history"),
-}
-
+METHODS: dict[str, str] = _by_name(_TABLES["methods"])
 #: Exception classes that one library defines.
-EXCEPTIONS: dict[str, str] = {
-    **_names(TF, """InvalidArgumentError ResourceExhaustedError NotFoundError UnknownError
-        FailedPreconditionError OutOfRangeError UnimplementedError InternalError AbortedError
-        CancelledError DeadlineExceededError AlreadyExistsError PermissionDeniedError
-        DataLossError OperatorNotAllowedInGraphError"""),
-    **_names("numpy", "AxisError LinAlgError UFuncTypeError _UFuncNoLoopError _ArrayMemoryError"),
-    **_names("pandas", """ParserError IndexingError MergeError InvalidIndexError
-        SettingWithCopyError OutOfBoundsDatetime EmptyDataError UndefinedVariableError
-        SpecificationError IntCastingNaNError"""),
-    **_names("sklearn", "NotFittedError"),
-    **_names("torch", "OutOfMemoryError"),
-    **_names("statsmodels", "MissingDataError PerfectSeparationError"),
-    **_names("lightgbm", "LightGBMError"),
-}
-
+EXCEPTIONS: dict[str, str] = _by_name(_TABLES["exceptions"])
 #: Classes whose objects messages name (``'<class>' object has no attribute …``), besides
 #: those of :data:`API_NAMES`.
-TYPES: dict[str, str] = {
-    **_names("pandas", """DataFrame Series Index RangeIndex MultiIndex DatetimeIndex
-        DataFrameGroupBy SeriesGroupBy Timestamp Categorical StringMethods"""),
-    **_names("numpy", """ndarray int64 int32 int16 int8 uint8 float64 float32 float16 bool_
-        str_ object_ matrix"""),
-    **_names(TF, """Functional Sequential KerasTensor EagerTensor History Dense Layer
-        ImageDataGenerator DirectoryIterator BatchDataset PrefetchDataset MapDataset
-        TensorSliceDataset"""),
-    **_names("torch", "Parameter DataLoader TensorDataset"),
-    **_names("matplotlib", """AxesSubplot Axes Figure Line2D PathCollection AxesImage Text
-        BarContainer Subplot"""),
-    **_names("seaborn", "FacetGrid PairGrid JointGrid"),
-    **_names("statsmodels", """ARIMAResults SARIMAXResults RegressionResultsWrapper
-        ARIMAResultsWrapper SARIMAXResultsWrapper OLSResults"""),
-    **_names("lightgbm", "Booster"),
-}
-
+TYPES: dict[str, str] = _by_name(_TABLES["types"])
 #: Message fragments that only one library produces (matched case-sensitively).
-MESSAGES: dict[str, tuple[str, ...]] = {
-    "pandas": ("'DataFrame'", "'Series'", "not in index", "not found in axis", "None of [Index", "columns overlap",
-               "Length of values", "single positional indexer", "Shape of passed values",
-               "Length of passed values", "Unable to parse string", "dtype='object')",
-               "DataFrameGroupBy", "SeriesGroupBy", "cannot insert", "Index(["),
-    "numpy": ("numpy.ndarray", "'numpy.", "numpy.int", "numpy.float", "could not broadcast",
-              "operands could not be broadcast", "cannot reshape array",
-              "is out of bounds for array", "only integer scalar arrays",
-              "arrays used as indices", "setting an array element with a sequence",
-              "Singular matrix", "ufunc", "The truth value of an array",
-              "all the input array dimensions", "not aligned", "array of dimension",
-              "only integers, slices"),
-    "sklearn": ("inconsistent numbers of samples", "Found array with", "Input contains NaN",
-                "Expected 2D array", "Unknown label type", "feature names should match",
-                "Classification metrics can't handle", "is not fitted yet",
-                "features, but", "Expected sequence or array-like", "n_samples=",
-                "Found unknown categories", "previously unseen labels", "penalties",
-                "Valid values are 2 to n_samples", "X has"),
-    "torch": ("torch.Size", "CUDA", "Tensor for argument", "mat1 and mat2", "state_dict",
-              "same device", "size mismatch for", "DataLoader worker", "expected scalar type",
-              "Given groups=", "device type", "gradient computation", "index out of range in self",
-              "must be Tensor", "cuDNN", "torch."),
-    TF: ("Graph execution error", "KerasTensor", "[Op:", "Input 0 of layer", "of layer",
-         "data adapter", "when calling layer", "EagerTensor", "function_node", "Tensor(\"",
-         "dnn implementation", "Keras",
-         "keras", "tensorflow", "tf.",
-         # Keras history keys (``history.history['acc']`` after the metric was renamed)
-         "'acc'", "'val_acc'", "'val_loss'", "'val_accuracy'"),
-    "matplotlib": ("for image data", "must have same first dimension", "Matplotlib",
-                   "pixels is too large",
-                   "display text", "Invalid RGBA argument", "is not a valid value for color",
-                   "colormap", "matplotlib"),
-    "seaborn": ("Could not interpret input", "Could not interpret value", "FacetGrid",
-                "appears to be numeric", "seaborn"),
-    "statsmodels": ("Pandas data cast to numpy dtype", "option for line not understood",
-                    "exog", "endog", "statsmodels"),
-    "lightgbm": ("[LightGBM]", "LightGBM", "lightgbm"),
-}
+MESSAGES: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in _TABLES["messages"].items()}
 
 #: Weights of each kind of evidence (tuned on the empirical study's dev rows).
 WEIGHTS: dict[str, float] = {
@@ -253,77 +110,19 @@ WEIGHTS: dict[str, float] = {
 
 #: The libraries the published heuristic names (its 24 keys; ``keras`` and
 #: ``tensorflow`` are one library here), answered besides whatever frames name.
-PUBLISHED_LIBRARIES: tuple[str, ...] = (
-    "tensorflow", "torch", "matplotlib", "sklearn", "keras", "xgboost", "seaborn", "scipy",
-    "plotly", "cv2", "lightgbm", "torchvision", "nltk", "transformers", "catboost",
-    "statsmodels", "imblearn", "wordcloud", "missingno", "optuna", "skimage", "datasets",
-    "pandas", "numpy",
-)
+PUBLISHED_LIBRARIES: tuple[str, ...] = tuple(_TABLES["published_libraries"].split())
 #: Modules of libraries outside the benchmark → the library's name.
 OTHER_MODULES: dict[str, str] = {
-    **{lib: lib for lib in PUBLISHED_LIBRARIES if lib not in MODULES},
-    "xgboost": "xgboost", "cv2": "cv2", "PIL": "PIL", "transformers": "transformers",
-    "keras_nlp": "keras_nlp", "keras_cv": "keras_cv", "gensim": "gensim",
-    "prophet": "prophet", "fbprophet": "prophet", "gym": "gym", "gymnasium": "gymnasium",
-    "yellowbrick": "yellowbrick", "tqdm": "tqdm", "surprise": "surprise", "spacy": "spacy",
-    "sentence_transformers": "sentence_transformers", "timm": "timm", "albumentations":
-    "albumentations", "pmdarima": "pmdarima", "shap": "shap", "mlxtend": "mlxtend",
-    "category_encoders": "category_encoders", "pycaret": "pycaret", "folium": "folium",
-    "bokeh": "bokeh", "networkx": "networkx", "sympy": "sympy", "jax": "jax", "flax": "flax",
-    "fastai": "fastai", "lightautoml": "lightautoml", "gpytorch": "gpytorch",
-    "vit_keras": "vit_keras", "efficientnet": "efficientnet", "segmentation_models_pytorch":
-    "segmentation_models_pytorch", "pytorch_lightning": "pytorch_lightning", "lightning":
-    "pytorch_lightning", "torchtext": "torchtext", "torchaudio": "torchaudio",
-    "accelerate": "accelerate", "peft": "peft", "sentencepiece": "sentencepiece",
-    "tokenizers": "tokenizers", "h2o": "h2o", "dask": "dask", "polars": "polars",
-    "pyspark": "pyspark", "librosa": "librosa", "textblob": "textblob", "sksurv": "sksurv",
-}
+    **{lib: lib for lib in PUBLISHED_LIBRARIES if lib not in MODULES}, **_TABLES["other_modules"]}
 #: Packages whose frames say nothing about the crash's library (the notebook machinery,
 #: helpers every library uses); never an answer.
-INFRASTRUCTURE: frozenset[str] = frozenset({
-    "IPython", "ipykernel", "ipykernel_launcher", "traitlets", "tornado", "zmq",
-    "jupyter_client", "jupyter_core", "ipywidgets", "six", "wrapt", "decorator",
-    "typing_extensions", "pkg_resources", "setuptools", "_distutils_hack", "distutils",
-    "importlib_metadata", "google", "absl", "threadpoolctl", "joblib", "packaging",
-    "debugpy", "attr", "attrs", "cloudpickle", "dill", "colorama", "tensorboard",
-    "urllib3", "requests", "fsspec", "filelock", "certifi", "charset_normalizer", "idna"
-})
+INFRASTRUCTURE: frozenset[str] = frozenset(_TABLES["infrastructure"].split())
 #: Conventional aliases and names of the other libraries.
-OTHER_ALIASES: dict[str, str] = {
-    "xgb": "xgboost", "cb": "catboost", "px": "plotly", "go": "plotly", "ff": "plotly",
-    "sp": "scipy", "stats": "scipy", "msno": "missingno", "lgbm": "lightgbm",
-}
-OTHER_API_NAMES: dict[str, str] = {
-    **_names("xgboost", "XGBClassifier XGBRegressor XGBRanker DMatrix"),
-    **_names("catboost", "CatBoostClassifier CatBoostRegressor"),
-    **_names("imblearn", "SMOTE RandomOverSampler RandomUnderSampler ADASYN SMOTETomek"),
-    **_names("wordcloud", "WordCloud STOPWORDS"),
-    **_names("transformers", """AutoTokenizer AutoModel AutoModelForSequenceClassification
-        AutoModelForCausalLM AutoConfig Trainer TrainingArguments pipeline BertTokenizer
-        BertModel"""),
-    **_names("datasets", "load_dataset"),
-    **_names("nltk", "word_tokenize sent_tokenize WordNetLemmatizer PorterStemmer"),
-    **_names("optuna", "create_study"),
-    **_names("scipy", "ttest_ind chi2_contingency pearsonr spearmanr zscore boxcox"),
-    **_names("gensim", "Word2Vec KeyedVectors"),
-    **_names("prophet", "Prophet"),
-}
-OTHER_EXCEPTIONS: dict[str, str] = {
-    **_names("xgboost", "XGBoostError"), **_names("catboost", "CatBoostError"),
-    **_names("optuna", "TrialPruned"), **_names("PIL", "UnidentifiedImageError DecompressionBombError"),
-}
-OTHER_TYPES: dict[str, str] = {
-    **_names("gensim", "Word2Vec KeyedVectors"), **_names("PIL", "Image JpegImageFile PngImageFile"),
-    **_names("xgboost", "XGBClassifier XGBRegressor Booster DMatrix"),
-    **_names("catboost", "CatBoostClassifier CatBoostRegressor"),
-    **_names("transformers", "BatchEncoding"),
-}
-OTHER_MESSAGES: dict[str, tuple[str, ...]] = {
-    "cv2": ("OpenCV(", "cv2."), "xgboost": ("XGBoost", "xgboost"),
-    "catboost": ("catboost", "CatBoost"), "optuna": ("optuna", "Optuna"),
-    "transformers": ("transformers",), "PIL": ("PIL.",), "nltk": ("nltk", "NLTK"),
-    "plotly": ("plotly",), "scipy": ("scipy",), "imblearn": ("imblearn",),
-}
+OTHER_ALIASES: dict[str, str] = _TABLES["other_aliases"]
+OTHER_API_NAMES: dict[str, str] = _by_name(_TABLES["other_api_names"])
+OTHER_EXCEPTIONS: dict[str, str] = _by_name(_TABLES["other_exceptions"])
+OTHER_TYPES: dict[str, str] = _by_name(_TABLES["other_types"])
+OTHER_MESSAGES: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in _TABLES["other_messages"].items()}
 
 # --------------------------------------------------------------------------- patterns
 

@@ -151,47 +151,16 @@ def reproduce(
     why the run stopped early (a lost Ray cluster: the rows it did not run are infrastructure
     errors), if it did.
     """
-    from junobench.data.tables import read_table
-
     require_run_extra()
-    if timeout is not None and timeout <= 0:
-        raise JunoBenchError(f"--timeout must be positive, got {timeout:g}")
-    written = Path(out)
-    if written.exists() and written.resolve() == Path(table).resolve():
-        raise JunoBenchError("--out is the sampled table itself", file=written,
-                             hint="write the result to another file")
-    if not written.parent.is_dir():
-        raise JunoBenchError("the output's folder does not exist", file=written)
-    folder = Path(notebooks)
-    if not folder.is_dir():
-        raise JunoBenchError("the notebooks folder does not exist", file=folder,
-                             hint="pass the folder that holds the sampled notebooks")
+    folder = _check_paths(table, notebooks, out, timeout, quota)
     datasets = input_datasets(data) if data is not None else {}
-    source = read_table(table)
-    source.require([notebook_column], hint="the sampled table names each crash's notebook")
-    if quota is not None and quota < 1:
-        raise JunoBenchError(f"--quota must be at least 1, got {quota}")
-    library_of = _library_column(source.columns, library_column, table) if quota is not None else None
-    rows: list[dict[str, Any]] = [dict(r) for r in source.records()]
-    columns = [c for c in source.columns if c not in RESULT_COLUMNS] + list(RESULT_COLUMNS)
-    earlier = previous_results(out, rows, notebook_column) if resume else {}
-    for number, kept in earlier.items():
-        rows[number].update(kept)
+    rows, columns, earlier, library_of = _read_rows(table, out, notebook_column, library_column,
+                                                    resume=resume, quota=quota)
     candidates = [candidate(i + 2, row, folder, datasets, notebook_column, exception_column, message_column)
                   for i, row in enumerate(rows) if i not in earlier]
-    limits = None
-    if quota is not None and library_of is not None:
-        for item in candidates:
-            item.library = _text(item.row.get(library_of)) or "(none)"
-        done = [_text(rows[i].get(library_of)) or "(none)" for i, kept in earlier.items()
-                if kept.get("reproduced") == SAME]
-        limits = _Quota(quota, {lib: done.count(lib) for lib in set(done)})
+    limits = _quota_limits(quota, library_of, candidates, rows, earlier)
     policy = require_sandbox(sandbox or Sandbox(), trusted=False)  # notebooks from Kaggle: never trusted
-    kernels = env_kernel(env) if env is not None else None
-    runner = executor if isinstance(executor, Executor) else make_executor(
-        executor, jobs=jobs, target=kernels, **dict(executor_options or {}))
-    if isinstance(executor, Executor) and kernels is not None:
-        runner.target = kernels
+    runner = _runner(executor, jobs, env, executor_options)
     runner.sandbox = policy
     result = ReproduceResult(rows, columns, reused=len(earlier), executor=runner.name, sandbox=policy.describe())
     writer = _Writer(out, result)
@@ -207,6 +176,70 @@ def reproduce(
     result.stopped = runner.stopped
     writer.flush()
     return result
+
+
+def _check_paths(table: str | Path, notebooks: str | Path, out: str | Path, timeout: float | None,
+                 quota: int | None) -> Path:
+    """The notebooks folder, once the arguments are checked (before anything is read)."""
+    if timeout is not None and timeout <= 0:
+        raise JunoBenchError(f"--timeout must be positive, got {timeout:g}")
+    if quota is not None and quota < 1:
+        raise JunoBenchError(f"--quota must be at least 1, got {quota}")
+    written = Path(out)
+    if written.exists() and written.resolve() == Path(table).resolve():
+        raise JunoBenchError("--out is the sampled table itself", file=written,
+                             hint="write the result to another file")
+    if not written.parent.is_dir():
+        raise JunoBenchError("the output's folder does not exist", file=written)
+    folder = Path(notebooks)
+    if not folder.is_dir():
+        raise JunoBenchError("the notebooks folder does not exist", file=folder,
+                             hint="pass the folder that holds the sampled notebooks")
+    return folder
+
+
+def _read_rows(table: str | Path, out: str | Path, notebook_column: str, library_column: str | None,
+               *, resume: bool, quota: int | None
+               ) -> tuple[list[dict[str, Any]], list[str], dict[int, dict[str, Any]], str | None]:
+    """The sampled table's rows (those of an earlier ``out`` with a verdict filled in), the
+    output's columns, the rows kept from ``out`` by index, and the library column a
+    ``quota`` counts by."""
+    from junobench.data.tables import read_table
+
+    source = read_table(table)
+    source.require([notebook_column], hint="the sampled table names each crash's notebook")
+    library_of = _library_column(source.columns, library_column, table) if quota is not None else None
+    rows: list[dict[str, Any]] = [dict(r) for r in source.records()]
+    columns = [c for c in source.columns if c not in RESULT_COLUMNS] + list(RESULT_COLUMNS)
+    earlier = previous_results(out, rows, notebook_column) if resume else {}
+    for number, kept in earlier.items():
+        rows[number].update(kept)
+    return rows, columns, earlier, library_of
+
+
+def _quota_limits(quota: int | None, library_of: str | None, candidates: Sequence[Candidate],
+                  rows: Sequence[Mapping[str, Any]], earlier: Mapping[int, Mapping[str, Any]]
+                  ) -> _Quota | None:
+    """How many more crashes of each library may reproduce (those kept from an earlier run
+    count), with each candidate's library noted; None without a quota."""
+    if quota is None or library_of is None:
+        return None
+    for item in candidates:
+        item.library = _text(item.row.get(library_of)) or "(none)"
+    done = [_text(rows[i].get(library_of)) or "(none)" for i, kept in earlier.items()
+            if kept.get("reproduced") == SAME]
+    return _Quota(quota, {lib: done.count(lib) for lib in set(done)})
+
+
+def _runner(executor: str | Executor, jobs: int | None, env: str | Path | None,
+            options: Mapping[str, Any] | None) -> Executor:
+    """The executor that replays the notebooks, its kernels in ``env`` when given."""
+    kernels = env_kernel(env) if env is not None else None
+    if not isinstance(executor, Executor):
+        return make_executor(executor, jobs=jobs, target=kernels, **dict(options or {}))
+    if kernels is not None:
+        executor.target = kernels
+    return executor
 
 
 def candidate(number: int, row: dict[str, Any], folder: Path, datasets: Mapping[str, Path],

@@ -12,23 +12,30 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from pathlib import Path
-
-import datasets
+from typing import TYPE_CHECKING
 
 from junobench.cores import available_cores
 from junobench.data import layout
 from junobench.data.cache import cache_root
+from junobench.data.preparation import EarlyParse, start_parsing
 from junobench.data.prepared import index_path, junobench_version, remember
-from junobench.data.records import CONFIGS, EarlyParse, JunoBench, read_report, start_parsing
 from junobench.data.report import BuildReport
+from junobench.data.schema import CONFIGS
 from junobench.data.snapshot import fingerprint
 from junobench.errors import JunoBenchError, SnapshotError
+
+if TYPE_CHECKING:  # datasets is imported once the parsing has started (a second or two)
+    import datasets
+
+    from junobench.data.records import JunoBench
 
 
 def builder_for(root: Path, config: str, *, cache_dir: str | Path | None = None, workers: int = 1,
                 content: str | None = None, early: EarlyParse | None = None) -> JunoBench:
     """The builder of ``config`` for a local snapshot, keyed on its content (its
     :func:`~junobench.data.snapshot.fingerprint`, computed unless given as ``content``)."""
+    from junobench.data.records import JunoBench
+
     if config not in CONFIGS:
         raise JunoBenchError(f"unknown config {config!r}", hint=f"use one of {', '.join(CONFIGS)}")
     return JunoBench(
@@ -83,11 +90,13 @@ def _first_preparation(root: Path, cache_dir: str | Path | None) -> bool:
 
 def _prepare(root: Path, configs: Iterable[str], skip_invalid: bool, cache_dir: str | Path | None,
              num_proc: int, early: EarlyParse | None) -> tuple[dict[str, datasets.Dataset], BuildReport]:
-    content = fingerprint(root)
+    content = early.fingerprint(root) if early is not None else fingerprint(root)
     wanted = list(dict.fromkeys(configs))
     builders = {c: builder_for(root, c, cache_dir=cache_dir, workers=num_proc, content=content,
                                early=early if c == "cases" else None)
                 for c in dict.fromkeys(["cases", *wanted])}  # notebooks derive from cases
+    from junobench.data.records import read_report
+
     _prepare_one(builders["cases"])
     data = read_report(builders["cases"].cache_dir)
     report = BuildReport.from_dict(data, snapshot=root, fingerprint=content)
@@ -107,6 +116,8 @@ def _prepare(root: Path, configs: Iterable[str], skip_invalid: bool, cache_dir: 
 
 
 def _prepare_one(builder: JunoBench) -> None:
+    import datasets
+
     try:
         builder.download_and_prepare()
     except datasets.exceptions.DatasetGenerationError as error:

@@ -8,7 +8,7 @@ returned as :class:`~junobench.errors.Problem` objects naming file and case.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,11 +69,13 @@ def case_order(case_id: str) -> tuple[str, int, str]:
     return (prefix, int(number), "") if vocab.is_case_id(case_id) else ("\uffff", 0, case_id)
 
 
-def parse_case_folder(root: str | Path, case_id: str, env: Environment | None = None) -> CaseResult:
+def parse_case_folder(root: str | Path, case_id: str, env: Environment | None = None, *,
+                      read: Mapping[str, bytes] | None = None) -> CaseResult:
     """The fields of a case's record that its folder gives: notebooks, crash, orders (each
     run a tuple of :data:`RUN_FIELDS`) and the datasets of its metadata files
     (``datasets`` None when it has none); requirements pinned from ``env`` (default: the
-    snapshot's). Never raises for bad input: problems name the file and the case."""
+    snapshot's). ``read``: the bytes of notebooks read already, by absolute path. Never
+    raises for bad input: problems name the file and the case."""
     problems: list[Problem] = []
     absent: list[str] = []
     folder_rel = f"{layout.BENCHMARK_DIR}/{case_id}"
@@ -114,7 +116,8 @@ def parse_case_folder(root: str | Path, case_id: str, env: Environment | None = 
             problem("a link out of the snapshot", f"{folder_rel}/{name}", _LINK_HINT)
             continue
         try:
-            notebook, text = read_notebook(path, case=case_id)
+            notebook, text = read_notebook(path, case=case_id,
+                                           raw=read.get(os.path.abspath(path)) if read else None)
         except NotebookError as error:
             problem(error.problem_.problem, f"{folder_rel}/{name}", error.problem_.hint)
             continue

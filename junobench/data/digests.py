@@ -8,9 +8,10 @@ the change time (no user command can set it back), so a remembered digest is use
 for the very bytes it was computed from, and a file is read again only after it changed.
 Without a writable cache the digests are computed every time.
 
->>> with ContentDigests() as digests:                       # doctest: +SKIP
-...     digests.sha256("benchmark/pandas_1/data/train.csv")[:12]
-'9f2c4e1a0b37'
+>>> _ = Path("train.csv").write_bytes(b"x,y\\n1,2\\n")
+>>> with ContentDigests() as digests:
+...     digests.sha256("train.csv") == hashlib.sha256(b"x,y\\n1,2\\n").hexdigest()
+True
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import os
 import sqlite3
 import stat
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import TracebackType
 
@@ -45,7 +47,7 @@ class ContentDigests:
 
     def __init__(self, cache_dir: str | Path | None = None, *, under: str | Path | None = None) -> None:
         self._db: sqlite3.Connection | None = None
-        self._pending: list[tuple[str, int, int, int, int, int, str]] = []
+        self._pending: list[MemoRow] = []
         self._known: dict[str, tuple[tuple[int, ...], str]] | None = None
         self._lookups = 0
         self._under = None if under is None else os.path.join(os.path.abspath(under), "")
@@ -71,23 +73,21 @@ class ContentDigests:
         it cannot be read or is not a regular file. ``info``: its ``os.stat`` when the
         caller has just taken it (one ``stat`` per file, not two); ``absolute``: ``path``
         is a ``str`` already absolute and normalised (a listing of an absolute folder)."""
-        real = path if absolute and isinstance(path, str) else os.path.abspath(path)
-        if info is None:
-            info = os.stat(real)
-        if not stat.S_ISREG(info.st_mode):
-            raise OSError(0, "not a regular file", str(path))
+        real, info = _regular(path, info, absolute)
         if not is_utf8(real):  # a name that is not UTF-8 (the memo holds text): read each time
             return _read_digest(real)[0]
-        key = (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_dev, info.st_ino)
-        remembered = self._lookup(real, key)
+        remembered = self._lookup(real, _key(info))
         if remembered is not None:
             return remembered
         digest, after = _read_digest(real)
-        settled = time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) > _SETTLED_NS
-        if settled and (after.st_size, after.st_mtime_ns, after.st_ctime_ns, after.st_dev, after.st_ino) == key:
-            # unchanged while read, and not so recent that another write could share its times
-            self._pending.append((real, *key, digest))
+        row = memo_row(real, info, after, digest)
+        if row is not None:
+            self._pending.append(row)
         return digest
+
+    def remember(self, rows: Iterable[MemoRow]) -> None:
+        """Keep digests computed elsewhere (:class:`ReadDigests` in a worker process)."""
+        self._pending.extend(rows)
 
     def _lookup(self, real: str, key: tuple[int, int, int, int, int]) -> str | None:
         if self._db is None:
@@ -129,6 +129,76 @@ class ContentDigests:
         self._pending = []
         self._db.close()
         self._db = None
+
+
+#: A memo row: path, size, modification and change times (ns), device, inode, sha256.
+MemoRow = tuple[str, int, int, int, int, int, str]
+
+
+def _key(info: os.stat_result) -> tuple[int, int, int, int, int]:
+    return info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_dev, info.st_ino
+
+
+def memo_row(real: str, info: os.stat_result, after: os.stat_result, digest: str) -> MemoRow | None:
+    """The memo row of a digest of ``real`` (``info``: its ``stat`` before it was read,
+    ``after``: once read), or None: a file that changed while it was read, or so recently
+    that another write could share its times, is not remembered."""
+    settled = time.time_ns() - max(info.st_mtime_ns, info.st_ctime_ns) > _SETTLED_NS
+    if settled and _key(after) == _key(info):
+        return (real, *_key(info), digest)
+    return None
+
+
+class ReadDigests:
+    """The sha256 of files read now, without the memo (a worker process, which reads the
+    files of its case folders anyway): the memo rows they make are kept in ``rows`` for
+    the parent's memo (:meth:`ContentDigests.remember`), and the bytes of the files
+    ``keep(path, size)`` accepts in ``kept``, so that a parser uses the very bytes that
+    were hashed instead of reading them again. Same interface as :class:`ContentDigests`."""
+
+    def __init__(self, keep: Callable[[str, int], bool]) -> None:
+        self.keep = keep
+        self.rows: list[MemoRow] = []
+        self.kept: dict[str, bytes] = {}
+
+    def sha256(self, path: str | Path, info: os.stat_result | None = None, *,
+               absolute: bool = False) -> str:
+        real, info = _regular(path, info, absolute)
+        if self.keep(real, info.st_size):
+            data, after = _read_whole(real)
+            self.kept[real] = data
+            digest = hashlib.sha256(data).hexdigest()
+        else:
+            digest, after = _read_digest(real)
+        row = memo_row(real, info, after, digest) if is_utf8(real) else None
+        if row is not None:
+            self.rows.append(row)
+        return digest
+
+
+def _regular(path: str | Path, info: os.stat_result | None, absolute: bool) -> tuple[str, os.stat_result]:
+    """``path`` absolute and its ``stat`` (``info`` when given); ``OSError`` unless it is a
+    regular file."""
+    real = path if absolute and isinstance(path, str) else os.path.abspath(path)
+    if info is None:
+        info = os.stat(real)
+    if not stat.S_ISREG(info.st_mode):
+        raise OSError(0, "not a regular file", str(path))
+    return real, info
+
+
+def _read_whole(path: str) -> tuple[bytes, os.stat_result]:
+    """The bytes of the regular file ``path`` and its ``fstat`` once read."""
+    from junobench.safety.paths import open_regular
+
+    fd = open_regular(path)
+    try:
+        chunks = []
+        while chunk := os.read(fd, _CHUNK):
+            chunks.append(chunk)
+        return b"".join(chunks), os.fstat(fd)
+    finally:
+        os.close(fd)
 
 
 def _read_digest(path: str) -> tuple[str, os.stat_result]:

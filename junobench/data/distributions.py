@@ -112,46 +112,62 @@ class Stats:
 
 def compute(cases: Iterable[Mapping[str, Any]]) -> Stats:
     """The :class:`Stats` of ``cases`` records (only the :data:`FIELDS` are read)."""
-    cases = list(cases)
-    counters: dict[str, Counter[str]] = {name: Counter() for name in (*DIMENSIONS, "source", "exception")}
-    crosses: dict[str, Counter[tuple[str, str]]] = {dim: Counter() for dim in SEGMENTED}
-    modification: Counter[str] = Counter()
-    notes: Counter[str] = Counter()
-    licences: dict[tuple[str, str], str] = {}
+    tally = _Tally()
     for case in cases:
-        for name, counter in counters.items():
-            counter[_value(case.get(name))] += 1
-        library = _value(case.get("library"))
-        for dim, cross in crosses.items():
-            cross[_value(case.get(dim)), library] += 1
-        note = case.get("dataset_note") or ""
-        parts = [p.strip() for p in note.split(";") if p.strip()]
-        notes.update(dict.fromkeys(parts, 1))
-        kinds = {m for d in case.get("datasets") or [] for m in d.get("modifications") or []}
-        kinds |= {kind for kind in vocab.MODIFICATIONS if kind in note.lower()}
-        modification.update(kinds)
-        for d in case.get("datasets") or []:
-            title = d.get("title") or d.get("name") or ""
-            if vocab.is_no_data(title):
-                continue
-            licences[(title, d.get("url") or "")] = d.get("license") or NOT_RECORDED
-
-    counts = {name: _ordered(counters[name], name) for name in DIMENSIONS}
-    if set(counters["source"]) - {NOT_RECORDED}:
-        counts["source"] = _ordered(counters["source"], "source")
-    counts["exception"] = _ordered(counters["exception"], "exception")
-    counts["license"] = _ordered(Counter(licences.values()), "license")
-    if modification:
-        counts["modification"] = _ordered(modification, "modification")
-    if notes:
-        counts["dataset_note"] = _ordered(notes, "dataset_note")
+        tally.add(case)
+    counts = tally.counts()
     libraries = list(counts["library"])
     by_library = {
-        dim: {value: {lib: crosses[dim][value, lib] for lib in libraries if crosses[dim][value, lib]}
+        dim: {value: {lib: tally.crosses[dim][value, lib] for lib in libraries
+                      if tally.crosses[dim][value, lib]}
               for value in counts[dim]}
         for dim in SEGMENTED
     }
-    return Stats(len(cases), counts, by_library)
+    return Stats(tally.cases, counts, by_library)
+
+
+class _Tally:
+    """What :func:`compute` counts, one case at a time."""
+
+    def __init__(self) -> None:
+        self.cases = 0
+        self.counters: dict[str, Counter[str]] = {name: Counter()
+                                                  for name in (*DIMENSIONS, "source", "exception")}
+        self.crosses: dict[str, Counter[tuple[str, str]]] = {dim: Counter() for dim in SEGMENTED}
+        self.modification: Counter[str] = Counter()
+        self.notes: Counter[str] = Counter()
+        self.licences: dict[tuple[str, str], str] = {}
+
+    def add(self, case: Mapping[str, Any]) -> None:
+        self.cases += 1
+        for name, counter in self.counters.items():
+            counter[_value(case.get(name))] += 1
+        library = _value(case.get("library"))
+        for dim, cross in self.crosses.items():
+            cross[_value(case.get(dim)), library] += 1
+        note = case.get("dataset_note") or ""
+        self.notes.update(dict.fromkeys([p.strip() for p in note.split(";") if p.strip()], 1))
+        datasets = case.get("datasets") or []
+        self.modification.update({m for d in datasets for m in d.get("modifications") or []}
+                                 | {kind for kind in vocab.MODIFICATIONS if kind in note.lower()})
+        for d in datasets:
+            title = d.get("title") or d.get("name") or ""
+            if not vocab.is_no_data(title):
+                self.licences[(title, d.get("url") or "")] = d.get("license") or NOT_RECORDED
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Each dimension's counts, most frequent first; the source only when some case
+        records it, modifications and dataset notes only when there are any."""
+        counts = {name: _ordered(self.counters[name], name) for name in DIMENSIONS}
+        if set(self.counters["source"]) - {NOT_RECORDED}:
+            counts["source"] = _ordered(self.counters["source"], "source")
+        counts["exception"] = _ordered(self.counters["exception"], "exception")
+        counts["license"] = _ordered(Counter(self.licences.values()), "license")
+        if self.modification:
+            counts["modification"] = _ordered(self.modification, "modification")
+        if self.notes:
+            counts["dataset_note"] = _ordered(self.notes, "dataset_note")
+        return counts
 
 
 def _value(value: Any) -> str:

@@ -130,10 +130,12 @@ class Notebook:
 # --------------------------------------------------------------------------- reading
 
 
-def read_notebook(path: str | Path, *, case: str | None = None) -> tuple[Notebook, str]:
-    """Read and parse a notebook file; returns the notebook and its (v4) JSON text."""
+def read_notebook(path: str | Path, *, case: str | None = None,
+                  raw: bytes | None = None) -> tuple[Notebook, str]:
+    """Read and parse a notebook file; returns the notebook and its (v4) JSON text.
+    ``raw``: the file's bytes, when they were read already."""
     try:
-        raw = _read_bytes(path)
+        raw = _read_bytes(path) if raw is None else raw
     except OSError as error:
         if error.errno == errno.EFBIG:
             raise NotebookError(f"the notebook is larger than {human_size(MAX_NOTEBOOK_BYTES)}, "

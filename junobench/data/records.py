@@ -23,7 +23,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,13 +33,11 @@ import datasets
 import pyarrow as pa
 
 from junobench.data import layout
-from junobench.data.cache import cache_root
-from junobench.data.cases import LABEL_FIELDS, RUN_FIELDS, TABLE_FIELDS
 from junobench.data.preparation import (
     NOTEBOOK_SOURCE_COLUMNS,
     BuildReport,
-    Shards,
-    case_folders,
+    EarlyParse,
+    case_shards,
     computed_ahead,
     folder_shards,
     frozen_heap,
@@ -49,6 +47,8 @@ from junobench.data.preparation import (
     split,
 )
 from junobench.data.prepared import RECORDS_VERSION
+from junobench.data.schema import CONFIGS as CONFIGS
+from junobench.data.schema import FOLDER_SCHEMA, SCHEMAS
 from junobench.envs.environment import snapshot_environment
 from junobench.errors import JunoBenchError
 
@@ -64,83 +64,18 @@ from junobench.errors import JunoBenchError
 #    moves to the cache folder when preparation succeeds. The build report must be
 #    written there, to move with the records (a report written to the public
 #    ``cache_dir`` would outlive a failed preparation); so are the workers' spool files,
-#    unless they started before the builder (:func:`start_parsing`).
+#    unless they started before the builder (:func:`~junobench.data.preparation.start_parsing`).
 _patched_for_streaming = True
 
 #: Report files written beside the prepared records: what was skipped, what is absent.
 REPORT_PREFIX = "junobench_report"
 
-_string = datasets.Value("string")
-_int = datasets.Value("int32")
-
-CELL_RUN = dict(zip(RUN_FIELDS, (_int, _int, _string), strict=True))
-LABELS = dict.fromkeys(LABEL_FIELDS, _string)
-
-CASE_FEATURES = datasets.Features(
-    {
-        "case_id": _string,
-        **LABELS,
-        "dataset_note": _string,
-        "eid": _string,
-        "exception": _string,
-        "evalue": _string,
-        "traceback": datasets.List(_string),
-        "crash_line": _int,
-        "diagnosis": _string,
-        "notebook_url": _string,
-        "original": _string,
-        "reproduced": _string,
-        "fixed": _string,
-        "target_cell_index": _int,
-        "execution_order": {
-            "reproduced": datasets.List(CELL_RUN),
-            "fixed": datasets.List(CELL_RUN),
-        },
-        "datasets": datasets.List(
-            {
-                "name": _string,
-                "title": _string,
-                "url": _string,
-                "license": _string,
-                "modifications": datasets.List(_string),
-                "files": datasets.List(_string),
-            }
-        ),
-        "requirements": datasets.List(_string),
-        "provenance": {
-            "status": _string,
-            "verified_at": _string,
-            "python": _string,
-            "libraries": datasets.List(_string),
-            "sandbox": _string,
-            "environment": _string,
-            "tool": _string,
-            "detail": _string,
-            "similar_to": datasets.List(_string),
-        },
-    }
-)
-
-NOTEBOOK_FEATURES = datasets.Features(
-    {
-        "instance": _string,
-        "case_id": _string,
-        "version": _string,
-        "crash": datasets.Value("bool"),
-        **LABELS,
-        "exception": _string,
-        "executed_cells": datasets.List(CELL_RUN),
-        "target_cell": CELL_RUN,
-        "diagnosis": _string,
-    }
-)
-
-FEATURES = {"cases": CASE_FEATURES, "notebooks": NOTEBOOK_FEATURES}
+#: The records' features: their Arrow schemas (:mod:`.schema`) in ``datasets``' terms.
+FEATURES = {config: datasets.Features.from_arrow_schema(schema) for config, schema in SCHEMAS.items()}
+CASE_FEATURES, NOTEBOOK_FEATURES = FEATURES["cases"], FEATURES["notebooks"]
+#: The schemas of the records as written (with ``datasets``' metadata of their features).
 CASE_SCHEMA = CASE_FEATURES.arrow_schema
 NOTEBOOK_SCHEMA = NOTEBOOK_FEATURES.arrow_schema
-#: The part of a cases record that its folder gives (the rest comes from the tables).
-FOLDER_SCHEMA = pa.schema([f for f in CASE_SCHEMA if f.name not in TABLE_FIELDS])
-CONFIGS = tuple(FEATURES)
 
 _DESCRIPTION = (
     "JunoBench: real crashes in Python machine-learning Jupyter notebooks from Kaggle. "
@@ -151,82 +86,8 @@ _DESCRIPTION = (
 
 # --------------------------------------------------------------------------- builder
 
-#: Case folders per shard (at most): a shard's records are parsed, joined and written
-#: together. Small shards keep memory low and spread evenly over worker processes.
-SHARD_CASES = 200
 #: Shards of the notebooks records (split of the cases records into writer batches).
 SHARDS = 16
-
-
-def shard_count(cases: int, workers: int = 1) -> int:
-    """How many shards ``cases`` case folders are parsed in: at most :data:`SHARD_CASES`
-    each, and at least 8 per worker process, so that no worker idles at the end.
-
-    >>> shard_count(111), shard_count(11_100, workers=2)
-    (1, 56)
-    """
-    needed = -(-cases // SHARD_CASES)
-    return max(1, needed, 8 * workers if workers > 1 else 1)
-
-
-def case_shards(root: str | Path, workers: int = 1) -> tuple[list[str], list[Sequence[str]]]:
-    """The case folders of a snapshot, in case order, and the shards they are parsed in."""
-    folders = case_folders(root)
-    return folders, split(folders, shard_count(len(folders), workers))
-
-
-@dataclass
-class EarlyParse:
-    """A snapshot's case folders being parsed by worker processes before its builder
-    runs (:func:`start_parsing`); :meth:`close` stops them and removes their spool."""
-
-    folders: list[str]
-    shards: list[Sequence[str]]
-    parsed: Shards
-    spool: tempfile.TemporaryDirectory[str]
-
-    def close(self) -> None:
-        self.parsed.close()
-        self.spool.cleanup()
-
-
-#: The name of an early parse's spool folder in the cache: then its process id and "-".
-_SPOOL = "junobench-spool-"
-
-
-def start_parsing(root: Path, workers: int, cache_dir: str | Path | None = None) -> EarlyParse | None:
-    """Start the worker processes on a snapshot's case folders now, for a builder made
-    later (``JunoBench(..., early=...)``): a first preparation computes the cache key of
-    the records (a walk of every file, on one core) while the other cores parse. ``None``
-    with fewer than two workers, or a snapshot the builder will refuse (it says why)."""
-    if workers < 2 or not layout.benchmark_dir(root).is_dir() or not os.path.lexists(root / layout.DESC_TABLE):
-        return None
-    try:
-        snapshot_environment(root)
-        folders, shards = case_shards(root, workers)
-        parent = cache_root(cache_dir)
-        parent.mkdir(parents=True, exist_ok=True)
-        _remove_orphan_spools(parent)
-        spool = tempfile.TemporaryDirectory(prefix=f"{_SPOOL}{os.getpid()}-", dir=parent)
-    except (JunoBenchError, OSError):
-        return None
-    parsed = folder_shards(str(root), shards, workers=workers, schema=FOLDER_SCHEMA, spool=spool.name)
-    return EarlyParse(folders, shards, parsed, spool)
-
-
-def _remove_orphan_spools(cache: Path) -> None:
-    """Remove the spool folders (``junobench-spool-<pid>-*``) of killed preparations: those
-    whose process no longer runs. Others' are left alone, and so is anything else."""
-    for entry in cache.glob(f"{_SPOOL}*-*"):
-        pid = entry.name[len(_SPOOL):].split("-", 1)[0]
-        if not pid.isdigit() or entry.is_symlink() or not entry.is_dir():
-            continue
-        try:
-            os.kill(int(pid), 0)
-        except ProcessLookupError:
-            shutil.rmtree(entry, ignore_errors=True)
-        except (PermissionError, OverflowError, ValueError):
-            continue  # another user's process, or not a process id
 
 
 @dataclass

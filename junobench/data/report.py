@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from junobench.errors import Problem
+from junobench.render import some as _ids
 
 
 @dataclass
@@ -57,18 +58,10 @@ class BuildReport:
             lines.append(f"case folder(s) without a table row, not loaded: "
                          f"{_ids(self.unlisted_folders)}")
         if self.unpinned:
-            lines.append(f"imports the environment does not pin, in {len(self.unpinned)} case(s): "
-                         + "; ".join(f"{case} ({', '.join(names)})"
-                                     for case, names in sorted(self.unpinned.items(),
-                                                               key=lambda kv: _case_order(kv[0]))))
+            cases = sorted(self.unpinned, key=_case_order)
+            lines.append(f"imports the environment does not pin, in {len(cases)} case(s): "
+                         + _ids([f"{case} ({', '.join(self.unpinned[case])})" for case in cases]))
         return lines
-
-
-def _ids(ids: list[str], limit: int = 8) -> str:
-    shown = ", ".join(ids[:limit])
-    return shown + (f", … (+{len(ids) - limit})" if len(ids) > limit else "")
-
-
 
 
 def _case_order(case_id: str) -> tuple[str, int, str]:

@@ -15,14 +15,14 @@ import operator
 import os
 import re
 import stat
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from junobench import vocab
 from junobench.data import layout
-from junobench.data.digests import ContentDigests
+from junobench.data.digests import ContentDigests, MemoRow, ReadDigests
 from junobench.envs.environment import SNAPSHOT_FOLDER, environment_files
 from junobench.errors import JunoBenchError
 from junobench.safety.paths import is_dir_entry, link_inside, require_utf8_path
@@ -218,7 +218,13 @@ def _first_line(error: BaseException) -> str:
     return text[0] if text else type(error).__name__
 
 
-def fingerprint(root: str | Path) -> str:
+#: One file of a fingerprint: its path in the snapshot, its size and its content
+#: (sha256; a link out of the snapshot or an unreadable file in words).
+Entry = tuple[str, int, str]
+
+
+def fingerprint(root: str | Path, *, folders: Mapping[str, list[Entry]] | None = None,
+                rows: Iterable[MemoRow] = ()) -> str:
     """A digest of the snapshot's content: every file's path and sha256, and those of the
     files that decide its environment (its own or the packaged one).
 
@@ -227,38 +233,63 @@ def fingerprint(root: str | Path) -> str:
     size and times (``touch -r``, ``cp -p``, ``rsync -a``, ``tar x``). Each file's digest
     is remembered under its path, size, times and inode (:mod:`junobench.data.digests`):
     a file is read again only after it changed, otherwise this costs a ``stat`` per file.
+
+    ``folders``: the :func:`folder_entries` of case folders (``benchmark/<case>``) that
+    worker processes read already, with the memo ``rows`` of their digests: the same
+    fingerprint, without reading those files again.
     """
     root = os.path.abspath(root)  # every path below is then absolute and normalised
-    entries: list[tuple[str, int, str]] = []
+    entries: list[Entry] = []
     with ContentDigests(under=root) as digests:
+        digests.remember(rows)
         for name in (layout.DESC_TABLE, layout.DIAGNOSIS_TABLE):
             _add(entries, name, os.path.join(root, name), digests, root)
         for env_file in environment_files(root):
             _add(entries, str(env_file), str(env_file), digests, str(env_file.parent))
-        stack = [layout.BENCHMARK_DIR]
-        while stack:
-            relative = stack.pop()
-            try:
-                with os.scandir(os.path.join(root, relative)) as found:
-                    listing = sorted(found, key=_NAME)
-            except (FileNotFoundError, NotADirectoryError):
-                entries.append((relative, -1, ""))
-                continue
-            subdirs = []
-            for entry in listing:
-                path = f"{relative}/{entry.name}"
-                if is_dir_entry(entry):  # a link loop is not: recorded as unreadable
-                    subdirs.append(path)
-                else:
-                    _add(entries, path, entry.path, digests, root, entry)
-            stack.extend(reversed(subdirs))
+        _walk(root, layout.BENCHMARK_DIR, digests, entries, folders or {})
     return hashlib.sha256(repr(entries).encode()).hexdigest()
 
 
+def folder_entries(root: str, relative: str, digests: Digests) -> list[Entry]:
+    """The fingerprint's entries of the folder ``relative`` (``benchmark/<case>``) of the
+    snapshot at ``root`` (an absolute, normalised path), in the fingerprint's order."""
+    entries: list[Entry] = []
+    _walk(root, relative, digests, entries, {})
+    return entries
+
+
+def _walk(root: str, start: str, digests: Digests, entries: list[Entry],
+          known: Mapping[str, list[Entry]]) -> None:
+    """Add the entries of every file below ``start``: each folder's files in name order,
+    then its folders, depth first (the entries of a folder in ``known`` as they are)."""
+    stack = [start]
+    while stack:
+        relative = stack.pop()
+        if relative in known:
+            entries.extend(known[relative])
+            continue
+        try:
+            with os.scandir(os.path.join(root, relative)) as found:
+                listing = sorted(found, key=_NAME)
+        except (FileNotFoundError, NotADirectoryError):
+            entries.append((relative, -1, ""))
+            continue
+        subdirs = []
+        for entry in listing:
+            path = f"{relative}/{entry.name}"
+            if is_dir_entry(entry):  # a link loop is not: recorded as unreadable
+                subdirs.append(path)
+            else:
+                _add(entries, path, entry.path, digests, root, entry)
+        stack.extend(reversed(subdirs))
+
+
 _NAME = operator.attrgetter("name")
+#: What gives the fingerprint its files' digests: the memo, or files read now.
+Digests = ContentDigests | ReadDigests
 
 
-def _add(entries: list[tuple[str, int, str]], name: str, path: str, digests: ContentDigests,
+def _add(entries: list[Entry], name: str, path: str, digests: Digests,
          root: str, entry: os.DirEntry[str] | None = None) -> None:
     """Record ``path`` as ``name``: its size and sha256 (``entry``: its listing entry, whose
     type and ``stat`` are those of ``path``)."""

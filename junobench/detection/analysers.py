@@ -268,8 +268,9 @@ def detect_analyser(tasks: Sequence[Mapping[str, Any]], out: str | Path, analyse
     finished; tasks already in ``out`` are skipped, so an interrupted run resumes.
     ``annotations`` (task id → {name: type}, from ``runtime-info --style crane``)
     annotates the target cells as CRANE-LLM did for its "+RT" analysers. Returns a
-    :class:`junobench.detection.detect.DetectSummary`."""
-    from junobench.detection.detect import DetectSummary, finished_instances
+    :class:`junobench.detection.client.Summary`."""
+    from junobench.detection.client import Summary
+    from junobench.detection.detect import finished_instances
     from junobench.detection.tasks import task_key
     from junobench.safety.atomic import check_file_target
 
@@ -278,7 +279,7 @@ def detect_analyser(tasks: Sequence[Mapping[str, Any]], out: str | Path, analyse
     path = check_file_target(out)  # appended to: a directory or a FIFO is refused
     path.parent.mkdir(parents=True, exist_ok=True)
     done = finished_instances(path)
-    summary = DetectSummary(path, resumed=[task_key(t) for t in tasks if task_key(t) in done])
+    summary = Summary(path, resumed=[task_key(t) for t in tasks if task_key(t) in done])
     with path.open("a", encoding="utf-8") as handle:
         for task in tasks:
             instance = task_key(task)

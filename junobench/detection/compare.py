@@ -263,9 +263,14 @@ def pair_rows(comparison: Comparison) -> list[dict[str, Any]]:
 
 
 def csv_rows(comparison: Comparison) -> list[dict[str, Any]]:
-    """:meth:`Comparison.rows`, then one row per pair (``setting`` is ``A vs B``) with its
-    test results, raw and Holm-adjusted, in columns of their own."""
-    rows = comparison.rows()
+    """:meth:`Comparison.rows`, then :func:`pair_csv_rows`."""
+    return comparison.rows() + pair_csv_rows(comparison)
+
+
+def pair_csv_rows(comparison: Comparison) -> list[dict[str, Any]]:
+    """One CSV row per pair (``setting`` is ``A vs B``) with its test results, raw and
+    Holm-adjusted, in columns of their own."""
+    rows = []
     for test in comparison.tests:
         rows.append({"setting": f"{test.a} vs {test.b}", "n": test.n,
                      "mcnemar_only_a": test.mcnemar.only_a, "mcnemar_only_b": test.mcnemar.only_b,

@@ -40,11 +40,13 @@ def outcome(truth: bool, decision: bool) -> int:
 
 
 def fractions(tp: N, fp: N, tn: N, fn: N) -> dict[str, tuple[N, N]]:
-    """Each score of :data:`METRICS` as ``(numerator, denominator)`` of the counts."""
+    """Each score of :data:`METRICS` as ``(numerator, denominator)`` of the counts. F1,
+    like recall, is undefined without a crashing notebook (its denominator is then 0):
+    it would be 0 whatever the detector answered."""
     return {
         "precision": (tp, tp + fp),
         "recall": (tp, tp + fn),
-        "f1": (2 * tp, 2 * tp + fp + fn),
+        "f1": (2 * tp, (2 * tp + fp + fn) * (tp + fn > 0)),
         "accuracy": (tp + tn, tp + fp + tn + fn),
     }
 

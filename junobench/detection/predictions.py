@@ -28,12 +28,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from junobench import vocab
+from junobench import jsonl, vocab
 from junobench.detection.ids import is_blind_id
 from junobench.detection.names import CANONICAL
 from junobench.errors import JunoBenchError
-from junobench.safety.atomic import atomic_open
-from junobench.safety.paths import MAX_TEXT_BYTES, read_regular
 
 _BARE = re.compile(r"^[\s\"'`*_\[(]*(true|false)[\s\"'`*_\])]*\.?\s*$", re.IGNORECASE)
 _THINK_END = re.compile(r"</think(?:ing)?>", re.IGNORECASE)
@@ -199,13 +197,8 @@ def read_jsonl(path: str | Path) -> Predictions:
 an instance id or a blind task id)."""
     path = Path(path)
     out = Predictions(path, CANONICAL)
-    for number, line in _lines(path):
-        where = f"{path}:{number}"
-        try:
-            item = loads(line)
-        except (ValueError, RecursionError) as error:
-            raise JunoBenchError(f"line {number} is not valid JSON ({error})", file=path,
-                                 hint="each line must be one JSON object") from None
+    for number, item in jsonl.read_jsonl(path, what="predictions", loads=loads,
+                                         hint="each line must be one JSON object"):
         if repeated_keys(item) & {"instance", "runs"}:
             raise JunoBenchError(f"line {number} names {', '.join(sorted(repeated_keys(item)))} twice",
                                  file=path, hint="each line holds one instance and one list of runs")
@@ -215,7 +208,7 @@ an instance id or a blind task id)."""
                                  f"(first at {out.origin[instance]})", file=path, case=instance,
                                  hint="keep one line per instance")
         out.runs[instance] = runs
-        out.origin[instance] = where
+        out.origin[instance] = f"{path}:{number}"
     return out
 
 
@@ -230,19 +223,6 @@ def _canonical_item(item: Any, path: Path, number: int) -> tuple[str, list[Any]]
                              case=instance, hint=hint)
     check_instance(instance, path, f"line {number}: ", blind=True)
     return instance, runs
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    try:
-        text = read_regular(path, limit=MAX_TEXT_BYTES).decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise JunoBenchError(f"not UTF-8 text ({error.reason} at byte {error.start})", file=path,
-                             hint="predictions are JSON Lines in UTF-8") from None
-    except OSError as error:
-        raise JunoBenchError(f"cannot read ({error.strerror or error})", file=path) from None
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            yield number, line
 
 
 def check_instance(instance: str, file: Path, prefix: str = "", *, hint: str | None = None,
@@ -278,13 +258,9 @@ def read_per_instance(folder: Path, layout: str, files: Iterable[Path],
 
 def jsonl_line(instance: str, runs: Sequence[Any]) -> str:
     """One canonical line (with its newline)."""
-    return json.dumps({"instance": instance, "runs": list(runs)}, ensure_ascii=False) + "\n"
+    return jsonl.json_line({"instance": instance, "runs": list(runs)})
 
 
 def write_predictions(path: str | Path, items: Iterable[tuple[str, Sequence[Any]]]) -> Path:
     """Write canonical JSONL atomically (beside, then moved over ``path``)."""
-    path = Path(path)
-    with atomic_open(path) as handle:
-        for instance, runs in items:
-            handle.write(jsonl_line(instance, runs))
-    return path
+    return jsonl.write_jsonl(path, ({"instance": i, "runs": list(r)} for i, r in items))

@@ -63,7 +63,7 @@ def strip_comments(source: str) -> str:
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (tokenize.TokenError, SyntaxError):
         return _strip_comment_lines(source)
-    lines = source.splitlines(keepends=True)
+    lines = code_lines(source)
     cuts = {tok.start[0] - 1: tok.start[1] for tok in tokens if tok.type == tokenize.COMMENT}
     kept = []
     for number, line in enumerate(lines):
@@ -76,14 +76,24 @@ def strip_comments(source: str) -> str:
     return _trim("".join(kept))
 
 
+def code_lines(source: str) -> list[str]:
+    """``source``'s lines with their ends, as Python's tokenizer counts them: a line ends at
+    ``"\\n"`` only, never at U+2028, U+0085 or a form feed inside a string literal.
+
+    >>> code_lines("s = 'a\\u2028b'  # note\\nx = 1")
+    ["s = 'a\\u2028b'  # note\\n", 'x = 1']
+    """
+    return io.StringIO(source).readlines()
+
+
 def _strip_comment_lines(source: str) -> str:
-    return _trim("".join(line for line in source.splitlines(keepends=True)
+    return _trim("".join(line for line in code_lines(source)
                          if not line.lstrip().startswith("#")))
 
 
 def _trim(text: str) -> str:
     """Without blank lines at the start and end (a final newline is kept)."""
-    lines = text.splitlines()
+    lines = [line.rstrip("\r\n") for line in code_lines(text)]
     while lines and not lines[0].strip():
         lines.pop(0)
     while lines and not lines[-1].strip():

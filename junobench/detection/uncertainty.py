@@ -5,7 +5,7 @@ their runs under ``all-runs``) are drawn together, because they share code and a
 detector's answers on them are not independent. Intervals are percentile intervals of
 ``resamples`` case bootstraps drawn from a seeded generator, so the same seed gives the
 same interval. A resample in which a metric is undefined (no predicted crash: no
-precision) is left out of that metric's interval.
+precision; no crashing notebook: no recall, no F1) is left out of that metric's interval.
 
 Two detectors on the same notebooks are compared with an exact McNemar test on which
 notebooks each got right (a two-sided binomial test on the discordant notebooks, scipy's

@@ -10,8 +10,9 @@ benchmark pins, so the two never share site-packages). Inside the container::
 
     junobench verify --source /data/snapshot --env /opt/junobench-env
 
->>> text = dockerfile_text(select("sample"))          # doctest: +SKIP
->>> text.splitlines()[3]                               # doctest: +SKIP
+>>> from junobench.selection import select
+>>> text = dockerfile_text(select("sample"))
+>>> text.splitlines()[3]
 'FROM python:3.10-slim'
 """
 

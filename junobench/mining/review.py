@@ -7,11 +7,11 @@ and cell, a thumbnail of its image, its code and the markdown before it; and emp
 for the reviewer, ``kind``, ``purpose`` and ``stage``, with drop-down lists of the mapping's
 purposes and the benchmark's pipeline stages. The automatic labels are not in the sheet
 (the reviewer labels blind, as the annotation sheets of the diagnoses do,
-:mod:`junobench.detection.annotation`); they are in the mined corpus, keyed by the figure id.
+:mod:`junobench.diagnosis.annotation`); they are in the mined corpus, keyed by the figure id.
 
 :func:`read_review` reads a filled sheet back: each label beside the automatic one, and per
 field the agreement of reviewer and mapping over the figures the reviewer labelled (raw
-agreement and Cohen's κ, :mod:`junobench.detection.agreement`).
+agreement and Cohen's κ, :mod:`junobench.diagnosis.agreement`).
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def read_review(mined: str | Path, sheet: str | Path) -> Review:
     automatic ones, with agreement per field (see the module's notes)."""
     from python_calamine import CalamineError, CalamineWorkbook
 
-    from junobench.detection.agreement import agreement
+    from junobench.diagnosis.agreement import agreement
     from junobench.mining.write import read_manifest
     from junobench.safety.paths import require_regular
 

@@ -58,6 +58,8 @@ import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from junobench.runtime.probes import loaded, top_modules
+
 STYLE = "crane"
 #: CRANE-LLM's feature categories, by field name (S structural, R representation with the
 #: fitted state, V values); unknown fields are kept.
@@ -178,14 +180,6 @@ def _collection(value: Any) -> dict[str, Any] | None:
     return None
 
 
-def _unique(values: Any) -> list[Any]:
-    out: list[Any] = []
-    for item in values:
-        if item not in out:
-            out.append(item)
-    return out
-
-
 def _column(pd: Any, np: Any, df: Any, column: Any) -> dict[str, Any]:
     data = df[column].dropna()
     unique = data.unique()
@@ -219,7 +213,7 @@ def _truncate(value: Any, limit: int = 20) -> Any:
 
 
 def _dataframe(value: Any, max_columns: int = DEFAULT_MAX_COLUMNS) -> dict[str, Any] | None:
-    pd, np = sys.modules.get("pandas"), sys.modules.get("numpy")
+    pd, np = loaded("pandas", "numpy")
     if pd is None or np is None or not isinstance(value, pd.DataFrame):
         return None
     summary: dict[str, Any] = {"type": _full_name(value), "shape": value.shape,
@@ -297,7 +291,7 @@ def _label_encoder(value: Any) -> dict[str, Any] | None:
 
 
 def _numpy_array(value: Any) -> dict[str, Any] | None:
-    np = sys.modules.get("numpy")
+    (np,) = loaded("numpy")
     if np is None or not isinstance(value, np.ndarray):
         return None
     summary: dict[str, Any] = {"type": _full_name(value), "shape": value.shape,
@@ -311,7 +305,7 @@ def _numpy_array(value: Any) -> dict[str, Any] | None:
 
 
 def _series(value: Any) -> dict[str, Any] | None:
-    pd = sys.modules.get("pandas")
+    (pd,) = loaded("pandas")
     if pd is None or not isinstance(value, pd.Series):
         return None
     return {"type": _full_name(value), "dtype": str(value.dtype), "length": len(value),
@@ -392,7 +386,7 @@ def _data_loader(value: Any) -> dict[str, Any] | None:
 
 
 def _subset(value: Any) -> dict[str, Any] | None:
-    data = sys.modules.get("torch.utils.data")
+    (data,) = loaded("torch.utils.data")
     if data is None or not isinstance(value, data.Subset):
         return None
     return {"type": _full_name(value), "length": len(value),
@@ -405,7 +399,7 @@ def _sklearn_model(value: Any) -> dict[str, Any] | None:
         return None
     summary: dict[str, Any] = {"type": str(cls), "class_name": cls.__name__,
                                "module": cls.__module__, "is_fitted": False}
-    validation = sys.modules.get("sklearn.utils.validation")
+    (validation,) = loaded("sklearn.utils.validation")
     try:
         if validation is None:
             raise LookupError
@@ -443,7 +437,7 @@ def _torch_tensor(value: Any) -> dict[str, Any] | None:
 
 
 def _value_range(value: Any) -> dict[str, Any] | None:
-    np, pd = sys.modules.get("numpy"), sys.modules.get("pandas")
+    np, pd = loaded("numpy", "pandas")
     if np is None or pd is None:
         return None
     if hasattr(value, "detach"):
@@ -639,7 +633,7 @@ def public_type(value: Any) -> str | None:
             if parts[end - 1].startswith("_"):
                 break  # a private module is no public home
             home = ".".join(parts[:end])
-            found = sys.modules.get(home)
+            (found,) = loaded(home)
             if found is not None and vars(found).get(base.__name__) is base:
                 return f"{home}.{base.__name__}"
     return f"{cls.__module__}.{cls.__qualname__}"
@@ -659,7 +653,7 @@ def inspect_namespace(namespace: Mapping[str, Any], request: Mapping[str, Any]) 
     analysers) and ``imported_by_inspection``."""
     import builtins
 
-    before = {name.partition(".")[0] for name in list(sys.modules)}
+    before = top_modules()
     options = request.get("options") or {}
     max_columns = int(options.get("max_columns", DEFAULT_MAX_COLUMNS))
     signatures = bool(request.get("signatures"))
@@ -700,7 +694,6 @@ def inspect_namespace(namespace: Mapping[str, Any], request: Mapping[str, Any]) 
             summaries[f"__method__{name}_{attribute}"] = summary
     excluded = [c for c in ("S", "R", "V") if c not in request.get("categories", "SRV")]
     kept = drop({k: plain(v) for k, v in summaries.items()}, excluded)
-    after = {name.partition(".")[0] for name in list(sys.modules)}
     return {"objects": {k: encode(v) for k, v in kept.items()}, "undefined": undefined,
             "environment": {}, "capped": None, "annotations": annotations,
-            "imported_by_inspection": sorted(after - before)}
+            "imported_by_inspection": sorted(top_modules() - before)}

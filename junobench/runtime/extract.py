@@ -119,7 +119,10 @@ def inspection_code(request: Mapping[str, Any]) -> str:
 
 @functools.cache
 def _module_source(name: str) -> str:
-    return inspect.getsource(sys.modules[name])  # the module's whole text
+    """The source the kernel runs for a style module: the shared probes, then the module."""
+    from junobench.runtime import probes
+
+    return probes.kernel_source(inspect.getsource(probes), inspect.getsource(sys.modules[name]))
 
 
 class Inspection:

@@ -28,8 +28,9 @@ import io
 import keyword
 import tokenize
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from junobench.pysource import imported_names, python_source
 
@@ -85,81 +86,97 @@ class _Reader:
             self.statement(statement, bound)
 
     def statement(self, node: ast.stmt, bound: set[str]) -> None:
-        if isinstance(node, _FUNCTIONS):
-            for expr in (*node.decorator_list, *_defaults(node.args), *_annotations(node)):
-                self.expr(expr, bound)
-            self.function(node.args, node.body, bound)
-            bound.add(node.name)
-        elif isinstance(node, ast.ClassDef):
-            for expr in (*node.decorator_list, *node.bases, *(k.value for k in node.keywords)):
-                self.expr(expr, bound)
-            self.block(node.body, set(bound))
-            bound.add(node.name)
-        elif isinstance(node, ast.Assign):
+        """What one statement reads, and what it binds for those after it."""
+        _STATEMENTS.get(type(node), _Reader.expressions)(self, node, bound)
+
+    def definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef, bound: set[str]) -> None:
+        for expr in (*node.decorator_list, *_defaults(node.args), *_annotations(node)):
+            self.expr(expr, bound)
+        self.function(node.args, node.body, bound)
+        bound.add(node.name)
+
+    def class_definition(self, node: ast.ClassDef, bound: set[str]) -> None:
+        for expr in (*node.decorator_list, *node.bases, *(k.value for k in node.keywords)):
+            self.expr(expr, bound)
+        self.block(node.body, set(bound))
+        bound.add(node.name)
+
+    def assignment(self, node: ast.Assign, bound: set[str]) -> None:
+        self.expr(node.value, bound)
+        for target in node.targets:
+            self.target(target, bound)
+
+    def augmented_assignment(self, node: ast.AugAssign, bound: set[str]) -> None:
+        self.expr(node.value, bound)
+        if isinstance(node.target, ast.Name):  # ``x += 1`` reads x
+            self.read(node.target.id, bound)
+        else:
+            self.target(node.target, bound)
+
+    def annotated_assignment(self, node: ast.AnnAssign, bound: set[str]) -> None:
+        if node.value is not None:
             self.expr(node.value, bound)
-            for target in node.targets:
-                self.target(target, bound)
-        elif isinstance(node, ast.AugAssign):
-            self.expr(node.value, bound)
-            if isinstance(node.target, ast.Name):  # ``x += 1`` reads x
-                self.read(node.target.id, bound)
-            else:
-                self.target(node.target, bound)
-        elif isinstance(node, ast.AnnAssign):
-            if node.value is not None:
-                self.expr(node.value, bound)
-                self.target(node.target, bound)
-            elif not isinstance(node.target, ast.Name):
-                self.target(node.target, bound)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            bound.update(imported_names(node))
-        elif isinstance(node, (ast.For, ast.AsyncFor)):
-            self.expr(node.iter, bound)
+            self.target(node.target, bound)
+        elif not isinstance(node.target, ast.Name):
+            self.target(node.target, bound)
+
+    def import_(self, node: ast.Import | ast.ImportFrom, bound: set[str]) -> None:
+        bound.update(imported_names(node))
+
+    def loop(self, node: ast.For | ast.AsyncFor, bound: set[str]) -> None:
+        self.expr(node.iter, bound)
+        inner = set(bound)
+        self.target(node.target, inner)
+        self.block(node.body, inner)
+        self.block(node.orelse, set(bound))
+
+    def branch(self, node: ast.While | ast.If, bound: set[str]) -> None:
+        self.expr(node.test, bound)
+        self.block(node.body, set(bound))
+        self.block(node.orelse, set(bound))
+
+    def with_(self, node: ast.With | ast.AsyncWith, bound: set[str]) -> None:
+        for item in node.items:
+            self.expr(item.context_expr, bound)
+            if item.optional_vars is not None:
+                self.target(item.optional_vars, bound)
+        self.block(node.body, bound)
+
+    def try_(self, node: Any, bound: set[str]) -> None:
+        self.block(node.body, set(bound))
+        for handler in node.handlers:
+            if handler.type is not None:
+                self.expr(handler.type, bound)
             inner = set(bound)
-            self.target(node.target, inner)
-            self.block(node.body, inner)
-            self.block(node.orelse, set(bound))
-        elif isinstance(node, (ast.While, ast.If)):
-            self.expr(node.test, bound)
-            self.block(node.body, set(bound))
-            self.block(node.orelse, set(bound))
-        elif isinstance(node, (ast.With, ast.AsyncWith)):
-            for item in node.items:
-                self.expr(item.context_expr, bound)
-                if item.optional_vars is not None:
-                    self.target(item.optional_vars, bound)
-            self.block(node.body, bound)
-        elif isinstance(node, _TRY):
-            self.block(node.body, set(bound))
-            for handler in node.handlers:
-                if handler.type is not None:
-                    self.expr(handler.type, bound)
-                inner = set(bound)
-                if handler.name:
-                    inner.add(handler.name)
-                self.block(handler.body, inner)
-            self.block(node.orelse, set(bound))
-            self.block(node.finalbody, set(bound))
-        elif isinstance(node, ast.Match):
-            self.expr(node.subject, bound)
-            for case in node.cases:
-                inner = set(bound) | _pattern_names(case.pattern)
-                for expr in _pattern_values(case.pattern):
-                    self.expr(expr, bound)
-                if case.guard is not None:
-                    self.expr(case.guard, inner)
-                self.block(case.body, inner)
-        elif isinstance(node, ast.Delete):
-            for target in node.targets:
-                if isinstance(target, ast.Name):  # ``del x`` needs x
-                    self.read(target.id, bound)
-                    bound.discard(target.id)
-                else:
-                    self.target(target, bound)
-        else:  # Expr, Return, Raise, Assert, Global, Pass, …: their expressions, in order
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.expr):
-                    self.expr(child, bound)
+            if handler.name:
+                inner.add(handler.name)
+            self.block(handler.body, inner)
+        self.block(node.orelse, set(bound))
+        self.block(node.finalbody, set(bound))
+
+    def match(self, node: ast.Match, bound: set[str]) -> None:
+        self.expr(node.subject, bound)
+        for case in node.cases:
+            inner = set(bound) | _pattern_names(case.pattern)
+            for expr in _pattern_values(case.pattern):
+                self.expr(expr, bound)
+            if case.guard is not None:
+                self.expr(case.guard, inner)
+            self.block(case.body, inner)
+
+    def delete(self, node: ast.Delete, bound: set[str]) -> None:
+        for target in node.targets:
+            if isinstance(target, ast.Name):  # ``del x`` needs x
+                self.read(target.id, bound)
+                bound.discard(target.id)
+            else:
+                self.target(target, bound)
+
+    def expressions(self, node: ast.stmt, bound: set[str]) -> None:
+        """Expr, Return, Raise, Assert, Global, Pass, …: their expressions, in order."""
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.expr(child, bound)
 
     def target(self, node: ast.expr, bound: set[str]) -> None:
         """An assignment target: names are bound; ``a[i]`` and ``a.b`` read ``a`` (and ``i``)."""
@@ -234,6 +251,24 @@ class _Reader:
     def read(self, name: str, bound: set[str]) -> None:
         if name not in bound:
             self.reads.setdefault(name, None)
+
+
+
+#: Statement type → how :class:`_Reader` reads it (anything else: its expressions).
+_STATEMENTS: dict[type[ast.stmt], Callable[[_Reader, Any, set[str]], None]] = {
+    **dict.fromkeys(_FUNCTIONS, _Reader.definition),
+    ast.ClassDef: _Reader.class_definition,
+    ast.Assign: _Reader.assignment,
+    ast.AugAssign: _Reader.augmented_assignment,
+    ast.AnnAssign: _Reader.annotated_assignment,
+    ast.Import: _Reader.import_, ast.ImportFrom: _Reader.import_,
+    ast.For: _Reader.loop, ast.AsyncFor: _Reader.loop,
+    ast.While: _Reader.branch, ast.If: _Reader.branch,
+    ast.With: _Reader.with_, ast.AsyncWith: _Reader.with_,
+    **dict.fromkeys(_TRY, _Reader.try_),
+    ast.Match: _Reader.match,
+    ast.Delete: _Reader.delete,
+}
 
 
 def _defaults(args: ast.arguments) -> list[ast.expr]:

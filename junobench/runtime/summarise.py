@@ -42,6 +42,8 @@ import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from junobench.runtime.probes import any_loaded, is_a, loaded, mro, top_modules
+
 CATEGORIES = ("S", "R", "V")
 
 #: Default limits (every one can be overridden per call).
@@ -95,7 +97,7 @@ def inspect_namespace(namespace: Mapping[str, Any], request: Mapping[str, Any]) 
     ``capped`` (the per-notebook cap's report, or None) and ``imported_by_inspection``
     (top-level modules that appeared in ``sys.modules`` meanwhile; expected empty).
     """
-    before = {name.partition(".")[0] for name in list(sys.modules)}
+    before = top_modules()
     categories = request.get("categories", CATEGORIES)
     ctx = _Context(categories, request.get("options"))
     builtin_names = set(dir(builtins))
@@ -118,9 +120,8 @@ def inspect_namespace(namespace: Mapping[str, Any], request: Mapping[str, Any]) 
     environment = _Fields(ctx)
     environment.put("R", "python", sys.version.split()[0])
     environment.lazy("R", "libraries", _library_versions)
-    after = {name.partition(".")[0] for name in list(sys.modules)}
     return {"objects": objects, "undefined": undefined, "environment": environment.result(),
-            "capped": capped, "imported_by_inspection": sorted(after - before)}
+            "capped": capped, "imported_by_inspection": sorted(top_modules() - before)}
 
 
 def attribute_kind(obj: Any, name: str) -> str:
@@ -128,7 +129,6 @@ def attribute_kind(obj: Any, name: str) -> str:
     ``method``, ``function`` (of a module), ``class``, ``module``, ``property``,
     ``attribute``, ``column`` (of a DataFrame), ``dynamic`` (left to the object's own
     ``__getattr__``/``__getattribute__``: unknown) or ``missing``."""
-    pd = sys.modules.get("pandas")
     target = obj
     inner = vars(obj).get("_results") if hasattr(obj, "__dict__") else None
     if inner is not None and type(obj).__name__.endswith("ResultsWrapper"):  # statsmodels
@@ -136,7 +136,7 @@ def attribute_kind(obj: Any, name: str) -> str:
     try:
         found = inspect.getattr_static(target, name)
     except AttributeError:
-        if pd is not None and isinstance(obj, pd.DataFrame):
+        if is_a(obj, "pandas", "DataFrame"):
             return "column" if name in obj.columns else "missing"
         if isinstance(obj, types.ModuleType):  # a module-level __getattr__ (lazy submodules)
             return "dynamic" if "__getattr__" in vars(obj) else "missing"
@@ -263,22 +263,12 @@ def type_name(obj_or_type: Any) -> str:
     return name if module == "builtins" else f"{module}.{name}"
 
 
-def _mro(obj: Any) -> list[tuple[str, str]]:
-    return [(getattr(c, "__module__", "") or "", c.__name__) for c in type(obj).__mro__]
-
-
-def _loaded(*modules: str) -> list[types.ModuleType | None]:
-    """Modules from ``sys.modules`` (None for those not imported): never imports."""
-    return [sys.modules.get(name) for name in modules]
-
-
 def _library_versions() -> dict[str, str]:
     """Versions of the :data:`LIBRARIES` the notebook imported: ``__version__`` when the
     module has it in its namespace, else the installed distribution's metadata."""
     out = {}
     distributions: Mapping[str, list[str]] | None = None
-    for name in LIBRARIES:
-        module = sys.modules.get(name)
+    for name, module in zip(LIBRARIES, loaded(*LIBRARIES), strict=True):
         if module is None:
             continue
         version = vars(module).get("__version__")
@@ -538,8 +528,8 @@ def brief(obj: Any, ctx: _Context | None = None) -> str:
     if obj is None or isinstance(obj, (bool, int, float, complex, str, bytes)):
         return _short_repr(obj, limit)
     name = type(obj).__name__
-    np, pd = _loaded("numpy", "pandas")
-    torch = sys.modules.get("torch")
+    np, pd = loaded("numpy", "pandas")
+    (torch,) = loaded("torch")
     if np is not None and isinstance(obj, np.generic):
         return f"{name} {_short_repr(obj, limit)}"
     if np is not None and isinstance(obj, np.ndarray):
@@ -565,7 +555,7 @@ def brief(obj: Any, ctx: _Context | None = None) -> str:
 
 
 def _numpy(obj: Any, f: _Fields, ctx: _Context) -> bool:
-    (np,) = _loaded("numpy")
+    (np,) = loaded("numpy")
     if np is None or not isinstance(obj, np.ndarray):
         return False
     f.put("R", "type", type_name(obj))
@@ -609,7 +599,7 @@ def _finite_range(np: Any, array: Any) -> list[Any] | None:
 
 
 def _pandas(obj: Any, f: _Fields, ctx: _Context) -> bool:
-    (pd,) = _loaded("pandas")
+    (pd,) = loaded("pandas")
     if pd is None:
         return False
     if isinstance(obj, pd.DataFrame):
@@ -704,7 +694,7 @@ def _column_values(pd: Any, column: Any, ctx: _Context) -> dict[str, Any]:
 
 
 def _sklearn(obj: Any, f: _Fields, ctx: _Context) -> bool:
-    (base,) = _loaded("sklearn.base")
+    (base,) = loaded("sklearn.base")
     if base is None or not isinstance(obj, base.BaseEstimator):
         return False
     f.put("R", "type", type_name(obj))
@@ -757,7 +747,7 @@ def _fitted_attribute(obj: Any, name: str, ctx: _Context) -> Any:
 
 
 def _statsmodels(obj: Any, f: _Fields, ctx: _Context) -> bool:
-    wrapper, model = _loaded("statsmodels.base.wrapper", "statsmodels.base.model")
+    wrapper, model = loaded("statsmodels.base.wrapper", "statsmodels.base.model")
     if model is None:
         return False
     is_results = isinstance(obj, model.Results) or (
@@ -793,7 +783,7 @@ def _cut_list(values: Any, ctx: _Context) -> Any:
 
 
 def _torch(obj: Any, f: _Fields, ctx: _Context) -> bool:
-    torch, nn, data = _loaded("torch", "torch.nn", "torch.utils.data")
+    torch, nn, data = loaded("torch", "torch.nn", "torch.utils.data")
     if torch is None:
         return False
     if isinstance(obj, torch.Tensor):
@@ -895,9 +885,9 @@ def _data_loader(data: Any, loader: Any, f: _Fields, ctx: _Context) -> None:
 
 
 def _tf_kind(obj: Any) -> str | None:
-    if "tensorflow" not in sys.modules:
+    if not any_loaded(("tensorflow",)):
         return None
-    for module, name in _mro(obj):
+    for module, name in mro(obj):
         if not module.startswith("tensorflow"):
             continue
         if name in ("Tensor", "EagerTensor", "_EagerTensorBase", "SymbolicTensor"):
@@ -928,7 +918,7 @@ def _tensorflow(obj: Any, f: _Fields, ctx: _Context) -> bool:
     f.put("R", "dtype", obj.dtype.name)
     f.lazy("S", "shape", lambda: _tf_shape(obj))
     eager = hasattr(obj, "numpy") and "Symbolic" not in type(obj).__name__
-    (np,) = _loaded("numpy")
+    (np,) = loaded("numpy")
     if ctx.wants("V") and eager and np is not None:
         try:
             values = obj.numpy()
@@ -943,10 +933,10 @@ def _tensorflow(obj: Any, f: _Fields, ctx: _Context) -> bool:
 def _keras_image_iterator(obj: Any, f: _Fields, ctx: _Context) -> bool:
     """Keras' image iterators (``flow_from_directory``, ``flow_from_dataframe``, ``flow``):
     read from their instance attributes, never advanced."""
-    if not any(name in sys.modules for name in ("keras", "tensorflow", "tf_keras", "keras_preprocessing")):
+    if not any_loaded(("keras", "tensorflow", "tf_keras", "keras_preprocessing")):
         return False
     if not any(name == "Iterator" and "preprocessing" in module and "image" in module
-               for module, name in _mro(obj)):
+               for module, name in mro(obj)):
         return False
     state = vars(obj)
     samples = state.get("samples", state.get("n"))
@@ -979,14 +969,14 @@ def _keras_image_iterator(obj: Any, f: _Fields, ctx: _Context) -> bool:
 
 
 def _keras_model(obj: Any, f: _Fields, ctx: _Context) -> bool:
-    if not any(name in sys.modules for name in ("keras", "tensorflow", "tf_keras")):
+    if not any_loaded(("keras", "tensorflow", "tf_keras")):
         return False
     if not any(name in ("Layer", "Model") and module.startswith(("keras", "tf_keras", "tensorflow"))
-               for module, name in _mro(obj)):
+               for module, name in mro(obj)):
         return False
     f.put("R", "type", type_name(obj))
     f.put("R", "name", vars(obj).get("name") if isinstance(vars(obj).get("name"), str) else None)
-    if any(name == "Model" for _, name in _mro(obj)):
+    if any(name == "Model" for _, name in mro(obj)):
         f.lazy("R", "layers", lambda: [f"{getattr(layer, 'name', '?')}: {type(layer).__name__}"
                                        for layer in list(obj.layers)[: ctx.options["max_keys"]]])
     built = bool(getattr(obj, "built", False))

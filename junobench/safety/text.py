@@ -2,8 +2,11 @@
 
 - :func:`csv_cell`: a CSV cell that no spreadsheet turns into a formula (text starting
   with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'``, unless
-  it is a plain number). In xlsx files cells are typed, so text is written as a text
-  cell instead (:mod:`junobench.data.tables`), and reads back unchanged.
+  it is a plain number; so does text starting with ``'``, which keeps the mark
+  reversible), and :func:`csv_value`, its inverse, for the CSV files junobench reads back:
+  as in a spreadsheet, a leading ``'`` marks text and is not part of the value. In xlsx
+  files cells are typed, so text is written as a text cell instead
+  (:mod:`junobench.data.tables`), and reads back unchanged.
 - :func:`printable` and :class:`EscapedStream`: text for the terminal, its control
   characters (ANSI escape sequences among them) shown as ``\\x1b``-style escapes, and so
   every other character that is not shown as itself: bidirectional overrides (``U+202E``),
@@ -19,6 +22,8 @@
 
 >>> csv_cell("=HYPERLINK(\\"http://x\\")"), csv_cell("-1.5"), csv_cell("plain")
 ('\\'=HYPERLINK("http://x")', '-1.5', 'plain')
+>>> [csv_value(csv_cell(text)) for text in ("+RT", "'+RT", "-1.5")]
+['+RT', "'+RT", '-1.5']
 >>> printable("red \\x1b[31mtext\\x1b[0m")
 'red \\\\x1b[31mtext\\\\x1b[0m'
 >>> markdown_link("Iris <b>", "javascript:alert(1)")
@@ -55,10 +60,16 @@ def is_formula_like(text: str) -> bool:
 
 
 def csv_cell(value: Any) -> Any:
-    """``value`` for a CSV cell: formula-like text gets a leading ``'``; other values as they are."""
-    if isinstance(value, str) and is_formula_like(value):
+    """``value`` for a CSV cell: formula-like text, and text starting with ``'``, gets a
+    leading ``'``; other values as they are."""
+    if isinstance(value, str) and (is_formula_like(value) or value.startswith("'")):
         return "'" + value
     return value
+
+
+def csv_value(cell: str) -> str:
+    """The text a CSV cell written by :func:`csv_cell` holds (one leading ``'`` removed)."""
+    return cell[1:] if cell.startswith("'") else cell
 
 
 def _escaped(char: str) -> str:

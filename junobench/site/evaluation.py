@@ -6,7 +6,7 @@ Nothing is scored here: each prediction set goes through
 :func:`~junobench.detection.evaluate.labels_for` (what ``evaluate PRED`` does), several
 sets through :func:`~junobench.detection.compare.compare_reports` on the notebooks they all
 decided (``evaluate A B …``), judgments through
-:func:`~junobench.detection.endtoend.score_judgments` (``evaluate --judgments``). What
+:func:`~junobench.diagnosis.endtoend.score_judgments` (``evaluate --judgments``). What
 this module adds is the view per notebook: each setting's outcome on it (the grid), its
 runs and their reasoning, and which notebooks every setting misses or only one gets.
 
@@ -24,13 +24,13 @@ from typing import Any
 
 from junobench import vocab
 from junobench.detection.compare import Comparison, compare_reports, unique_names
-from junobench.detection.endtoend import DiagnosisScore, score_judgments
 from junobench.detection.evaluate import Labels, Report, labels_for, resolve_ids, score_predictions
-from junobench.detection.judgments import CORRECT, PARTIALLY_CORRECT, REASONING_WRONG, Judgments, read_judgments
 from junobench.detection.layouts import read_predictions
 from junobench.detection.predictions import Predictions, Verdict, parse_run
 from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED
 from junobench.detection.votes import DEFAULT_VOTE
+from junobench.diagnosis.endtoend import DiagnosisScore, score_judgments
+from junobench.diagnosis.judgments import CORRECT, PARTIALLY_CORRECT, REASONING_WRONG, Judgments, read_judgments
 from junobench.errors import JunoBenchError
 
 #: Outcomes of one setting on one notebook, as the grid shows them.

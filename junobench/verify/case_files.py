@@ -10,8 +10,11 @@ entries (:func:`copy_entries`); the Ray executor streams the same entries to its
 both. Names are kept as they are (a file name may hold a newline); only where they
 lead is checked (:func:`workspace_name`).
 
->>> [e.dest for e in survey([Place(str(sample_path() / "benchmark" / "pandas_1"), "pandas_1")])][:2]  # doctest: +SKIP
-['pandas_1', 'pandas_1/data']
+>>> from junobench.data.snapshot import sample_path
+>>> from junobench.verify.executor import Place
+>>> entries = survey([Place(str(sample_path() / "benchmark" / "pandas_1"), "cases/pandas_1")])
+>>> [(e.dest, e.kind) for e in entries][:4]
+[('cases', 'dir'), ('cases/pandas_1', 'dir'), ('cases/pandas_1/data', 'dir'), ('cases/pandas_1/pandas_1.ipynb', 'file')]
 """
 
 from __future__ import annotations

@@ -7,8 +7,12 @@ infrastructure errors (a lost worker is not a verdict), and cases whose notebook
 or time limit changed since. The inputs are summarised by :func:`inputs_digest`, stored
 with each entry.
 
->>> inputs_digest(sample_path() / "benchmark" / "pandas_1", timeout=600)[:12]   # doctest: +SKIP
-'3f1c0a9e5b27'
+>>> from junobench.data.snapshot import sample_path
+>>> case = sample_path() / "benchmark" / "pandas_1"
+>>> inputs_digest(case, timeout=600) == inputs_digest(case, timeout=600)
+True
+>>> inputs_digest(case, timeout=600) == inputs_digest(case, timeout=60)   # a new time limit
+False
 """
 
 from __future__ import annotations

@@ -10,8 +10,18 @@ links that stay inside are written (tarfile's ``data`` filter), each where the
 workspace places it. A task's files larger than the executor's limit are not shipped
 (:class:`TooLarge`).
 
->>> shipment = ship(entries, put=ray.put)          # doctest: +SKIP
->>> receive(shipment.chunks, workspace, get=ray.get)   # doctest: +SKIP
+>>> from junobench.data.snapshot import sample_path
+>>> from junobench.verify.case_files import survey
+>>> from junobench.verify.executor import Place, Workspace
+>>> store: list[bytes] = []                      # stands in for Ray's object store
+>>> entries = survey([Place(str(sample_path() / "benchmark" / "pandas_1"), "pandas_1")])
+>>> shipment = ship(entries, put=lambda data: store.append(data) or len(store) - 1, chunk=4096)
+>>> len(shipment.chunks) > 1
+True
+>>> root = Path("workspace").resolve()
+>>> receive(shipment.chunks, Workspace(root, "pandas_1"), root, get=store.__getitem__)
+>>> sorted(p.name for p in (root / "pandas_1").iterdir())
+['data', 'pandas_1.ipynb', 'pandas_1_fixed.ipynb', 'pandas_1_reproduced.ipynb']
 """
 
 from __future__ import annotations

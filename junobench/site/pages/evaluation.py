@@ -12,9 +12,9 @@ from typing import Any
 
 from junobench import vocab
 from junobench.detection.compare import pair_rows
-from junobench.detection.endtoend import summary_rows as judged_rows
 from junobench.detection.evaluate import BREAKDOWNS, SMALL, SMALL_NOTE
 from junobench.detection.uncertainty import METRICS
+from junobench.diagnosis.endtoend import summary_rows as judged_rows
 from junobench.site.evaluation import Evaluation, missed_by_all, only_one_gets
 from junobench.site.pages import NavLink, Page
 from junobench.site.render import render_page

@@ -8,7 +8,7 @@ papers' protocol::
     inspect eval junobench/crash_detection --model vllm/Qwen/Qwen2.5-Coder-32B-Instruct \\
         -T library=torch,pandas -T runs=5 --temperature 0.01
 
-Each notebook is one sample whose input is the built-in prompt (:mod:`.prompt`: system
+Each notebook is one sample whose input is the built-in prompt (:mod:`~junobench.detection.prompt`: system
 message and user message, as ``junobench detect`` sends them) and whose target is
 ``true`` (crash, a reproduced notebook) or ``false`` (fixed). The sample id is the
 instance; the model never sees it. ``runs`` is the number of epochs, as the papers asked
@@ -21,7 +21,7 @@ accuracy and is left out of precision, recall and F1). Metrics: accuracy with it
 standard error, and precision, recall and F1 with crash as the positive class.
 
 With ``judge`` (an Inspect model name, or ``self``), every answer is also judged by
-CRANE-LLM's LLM-judge protocol (:mod:`.inspect_judge`: ``judge_passes`` passes, the
+CRANE-LLM's LLM-judge protocol (:mod:`~junobench.diagnosis.inspect_judge`: ``judge_passes`` passes, the
 ground-truth diagnosis from the sample's metadata), reduced over the epochs as CRANE-LLM
 reduces its runs; its end-to-end accuracy and the partially correct and reasoning-wrong
 counts are the judge scorer's metrics.
@@ -56,10 +56,10 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import TaskState, generate
 
 from junobench.detection import prompt
-from junobench.detection.inspect_judge import diagnosis_judge, reduce_judged
 from junobench.detection.metrics import Confusion, confusion
 from junobench.detection.predictions import parse_run
 from junobench.detection.votes import vote
+from junobench.diagnosis.inspect_judge import diagnosis_judge, reduce_judged
 
 #: Case labels copied into each sample's metadata (for Inspect's log viewer and analysis).
 SAMPLE_LABELS: tuple[str, ...] = ("case_id", "version", "library", "library_label", "root_cause",
@@ -156,7 +156,7 @@ def _sample(item: dict[str, Any], truth: dict[str, Any]) -> Sample:
 def crash_majority() -> ScoreReducer:
     """The epochs' detections voted into one (majority of the parsable answers; a tie is
     no crash), scored against the label; the judge's scores reduced by
-    :func:`~junobench.detection.inspect_judge.reduce_judged`."""
+    :func:`~junobench.diagnosis.inspect_judge.reduce_judged`."""
 
     def reduce(scores: list[Score]) -> Score:
         if scores and "judge_labels" in (scores[0].metadata or {}):

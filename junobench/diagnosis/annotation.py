@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from junobench import vocab
-from junobench.detection.judgments import CORRECT, OUTCOMES, WRONG, Judgments, outcome
+from junobench.diagnosis.judgments import CORRECT, OUTCOMES, WRONG, Judgments, outcome
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_path, write_text
 
@@ -198,7 +198,7 @@ def export_sheet(items: Sequence[Item], sheet: str | Path, key: str | Path, *,
     ws.add_data_validation(rule)
     if shuffled:
         rule.add(f"F2:F{len(shuffled) + 1}")
-    for column, width in zip("ABCDEFG", (8, 6, 28, 60, 60, 18, 30), strict=True):
+    for column, width in {"A": 8, "B": 6, "C": 28, "D": 60, "E": 60, "F": 18, "G": 30}.items():
         ws.column_dimensions[column].width = width
     ws.freeze_panes = "A2"
     key_data = {

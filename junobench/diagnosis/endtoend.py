@@ -2,13 +2,13 @@
 and Table 3.
 
 Each setting's judgments become one end-to-end decision per notebook
-(:func:`~junobench.detection.judgments.decision`: right only when ``correct``), scored
-as detection is scored: the same confusion matrix and metrics (:mod:`.metrics`), the same
-case-bootstrap intervals (:mod:`.uncertainty`), and, for several settings, the same paired
-tests on the notebooks they all have (:mod:`.compare`, Holm-adjusted over the pairs).
+(:func:`~junobench.diagnosis.judgments.decision`: right only when ``correct``), scored
+as detection is scored: the same confusion matrix and metrics (:mod:`~junobench.detection.metrics`), the same
+case-bootstrap intervals (:mod:`~junobench.detection.uncertainty`), and, for several settings, the same paired
+tests on the notebooks they all have (:mod:`~junobench.detection.compare`, Holm-adjusted over the pairs).
 Table 3 counts, per setting, the detected crashes and their diagnoses by outcome.
 
->>> from junobench.detection.judgments import Judgments
+>>> from junobench.diagnosis.judgments import Judgments
 >>> j = Judgments({"s": {"torch_1_reproduced": "correct", "torch_1_fixed": "wrong",
 ...                      "torch_2_reproduced": "reasoning wrong", "torch_2_fixed": "correct"}})
 >>> s = score_judgments(j, resamples=50)["s"]
@@ -19,14 +19,17 @@ Table 3 counts, per setting, the detected crashes and their diagnoses by outcome
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from junobench import vocab
 from junobench.detection.evaluate import Decision, Report, with_interval
-from junobench.detection.judgments import (
+from junobench.detection.metrics import scores
+from junobench.detection.names import FORMATS as FORMATS
+from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED, METRICS, check_resamples
+from junobench.diagnosis.judgments import (
     CORRECT,
     DIAGNOSED,
     OUTCOMES,
@@ -37,10 +40,10 @@ from junobench.detection.judgments import (
     decision,
     read_judgments,
 )
-from junobench.detection.metrics import scores
-from junobench.detection.names import FORMATS as FORMATS
-from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED, METRICS, check_resamples
 from junobench.errors import JunoBenchError
+
+if TYPE_CHECKING:
+    from junobench.detection.compare import Comparison
 
 #: Keys of each setting's object in the JSON output, in order.
 KEYS: tuple[str, ...] = ("tp", "fp", "tn", "fn", "precision", "recall", "f1", "accuracy",
@@ -127,12 +130,16 @@ def score_setting(setting: str, judged: Mapping[str, str], *,
 
 
 def score_judgments(judgments: Judgments | str | Path, *, settings: Sequence[str] | None = None,
+                    source: str | Path | None = None, revision: str | None = None,
                     resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED
                     ) -> dict[str, DiagnosisScore]:
     """End-to-end scores of every setting of ``judgments`` (a file or read judgments), or
-    of ``settings`` in that order."""
+    of ``settings`` in that order. Every notebook judged must be one of ``source`` (a
+    snapshot, ``sample`` or a Hub dataset, at ``revision``), by default one of the 222
+    of JunoBench as published; another is refused, naming its row."""
     if not isinstance(judgments, Judgments):
         judgments = read_judgments(judgments)
+    judgments.check_notebooks(*known_notebooks(source, revision))
     names = list(settings) if settings else list(judgments.settings)
     unknown = [n for n in names if n not in judgments.settings]
     if unknown:
@@ -142,11 +149,30 @@ def score_judgments(judgments: Judgments | str | Path, *, settings: Sequence[str
             for name in names}
 
 
+def known_notebooks(source: str | Path | None = None, revision: str | None = None
+                    ) -> tuple[Collection[str], str]:
+    """The notebooks judgments may name, and how messages call them: ``source``'s
+    (loaded), else the 222 of JunoBench as published."""
+    if source is None:
+        return vocab.published_instances(), "JunoBench as published (222 notebooks)"
+    from junobench.detection.evaluate import load_labels
+
+    _, known = load_labels(source, revision=revision)
+    return known, f"{source} ({len(known)} notebooks)"
+
+
+def notes(results: Mapping[str, DiagnosisScore]) -> list[str]:
+    """What a reader of the scores must know: a setting without a crashing notebook has
+    no recall and no F1 (n/a, not a score of 0)."""
+    return [f"setting {name!r} judges no crashing (reproduced) notebook: its recall and F1 are "
+            "undefined (n/a)" for name, result in results.items()
+            if result.report.overall.positives == 0]
+
+
 # --------------------------------------------------------------------------- output
 
 
-def summary_rows(results: Mapping[str, DiagnosisScore], *, percent: bool = False
-                 ) -> list[dict[str, Any]]:
+def summary_rows(results: Mapping[str, DiagnosisScore], *, percent: bool = False) -> list[dict[str, Any]]:
     """Table 2(a) with Table 3 beside it: per setting, n, each score with its 95% interval,
     and the partially correct and reasoning-wrong diagnoses."""
     rows = []
@@ -163,21 +189,49 @@ def summary_rows(results: Mapping[str, DiagnosisScore], *, percent: bool = False
     return rows
 
 
-def render_scores(results: Mapping[str, DiagnosisScore], fmt: str = "table") -> str:
-    """End-to-end scores in ``fmt``. ``json``: an object keyed by setting (:data:`KEYS`
-    first, fractions at full precision); ``csv``: one row per setting with the intervals as
-    ``<metric>_low``/``_high``; ``table``, ``markdown``, ``latex``: Table 2(a) with the
-    intervals, Table 3, and with several settings their paired tests."""
+def comparison_of(results: Mapping[str, DiagnosisScore]) -> Comparison | None:
+    """The paired tests of several settings on the notebooks all of them judge (Holm over
+    the pairs), or None for one setting."""
+    from junobench.detection.compare import compare_reports
+
+    if len(results) < 2:
+        return None
+    first = next(iter(results.values()))
+    return compare_reports(list(results), [r.report for r in results.values()],
+                           resamples=first.report.resamples, seed=first.report.seed)
+
+
+def render_scores(results: Mapping[str, DiagnosisScore], fmt: str = "table",
+                  remarks: Sequence[str] = ()) -> str:
+    """End-to-end scores in ``fmt``, with the paired tests of several settings in every
+    format. ``json``: ``settings`` (an object keyed by setting, :data:`KEYS` first,
+    fractions at full precision), ``tests`` (each pair's McNemar and F1 difference, raw and
+    Holm-adjusted), ``notebooks`` (how many every setting judges), ``excluded``,
+    ``bootstrap`` and ``notes``; ``csv``: one row per setting with the intervals as
+    ``<metric>_low``/``_high``, then one row per pair (``A vs B``); ``table``,
+    ``markdown``, ``latex``: Table 2(a) with the intervals, Table 3, and the paired tests.
+    ``remarks`` and :func:`notes` are added to the JSON's ``notes``."""
     import json
 
-    from junobench.detection.compare import compare_reports, pair_rows
+    from junobench.detection.compare import pair_csv_rows, pair_rows
+    from junobench.detection.evaluate import bootstrap_settings
     from junobench.render import render
 
     if fmt not in FORMATS:
         raise JunoBenchError(f"unknown format {fmt!r}", hint="use " + ", ".join(FORMATS))
+    if not results:
+        raise JunoBenchError("no setting to show")
+    comparison = comparison_of(results)
+    first = next(iter(results.values())).report
     if fmt == "json":
-        return json.dumps({name: r.to_dict() for name, r in results.items()}, indent=2,
-                          ensure_ascii=False) + "\n"
+        return json.dumps({
+            "settings": {name: r.to_dict() for name, r in results.items()},
+            "tests": [t.to_dict() for t in comparison.tests] if comparison else [],
+            "notebooks": len(comparison.common) if comparison else first.overall.n,
+            "excluded": comparison.excluded() if comparison else {},
+            "bootstrap": bootstrap_settings(first.resamples, first.seed),
+            "notes": [*notes(results), *remarks],
+        }, indent=2, ensure_ascii=False) + "\n"
     if fmt == "csv":
         rows = []
         for name, result in results.items():
@@ -186,27 +240,20 @@ def render_scores(results: Mapping[str, DiagnosisScore], fmt: str = "table") -> 
             for metric, bounds in data["intervals"].items():
                 row[f"{metric}_low"], row[f"{metric}_high"] = bounds or (None, None)
             rows.append(row)
-        return render(rows, "csv")
-    percent = fmt == "latex"
-    kind = fmt
-    parts = [render(summary_rows(results, percent=percent), kind),
-             render([r.table3_row() for r in results.values()], kind)]
-    titles = ["End-to-end (a true positive needs the crash detected and diagnosed correctly); "
-              "95% case-bootstrap intervals",
-              "Diagnoses of the detected crashes"]
-    reports = [r.report for r in results.values()]
-    if len(reports) > 1:
-        first = next(iter(results.values()))
-        comparison = compare_reports(list(results), reports, resamples=first.report.resamples,
-                                     seed=first.report.seed)
+        return render(rows + (pair_csv_rows(comparison) if comparison else []), "csv")
+    sections = [
+        ("End-to-end (a true positive needs the crash detected and diagnosed correctly); "
+         "95% case-bootstrap intervals", render(summary_rows(results, percent=fmt == "latex"), fmt)),
+        ("Diagnoses of the detected crashes", render([r.table3_row() for r in results.values()], fmt)),
+    ]
+    if comparison is not None:
         left_out = {n: len(x) for n, x in comparison.excluded().items() if x}
-        parts.append(render(pair_rows(comparison), kind))
-        titles.append(f"Paired tests on the {len(comparison.common)} notebooks every setting "
-                      "has (exact McNemar on notebooks right/wrong; paired case bootstrap of the "
-                      "F1 difference" + ("; Holm-adjusted p-values over the pairs"
-                                         if len(comparison.tests) > 1 else "") + ")"
-                      + "".join(f"; {n}: {k} notebooks left out" for n, k in left_out.items()))
+        sections.append((f"Paired tests on the {len(comparison.common)} notebooks every setting "
+                         "has (exact McNemar on notebooks right/wrong; paired case bootstrap of the "
+                         "F1 difference" + ("; Holm-adjusted p-values over the pairs"
+                                            if len(comparison.tests) > 1 else "") + ")"
+                         + "".join(f"; {n}: {k} notebooks left out" for n, k in left_out.items()),
+                         render(pair_rows(comparison), fmt)))
     if fmt == "latex":  # titles as comments: one line each, whatever the setting names hold
-        return "\n".join("% " + " ".join(title.split()) + f"\n{part}"
-                         for title, part in zip(titles, parts, strict=True))
-    return "\n".join(f"{title}\n\n{part}" for title, part in zip(titles, parts, strict=True))
+        return "\n".join("% " + " ".join(title.split()) + f"\n{part}" for title, part in sections)
+    return "\n".join(f"{title}\n\n{part}" for title, part in sections)

@@ -19,13 +19,14 @@ first rater's judgment, the LLM judge's, and the second rater's (``validator``);
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from junobench.detection.judgments import Judgments, outcome
+from junobench.diagnosis.judgments import Judgments, outcome
 from junobench.errors import JunoBenchError
 
 #: The sheet of CRANE-LLM's validation workbook with the second rater's judgments.
@@ -40,7 +41,7 @@ def cohen_kappa(a: Sequence[str], b: Sequence[str]) -> float:
     if not a:
         raise ValueError("no items to compare")
     n = len(a)
-    observed = sum(x == y for x, y in zip(a, b, strict=True)) / n
+    observed: float = sum(map(operator.eq, a, b)) / n
     count_a, count_b = Counter(a), Counter(b)
     expected = sum(count_a[label] * count_b[label] for label in count_a) / (n * n)
     if expected == 1.0:
@@ -66,7 +67,8 @@ class Agreement:
 
 def agreement(a: Sequence[str], b: Sequence[str]) -> Agreement:
     """κ and raw agreement of two equally long label sequences."""
-    return Agreement(len(a), sum(x == y for x, y in zip(a, b, strict=True)), cohen_kappa(a, b))
+    kappa = cohen_kappa(a, b)  # (checks that both judge the same items)
+    return Agreement(len(a), sum(map(operator.eq, a, b)), kappa)
 
 
 def paired_labels(first: Judgments, second: Judgments, *,
@@ -123,17 +125,16 @@ def read_second_rater(path: str | Path) -> tuple[Judgments, Judgments]:
     first, second = Judgments(path=path), Judgments(path=path)
     setting: str | None = None
     for number, row in enumerate(values, start=1):
-        cells = [c if isinstance(c, str) else "" for c in row[:4]] + [""] * (4 - len(row[:4]))
-        head = cells[1].strip()
-        if not cells[0] and head.endswith("_human"):
-            setting = head.removesuffix("_human")
+        name, human, _, validator = (_text_cell(row, column) for column in range(4))
+        if not name and human.strip().endswith("_human"):
+            setting = human.strip().removesuffix("_human")
             continue
-        if setting is None or not cells[0]:
+        if setting is None or not name:
             continue
-        instance = cells[0].strip()
-        a, b = outcome(cells[1]), outcome(cells[3])
+        instance = name.strip()
+        a, b = outcome(human), outcome(validator)
         if a is None or b is None:
-            raise JunoBenchError(f"row {number}: {cells[1]!r} / {cells[3]!r} is not a pair of "
+            raise JunoBenchError(f"row {number}: {human!r} / {validator!r} is not a pair of "
                                  "judgments", file=path, case=instance)
         first.add(setting, instance, a, where=f"row {number}: ")
         second.add(setting, instance, b, where=f"row {number}: ")
@@ -141,6 +142,12 @@ def read_second_rater(path: str | Path) -> tuple[Judgments, Judgments]:
         raise JunoBenchError("no rater blocks (<setting>_human, …_pred, …_validator) found",
                              file=path)
     return first, second
+
+
+def _text_cell(row: Sequence[Any], column: int) -> str:
+    """A row's text in ``column`` ("" for a number, an empty cell or a short row)."""
+    value = row[column] if column < len(row) else None
+    return value if isinstance(value, str) else ""
 
 
 def render_agreement(results: Mapping[str, Agreement], fmt: str = "table") -> str:

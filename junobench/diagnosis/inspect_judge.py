@@ -5,11 +5,11 @@ Run the crash-detection task with a judge (``-T judge=openai/gpt-5`` or any Insp
 judged ``judge_passes`` times with the protocol of :mod:`.judge` (the ground truth, then
 the answer; ``-T judge_reverse=true`` for the reversed order). The epochs are reduced as
 CRANE-LLM reduces its runs: per judge pass the majority over the epochs, then the
-majority over the passes (:func:`~junobench.detection.judge.reduce_passes`). The score's
+majority over the passes (:func:`~junobench.diagnosis.judge.reduce_passes`). The score's
 value is the outcome (``correct``, ``partially correct``, ``reasoning wrong``, ``wrong``);
 the metrics are the end-to-end accuracy (share ``correct``) and the partially correct and
 reasoning-wrong counts. :func:`judgments_from_log` reads a log's reduced outcomes as
-:class:`~junobench.detection.judgments.Judgments` for ``evaluate --judgments``.
+:class:`~junobench.diagnosis.judgments.Judgments` for ``evaluate --judgments``.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, ge
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import TaskState
 
-from junobench.detection.judge import FIXED_OUTCOMES, majority, messages, parse_label, reduce_passes
-from junobench.detection.judgments import CORRECT, PARTIALLY_CORRECT, REASONING_WRONG, Judgments
 from junobench.detection.predictions import parse_run
+from junobench.diagnosis.judge import FIXED_OUTCOMES, majority, messages, parse_label, reduce_passes
+from junobench.diagnosis.judgments import CORRECT, PARTIALLY_CORRECT, REASONING_WRONG, Judgments
 from junobench.errors import JunoBenchError
 
 #: The scorer's name in Inspect logs.
@@ -89,15 +89,16 @@ def diagnosis_judge(model: str | None = None, passes: int = 5, reverse: bool = F
 def reduce_judged(scores: list[Score]) -> Score:
     """The epochs' judge labels reduced: per pass the majority over the epochs, then over
     the passes."""
+    if not scores:
+        return Score(value=UNVERIFIED, answer=None, metadata={"judge_labels": [], "truth": None})
     per_epoch: list[list[str | None]] = [list((s.metadata or {}).get("judge_labels") or [])
                                          for s in scores]
-    passes = max((len(labels) for labels in per_epoch), default=0)
+    passes = max(len(labels) for labels in per_epoch)
     by_pass = [[labels[p] if p < len(labels) else None for labels in per_epoch]
                for p in range(passes)]
     judged = reduce_passes(by_pass)
     return Score(value=judged or UNVERIFIED, answer=judged,
-                 metadata={"judge_labels": by_pass,
-                           "truth": (scores[0].metadata or {}).get("truth") if scores else None})
+                 metadata={"judge_labels": by_pass, "truth": (scores[0].metadata or {}).get("truth")})
 
 
 def judgments_from_log(path: str | Path, setting: str) -> Judgments:

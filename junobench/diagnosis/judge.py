@@ -15,7 +15,7 @@ order does not sway the judge.
 (the ``detect`` extra), ``concurrency`` requests at a time, appending one line per
 (notebook, pass) to a JSON Lines file that a second run resumes; :func:`judgments_from`
 reduces such a file, :func:`read_judged_folders` CRANE-LLM's published folders, to
-:class:`~junobench.detection.judgments.Judgments`. :func:`judge_agreement` sets the
+:class:`~junobench.diagnosis.judgments.Judgments`. :func:`judge_agreement` sets the
 judge's judgments beside the humans' per model, with the published figures
 (``llm_judge_statistics.xlsx``: mismatches ``F`` and accuracy, without and with runtime
 information) beside them.
@@ -28,18 +28,17 @@ information) beside them.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from junobench import vocab
-from junobench.detection.judgments import OUTCOMES, Judgments, outcome
+from junobench import jsonl, vocab
+from junobench.detection import client as models
+from junobench.detection.client import Job, Summary
+from junobench.diagnosis.judgments import OUTCOMES, Judgments, outcome
 from junobench.errors import JunoBenchError
 
 if TYPE_CHECKING:
@@ -70,7 +69,7 @@ SYSTEM = (
 
 
 def messages(truth: Mapping[str, Any], prediction: Mapping[str, Any], *,
-             reverse: bool = False) -> list[dict[str, str]]:
+             reverse: bool) -> list[dict[str, str]]:
     """The judge's request for one run: ground truth first (prediction first with
     ``reverse``)."""
     crash = bool(truth["crash"])
@@ -96,7 +95,7 @@ def majority(labels: Iterable[str | None]) -> str | None:
     """The most frequent outcome among ``labels`` (unreadable ones left out), a tie to the
     one seen first; None when none is readable."""
     counts = Counter(label for label in labels if label is not None)
-    return counts.most_common(1)[0][0] if counts else None
+    return max(counts, key=counts.__getitem__) if counts else None  # (the first of the most)
 
 
 def reduce_passes(passes: Sequence[Sequence[str | None]]) -> str | None:
@@ -170,14 +169,6 @@ def _reduced(labels: Mapping[str, Mapping[str, list[list[str | None]]]], path: P
 # --------------------------------------------------------------------------- running the judge
 
 
-@dataclass
-class JudgeSummary:
-    out: Path
-    written: list[str] = field(default_factory=list)
-    resumed: int = 0
-    failed: dict[str, str] = field(default_factory=dict)
-
-
 def judge(
     predictions: str | Path | Any,
     truth: Mapping[str, Mapping[str, Any]],
@@ -191,25 +182,32 @@ def judge(
     reverse: bool = False,
     concurrency: int = 1,
     temperature: float | None = None,
-    api_key_env: str = "OPENAI_API_KEY",
-    retries: int = 5,
-    timeout: float = 600.0,
+    max_tokens: int | None = None,
+    api_key_env: str = models.DEFAULT_API_KEY_ENV,
+    retries: int = models.DEFAULT_RETRIES,
+    timeout: float = models.DEFAULT_TIMEOUT,
+    progress: bool = False,
+    log: Callable[[str], None] | None = None,
     client: AsyncOpenAI | None = None,
-) -> JudgeSummary:
+) -> Summary:
     """Judge every run of ``predictions`` (any layout) ``repeats`` times; append
     ``{"setting", "instance", "pass", "labels"}`` lines to ``out`` (one per notebook and
-    pass; those already there are skipped). ``truth``: instance → ``{"crash", "diagnosis"}``;
-    ``truth_rows`` (a ground-truth file's rows) map blind task ids to instances."""
-    from junobench.detection.detect import ChatSettings, make_client
+    pass, keyed ``<instance> pass <k>`` in the summary; those already there are skipped).
+    ``truth``: instance → ``{"crash", "diagnosis"}``; ``truth_rows`` (a ground-truth
+    file's rows) map blind task ids to instances. The requests go as ``detect``'s do
+    (:func:`junobench.detection.client.run_jobs`)."""
     from junobench.detection.evaluate import resolve_ids
     from junobench.detection.layouts import read_predictions
     from junobench.detection.predictions import Predictions, parse_run
     from junobench.safety.atomic import check_file_target
 
-    if repeats < 1 or concurrency < 1:
-        raise JunoBenchError("--repeats and --concurrency must be at least 1")
+    if repeats < 1:
+        raise JunoBenchError("--repeats must be at least 1")
     if not setting.strip():
         raise JunoBenchError("name the setting the predictions are of (--setting)")
+    where = models.Endpoint(endpoint, models.ChatSettings(model, temperature, max_tokens), concurrency,
+                     api_key_env, retries, timeout)
+    where.check()
     preds = predictions if isinstance(predictions, Predictions) else read_predictions(predictions)
     resolved, origin = resolve_ids(preds, truth_rows)
     unknown = [i for i in resolved if i not in truth]
@@ -220,69 +218,36 @@ def judge(
     out = check_file_target(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = finished(out)
-    summary = JudgeSummary(out)
-    jobs: list[tuple[str, int, list[dict[str, Any]]]] = []
+    summary = Summary(out)
+    jobs: list[Job] = []
     for instance, runs in resolved.items():
         answers = []
         for run in runs:
             verdict = parse_run(run)
             answers.append({"detection": verdict.detection, "reasoning": verdict.reasoning
                             or (run if isinstance(run, str) else "")})
+        requests = [messages(truth[instance], answer, reverse=reverse) for answer in answers]
         for number in range(1, repeats + 1):
+            key = f"{instance} pass {number}"
             if (setting, instance, number) in done:
-                summary.resumed += 1
+                summary.resumed.append(key)
             else:
-                jobs.append((instance, number, answers))
-    secret = os.environ.get(api_key_env) or None
-    if client is None:
-        client = make_client(endpoint, api_key=secret, retries=retries, timeout=timeout)
-    settings = ChatSettings(model, temperature)
-    asyncio.run(_run_all(client, settings, jobs, truth, out, setting, reverse, concurrency,
-                         retries, secret, summary))
+                jobs.append(Job(key, requests))
+
+    def line(job: Job, texts: list[str]) -> str:
+        instance, _, number = job.key.rpartition(" pass ")
+        return jsonl.json_line({"setting": setting, "instance": instance, "pass": int(number),
+                                "labels": [_label_text(text) for text in texts]})
+
+    models.run_jobs(jobs, out, where, line, summary, progress=progress, desc="judge", log=log,
+                    client=client)
     return summary
 
 
-async def _run_all(client: AsyncOpenAI, settings: Any, jobs: list[tuple[str, int, list[dict[str, Any]]]],
-                   truth: Mapping[str, Mapping[str, Any]], out: Path, setting: str, reverse: bool,
-                   concurrency: int, retries: int, secret: str | None,
-                   summary: JudgeSummary) -> None:
-    from junobench.detection.detect import RequestFailed, RequestRejected, complete
-
-    limit = asyncio.Semaphore(concurrency)
-
-    async def one(instance: str, number: int, answers: list[dict[str, Any]]
-                  ) -> tuple[str, int, list[str] | None, str | None]:
-        async def ask(answer: dict[str, Any]) -> str:
-            async with limit:
-                text = await complete(client, settings, messages(truth[instance], answer,
-                                                                 reverse=reverse),
-                                      malformed_retries=retries, secret=secret)
-            label = parse_label(text)
-            return LABELS[OUTCOMES.index(label)] if label else UNVERIFIED + " ".join(text.split())[:200]
-
-        try:
-            return instance, number, list(await asyncio.gather(*(ask(a) for a in answers))), None
-        except (RequestRejected, RequestFailed) as error:
-            return instance, number, None, str(error)
-
-    tasks = [asyncio.ensure_future(one(*job)) for job in jobs]
-    try:
-        with out.open("a", encoding="utf-8") as handle:
-            for finished_job in asyncio.as_completed(tasks):
-                instance, number, labels, error = await finished_job
-                if labels is None:
-                    summary.failed[f"{instance} pass {number}"] = error or "failed"
-                    continue
-                handle.write(json.dumps({"setting": setting, "instance": instance,
-                                         "pass": number, "labels": labels},
-                                        ensure_ascii=False) + "\n")
-                handle.flush()
-                summary.written.append(f"{instance} pass {number}")
-    finally:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await client.close()
+def _label_text(text: str) -> str:
+    """How a judge's answer is kept: its label, or what it said when it gave none."""
+    label = parse_label(text)
+    return LABELS[OUTCOMES.index(label)] if label else UNVERIFIED + " ".join(text.split())[:200]
 
 
 def finished(out: Path) -> set[tuple[str, str, int]]:
@@ -293,36 +258,26 @@ def finished(out: Path) -> set[tuple[str, str, int]]:
 
 def _read_labels(path: Path, *, repair: bool = False
                  ) -> dict[tuple[str, str, int], list[str | None]]:
-    from junobench.safety.atomic import write_text
-    from junobench.safety.paths import MAX_TEXT_BYTES, read_regular
-
     if not path.exists():
         return {}
-    try:
-        text = read_regular(path, limit=MAX_TEXT_BYTES).decode("utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise JunoBenchError(f"cannot read the judge's labels ({error})", file=path) from None
-    lines = text.splitlines(keepends=True)
     out: dict[tuple[str, str, int], list[str | None]] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-            key = (record["setting"], record["instance"], record["pass"])
-            labels = record["labels"]
-            if not (isinstance(key[0], str) and isinstance(key[1], str)
-                    and isinstance(key[2], int) and isinstance(labels, list)):
-                raise TypeError
-            vocab.split_instance(key[1])
-        except (ValueError, KeyError, TypeError):
-            if repair and number == len(lines) and not line.endswith("\n"):
-                write_text(path, "".join(lines[:-1]))
-                return out
-            raise JunoBenchError(f"line {number} is not a judge's labels line", file=path,
-                                 hint="pass another --out, or repair the file") from None
-        out[key] = [parse_label(x) if isinstance(x, str) else None for x in labels]
+    for _, record in jsonl.read_jsonl(path, what="judge's labels", resume=repair,
+                                      problem_of=_labels_problem,
+                                      hint="pass another --out, or repair the file"):
+        key = (record["setting"], record["instance"], record["pass"])
+        out[key] = [parse_label(x) if isinstance(x, str) else None for x in record["labels"]]
     return out
+
+
+def _labels_problem(record: Any) -> str | None:
+    try:
+        if isinstance(record["setting"], str) and isinstance(record["instance"], str) \
+                and isinstance(record["pass"], int) and isinstance(record["labels"], list):
+            vocab.split_instance(record["instance"])
+            return None
+    except (ValueError, KeyError, TypeError):
+        pass
+    return "not a judge's labels line"
 
 
 def judgments_from(paths: str | Path | Sequence[str | Path]) -> Judgments:
