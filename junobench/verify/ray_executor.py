@@ -105,6 +105,7 @@ class RayExecutor(Executor, RaySettings):
         self.note: str | None = None
         self.lost: str | None = None
         self.stopped: str | None = None
+        self.begun: set[str] = set()
         self.log: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._connection: Connection | None = None
@@ -363,6 +364,7 @@ class RayExecutor(Executor, RaySettings):
         async with self.slots:
             if self.lost is not None:
                 return _lost(task, self.lost)
+            self.begun.add(task.case or task.key)
             assert self._loop is not None
             key = next(self._ids)
             future: asyncio.Future[Any] = self._loop.create_future()
