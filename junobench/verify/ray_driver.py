@@ -789,8 +789,9 @@ class _Channel:
         self.lock = threading.Lock()
 
     def send(self, *message: Any) -> None:
+        """Send ``message`` (nothing when junobench is gone: nobody is left to hear it)."""
         data = self.dumps(message)
-        with self.lock:
+        with self.lock, contextlib.suppress(OSError):
             self.connection.send_bytes(data)
 
     def receive(self) -> tuple[Any, ...]:
@@ -812,14 +813,25 @@ async def serve(channel: _Channel) -> None:
     starting the cluster, it abandons the attempt (:func:`abandon`)."""
     loop = asyncio.get_running_loop()
     inbox: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
-    for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):
-        loop.add_signal_handler(signum, inbox.put_nowait, ("close",))
+
+    def stop(signum: int) -> None:
+        global _ORPHANED
+        _ORPHANED = _ORPHANED or signum == ORPHANED
+        inbox.put_nowait(("close",))
+
+    def on_signals() -> None:  # again after ray.init, whose handler of SIGTERM only prints and dies
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, ORPHANED):
+            loop.add_signal_handler(signum, stop, signum)
+
+    on_signals()
 
     def listen() -> None:
         while True:
             try:
                 message = channel.receive()
-            except (EOFError, OSError):
+            except (EOFError, OSError):  # junobench ended
+                global _ORPHANED
+                _ORPHANED = True
                 message = ("close",)
             loop.call_soon_threadsafe(inbox.put_nowait, message)
             if message[0] == "close":
@@ -835,6 +847,7 @@ async def serve(channel: _Channel) -> None:
     starting = asyncio.ensure_future(driver.start(functools.partial(channel.send, "stage")))
     stopping = asyncio.ensure_future(inbox.get())  # only "close" comes before "ready"
     await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    on_signals()
     if not starting.done():
         _end_within(END_LIMIT)
         raise Abandoned
@@ -910,6 +923,21 @@ class Abandoned(Exception):
 
 #: The driver of this process, once it exists.
 _DRIVER: ClusterDriver | None = None
+#: The signal this process gets when junobench ends (not SIGTERM, which Ray takes over).
+ORPHANED = signal.SIGUSR1
+#: Whether junobench ended first (nobody is left to read the driver's log: it goes too).
+_ORPHANED = False
+
+
+def _drop_log() -> None:
+    """Remove this process's log (its standard output, a file junobench made) when
+    junobench ended first: nobody is left to read or remove it."""
+    if not _ORPHANED:
+        return
+    with contextlib.suppress(OSError):
+        log = Path(os.readlink("/proc/self/fd/1"))
+        if log.name.startswith("junobench-ray-driver-") and log.suffix == ".log":
+            log.unlink()
 
 
 def abandon() -> None:
@@ -923,6 +951,13 @@ def abandon() -> None:
         below = descendants(os.getpid())
         sessions.update(m.group(0) for pid in below for m in _SESSION_PATH.finditer(command_line(pid)))
         kill_all(below)
+    # a session folder made before any process named it (Ray names it after this process)
+    options = _DRIVER.o.init_options if _DRIVER is not None else {}
+    with contextlib.suppress(Exception):
+        from ray._common.utils import get_default_ray_temp_dir
+
+        base = Path(options.get("_temp_dir") or get_default_ray_temp_dir())  # type: ignore[no-untyped-call]
+        sessions.update(str(folder) for folder in base.glob(f"session_*_{os.getpid()}"))
     for session in sessions:
         remove_session(session)
 
@@ -932,6 +967,7 @@ def _end_within(seconds: float) -> None:
     is killed, its instance's session folder removed, and the process exits."""
     def leave() -> None:
         abandon()
+        _drop_log()
         os._exit(1)
 
     timer = threading.Timer(seconds, leave)
@@ -945,22 +981,30 @@ def main(argv: list[str] | None = None) -> int:
     from junobench.verify.lifeline import bind
 
     args = sys.argv[1:] if argv is None else argv
-    bind(int(args[1]) if len(args) > 1 else os.getppid())
+
+    def leave(signum: int, frame: Any) -> None:  # junobench ended before anything started here
+        global _ORPHANED
+        _ORPHANED = True
+        _drop_log()
+        os._exit(0)
+
+    signal.signal(ORPHANED, leave)
+    bind(int(args[1]) if len(args) > 1 else os.getppid(), ORPHANED)
     channel = _Channel(Connection(int(args[0])))
     lost_head = False
     try:
         asyncio.run(serve(channel))
     except Abandoned:
         abandon()
-        with contextlib.suppress(OSError):
-            channel.send("closed")
+        _drop_log()
+        channel.send("closed")
         os._exit(0)  # ray.init's thread cannot be stopped: leave without it
     except BaseException as error:  # a bug: say so before going
         with contextlib.suppress(OSError):
             channel.send("fatal", "".join(traceback.format_exception(error)))
         raise
     finally:
-        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT):  # already ending, within END_LIMIT
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, ORPHANED):  # ending already, within END_LIMIT
             signal.signal(signum, signal.SIG_IGN)
         lost_head = _DRIVER is not None and _DRIVER.head_lost
         ray = sys.modules.get("ray")
@@ -972,8 +1016,8 @@ def main(argv: list[str] | None = None) -> int:
             abandon()
         if _SESSION is not None:  # an instance started here: junobench removes it too, unless it is gone
             remove_session(_SESSION)
-    with contextlib.suppress(OSError):
-        channel.send("closed")
+        _drop_log()
+    channel.send("closed")
     return 0
 
 
