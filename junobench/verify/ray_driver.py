@@ -286,9 +286,14 @@ class ClusterDriver:
         used = list(self._places.values())
         if workers:
             leave = self.head_lost
-            closing = [worker.close.remote(leave) for worker in workers]
+            if not leave:  # a worker still starting has no kernel yet: killed, not waited for
+                started = set(await in_thread(lambda: ray.wait(used, num_returns=len(used), timeout=0)[0]))
+                for worker in workers:
+                    if self._places[worker] not in started:
+                        self._kill(worker)
+            closing = [worker.close.remote(leave) for worker in self._places]
             await in_thread(lambda: ray.wait(closing, num_returns=len(closing), timeout=CANCEL_GRACE))
-            for worker in workers:
+            for worker in list(self._places):
                 if leave:
                     self._forget(worker)
                 else:
@@ -306,9 +311,9 @@ class ClusterDriver:
         if self.o.build_envs:
             return  # plain tasks: a worker starts wherever Ray likes
         ran = set()
-        for where in used:
+        for where in ray.wait(used, num_returns=len(used), timeout=5)[0] if used else []:
             with contextlib.suppress(Exception):  # it died before saying where it ran
-                ran.add(ray.get(where, timeout=5)["node"])
+                ran.add(ray.get(where)["node"])
         with contextlib.suppress(Exception):
             idle = [node["NodeID"] for node in ray.nodes() if node.get("Alive") and node["NodeID"] not in ran]
             sweeps = [self._sweeper(node).remote([]) for node in idle]
@@ -342,9 +347,9 @@ class ClusterDriver:
 
         ray = require_ray()
         ended = []
-        for place in self._killed:
+        for place in ray.wait(self._killed, num_returns=len(self._killed), timeout=5)[0]:
             with contextlib.suppress(Exception):  # it died before saying where it ran
-                ended.append(ray.get(place, timeout=5))
+                ended.append(ray.get(place))
         self._killed.clear()
         elsewhere = clear_after(ended)
         if elsewhere:
