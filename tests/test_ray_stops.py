@@ -7,6 +7,7 @@ driver ends itself. A frozen worker is noticed by its heartbeat and its notebook
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -126,6 +127,46 @@ def test_an_address_that_is_no_cluster_or_hangs_ends_in_seconds_with_one_line(pl
     one_line(err, "interrupted by SIGTERM (0 of 1 cases done")
     assert states(out) == {"pandas_1": "not run"}
     assert left_behind(run, places) == {}
+
+
+def test_a_cluster_that_wants_a_token_or_runs_other_versions_or_no_ray_is_one_line(ray_cluster, monkeypatch):
+    """Each within seconds, before ray.init: what answers is not Ray, wants a token this
+    process does not send, or runs another Ray than this one."""
+    from ray.experimental import internal_kv
+
+    from junobench.errors import JunoBenchError
+    from junobench.verify.executor import run_tasks
+    from junobench.verify.ray_executor import RayExecutor
+    from junobench.verify.ray_probe import probe
+    from junobench.verify.runner import run_sync
+
+    address = ray_cluster.get_runtime_context().gcs_address
+    with socket.create_server(("", 0)) as web:  # answers as a web server does
+        def answer() -> None:
+            with contextlib.suppress(OSError):  # closed at the end
+                while True:
+                    web.accept()[0].sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+
+        threading.Thread(target=answer, daemon=True).start()
+        with pytest.raises(JunoBenchError, match=r"not a Ray cluster \(it answers 'HTTP/1.1 400 Bad Request', not"):
+            probe(f"127.0.0.1:{web.getsockname()[1]}")
+    from ray._common.usage.usage_constants import CLUSTER_METADATA_KEY as key
+
+    namespace = b"cluster"
+    metadata = internal_kv._internal_kv_get(key, namespace=namespace)
+    internal_kv._internal_kv_put(key, json.dumps({**json.loads(metadata), "ray_version": "2.0.0"}), overwrite=True,
+                                 namespace=namespace)
+    try:
+        with pytest.raises(JunoBenchError, match=r"version mismatch: the cluster runs Ray 2\.0\.0 on Python "
+                           r"3\.\d+\.\d+, this machine Ray 2\.\d+"):
+            probe(address)
+    finally:
+        internal_kv._internal_kv_put(key, metadata, overwrite=True, namespace=namespace)
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # the driver sends no token; the cluster wants one
+    started = time.monotonic()
+    with pytest.raises(JunoBenchError, match=r"the cluster requires token authentication \(auth required\)"):
+        run_sync(run_tasks(RayExecutor(address=address), []))
+    assert time.monotonic() - started < 30
 
 
 def test_stopped_while_it_starts_its_own_instance(places):

@@ -14,6 +14,7 @@ JunoBenchError: 127.0.0.1:6390: cannot join the Ray cluster: connection refused 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -112,6 +113,11 @@ def speaks_grpc(address: str, host: str, port: int, timeout: float) -> None:
                 if not data:
                     break
                 first += data
+            if len(first) == 9 and first[3] != _SETTINGS:  # not HTTP/2: the rest of its first line, to show
+                connection.settimeout(0.5)
+                with contextlib.suppress(OSError):
+                    while b"\n" not in first and len(first) < 80 and (data := connection.recv(80 - len(first))):
+                        first += data
     except TimeoutError:
         raise _fail(address, f"not a Ray cluster (it accepts connections but does not answer gRPC within "
                     f"{timeout:.0f} s)", "check the port: a Ray head listens on 6379 unless told "
@@ -119,7 +125,7 @@ def speaks_grpc(address: str, host: str, port: int, timeout: float) -> None:
     except OSError as error:
         raise _fail(address, f"not a Ray cluster ({error.strerror or error})", "check --ray-address") from None
     if len(first) < 9 or first[3] != _SETTINGS:
-        shown = first[:24].decode("latin-1").split("\r\n", 1)[0].strip() or "nothing"
+        shown = first[:80].decode("latin-1").splitlines()[0].strip() if first.strip() else "nothing"
         raise _fail(address, f"not a Ray cluster (it answers {shown!r}, not gRPC)",
                     "check the port: a Ray head listens on 6379 unless told otherwise")
 
@@ -170,7 +176,7 @@ def _cluster_metadata(target: str, address: str, timeout: float, found: bool) ->
         raw = client.internal_kv_get(CLUSTER_METADATA_KEY, b"cluster", timeout=timeout / 3)
     except ray.exceptions.AuthenticationError:
         if os.environ.get("RAY_AUTH_MODE", "").lower() == "token":
-            what = "token authentication is on, and the cluster refuses this process's token"
+            what = "token authentication is on and the cluster refuses this process's token"
         else:
             what = "the cluster requires token authentication (auth required), which is off here"
         raise _fail(address, what, f"set RAY_AUTH_MODE=token and the cluster's token in {TOKENS}") from None
