@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -95,7 +96,9 @@ def test_the_benchmark_ships_a_big_file_in_chunks_and_measures_the_driver(tmp_pa
         done = subprocess.run([sys.executable, str(ROOT / "scripts" / "benchmark_scale.py"), "--only-big",
                                "--big", "96MiB"], capture_output=True, text=True, env=env, timeout=280)
         assert done.returncode == 0, done.stderr[-2000:]
-        assert "peak of the Ray driver" in done.stdout and "0.0938 GiB data file" in done.stdout, done.stdout
+        assert "0.0938 GiB data file" in done.stdout, done.stdout
+        found = re.search(r"the Ray driver (\d+) \+ (\d+) MiB .* its worker (\d+) \+ (\d+) MiB", done.stdout)
+        assert found and all(int(mib) > 0 for mib in found.groups()), done.stdout  # own and shared, both
         assert not list(Path(env["RAY_TMPDIR"]).glob("session_*"))
     finally:
         for pid in processes_with(env["RAY_TMPDIR"]):
