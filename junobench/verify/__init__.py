@@ -98,7 +98,11 @@ def verify(
     snapshot is only read. ``report.ok`` is True when every case passed. The kernels get
     our environment without credential-like variables (:mod:`junobench.safety.env`), except
     those named in ``pass_env``, and run in ``sandbox`` (default: ``auto``, no network, the
-    default limits; see :func:`runner_for`); the report names it for every case.
+    default limits; see :func:`runner_for`); the report names it for every case. A run
+    stopped early raises :class:`~junobench.verify.report.Interrupted` (Ctrl-C: a
+    KeyboardInterrupt) or :class:`~junobench.verify.report.RunFailed` (a JunoBenchError, e.g.
+    a Ray cluster it cannot join), whose ``report`` holds every case, those not finished
+    ``interrupted`` or ``not run``; with ``report``, that is what is written.
     """
     require_run_extra()
     runner = runner_for(executor, jobs=jobs, timeout=timeout, env=env, executor_options=executor_options,
@@ -231,7 +235,7 @@ def make_executor(name: str = "local", *, jobs: int | None = None, target: Kerne
     interpreter (None: that of the process running the replay). ``jobs`` defaults to the number
     of cores (local) or to what the Ray cluster's CPUs hold; ``options`` are the
     :class:`~junobench.verify.ray_executor.RayExecutor`'s (``address``, ``cpus``,
-    ``memory``, ``retries``, ``build_envs``, ``max_case_size``, ``deadline``)."""
+    ``memory``, ``retries``, ``build_envs``, ``max_case_size``, ``deadline``, ``liveness``)."""
     if name == "local":
         if options:
             raise JunoBenchError(f"option(s) {', '.join(sorted(options))} apply to --executor ray only")

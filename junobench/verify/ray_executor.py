@@ -82,8 +82,10 @@ class RayExecutor(Executor, RaySettings):
     (bytes) per replay, ``retries`` of infrastructure faults, ``build_envs`` (a runtime
     environment per requirement set), ``runtime_env`` (Ray's, for every task),
     ``max_case_size`` (bytes of files a replay may ship; None: no limit), ``deadline``
-    (seconds per attempt; None: from the task's time limits). ``jobs`` 0: as many replays
-    at once as the cluster's CPUs hold; more than that is lowered to it (``note`` says so)."""
+    (seconds per attempt; None: from the task's time limits), ``liveness`` (seconds a
+    worker may go without answering the driver's pings before it is taken for frozen).
+    ``jobs`` 0: as many replays at once as the cluster's CPUs hold; more than that is
+    lowered to it (``note`` says so)."""
 
     jobs: int = 0
 
