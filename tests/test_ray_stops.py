@@ -304,3 +304,20 @@ def test_a_frozen_worker_is_noticed_by_its_heartbeat_and_its_notebook_retried(ra
     assert retried - since < 120  # the heartbeat ended the attempt, not the notebook's 240 s
     local = verify(source=snap, progress=False, sandbox=unconfined, jobs=2)
     assert [(c.status, c.reproduced, c.fixed) for c in remote] == [(c.status, c.reproduced, c.fixed) for c in local]
+
+
+def test_a_worker_whose_driver_stops_pinging_ends_itself_and_its_kernels(tmp_path):
+    """Where Ray cannot end a worker (its head lost with the driver), the worker does: not
+    pinged for ``orphaned`` seconds, it kills what it started, removes its folder, ends."""
+    code = ("import subprocess, sys, time\n"
+            "from junobench.verify.ray_worker import ReplayWorker, worker_root\n"
+            "worker = ReplayWorker(None, orphaned=1.0)\n"
+            "kernel = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)'])\n"
+            "print(worker_root(), kernel.pid, flush=True)\n"
+            "time.sleep(120)\n")
+    run = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
+                           env={**os.environ, "TMPDIR": str(tmp_path)})
+    folder, kernel = run.stdout.readline().split()
+    assert Path(folder).is_dir() and Path(folder).parent == tmp_path
+    assert run.wait(60) == 1  # on its own, long before its 120 s
+    assert gone(int(kernel)) and not Path(folder).exists()
