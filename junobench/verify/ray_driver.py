@@ -385,14 +385,18 @@ class ClusterDriver:
         once and has not answered since for ``liveness`` seconds is taken for frozen: its
         alarm goes off (its attempt ends as a fault, and the worker is replaced)."""
         loop = asyncio.get_running_loop()
+        before = loop.time()
         while True:
             await asyncio.sleep(PING_EVERY)
             now = loop.time()
+            late = now - before > 2 * PING_EVERY  # this loop stalled: answers may wait to be read
+            before = now
             for worker in list(self._places):
                 if worker not in self._pinging:
                     self._pinging[worker] = asyncio.ensure_future(self._ping(worker))
                 heard, alarm = self._answered.get(worker), self._alarms.get(worker)
-                if heard is not None and now - heard > self.o.liveness and alarm is not None and not alarm.done():
+                if (heard is not None and now - heard > self.o.liveness and not late and alarm is not None
+                        and not alarm.done()):
                     alarm.set_result(None)
 
     async def _ping(self, worker: Any) -> None:

@@ -224,8 +224,14 @@ class RayExecutor(Executor, RaySettings):
     async def _end(self) -> None:
         """Close the driver (its workers, an instance it started), kill it if it lingers,
         remove the session folder of an instance it started and, unless it failed, its log;
-        to the end, whatever cancellations (a second Ctrl-C, SIGTERM) arrive meanwhile."""
-        await wait_out([asyncio.ensure_future(self._close_driver())])
+        to the end, whatever cancellations (Ctrl-C, SIGTERM) arrive meanwhile: they are
+        passed on once it is done."""
+        closing = asyncio.ensure_future(self._close_driver())
+        try:
+            await asyncio.shield(closing)
+        except asyncio.CancelledError:
+            await wait_out([closing])
+            raise
 
     async def _close_driver(self) -> None:
         process = self._process
