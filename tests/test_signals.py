@@ -108,6 +108,40 @@ def test_sigterm_stops_verify_with_every_case_shown_and_written(tmp_path):
     assert gone(kernel), "the kernel outlived the run"
 
 
+def test_a_tool_junobench_runs_ends_with_what_it_started(tmp_path):
+    """A tool past its limit, or junobench stopped meanwhile: the tool's whole process
+    group goes (uv's builds, pyright's Node.js), not only the tool."""
+    from junobench import subprocesses
+
+    started = tmp_path / "child.pid"
+    with pytest.raises(subprocess.TimeoutExpired):
+        subprocesses.run(["sh", "-c", f"sleep 60 & echo $! > {started}; wait"], timeout=2)
+    assert gone(int(started.read_text()), 10), "the tool's child outlived it"
+    assert subprocesses.run(["sh", "-c", "echo out; echo err >&2"], capture_output=True).stdout == "out\n"
+
+
+@pytest.mark.parametrize("kernel_signal", [True, False])
+def test_a_bound_process_ends_when_its_parent_is_killed(tmp_path, kernel_signal):
+    """junobench's Ray driver binds itself to junobench: killed outright, junobench takes it
+    along (Linux's parent-death signal; without it, a look at the parent every second)."""
+    child = tmp_path / "child.pid"
+    bound = tmp_path / "bound.py"
+    bound.write_text("import os, time\nfrom junobench.verify import lifeline\n"
+                     + ("" if kernel_signal else "lifeline.PR_SET_PDEATHSIG = 0  # prctl(0, ...) sets nothing\n")
+                     + f"lifeline.bind(os.getppid())\nopen({str(child)!r}, 'w').write(str(os.getpid()))\n"
+                     "time.sleep(60)\n")
+    code = f"import subprocess, sys, time\nsubprocess.Popen([sys.executable, {str(bound)!r}])\ntime.sleep(60)\n"
+    parent = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        wait_for(lambda: child.exists() and child.read_text().strip(), parent)
+        parent.kill()
+        parent.wait()
+        assert gone(int(child.read_text()), 10), "the bound process outlived its parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+
+
 class SilentIndex:
     """A package index that accepts connections and never answers (a hung mirror)."""
 
