@@ -1,8 +1,9 @@
 # Two entry points that work on a fresh machine with python3 (>= 3.10):
 #   make quickstart   list the bundled sample's cases, make its pinned environment (once,
 #                     in $(SAMPLE_ENV)) and verify every case in it
-#   make test         install everything the tests need, lint, build the docs and run the
-#                     tests (the three side by side; `make suite` runs the tests alone)
+#   make test         install everything the tests need (bubblewrap and chromium too), lint,
+#                     build the docs and run the tests (the three side by side; `make suite`
+#                     runs the tests alone)
 #   make test-fast    the edit loop: lint and the tests that start no kernel and are not slow
 #   make test-support the smoke subset at the lowest declared versions on the lowest declared
 #                     Python, and on the newest Python (what pyproject.toml promises)
@@ -24,7 +25,7 @@ SMOKE_TESTS := tests/test_records.py tests/test_builder.py tests/test_notebook.p
 	tests/test_bad_input.py tests/test_cli_conventions.py tests/test_safety.py tests/test_checkout.py \
 	tests/test_construct_library_cause.py tests/test_sample.py
 
-.PHONY: quickstart test suite test-fast lint docs install test-support sandbox
+.PHONY: quickstart test suite test-fast lint docs install test-support sandbox browser
 
 # Notebooks run inside bubblewrap: install it where it is missing (root or sudo).
 sandbox:
@@ -32,6 +33,14 @@ sandbox:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq bubblewrap; \
 	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq bubblewrap; \
 	  else echo "error: bubblewrap (bwrap) is missing and cannot be installed here: install the bubblewrap package" >&2; exit 1; fi; }
+
+# The site's browser tests drive the distribution's Chromium (Playwright, no browser download):
+# install it where it is missing (root or sudo).
+browser:
+	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
+	  elif command -v sudo >/dev/null 2>&1; then sudo apt-get update -qq && sudo apt-get install -y -qq chromium; \
+	  else echo "error: chromium is missing and cannot be installed here: install the chromium package" >&2; exit 1; fi; }
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -68,7 +77,7 @@ TEST_WORKERS ?= 3
 # Lint and the docs run beside the tests, not before them: a cold mypy keeps one core busy
 # for ~30 s while the other would wait. Any of the three failing
 # fails `make test` (their lines may come between the tests' progress lines).
-test: sandbox install
+test: sandbox browser install
 	@$(MAKE) --no-print-directory -j 3 lint docs suite
 
 # The test suite alone (what `make test` runs beside lint and the docs).

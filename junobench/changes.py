@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,10 +65,10 @@ class CaseChange:
 
     def lines(self) -> list[str]:
         """One line per change, in plain words."""
-        out = [f"{LABELS[k]}: {_short(o)} → {_short(n)}" for k, (o, n) in self.labels.items()]
+        out = [f"{LABELS[k]}: {_change(o, n)}" for k, (o, n) in self.labels.items()]
         if self.diagnosis:
-            out.append(f"diagnosis: {_short(self.diagnosis[0], 60)} → {_short(self.diagnosis[1], 60)}")
-        out += [f"{CRASH[k]}: {_short(o)} → {_short(n)}" for k, (o, n) in self.crash.items()]
+            out.append(f"diagnosis: {word_diff(self.diagnosis[0], self.diagnosis[1])}")
+        out += [f"{CRASH[k]}: {_change(o, n)}" for k, (o, n) in self.crash.items()]
         out += [f"{version} notebook: {what}" for version, what in self.notebooks.items()]
         out += [f"dataset {line}" for line in self.datasets]
         for what, names in self.requirements.items():
@@ -171,15 +171,19 @@ class SnapshotDiff:
 
 
 def diff(old: str | Path, new: str | Path, *, old_revision: str | None = None,
-         new_revision: str | None = None, cache_dir: str | Path | None = None) -> SnapshotDiff:
+         new_revision: str | None = None, cache_dir: str | Path | None = None,
+         progress: Callable[[str], None] | None = None) -> SnapshotDiff:
     """The :class:`SnapshotDiff` from ``old`` to ``new`` (each a source :func:`junobench.load`
-    reads, at its revision when it is a Hub repo)."""
+    reads, at its revision when it is a Hub repo); ``progress`` is told each step."""
     from junobench.loader import load
 
+    step = progress or (lambda _: None)
+    step(f"reading {old} and {new}")
     old_cases = load(old, "cases", revision=old_revision, cache_dir=cache_dir).to_list()
     new_cases = load(new, "cases", revision=new_revision, cache_dir=cache_dir).to_list()
     old_data = source_data_digests(old, revision=old_revision)
     new_data = source_data_digests(new, revision=new_revision)
+    step(f"comparing {len(old_cases)} and {len(new_cases)} cases")
     return compare(old_cases, new_cases, old_data, new_data, old=str(old), new=str(new))
 
 
@@ -247,35 +251,96 @@ def _checked_digests(value: Any) -> dict[str, dict[str, str]] | None:
 def _match(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]
            ) -> tuple[list[tuple[Mapping[str, Any], Mapping[str, Any]]], list[Mapping[str, Any]],
                       list[Mapping[str, Any]]]:
-    """Pairs matched by eid (a repeated eid: by case id among those), then by case id."""
-    pairs = []
-    by_eid: dict[str, list[int]] = {}
-    for index, case in enumerate(old):
-        if case.get("eid"):
-            by_eid.setdefault(case["eid"], []).append(index)
-    taken: set[int] = set()
-    unmatched_new = []
-    for b in new:
-        same = [j for j in by_eid.get(b.get("eid") or "", []) if j not in taken]
-        match = next((j for j in same if old[j]["case_id"] == b["case_id"]), same[0] if same else None)
-        if match is None:
-            unmatched_new.append(b)
-        else:
-            taken.add(match)
-            pairs.append((old[match], b))
-    by_id = {a["case_id"]: j for j, a in enumerate(old) if j not in taken}
-    added = []
-    for b in unmatched_new:  # no eid in common: the same case id, unless both have other eids
-        found = by_id.get(b["case_id"])
-        if found is None or found in taken or (old[found].get("eid") and b.get("eid")):
-            added.append(b)
-        else:
-            taken.add(found)
-            pairs.append((old[found], b))
-    left = [a for j, a in enumerate(old) if j not in taken]
+    """Pairs of the same case, then the cases added and removed (see :func:`match_cases`)."""
+    matched = match_cases(old, new)
+    pairs = [(old[i], new[j]) for i, j in matched]
+    taken_old, taken_new = {i for i, _ in matched}, {j for _, j in matched}
+    added = [b for j, b in enumerate(new) if j not in taken_new]
+    left = [a for i, a in enumerate(old) if i not in taken_old]
     key = _id_key
     return (sorted(pairs, key=lambda p: key(p[1]["case_id"])), sorted(added, key=lambda c: key(c["case_id"])),
             sorted(left, key=lambda c: key(c["case_id"])))
+
+
+def match_cases(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]) -> list[tuple[int, int]]:
+    """Index pairs ``(i, j)``: ``old[i]`` and ``new[j]`` are the same case.
+
+    A case is the same across versions by its eid; where one side has none, by its content:
+    the normalised code of its notebooks (:mod:`junobench.data.similarity`), at least
+    :data:`~junobench.data.similarity.THRESHOLD` similar (the most similar first; the same
+    case id breaks a tie). Two cases with different eids are never the same, and the case
+    id alone never makes two cases the same, except for records that hold no code at all.
+    """
+    from junobench.data.similarity import THRESHOLD, case_similarity
+
+    pairs: list[tuple[int, int]] = []
+    taken_old: set[int] = set()
+    taken_new: set[int] = set()
+    by_eid: dict[str, list[int]] = {}
+    for i, case in enumerate(old):
+        if _eid(case):
+            by_eid.setdefault(_eid(case), []).append(i)
+    for j, case in enumerate(new):
+        same = [i for i in by_eid.get(_eid(case) or "\0", []) if i not in taken_old]
+        if same:
+            i = next((i for i in same if old[i]["case_id"] == case["case_id"]), same[0])
+            pairs.append((i, j))
+            taken_old.add(i)
+            taken_new.add(j)
+    rest_old = [i for i in range(len(old)) if i not in taken_old]
+    rest_new = [j for j in range(len(new)) if j not in taken_new]
+    old_prints = {i: _prints(old[i]) for i in rest_old}
+    new_prints = {j: _prints(new[j]) for j in rest_new}
+
+    def candidates(olds: list[int], news: list[int]) -> list[tuple[float, bool, int, int]]:
+        found = []
+        for j in news:
+            for i in olds:
+                if _eid(old[i]) and _eid(new[j]):
+                    continue  # two eids that differ: two cases
+                value, version = case_similarity(old_prints[i], new_prints[j])
+                if version is not None and value >= THRESHOLD:
+                    found.append((-value, old[i]["case_id"] != new[j]["case_id"], i, j))
+        return sorted(found)
+
+    by_id = {old[i]["case_id"]: i for i in rest_old}
+    same_id = [(by_id[new[j]["case_id"]], j) for j in rest_new if new[j]["case_id"] in by_id]
+    found = candidates([i for i, _ in same_id], [j for _, j in same_id])
+    found = [c for c in found if old[c[2]]["case_id"] == new[c[3]]["case_id"]]  # the common case first
+    for _, _, i, j in found:
+        if i not in taken_old and j not in taken_new:
+            pairs.append((i, j))
+            taken_old.add(i)
+            taken_new.add(j)
+    for _, _, i, j in candidates([i for i in rest_old if i not in taken_old],
+                                 [j for j in rest_new if j not in taken_new]):
+        if i not in taken_old and j not in taken_new:
+            pairs.append((i, j))
+            taken_old.add(i)
+            taken_new.add(j)
+    for j in rest_new:  # records without code: the same case id, where neither has an eid
+        found_id = by_id.get(new[j]["case_id"])
+        if found_id is None:
+            continue
+        i = found_id
+        if (j not in taken_new and i not in taken_old and not old_prints[i]
+                and not new_prints[j] and not (_eid(old[i]) and _eid(new[j]))):
+            pairs.append((i, j))
+            taken_old.add(i)
+            taken_new.add(j)
+    return pairs
+
+
+def _eid(case: Mapping[str, Any]) -> str:
+    """The case's eid as compared (stripped, lower case; empty when it has none)."""
+    value = str(case.get("eid") or "").strip().lower()
+    return "" if value in ("none", "nan") else value
+
+
+def _prints(case: Mapping[str, Any]) -> dict[str, frozenset[int]]:
+    from junobench.data.similarity import case_prints
+
+    return case_prints({version: code_cells(case.get(version)) for version in NOTEBOOKS})
 
 
 def _id_key(case_id: str) -> tuple[str, int, str]:
@@ -410,6 +475,45 @@ def _data_change(a: Mapping[str, str], b: Mapping[str, str]) -> dict[str, list[s
     out = {"added": sorted(set(b) - set(a)), "removed": sorted(set(a) - set(b)),
            "changed": sorted(k for k in set(a) & set(b) if a[k] != b[k])}
     return {k: v for k, v in out.items() if v}
+
+
+def _change(old: Any, new: Any, limit: int = 80) -> str:
+    """``old → new``, or a :func:`word_diff` when either is longer than ``limit``."""
+    if max(len(_words(old)), len(_words(new))) > limit:
+        return word_diff(old, new)
+    return f"{_short(old)} → {_short(new)}"
+
+
+def word_diff(old: Any, new: Any, *, context: int = 6) -> str:
+    """The words of ``new`` with what changed from ``old`` marked, ``[-removed-]
+    {+added+}``, runs of more than ``2 * context`` unchanged words shortened to ``…``
+    (so that an edit at the end of a long text shows).
+
+    >>> word_diff("the column is read by a name", "the column is read by a wrong name")
+    'the column is read by a {+wrong+} name'
+    """
+    a, b = _words(old).split(), _words(new).split()
+    if not a:
+        return f"{{+{' '.join(b)}+}}" if b else "(none)"
+    if not b:
+        return f"[-{' '.join(a)}-] (now none)"
+    parts: list[str] = []
+    opcodes = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    for number, (tag, i1, i2, j1, j2) in enumerate(opcodes):
+        if tag == "equal":
+            words = b[j1:j2]
+            head = words[:context] if number > 0 else []
+            tail = words[-context:] if number < len(opcodes) - 1 else []
+            if len(words) > len(head) + len(tail) + 1:
+                parts += [*head, "…", *tail]
+            else:
+                parts += words
+            continue
+        if i2 > i1:
+            parts.append(f"[-{' '.join(a[i1:i2])}-]")
+        if j2 > j1:
+            parts.append(f"{{+{' '.join(b[j1:j2])}+}}")
+    return " ".join(parts)
 
 
 def _short(value: Any, limit: int = 80) -> str:

@@ -90,11 +90,11 @@ def bar_chart(counts: Mapping[str, int], *, title: str = "", xlabel: str = "case
 
 
 def segmented_bar_chart(matrix: Mapping[str, Mapping[str, int]], *, libraries: Sequence[str],
-                        title: str = "", xlabel: str = "cases", ax: Any = None) -> Any:
+                        title: str = "", xlabel: str = "cases", ax: Any = None, legend: str = "library") -> Any:
     """Horizontal bars for the values of ``matrix`` (``{value: {library: count}}``), each
     split into one segment per library in ``libraries`` order, with the segment's count
     inside when it fits and the total at the end; every library of ``libraries`` is in
-    the legend. Returns the figure."""
+    the legend (titled ``legend``: the segments may be other groups). Returns the figure."""
     with _style():
         fig, ax = _axes(ax, len(matrix), legend_entries=len(libraries))
         totals = [sum(row.values()) for row in matrix.values()]
@@ -113,7 +113,7 @@ def segmented_bar_chart(matrix: Mapping[str, Mapping[str, int]], *, libraries: S
             ax.annotate(str(total), (total, y), xytext=(3, 0), textcoords="offset points",
                         va="center", fontsize=FONT_SIZE - 1)
         _finish(ax, list(matrix), totals, title, xlabel)
-        ax.legend(title="library", loc="upper left", bbox_to_anchor=(1.08, 1.0), frameon=False,
+        ax.legend(title=legend, loc="upper left", bbox_to_anchor=(1.08, 1.0), frameon=False,
                   title_fontsize=FONT_SIZE - 1, handlelength=1.0, borderaxespad=0.0)
     return fig
 

@@ -24,11 +24,13 @@ import datetime
 import difflib
 import re
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from junobench.changes import SnapshotDiff
+from junobench.data.layout import RENAMED_CASES
 from junobench.errors import JunoBenchError
 
 CHANGELOG = "CHANGELOG.md"
@@ -48,6 +50,8 @@ class HubState:
     card: str | None = None
     changelog: str | None = None
     has_export: bool = False           # an export or a snapshot: a previous release
+    renamed: str | None = None         # its renamed_cases.json
+    files: list[str] = field(default_factory=list)  # what the branch holds
     note: str = ""
     branch_exists: bool = True         # False: the release's branch is made from main's head
 
@@ -73,6 +77,7 @@ class ReleaseResult:
     steps: list[str] = field(default_factory=list)
     commit_oid: str | None = None
     commit_url: str | None = None
+    renamed: bytes | None = None       # the renamed_cases.json released
 
     def report(self) -> str:
         """The plan (dry run) or what was done, as text."""
@@ -98,12 +103,19 @@ class ReleaseResult:
 def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, revision: str = "main",
             tag: str | None = None, previous: str | Path | None = None, out: Path | None = None,
             date: str | None = None, private: bool = False, dry_run: bool = False,
-            offline: bool = False, endpoint: str | None = None) -> ReleaseResult:
+            offline: bool = False, endpoint: str | None = None, require_verified: bool = False,
+            licences: Any = None, licence_policy: str = "warn",
+            progress: Callable[[str], None] | None = None) -> ReleaseResult:
     """Release ``snapshot`` to the dataset repo ``repo_id`` (see the module docstring).
 
     ``out`` keeps the export (default: a temporary directory, removed afterwards);
-    ``offline`` (dry runs only) does not read the Hub.
+    ``offline`` (dry runs only) does not read the Hub. A case whose provenance records no
+    passing verification is named in a warning; with ``require_verified`` the release is
+    refused. ``licences`` and ``licence_policy`` are the export's (data files whose licence
+    the policy does not allow: named, or refused with ``"error"``). ``progress`` is told
+    each step as it starts.
     """
+    step = progress or (lambda _: None)
     from junobench.data.release_files import VERSION_FILE, check_version, dataset_version
     from junobench.data.snapshot import is_repo_id
     from junobench.data.validate import check, snapshot_root
@@ -140,12 +152,19 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
             raise JunoBenchError("no Hugging Face token found", file=repo_id,
                                  hint="log in with `hf auth login` or set HF_TOKEN (a token with write "
                                       "access), or add --dry-run")
-    validation = check(root)
+    step("validating the snapshot")
+    validation = check(root, licences=licences, licence_policy="off" if licence_policy == "off" else "warn")
     if validation.problems:
         shown = "; ".join(str(p) for p in validation.problems[:3])
         raise JunoBenchError(f"the snapshot is not valid ({len(validation.problems)} problem(s): {shown})",
                              file=root, hint="fix them first: see `junobench validate`")
 
+    unverified = _unverified(root)
+    if unverified and require_verified:
+        raise JunoBenchError(f"{len(unverified)} case(s) have no recorded passing verification: "
+                             + ", ".join(unverified[:20]) + (" …" if len(unverified) > 20 else ""), file=root,
+                             hint="run `junobench verify --record` on them (or leave out --require-verified)")
+    step(f"reading {repo_id} on the Hub")
     hub = HubState(False, note="not read (offline dry run)") if offline else \
         read_hub(repo_id, revision, endpoint=endpoint, dry_run=dry_run)
     if tag in hub.tags:
@@ -155,20 +174,28 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
     steps: list[str] = [f"validated: {validation.cases} cases"
                          + (f", {len(validation.warnings)} warning(s) (see `junobench validate`)"
                             if validation.warnings else ", no warning")]
-    licences = sorted({w.problem for w in validation.warnings if "licence" in w.problem})
-    steps += [f"warning: {problem}" for problem in licences]
+    found = sorted({w.problem for w in validation.warnings if "licence" in w.problem})
+    steps += [f"warning: {problem}" for problem in found]
+    if unverified:
+        steps.append(f"warning: {len(unverified)} case(s) not verified (no passing `junobench verify --record` "
+                     f"or add-case run recorded in their provenance; the card says so): "
+                     + ", ".join(unverified[:20]) + (" …" if len(unverified) > 20 else ""))
     temporary = None if out is not None else tempfile.TemporaryDirectory(prefix="junobench-release-")
     try:
         export_dir = Path(temporary.name) / "export" if temporary is not None else Path(str(out))
-        result = _prepare(root, repo_id, revision, version, tag, date, previous, hub, export_dir, dry_run, steps)
+        result = _prepare(root, repo_id, revision, version, tag, date, previous, hub, export_dir, dry_run, steps,
+                          licences=licences, licence_policy=licence_policy, step=step)
         if version != recorded:
             result.steps.append(f"once tagged, write {version} into {VERSION_FILE} of the snapshot")
         if not dry_run:
+            step(f"sending one commit of {len(result.files)} file(s) to {repo_id} and tagging it {tag}")
             _publish(result, private=private, endpoint=endpoint)
-            if version != recorded:  # the snapshot records the version it was released as
-                from junobench.safety.atomic import write_text
+            from junobench.safety.atomic import write_bytes, write_text
 
+            if version != recorded:  # the snapshot records the version it was released as
                 write_text(root / VERSION_FILE, version + "\n")
+            if result.renamed is not None and result.renamed != _own_renamed(root):
+                write_bytes(root / RENAMED_CASES, result.renamed)  # the record the release holds
         if temporary is not None:
             result.export_dir = None
         return result
@@ -179,7 +206,8 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
 
 def _prepare(root: Path, repo_id: str, revision: str, version: str, tag: str, date: str,
              previous: str | Path | None, hub: HubState, export_dir: Path, dry_run: bool,
-             steps: list[str]) -> ReleaseResult:
+             steps: list[str], *, licences: Any = None, licence_policy: str = "warn",
+             step: Callable[[str], None] = lambda _: None) -> ReleaseResult:
     from junobench.hub.push import plan
     from junobench.hub.read_export import CARD
     from junobench.hub.write_export import export
@@ -188,17 +216,27 @@ def _prepare(root: Path, repo_id: str, revision: str, version: str, tag: str, da
     if resumed is not None:  # the release's own date, so that the same files are made again
         found = re.match(rf"## {re.escape(version)} \((\d{{4}}-\d{{2}}-\d{{2}})\)", resumed)
         date = found.group(1) if found else date
-    export(root, export_dir, repo_id=repo_id, version=version, published=date)  # VERSION may be unwritten
+    step("comparing with the previous release")
     if resumed is not None:
         # the head holds this version already, untagged (a release interrupted after its
         # commit): its entry stands, and the same files make no new commit
         entry, changelog = resumed, hub.changelog or ""
         diff, compared = _diff(root, repo_id, hub, None)
+        renamed = hub.renamed.encode("utf-8") if hub.renamed is not None else None
         steps.append(f"the Hub's head already holds version {version} (not tagged): finish that release")
     else:
         diff, compared = _diff(root, repo_id, hub, previous)
         entry = diff.markdown(heading=f"{version} ({date})", level=2)
         changelog = merge_changelog(entry, hub.changelog)
+        earlier = hub.renamed if hub.has_export and previous is None else _own_renamed_text(root)
+        renamed = renamed_record(earlier, version, date, diff if compared is not None else None)
+    if renamed is not None:
+        steps.append(f"{RENAMED_CASES}: " + _renamed_words(diff if compared is not None and resumed is None else None))
+    step("exporting the snapshot (parquet, card, croissant.json, the snapshot layout, checksums)")
+    exported = export(root, export_dir, repo_id=repo_id, version=version, published=date,  # VERSION may be unwritten
+                      licences=licences, licence_policy=licence_policy,
+                      renamed=renamed if renamed is not None else b"")
+    steps += [f"warning: {w}" for w in exported.warnings]
     new_card = (export_dir / CARD).read_text(encoding="utf-8")
     card_diff = "".join(difflib.unified_diff(
         (hub.card or "").splitlines(keepends=True), new_card.splitlines(keepends=True),
@@ -211,11 +249,16 @@ def _prepare(root: Path, repo_id: str, revision: str, version: str, tag: str, da
     if not hub.branch_exists:
         steps.append(f"create branch {revision} from main")
     parent = _parent(hub)
+    from junobench.hub.push import stale_files
+
+    stale = stale_files(hub.files, files)
     steps.append(f"one commit to {revision} adding {len(files)} file(s): the export and {CHANGELOG}"
+                 + (f", deleting {len(stale)} file(s) of the previous release this one does not hold "
+                    f"({', '.join(stale[:4])}{' …' if len(stale) > 4 else ''})" if stale else "")
                  + (f" (on top of {parent[:12]}: refused if the branch moves meanwhile)" if parent else ""))
     steps.append(f"tag the commit {tag}")
     return ReleaseResult(root, repo_id, revision, version, tag, dry_run, hub, compared, diff, entry, changelog,
-                         card_diff, export_dir, sorted(files), steps)
+                         card_diff, export_dir, sorted(files), steps, renamed=renamed)
 
 
 def _diff(root: Path, repo_id: str, hub: HubState, previous: str | Path | None) -> tuple[SnapshotDiff, str | None]:
@@ -229,6 +272,59 @@ def _diff(root: Path, repo_id: str, hub: HubState, previous: str | Path | None) 
         return diff(repo_id, root, old_revision=hub.head), f"{repo_id}@{hub.head[:12]}"
     cases = load(root, "cases").to_list()
     return compare([], cases, old="nothing", new=str(root)), None
+
+
+def _unverified(root: Path) -> list[str]:
+    """The cases whose provenance records no passing verification."""
+    from junobench.data.provenance import VERIFIED, layout_order, status_of
+    from junobench.loader import load
+
+    cases = load(root, "cases").select_columns(["case_id", "provenance"]).to_list()
+    return sorted((c["case_id"] for c in cases if status_of(c) != VERIFIED), key=layout_order)
+
+
+def renamed_record(earlier: str | None, version: str, date: str, diff: SnapshotDiff | None) -> bytes | None:
+    """The ``renamed_cases.json`` a release holds: the earlier releases' entries (of
+    ``earlier``, the previous release's record), then, when ``diff`` (from the previous
+    release) renames or removes cases, this release's: ``{"version", "date", "renamed":
+    {published id: new id}, "removed": [published ids]}``. Only published ids appear: the
+    diff is from what was released. None when there is nothing to record."""
+    import json
+
+    entries: list[Any] = []
+    if earlier:
+        try:
+            data = json.loads(earlier)
+            entries = [e for e in data.get("releases", []) if isinstance(e, dict)] if isinstance(data, dict) else []
+        except ValueError:
+            entries = []
+    entries = [e for e in entries if e.get("version") != version]
+    if diff is not None and (diff.renamed or diff.removed):
+        entries.append({"version": version, "date": date,
+                        "renamed": {c.old_id: c.case_id for c in diff.renamed},
+                        "removed": [c["case_id"] for c in diff.removed]})
+    if not entries:
+        return None
+    return (json.dumps({"releases": entries}, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def _renamed_words(diff: SnapshotDiff | None) -> str:
+    if diff is None or not (diff.renamed or diff.removed):
+        return "the earlier releases' renames and removals, carried"
+    return (f"{len(diff.renamed)} published id(s) renamed, {len(diff.removed)} removed in this release "
+            "(with the earlier releases')")
+
+
+def _own_renamed_text(root: Path) -> str | None:
+    data = _own_renamed(root)
+    return data.decode("utf-8", errors="replace") if data is not None else None
+
+
+def _own_renamed(root: Path) -> bytes | None:
+    """The snapshot's own ``renamed_cases.json`` (None without one)."""
+    from junobench.hub.write_export import carried_files
+
+    return carried_files(root).get(RENAMED_CASES)
 
 
 def latest_entry(changelog: str | None, version: str) -> str | None:
@@ -275,9 +371,11 @@ def read_hub(repo_id: str, revision: str, *, endpoint: str | None = None, dry_ru
         siblings = {s.rfilename for s in info.siblings or []}
         head = info.sha or revision
         state = HubState(True, True, info.sha, [t.name for t in refs.tags],
-                         has_export=all(p in siblings for p in PARQUET.values()) or DESC_TABLE in siblings)
+                         has_export=all(p in siblings for p in PARQUET.values()) or DESC_TABLE in siblings,
+                         files=sorted(siblings))
         state.card = _read(api, repo_id, head, "README.md") if "README.md" in siblings else None
         state.changelog = _read(api, repo_id, head, CHANGELOG) if CHANGELOG in siblings else None
+        state.renamed = _read(api, repo_id, head, RENAMED_CASES) if RENAMED_CASES in siblings else None
         tags = ", ".join(state.tags) or "none"
         state.note = (f"{repo_id} at {revision} is commit {info.sha}; tags: {tags}; "
                       + ("it holds a release" if state.has_export else "it holds no export or snapshot"))

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from junobench.safety.text import csv_cell, markdown_text
+from junobench.safety.text import csv_cell, markdown_text, printable
 
 
 def render(rows: Sequence[Mapping[str, Any]], fmt: str, columns: Sequence[str] | None = None) -> str:
@@ -73,7 +73,8 @@ def latex(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
 
 
 def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
-    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
+    """A plain text table; every cell escaped for the terminal first (its columns line up)."""
+    cells = [[printable(_cell(row.get(c))) for c in columns] for row in rows]
     widths = [max([len(c), *(len(r[i]) for r in cells)]) for i, c in enumerate(columns)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
     lines.append("  ".join("-" * w for w in widths))

@@ -122,7 +122,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def sandbox_cost(specs: list, target, timeout: float, rounds: int = 3) -> None:
-    """Print verify's wall time sandboxed against unsandboxed (2 jobs, pool of 3)."""
+    """Print verify's wall time sandboxed against unsandboxed (2 jobs, pool of 3), the load
+    of the machine while it was measured, and how the sandbox applied its limits."""
+    load_before = os.getloadavg()[0]
     times: dict[str, list[float]] = {"none": [], "bwrap": []}
     shares: dict[str, list[float]] = {"none": [], "bwrap": []}
     for _ in range(rounds):
@@ -139,6 +141,10 @@ def sandbox_cost(specs: list, target, timeout: float, rounds: int = 3) -> None:
           f"{'met' if share <= SHARE_GOAL else 'NOT met'}; unsandboxed {min(shares['none']):.1%})")
     print(f"  every run, s: unsandboxed {', '.join(f'{t:.2f}' for t in times['none'])}; "
           f"bubblewrap {', '.join(f'{t:.2f}' for t in times['bwrap'])}")
+    print(f"  load average (1 min) {load_before:.2f} before, {os.getloadavg()[0]:.2f} after, on "
+          f"{os.cpu_count()} cores: with more load than cores the ratio is noise")
+    for what, how in Sandbox("bwrap").resolved().enforcement().items():
+        print(f"  {what}: {how}")
 
 
 def _root(source: str) -> Path:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -59,7 +61,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
 #: module that starts Ray is missing here.
 RAY_MODULES = frozenset({
     "tests/test_construct_reproduce.py", "tests/test_containment.py", "tests/test_executor.py",
-    "tests/test_ray_faults.py", "tests/test_ray_joined.py", "tests/test_ray_stopped.py", "tests/test_ray_stops.py",
+    "tests/test_hostile_probes.py", "tests/test_mine_ray.py", "tests/test_ray_faults.py", "tests/test_ray_joined.py",
+    "tests/test_ray_stopped.py", "tests/test_ray_stops.py",
     "tests/test_verify_ray.py",
 })
 
@@ -159,8 +162,30 @@ def labelled_snapshot(snapshot_copy, reference_dir):
     return snapshot_copy
 
 
+@pytest.fixture
+def ray_cluster(_ray_instance, request):
+    """The session's Ray instance (:func:`_ray_instance`) once every CPU of it is free again:
+    the workers of an earlier test end a moment after its run, and a test that runs ``jobs``
+    notebooks at once needs as many CPUs (a wait on the cluster's state, not a clock; a
+    warning names what held them when the wait was long)."""
+    ray = _ray_instance
+    started = time.monotonic()
+    while ray.available_resources().get("CPU", 0) < ray.cluster_resources().get("CPU", 0):
+        time.sleep(0.1)
+    waited = time.monotonic() - started
+    if waited > 5:
+        try:
+            held = [(a.get("ActorClassName"), a.get("State")) for a in ray._private.state.actors().values()
+                    if a.get("State") != "DEAD"]
+        except Exception as error:  # Ray's private state API: a name only, for the warning
+            held = [f"(actors unknown: {error})"]
+        warnings.warn(f"{request.node.nodeid} waited {waited:.0f} s for the Ray cluster's CPUs, held by {held}",
+                      stacklevel=1)
+    return ray
+
+
 @pytest.fixture(scope="session")
-def ray_cluster():
+def _ray_instance():
     """One local Ray instance (2 CPUs, a small object store) for the Ray modules, which
     ``make test`` runs one after the other on one worker: started by the first test that
     asks for it, stopped at the end of the session (a start costs ~5 s and ~8 CPU-s);

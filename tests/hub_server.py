@@ -144,7 +144,7 @@ def _handler(hub: HubServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Type", content_type)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            if not head:
+            if not head and self.command != "HEAD":  # an answer to HEAD has no body, errors included
                 self.wfile.write(data)
 
         def _error(self, status: int, message: str, code: str | None = None) -> None:

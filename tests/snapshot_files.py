@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 
@@ -23,12 +24,13 @@ def edit_cell(snapshot: Path, case_id: str, version: str, code_index: int, sourc
 
 
 def variant(notebook: Path, dest: Path, note: str = "another case") -> Path:
-    """A copy of ``notebook`` in the folder ``dest`` whose first code cell ends with the
-    comment ``# note``: the same behaviour, other code (not a duplicate of the original)."""
+    """A copy of ``notebook`` in the folder ``dest`` with one more code cell, never run (no
+    execution count), of calls named after ``note``: the same behaviour, other code (neither
+    a duplicate of the original nor a near-duplicate)."""
     data = json.loads(notebook.read_text(encoding="utf-8"))
-    cell = next(c for c in data["cells"] if c["cell_type"] == "code")
-    source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-    cell["source"] = f"{source}\n# {note}"
+    tag = re.sub(r"\W+", "_", note)
+    data["cells"].append({"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                          "source": "\n".join(f"notes.{tag}_{k}(step={k})" for k in range(80))})
     dest.mkdir(parents=True, exist_ok=True)
     path = dest / notebook.name
     path.write_text(json.dumps(data, indent=1), encoding="utf-8")

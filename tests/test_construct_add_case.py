@@ -120,8 +120,9 @@ def test_two_cases_added_renumbered_validated_built_and_listed(snapshot: Path, t
     assert (wine["DatasetTitle_2"], wine["DatasetLicenseName_2"]) == ("Iris Species", "Unknown")
     assert wine["ename"] == "valueerror" and wine["traceback"].startswith("['")
     assert wine["Libs-cause"] == "sklearn" and wine["source"] == "newly sampled"
-    assert wine["provenance"].startswith("added by junobench ")
-    assert wine["provenance"].endswith("construct add-case; not verified (--no-verify)")
+    recorded = json.loads((snapshot / "benchmark/sklearn_3/provenance.json").read_text())
+    assert recorded["added"]["tool"].startswith("junobench ") and recorded["added"]["tool"].endswith("add-case")
+    assert recorded["verification"]["status"] == "not verified" and recorded["verification"]["python"] is None
     diagnoses = _diagnoses(snapshot)
     assert diagnoses["sklearn_3_reproduced"]["diagnosis"].startswith("The labels hold NaN")
     assert diagnoses["sklearn_3_fixed"]["detection"] in (False, 0)

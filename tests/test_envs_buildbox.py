@@ -19,7 +19,7 @@ import pytest
 
 from junobench.envs import buildbox
 from junobench.envs.installer import current_python, install, make_venv, uv_binary
-from junobench.envs.sandbox import bwrap_problem
+from junobench.envs.sandbox import SANDBOX_SETTINGS, bwrap_problem
 from tests.cli_run import run_cli
 
 SECRET = "s3cret-build-token"
@@ -160,7 +160,7 @@ def test_the_build_s_installer_gets_the_user_s_index_settings_but_no_cache_and_n
            "HF_TOKEN": "y"}
     kept = buildbox.installer_environ(env)
     assert kept == {"PATH": "/bin", "UV_INDEX_URL": "https://i/simple", "PIP_EXTRA_INDEX_URL": "https://j/simple",
-                    "HTTPS_PROXY": "http://p:3128", "UV_NO_CACHE": "1", "PIP_NO_CACHE_DIR": "1"}
+                    "HTTPS_PROXY": "http://p:3128", "UV_NO_CACHE": "1", "PIP_NO_CACHE_DIR": "1", **SANDBOX_SETTINGS}
 
 
 @pytest.mark.skipif(bwrap_problem() is not None, reason="bubblewrap cannot run here")

@@ -316,3 +316,36 @@ def test_pins_without_wheels_stop_env_create_before_anything_is_made(tmp_path, c
     assert code == 1 and err.startswith("error: ") and len(err.splitlines()) == 1
     assert "fasttext==0.9.3" in err and "--allow-build" in err
     assert not target.exists() and sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+# --------------------------------------------------------------------------- installer configuration
+
+@pytest.mark.kernel
+@pytest.mark.slow
+@pytest.mark.parametrize("installer_name", ["uv", "pip"])
+def test_uv_and_pip_configuration_in_the_snapshot_and_the_working_directory_is_not_obeyed(
+        tmp_path, monkeypatch, listener, installer_name):
+    """A snapshot (and the folder `env create` runs in) holds a uv.toml, a pip.conf and a
+    pyproject.toml [tool.uv] naming a local index: the environment is made from the user's
+    own configuration, and that index receives no request."""
+    from junobench.data.checkout import checkout
+
+    url, seen = listener
+    if installer_name == "pip":
+        monkeypatch.setenv("JUNOBENCH_NO_UV", "1")
+    snapshot = checkout(["NBspecific_2"], "sample", tmp_path / "snapshot")
+    hostile = {
+        "uv.toml": f'python-install-mirror = "{url}/python"\n\n[[index]]\nurl = "{url}/uv-index"\ndefault = true\n'
+                   f'\n[pip]\nindex-url = "{url}/uv-pip"\n',
+        "pip.conf": f"[global]\nindex-url = {url}/pip-index\nextra-index-url = {url}/pip-extra\n",
+        "pyproject.toml": f'[project]\nname = "x"\nversion = "0"\n\n[tool.uv]\nindex-url = "{url}/pyproject"\n'
+                          f'extra-index-url = ["{url}/pyproject-extra"]\n',
+    }
+    for folder in (snapshot, snapshot / "environment"):
+        for name, text in hostile.items():
+            (folder / name).write_text(text)
+    monkeypatch.chdir(snapshot / "environment")  # the working directory holds them too, and its parent
+    monkeypatch.delenv("UV_CONFIG_FILE", raising=False)
+    made = create_environment(tmp_path / "env", select("..", ["NBspecific_2"]), python=str(current_python()))
+    assert made.path.is_dir() and (made.path / "bin" / "python").exists()
+    assert seen == [], f"the snapshot's index got requests: {seen[:5]}"

@@ -39,13 +39,16 @@ pytestmark = [pytest.mark.kernel, pytest.mark.timeout(300)]
 UNCONFINED = Sandbox("none")
 
 
-def wait_for(path: Path, seconds: float = 120) -> str:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+def wait_for(path: Path, run: asyncio.Future) -> str:
+    """What a kernel wrote to ``path``, once written, as long as ``run`` goes on (a state,
+    not a clock: a loaded machine is slower, never red; pytest-timeout bounds a hang)."""
+    while True:
+        ended = run.done()
         if path.exists() and path.read_text().strip():
             return path.read_text().strip()
+        if ended:
+            raise AssertionError(f"{path} never appeared: the run ended first ({run!r})")
         time.sleep(0.2)
-    raise AssertionError(f"{path} never appeared")
 
 
 def worker_folders(pid: int) -> list[Path]:
@@ -120,8 +123,8 @@ def test_a_killed_worker_is_retried_and_its_kernel_does_not_survive(ray_cluster,
                          "first = not marker.exists()\nmarker.write_text(str(os.getpid()))\n"
                          "if first:\n    time.sleep(120)")
 
-    async def kill_first_worker() -> int:
-        kernel = int(await asyncio.to_thread(wait_for, marker))
+    async def kill_first_worker(run: asyncio.Future) -> int:
+        kernel = int(await asyncio.to_thread(wait_for, marker, run))
         worker = parent_of(kernel)  # the Ray worker that started the kernel
         assert worker_folders(worker), "the worker keeps its files in a folder of its own"
         os.kill(worker, signal.SIGKILL)
@@ -131,7 +134,7 @@ def test_a_killed_worker_is_retried_and_its_kernel_does_not_survive(ray_cluster,
     async def main():
         async with RayExecutor(retries=1, sandbox=UNCONFINED) as executor:
             run = asyncio.ensure_future(executor.run(task))
-            worker = await kill_first_worker()
+            worker = await kill_first_worker(run)
             return await run, worker
 
     outcome, killed = run_sync(main())
@@ -150,7 +153,7 @@ def test_faults_past_the_retries_are_infrastructure_errors(ray_cluster, tmp_path
     async def main():
         async with RayExecutor(retries=0, sandbox=UNCONFINED) as executor:
             run = asyncio.ensure_future(executor.run(task))
-            kernel = int(await asyncio.to_thread(wait_for, marker))
+            kernel = int(await asyncio.to_thread(wait_for, marker, run))
             os.kill(parent_of(kernel), signal.SIGKILL)
             return await run
 
@@ -173,7 +176,7 @@ def test_cancelling_stops_the_kernels(executor, tmp_path, request):
         runner = make_executor(executor, jobs=2)
         runner.sandbox = UNCONFINED
         run = asyncio.ensure_future(run_tasks(runner, tasks))
-        kernels = [int(await asyncio.to_thread(wait_for, m)) for m in markers]
+        kernels = [int(await asyncio.to_thread(wait_for, m, run)) for m in markers]
         workers = [parent_of(pid) for pid in kernels]
         run.cancel()  # what Ctrl-C does to the run
         with pytest.raises(asyncio.CancelledError):
@@ -289,7 +292,7 @@ def test_a_driver_that_stops_answering_is_stopped_and_its_replays_lost(ray_clust
     async def main():
         async with RayExecutor(retries=0, sandbox=UNCONFINED) as executor:
             run = asyncio.ensure_future(executor.run(task))
-            kernel = int(await asyncio.to_thread(wait_for, marker))
+            kernel = int(await asyncio.to_thread(wait_for, marker, run))
             os.kill(executor.driver_pid, signal.SIGSTOP)  # its event loop says nothing more
             return await run, executor, kernel
 
@@ -339,3 +342,26 @@ def test_the_folders_of_killed_workers_go_once_the_workers_have_ended(tmp_path):
     assert sweep_after(places, base=tmp_path) == [ending_folder]
     assert ending.poll() == 0 and not list(tmp_path.iterdir())
     killed.wait()
+
+
+def test_waiting_for_a_free_cpu_is_not_a_fault(ray_cluster, tmp_path):
+    # Another job holds every CPU of the cluster for longer than an attempt's deadline: the
+    # replay waits for its worker to be placed, then runs once, within its deadline.
+    @ray_cluster.remote(num_cpus=ray_cluster.cluster_resources()["CPU"])
+    class Holder:
+        def ready(self) -> bool:
+            return True
+
+    holder = Holder.remote()
+    ray_cluster.get(holder.ready.remote())
+
+    async def main():
+        async with RayExecutor(retries=0, deadline=4, jobs=1, sandbox=UNCONFINED) as executor:
+            run = asyncio.ensure_future(executor.run(one_cell_task(tmp_path / "case", "1 + 1")))
+            await asyncio.sleep(10)  # past the deadline, the worker still unplaced
+            assert not run.done()
+            ray_cluster.kill(holder)
+            return await run
+
+    outcome = run_sync(main())
+    assert outcome.ok and outcome.attempts == 1 and not outcome.faults, outcome

@@ -76,7 +76,11 @@ def test_reexport_is_byte_identical(exported, reference_snapshot, tmp_path):
     again = export(reference_snapshot, tmp_path / "again")
     assert tree_digest(again.out) == tree_digest(exported)
     manifest = json.loads((exported / MANIFEST).read_text())
-    assert set(manifest["files"]) == {CARD, CROISSANT, *PARQUET.values()}
+    # every file is listed: the export's own and the snapshot layout carried beside them
+    on_disk = {p.relative_to(exported).as_posix() for p in exported.rglob("*") if p.is_file()} - {MANIFEST}
+    assert set(manifest["files"]) == on_disk
+    assert {CARD, CROISSANT, *PARQUET.values(), "benchmark_desc.xlsx", "ground_truth_crash_prediction.xlsx"} <= on_disk
+    assert len([n for n in on_disk if n.startswith("benchmark/") and n.endswith(".ipynb")]) == 222
     for name, info in manifest["files"].items():
         data = (exported / name).read_bytes()
         assert info == {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}

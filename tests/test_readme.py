@@ -18,6 +18,8 @@ README_PATH = REPO / "README.md"
 README = README_PATH.read_text(encoding="utf-8")
 #: Verbs whose examples start Jupyter kernels (run only with the kernel tests).
 KERNEL_VERBS = {"verify", "runtime-info"}
+#: Verbs that serve until interrupted (tests/test_site.py runs `view` and stops it).
+SERVING_VERBS = {"view"}
 
 
 def test_verb_table_lists_every_cli_verb():
@@ -73,7 +75,7 @@ def test_readme_has_sample_examples():
 
 @pytest.mark.parametrize("argv", [
     pytest.param(argv, marks=[pytest.mark.kernel] if argv[0] in KERNEL_VERBS else [], id=" ".join(argv))
-    for argv in sample_examples()
+    for argv in sample_examples() if argv[0] not in SERVING_VERBS
 ])
 def test_readme_sample_example_runs(argv, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # what an example writes (tasks.jsonl, mybench/) lands here

@@ -300,3 +300,12 @@ def test_size_caps_are_applied_and_reported(tmp_path, capsys):
     assert any("truncated" in s for s in record["objects"].values())
     text = runtime_texts(out)["statsmodels_1_reproduced"]
     assert "(summary cut to" in text or "Left out to keep this short" in text
+
+
+def test_a_record_whose_summaries_are_not_summaries_is_refused_naming_its_line(tmp_path, capsys):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"instance": "pandas_1_reproduced", "status": "ok", "objects": {"df": [1]}}\n')
+    assert main(["tasks", "--source", "sample", "--out", str(tmp_path / "t.jsonl"), "--runtime-info", str(bad)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err
+    assert "line 1" in err and "objects/df" in err and str(bad) in err

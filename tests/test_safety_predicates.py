@@ -5,6 +5,7 @@ would get wrong; tests/test_safety.py covers the writers and the copying."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -266,6 +267,38 @@ def test_printable_keeps_only_what_it_is_told():
     assert printable("a\nb", keep="") == "a\\x0ab"
 
 
+@pytest.mark.parametrize(("text", "shown"), [
+    ("invoice\u202egnp.exe", "invoice\\u202egnp.exe"),  # right-to-left override
+    ("\u2066x\u2069", "\\u2066x\\u2069"), ("a\u200bb", "a\\u200bb"), ("\ufeffbom", "\\ufeffbom"),
+    ("line\u2028sep", "line\\u2028sep"), ("nb\u00a0sp", "nb\\u00a0sp"), ("soft\u00adhy", "soft\\u00adhy"),
+    ("tag\U000e0041", "tag\\udb40\\udc41"), ("private\ue000", "private\\ue000"),
+    ("日本語 ünïcödé 😀", "日本語 ünïcödé 😀"),  # shown as themselves: kept
+])
+def test_printable_escapes_every_character_not_shown_as_itself(text, shown):
+    assert printable(text) == shown
+    assert json.loads(f'"{printable(text)}"') == text  # the escape is JSON's: values stay exact
+
+
+def test_every_format_control_and_separator_character_is_escaped():
+    import unicodedata
+
+    for code in range(0x80, 0x110000):
+        char = chr(code)
+        if unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp", "Co") and printable(char) == char:
+            raise AssertionError(f"U+{code:04X} ({unicodedata.category(char)}) is printed as itself")
+
+
+def test_markdown_and_tables_escape_invisible_characters():
+    from junobench.render import render
+
+    assert markdown_text("evil\u202efdp.exe") == "evil fdp.exe"
+    assert safe_url("https://example.org/\u202e") is None
+    table = render([{"name": "a\u202eb", "n": 1}, {"name": "plain", "n": 2}], "table", ["name", "n"])
+    lines = table.splitlines()
+    assert "\u202e" not in table and "a\\u202eb" in table
+    assert len({line.index(str(n)) for line, n in zip(lines[2:], (1, 2), strict=True)}) == 1  # columns line up
+
+
 @pytest.mark.parametrize(("text", "escaped"), [
     ("<script>alert(1)</script>", "&lt;script&gt;alert(1)&lt;/script&gt;"),
     ("a & b", "a &amp; b"), ('say "x"', "say &quot;x&quot;"), ("*bold* _x_", "\\*bold\\* _x_"),
@@ -360,3 +393,22 @@ def test_a_file_that_holds_more_than_its_size_says_is_read_to_its_end():
     assert path.stat().st_size == 0
     data = read_regular(path)
     assert data.startswith(b"Name:") and b"\nPid:" in data
+
+
+def test_a_file_a_notebook_could_write_is_read_without_links_blocking_or_bounds(tmp_path):
+    from junobench.safety.paths import NotRegularFile, read_untrusted
+
+    secret = tmp_path / "token"
+    secret.write_text("hf_secret")
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"0123456789")
+    assert read_untrusted(plain, limit=4) == b"0123"
+    assert read_untrusted(plain, limit=4, tail=True) == b"6789"
+    (tmp_path / "link").symlink_to(secret)
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    os.mkfifo(tmp_path / "fifo")  # no writer: a blocking open would never return
+    for name in ("link", "zero"):
+        with pytest.raises(OSError):  # ELOOP: the link is not followed
+            read_untrusted(tmp_path / name, limit=1 << 30)
+    with pytest.raises(NotRegularFile):
+        read_untrusted(tmp_path / "fifo", limit=64)

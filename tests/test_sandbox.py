@@ -14,14 +14,16 @@ from processes import alive, descendants  # tests/ is on sys.path under pytest
 
 from junobench.cli import main
 from junobench.envs.sandbox import (
+    SANDBOX_SETTINGS,
     Sandbox,
     bwrap_argv,
     bwrap_problem,
     confined_environ,
     container_argv,
+    hand_over,
     limit_reached,
     require_sandbox,
-    watched,
+    sandbox_uid,
 )
 from junobench.errors import JunoBenchError
 
@@ -53,7 +55,11 @@ def test_bwrap_shows_only_what_it_binds(tmp_path):
     binds = [argv[i + 1] for i, a in enumerate(argv) if a == "--bind"]
     assert binds == [str(tmp_path)]
     assert "--share-net" not in argv and "--die-with-parent" in argv and "--unshare-all" in argv
-    assert argv[argv.index("--remount-ro") + 1] == "/"
+    remounted = [argv[i + 1] for i, a in enumerate(argv) if a == "--remount-ro"]
+    assert remounted == ["/dev", "/"]  # /dev (a tmpfs) and the root: read-only
+    ro = [argv[i + 2] for i, a in enumerate(argv) if a == "--ro-bind"]
+    present = {p for p in ("/proc/sys", "/proc/sysrq-trigger", "/proc/kcore") if os.path.exists(p)}
+    assert "/proc/sys" in present and present <= set(ro)
     networked = bwrap_argv(["true"], Sandbox("bwrap", network=True), python=sys.executable, cwd=str(tmp_path),
                            writable=[], runtime=str(tmp_path))
     assert "--share-net" in networked
@@ -81,9 +87,14 @@ def test_matplotlib_s_font_list_is_built_once_and_bound_read_only(tmp_path, monk
 
 
 def test_a_confined_kernel_gets_only_the_allowlisted_variables():
-    env = {"PATH": "/bin", "DATABASE_URL": "postgres://u:p@h/db", "LC_ALL": "C", "OMP_NUM_THREADS": "1", "X": "1"}
-    assert confined_environ(env) == {"PATH": "/bin", "LC_ALL": "C", "OMP_NUM_THREADS": "1"}
-    assert confined_environ(env, keep=["X"])["X"] == "1"
+    env = {"PATH": "/bin", "DATABASE_URL": "postgres://u:p@h/db", "LC_ALL": "C", "OMP_NUM_THREADS": "4", "X": "1",
+           "JUPYTER_GATEWAY_HEADERS": '{"Authorization": "token t"}', "LANG": "de_DE.UTF-8"}
+    # the locale and the thread counts are junobench's own, whatever the caller's are
+    assert confined_environ(env) == {"PATH": "/bin", **SANDBOX_SETTINGS}
+    assert SANDBOX_SETTINGS["OMP_NUM_THREADS"] == "1" and SANDBOX_SETTINGS["LANG"] == "C.UTF-8"
+    named = confined_environ(env, keep=["X", "LC_ALL", "OMP_NUM_THREADS", "JUPYTER_GATEWAY_HEADERS"])
+    assert named["X"] == "1" and named["LC_ALL"] == "C" and named["OMP_NUM_THREADS"] == "4"
+    assert named["JUPYTER_GATEWAY_HEADERS"] == env["JUPYTER_GATEWAY_HEADERS"]
 
 
 def test_no_sandbox_refuses_untrusted_notebooks(monkeypatch):
@@ -126,29 +137,58 @@ def test_a_kernel_that_grows_and_dies_between_two_looks_ran_out_of_memory(tmp_pa
     # with an error: its data size at the last look was small, only the peak the system
     # reports when it ends can say it ran out of memory (as a kernel that dies of a failed
     # allocation on a busy machine does).
-    go, grown = tmp_path / "go", tmp_path / "grown"
+    work, runtime = tmp_path / "work", tmp_path / "runtime"
+    work.mkdir()
+    runtime.mkdir()
+    go, grown = work / "go", work / "grown"
     child = (f"import os, time\nwhile not os.path.exists({str(go)!r}):\n    time.sleep(0.01)\n"
              f"hog = bytearray(232 << 20)\nopen({str(grown)!r}, 'w').close()\nos._exit(1)\n")
     sandbox = Sandbox("bwrap", memory=256 << 20, processes=0)
-    status = tmp_path / "limit"
-    command = watched([sys.executable, "-c", child], sandbox, python=sys.executable, status=str(status))
-    argv = bwrap_argv(command, sandbox, python=sys.executable, cwd=str(tmp_path), writable=[str(tmp_path)],
-                      runtime=str(tmp_path), fonts=False)
+    uid = sandbox_uid(sandbox)
+    argv = bwrap_argv([sys.executable, "-c", child], sandbox, python=sys.executable, cwd=str(work),
+                      writable=[str(work)], runtime=str(runtime), fonts=False, status=str(runtime / "limit"), uid=uid)
+    hand_over([work], uid)
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60
         while len(below := descendants(process.pid)) < 3 and time.monotonic() < deadline:
-            time.sleep(0.02)  # bwrap's PID 1, the watchdog, its child
-        watchdog, kernel = below[-2], below[-1]
-        os.kill(watchdog, signal.SIGSTOP)
+            time.sleep(0.02)  # bubblewrap, the sandbox's PID 1, the "kernel"
+        kernel = below[-1]
+        os.kill(process.pid, signal.SIGSTOP)  # the watchdog, outside the sandbox
         go.touch()
         while alive(kernel) and time.monotonic() < deadline:  # until a zombie
             time.sleep(0.02)
         assert grown.exists(), "the child did not get its memory"
-        os.kill(watchdog, signal.SIGCONT)
+        os.kill(process.pid, signal.SIGCONT)
         _, stderr = process.communicate(timeout=60)
     finally:
         process.kill()
     assert b"the kernel ended" in stderr, stderr
-    assert status.read_text().strip() == "memory"
-    assert limit_reached(tmp_path, sandbox).startswith("out of memory")
+    assert (runtime / "limit").read_text().strip() == "memory"
+    assert limit_reached(runtime, sandbox).startswith("out of memory")
+
+
+@pytest.mark.skipif(bwrap_problem() is not None, reason=f"no bubblewrap sandbox: {bwrap_problem()}")
+def test_the_report_says_how_the_sandbox_applied_its_limits_and_who_the_notebook_is():
+    saved = Sandbox("bwrap").resolved().to_json()
+    enforcement = saved["enforcement"]
+    assert set(enforcement) == {"limits", "identity", "seccomp", "proc"}
+    assert "watchdog outside the sandbox" in enforcement["limits"] and "no cgroup: " in enforcement["limits"]
+    if os.geteuid() == 0:
+        assert "an unprivileged uid of its own outside" in enforcement["identity"]
+    else:
+        assert f"uid {os.getuid()} outside" in enforcement["identity"]
+    assert enforcement["seccomp"].startswith("on: ")
+    assert "/proc/sys" in enforcement["proc"] and "/proc/kcore" in enforcement["proc"]
+    assert "enforcement" not in Sandbox("none").to_json()
+
+
+def test_as_root_every_sandbox_gets_an_unprivileged_uid_of_its_own(monkeypatch):
+    import junobench.envs.sandbox as sandbox
+
+    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 0)
+    uids = {sandbox_uid(Sandbox("bwrap")) for _ in range(5)}
+    assert len(uids) == 5 and all(uid is not None and 1 << 30 <= uid < 1 << 31 for uid in uids)
+    assert sandbox_uid(Sandbox("none")) is None
+    monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
+    assert sandbox_uid(Sandbox("bwrap")) is None

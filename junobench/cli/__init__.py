@@ -25,8 +25,8 @@ from junobench.errors import JunoBenchError
 from junobench.safety.text import EscapedStream
 
 #: Modules under ``junobench.cli`` that add verbs, in the order ``--help`` lists them.
-VERB_MODULES: tuple[str, ...] = ("records", "stats", "verify", "envs", "evaluate", "diagnosis", "runtime",
-                                 "publish", "release", "construct")
+VERB_MODULES: tuple[str, ...] = ("records", "stats", "site", "verify", "envs", "evaluate", "diagnosis", "runtime",
+                                 "publish", "release", "construct", "mining")
 
 
 class Parser(argparse.ArgumentParser):

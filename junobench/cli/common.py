@@ -239,3 +239,21 @@ def report_stopped(stopped: str | None, holds: str) -> bool:
         return False
     print(f"error: {stopped} ({holds}; run the same command again to resume)", file=sys.stderr)
     return True
+
+
+def add_licence_options(parser: argparse.ArgumentParser) -> None:
+    """The licence policy of input data (as ``validate``'s): the allow-list and the mode."""
+    parser.add_argument("--allow-licence", action="append", default=[], metavar="LICENCE",
+                        help="also allow this input-dataset licence (SPDX id or name; repeatable)")
+    parser.add_argument("--licences", default=None, metavar="FILE",
+                        help="the allow-list: one licence a line, replacing the default list of open licences")
+    parser.add_argument("--licence-policy", choices=("warn", "error", "off"), default="warn",
+                        help="a data file whose licence is outside the allow-list or unknown is named in a "
+                             "warning (default), refuses the export, or is not reported")
+
+
+def licence_policy_from(args: argparse.Namespace) -> Any:
+    """The :class:`~junobench.data.licences.LicencePolicy` of :func:`add_licence_options`."""
+    from junobench.data.licences import LicencePolicy
+
+    return LicencePolicy.from_options(args.allow_licence, args.licences)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from junobench.cli.common import status
+from junobench.cli.common import add_licence_options, licence_policy_from, status, step_lines
 from junobench.errors import JunoBenchError
 
 
@@ -30,6 +30,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _add_case(steps)
     _remove_case(steps)
     _renumber(steps)
+    _edit(steps)
+    _clean(steps)
 
     parser = subparsers.add_parser(
         "validate", help="check a whole snapshot: tables, notebooks, datasets, licences",
@@ -45,13 +47,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("snapshot", help="snapshot directory, or 'sample'")
     parser.add_argument("--strict", action="store_true",
                         help="count every warning as a problem (exit code 1)")
-    parser.add_argument("--allow-licence", action="append", default=[], metavar="LICENCE",
-                        help="also allow this input-dataset licence (SPDX id or name; repeatable)")
-    parser.add_argument("--licences", default=None, metavar="FILE",
-                        help="the allow-list: one licence a line, replacing the default list of open licences")
-    parser.add_argument("--licence-policy", choices=("warn", "error", "off"), default="warn",
-                        help="a licence outside the allow-list or unknown is a warning (default), a "
-                             "problem, or not reported")
+    add_licence_options(parser)
+    parser.add_argument("--no-progress", action="store_true", help="no step lines (shown on a terminal only)")
     parser.set_defaults(handler=_run_validate)
 
 
@@ -542,7 +539,34 @@ def _add_case(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
                         help="time limit per cell run of the pair, in seconds (default: 600)")
     parser.add_argument("--no-verify", action="store_true",
                         help="add the case without running its pair (its provenance says so)")
+    _edit_options(parser)
     parser.set_defaults(handler=_run_add_case)
+
+
+def _edit_options(parser: argparse.ArgumentParser) -> None:
+    """Options of the edits that bring code or data into a snapshot (add-case, edit)."""
+    from junobench.construct.add_case import LARGE_FILE
+    from junobench.data.similarity import THRESHOLD, percent
+    from junobench.safety.archives import human_size
+
+    parser.add_argument("--allow-similar", action="store_true",
+                        help=f"accept a case whose normalised code is {percent(THRESHOLD)} or more similar "
+                             "to one of the snapshot's (a near-duplicate); recorded in its provenance")
+    parser.add_argument("--large-file", type=_size, default=LARGE_FILE, metavar="SIZE",
+                        help=f"name data files of this size or more (default {human_size(LARGE_FILE)})")
+    parser.add_argument("--refuse-large", action="store_true",
+                        help="refuse a data file of --large-file or more instead of naming it")
+    parser.add_argument("--no-progress", action="store_true",
+                        help="no step lines (shown on a terminal only)")
+
+
+def _size(text: str) -> int:
+    from junobench.cli.common import parse_size
+
+    try:
+        return int(parse_size(text))
+    except (ValueError, JunoBenchError) as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _run_add_case(args: argparse.Namespace) -> int:
@@ -567,10 +591,14 @@ def _run_add_case(args: argparse.Namespace) -> int:
     added = ac.add_case(args.snapshot, case, allow_new_library=args.new_library,
                         allow_new_labels=args.allow_new_labels,
                         pull=kaggle_pull if args.pull_original else None,
-                        verify=not args.no_verify, env=args.env, timeout=args.timeout)
+                        verify=not args.no_verify, env=args.env, timeout=args.timeout,
+                        allow_similar=args.allow_similar, large_file=args.large_file,
+                        refuse_large=args.refuse_large, progress=step_lines(args))
     status(f"added {added.case_id}: {', '.join(added.files)}"
            + (f"; datasets {', '.join(added.datasets)}" if added.datasets else ""))
     status(f"  {added.checked}")
+    for warning in added.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     return _print_validation(args.snapshot, show=status)
 
 
@@ -590,20 +618,95 @@ def _remove_case(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
                     "the next editing command); then validate the snapshot. The gap in the "
                     "numbering stays until `construct renumber`.")
     parser.add_argument("snapshot", type=Path, help="the snapshot folder")
-    parser.add_argument("case", help="the case id, e.g. pandas_2")
+    parser.add_argument("cases", nargs="+", metavar="CASE", help="the case ids, e.g. pandas_2 torch_7")
     parser.set_defaults(handler=_run_remove_case)
 
 
 def _run_remove_case(args: argparse.Namespace) -> int:
-    from junobench.construct.remove_case import remove_case
+    from junobench.construct.remove_case import remove_cases
 
     _finish_pending(args.snapshot)
-    removed = remove_case(args.snapshot, args.case)
-    what = [*(["its folder"] if removed.folder else []),
-            *([f"{removed.desc_rows} row(s) of benchmark_desc.xlsx"] if removed.desc_rows else []),
-            *([f"{removed.diagnosis_rows} diagnosis row(s)"] if removed.diagnosis_rows else [])]
-    status(f"removed {removed.case_id}: {', '.join(what)}")
+    for removed in remove_cases(args.snapshot, args.cases):
+        what = [*(["its folder"] if removed.folder else []),
+                *([f"{removed.desc_rows} row(s) of benchmark_desc.xlsx"] if removed.desc_rows else []),
+                *([f"{removed.diagnosis_rows} diagnosis row(s)"] if removed.diagnosis_rows else [])]
+        status(f"removed {removed.case_id}: {', '.join(what)}")
     return _print_validation(args.snapshot, show=status)
+
+
+def _edit(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from junobench import vocab
+
+    parser = steps.add_parser(
+        "edit", help="change a case: labels, diagnosis, dataset metadata, a notebook or a data file",
+        description="Edit one case all at once, as add-case adds one: the folder is edited in a staging "
+                    "copy, checked (it builds; a new notebook is no near-duplicate), its pair run again "
+                    "when code or data changed (--no-verify: recorded as not verified in its provenance), "
+                    "then swapped in with the tables through one journal. A refusal changes nothing.")
+    parser.add_argument("snapshot", type=Path, help="the snapshot folder")
+    parser.add_argument("case", help="the case id, e.g. pandas_2")
+    parser.add_argument("--root-cause", help="; ".join(vocab.ROOT_CAUSES))
+    parser.add_argument("--crash-type", help="e.g. 'key error'")
+    parser.add_argument("--stage", help="; ".join(vocab.PIPELINE_STAGES))
+    parser.add_argument("--ml-bug", help="label_if_ML_bug")
+    parser.add_argument("--diagnosis", help="the new diagnosis (text)")
+    parser.add_argument("--set-dataset", action="append", default=[], metavar="NAME.FIELD=VALUE",
+                        help="a dataset's title, url, license or note (its metadata file and table columns)")
+    parser.add_argument("--original", type=Path, help="a new original notebook")
+    parser.add_argument("--reproduced", type=Path, help="a new reproduced notebook")
+    parser.add_argument("--fixed", type=Path, help="a new fixed notebook")
+    parser.add_argument("--data", action="append", default=[], metavar="NAME=PATH",
+                        help="a file or folder put into data/ for dataset NAME (replacing one of its name)")
+    parser.add_argument("--allow-new-labels", action="store_true",
+                        help="allow labels outside the published vocabularies")
+    parser.add_argument("--env", type=Path, metavar="DIR", help="run the pair in this environment")
+    parser.add_argument("--timeout", type=float, default=None, metavar="SEC",
+                        help="time limit per cell run of the pair, in seconds (default: 600)")
+    parser.add_argument("--no-verify", action="store_true",
+                        help="do not run the pair again after a change of code or data (its provenance says so)")
+    _edit_options(parser)
+    parser.set_defaults(handler=_run_edit)
+
+
+def _run_edit(args: argparse.Namespace) -> int:
+    from junobench.construct import edit_case as ec
+
+    _finish_pending(args.snapshot)
+    labels = {key: value for key, value in (("root_cause", args.root_cause), ("crash_type", args.crash_type),
+                                            ("pipeline_stage", args.stage), ("ml_bug", args.ml_bug)) if value}
+    notebooks = {v: p for v, p in (("original", args.original), ("reproduced", args.reproduced),
+                                   ("fixed", args.fixed)) if p is not None}
+    edit = ec.CaseEdit(labels, args.diagnosis, ec.parse_assignments(args.set_dataset), notebooks,
+                       ec.parse_data(args.data))
+    edited = ec.edit_case(args.snapshot, args.case, edit, verify=not args.no_verify, env=args.env,
+                          timeout=args.timeout, allow_new_labels=args.allow_new_labels,
+                          allow_similar=args.allow_similar, large_file=args.large_file,
+                          refuse_large=args.refuse_large, progress=step_lines(args))
+    status(ec.edit_summary(edited))
+    status(f"  {edited.checked}")
+    for warning in edited.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return _print_validation(args.snapshot, show=status)
+
+
+def _clean(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = steps.add_parser(
+        "clean", help="finish an interrupted edit and remove what a killed one left",
+        description="Finish an add-case, edit, remove-case or renumber killed half-way (its journal), "
+                    "and remove what one killed before its journal left in the snapshot: staging "
+                    "folders (.junobench-edit-*.partial/) and temporary tables, known by their names.")
+    parser.add_argument("snapshot", type=Path, help="the snapshot folder")
+    parser.set_defaults(handler=_run_clean)
+
+
+def _run_clean(args: argparse.Namespace) -> int:
+    from junobench.construct.transaction import editable_root, editing
+
+    with editing(editable_root(args.snapshot)) as recovered:
+        messages = recovered.messages()
+    for message in messages or ["nothing to clean: no interrupted edit, no leftovers"]:
+        status(message)
+    return 0
 
 
 def _renumber(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -633,7 +736,8 @@ def _run_renumber(args: argparse.Namespace) -> int:
     if args.dry_run:
         status(f"dry run: {len(plan)} case(s) would be renamed; nothing changed")
         return 0
-    status(f"renamed {len(plan)} case(s); the map is kept in {args.snapshot}/renamed_cases.json")
+    status(f"renamed {len(plan)} case(s); the next release records the published ids renamed "
+           "(renamed_cases.json)")
     return _print_validation(args.snapshot, show=status)
 
 
@@ -641,9 +745,10 @@ def _run_renumber(args: argparse.Namespace) -> int:
 
 
 def _run_validate(args: argparse.Namespace) -> int:
-    from junobench.data.licences import LicencePolicy
-
-    policy = LicencePolicy.from_options(args.allow_licence, args.licences)
+    policy = licence_policy_from(args)
+    step = step_lines(args)
+    if step is not None:
+        step(f"checking {args.snapshot}: tables, every case's notebooks and datasets, licences, near-duplicates")
     return _print_validation(args.snapshot, strict=args.strict, licences=policy,
                              licence_policy=args.licence_policy)
 

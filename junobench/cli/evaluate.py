@@ -113,9 +113,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--fallback", metavar="PRED2",
                         help="predictions to score notebooks that PRED lacks (as the "
                         "runtime-augmented paper did with its code-only answers; one PRED only)")
-    parser.add_argument("--by", choices=("library", "root-cause"), default="library",
+    parser.add_argument("--by", choices=("library", "root-cause", "crash-type", "stage"),
+                        default="library",
                         help="breakdown shown in table, csv, markdown and latex output (json "
-                        "has both)")
+                        "has the library and root-cause ones)")
     parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
                         help=f"case bootstraps behind each interval (default: {DEFAULT_RESAMPLES})")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED,

@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
-from junobench.cli.common import add_skip_invalid, add_source, status
+from junobench.cli.common import (
+    add_licence_options,
+    add_skip_invalid,
+    add_source,
+    licence_policy_from,
+    status,
+    step_lines,
+)
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -21,12 +29,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="the repo the card's loading examples name (default: PELAB-LiU/JunoBench)")
     parser.add_argument("--template", default=None, metavar="PATH",
                         help="card template (default: data_cards/junobench.md)")
+    add_licence_options(parser)
+    parser.add_argument("--no-progress", action="store_true", help="no step lines (shown on a terminal only)")
     parser.set_defaults(handler=_export)
 
     parser = subparsers.add_parser(
         "check", help="verify an export: checksums, card YAML, parquet schemas",
         description="Verify an export directory; print every problem with its file; exit 1 on any.")
     parser.add_argument("dir", metavar="DIR", help="the export directory")
+    parser.add_argument("--no-progress", action="store_true", help="no step lines (shown on a terminal only)")
     parser.set_defaults(handler=_check)
 
     parser = subparsers.add_parser(
@@ -47,16 +58,26 @@ def _export(args: argparse.Namespace) -> int:
     from junobench.hub.write_export import export
 
     result = export(args.source, args.out, revision=args.revision, skip_invalid=args.skip_invalid,
-                    repo_id=args.repo_id, template=args.template)
+                    repo_id=args.repo_id, template=args.template, licences=licence_policy_from(args),
+                    licence_policy=args.licence_policy, progress=step_lines(args))
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     status(f"exported {result.rows['cases']} cases and {result.rows['notebooks']} notebooks to {result.out}")
-    for name, info in result.files.items():
+    shown = {n: i for n, i in result.files.items() if not n.startswith("benchmark/")}
+    for name, info in shown.items():
         status(f"  {name:<40} {info['size']:>12,} bytes  sha256 {info['sha256']}")
+    if len(shown) < len(result.files):
+        size = sum(i["size"] for n, i in result.files.items() if n not in shown)
+        status(f"  benchmark/ (the case folders: {len(result.files) - len(shown)} files, {size:,} bytes)")
     return 0
 
 
 def _check(args: argparse.Namespace) -> int:
     from junobench.hub.check import check
 
+    step = step_lines(args)
+    if step is not None:
+        step(f"checking {args.dir}: the manifest's files (size and sha256), card, croissant.json, parquet")
     problems = check(args.dir)
     for problem in problems:
         print(f"error: {args.dir.rstrip('/')}/{problem}")

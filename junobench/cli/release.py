@@ -7,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from junobench.cli.common import add_licence_options, licence_policy_from, step_lines
+
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from junobench.changes import FORMATS
@@ -23,6 +25,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--new-revision", default=None, metavar="REV", help="revision of B, a Hub repo")
     parser.add_argument("--format", choices=FORMATS, default="table",
                         help="table (default), json, or markdown (release notes)")
+    parser.add_argument("--no-progress", action="store_true", help="no step lines (shown on a terminal only)")
     parser.set_defaults(handler=_diff)
 
     parser = subparsers.add_parser(
@@ -47,13 +50,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--date", default=None, help="the changelog entry's date (default: today, UTC)")
     parser.add_argument("--private", action="store_true", help="create the repo as private")
     parser.add_argument("--dry-run", action="store_true", help="show everything and send nothing")
+    parser.add_argument("--require-verified", action="store_true",
+                        help="refuse the release when a case's provenance records no passing verification "
+                             "(default: a warning naming them; the card says so)")
+    add_licence_options(parser)
+    parser.add_argument("--no-progress", action="store_true", help="no step lines (shown on a terminal only)")
     parser.set_defaults(handler=_release)
 
 
 def _diff(args: argparse.Namespace) -> int:
     from junobench.changes import diff
 
-    result = diff(args.old, args.new, old_revision=args.old_revision, new_revision=args.new_revision)
+    result = diff(args.old, args.new, old_revision=args.old_revision, new_revision=args.new_revision,
+                  progress=step_lines(args))
     sys.stdout.write(result.render(args.format))
     return 0
 
@@ -63,6 +72,8 @@ def _release(args: argparse.Namespace) -> int:
 
     result = release(args.snapshot, args.repo_id, version=args.version, revision=args.revision,
                      tag=args.tag, previous=args.previous, out=Path(args.out) if args.out else None,
-                     date=args.date, private=args.private, dry_run=args.dry_run)
+                     date=args.date, private=args.private, dry_run=args.dry_run,
+                     require_verified=args.require_verified, licences=licence_policy_from(args),
+                     licence_policy=args.licence_policy, progress=step_lines(args))
     sys.stdout.write(result.report())
     return 0

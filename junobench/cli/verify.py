@@ -68,6 +68,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_env(parser)
     add_pass_env(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--record", action="store_true",
+                        help="record each verdict in the case's provenance (benchmark/<case>/provenance.json "
+                             "of a local snapshot): verified when it passes, where and with which versions")
     add_executor(parser)
     add_sandbox(parser)
     parser.set_defaults(handler=_verify)
@@ -95,6 +98,10 @@ def _verify(args: argparse.Namespace) -> int:
     try:
         from junobench.verify import DEFAULT_TIMEOUT, verify
 
+        if args.record:  # refused before any notebook runs
+            from junobench.construct.transaction import editable_root
+
+            editable_root(args.source)
         report = verify(
             args.cases or None, args.source, revision=args.revision, jobs=args.jobs,
             timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
@@ -118,6 +125,11 @@ def _verify(args: argparse.Namespace) -> int:
             raise KeyboardInterrupt(_unfinished(stopped, args)) from None
         raise
     _show(report, args)
+    if args.record:
+        from junobench.construct.provenance import record_verification
+
+        recorded = record_verification(args.source, report)
+        status(f"recorded in the provenance of {len(recorded)} case(s): " + ", ".join(recorded))
     if report_stopped(report.stopped, "the report holds every case"):
         return 1
     return 0 if report.ok else 1

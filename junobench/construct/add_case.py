@@ -40,9 +40,11 @@ from typing import Any
 from junobench import vocab
 from junobench.construct import provenance, transaction
 from junobench.data import layout
+from junobench.data import provenance as case_provenance
 from junobench.data.metadata import read_metadata, validate_metadata
 from junobench.data.tables import DATASET_COLUMNS, DESC_COLUMNS, Table, read_table, write_table
 from junobench.errors import JunoBenchError
+from junobench.safety.paths import check_no_link_on_the_way
 
 #: Label options → (table column, vocabulary).
 LABELS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -54,6 +56,12 @@ LABELS: dict[str, tuple[str, tuple[str, ...]]] = {
 DIAGNOSIS_COLUMNS: tuple[str, ...] = ("library", "instance", "detection", "diagnosis")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,99}$")
 
+#: A data file this large or larger is named when it is added (``--large-file``).
+LARGE_FILE = 100 << 20
+
+
+#: Told each step of an edit as it starts (a line on a terminal).
+Progress = Callable[[str], None]
 #: Fetches a Kaggle notebook's source (``owner``, ``slug``, destination folder) → the file.
 PullNotebook = Callable[[str, str, Path], Path]
 
@@ -100,6 +108,7 @@ class Added:
     files: list[str]  # relative to the case folder
     datasets: list[str]
     checked: str = ""  # how the pair was verified (or that it was not)
+    warnings: list[str] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- inputs
@@ -252,7 +261,9 @@ def next_case_id(root: Path, prefix: str) -> str:
 def add_case(snapshot: str | Path, case: NewCase, *, allow_new_library: bool = False,
              allow_new_labels: bool = False, pull: PullNotebook | None = None,
              verify: bool = True, env: str | Path | None = None,
-             timeout: float | None = None) -> Added:
+             timeout: float | None = None, allow_similar: bool = False,
+             large_file: int = LARGE_FILE, refuse_large: bool = False,
+             progress: Progress | None = None) -> Added:
     """Add ``case`` to the snapshot (see the module docstring); returns what was written.
 
     A case that shares its eid, notebook (URL or file name) or a notebook's code with one
@@ -260,18 +271,26 @@ def add_case(snapshot: str | Path, case: NewCase, *, allow_new_library: bool = F
     ``verify``, the pair is run first (:func:`~junobench.construct.pair_check.check_pair`,
     kernels in ``env``'s interpreter, ``timeout`` seconds per cell) and refused unless the
     reproduced notebook crashes at its target with the recorded exception and the fixed
-    one runs; without, the case's ``provenance`` says it was not verified. A refusal leaves
-    the snapshot as it was."""
+    one runs; without, the case's ``provenance`` says it was not verified. A case whose
+    code is at least :data:`~junobench.data.similarity.THRESHOLD` similar to a case of the
+    snapshot (a near-duplicate: comments, spacing, strings, names or import order changed)
+    is refused naming that case and the similarity, unless ``allow_similar`` (then recorded
+    in its provenance). Paths are read as written: a link on the way to a notebook or data
+    file is refused. A data file of ``large_file`` bytes or more is named in
+    :attr:`Added.warnings` (refused with ``refuse_large``). ``progress`` is told each step
+    as it starts. A refusal leaves the snapshot as it was."""
     root = transaction.editable_root(snapshot)
     with transaction.editing(root):
         return _add_case(root, case, allow_new_library=allow_new_library,
                          allow_new_labels=allow_new_labels, pull=pull, verify=verify, env=env,
-                         timeout=timeout)
+                         timeout=timeout, allow_similar=allow_similar, large_file=large_file,
+                         refuse_large=refuse_large, progress=progress or (lambda _: None))
 
 
 def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_labels: bool,
               pull: PullNotebook | None, verify: bool, env: str | Path | None,
-              timeout: float | None) -> Added:
+              timeout: float | None, allow_similar: bool, large_file: int, refuse_large: bool,
+              progress: Progress) -> Added:
     from junobench.data.cases import parse_case_folder
 
     if case.notebook_url:
@@ -293,11 +312,16 @@ def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_l
     desc.require(["nb_name"], hint="the case table of a snapshot")
     case_id = next_case_id(root, prefix)
 
+    for dataset in case.datasets:
+        for source in dataset.sources:
+            check_no_link_on_the_way(source, what=f"the data of {dataset.name!r}")
+    warnings = large_files([s for d in case.datasets for s in d.sources], large_file, refuse=refuse_large)
     staging = transaction.staging_dir(root)
     temporaries: list[Path] = []
     try:
         folder = layout.case_dir(staging, case_id)
         folder.mkdir(parents=True)
+        progress(f"copying the notebooks and data of {case_id}")
         files = _stage_notebooks(case, case_id, folder, pull)
         metadata = [_stage_dataset(d, layout.data_dir(staging, case_id)) for d in case.datasets]
         result = parse_case_folder(staging, case_id)
@@ -307,21 +331,28 @@ def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_l
                                  case=case_id, hint="nothing was added to the snapshot")
         error = _crash(result.record)
         row = _desc_row(desc, case, case_id, metadata, error)
+        progress(f"comparing {case_id} with the snapshot's cases")
         _refuse_duplicates(root, desc, staging, case_id, row)
+        similar = near_duplicates(root, staging, case_id, allow=allow_similar)
         checked = "not verified (--no-verify)"
+        verification = case_provenance.verification(case_provenance.NOT_VERIFIED, tool=provenance.tool("add-case"),
+                                                    detail="added with --no-verify")
         if verify:
             from junobench.construct.pair_check import check_pair
 
+            progress(f"running the pair of {case_id} (reproduced, then fixed)")
             fields = {DESC_COLUMNS.get(k, k): v for k, v in row.items()}
             datasets = [{"title": d["title"], "url": d["url"], "license": d["license"]}
                         for d in metadata]
-            checked = check_pair(staging, case_id, fields, datasets, env=env, timeout=timeout,
-                                 snapshot=root)
-        row["provenance"] = f"added by {provenance.tool('add-case')}; {checked}"
+            checked, verification = check_pair(staging, case_id, fields, datasets, env=env, timeout=timeout,
+                                               snapshot=root)
+        when = case_provenance.now()
+        case_provenance.write(folder, {
+            "added": {"when": when, "tool": provenance.tool("add-case")}, "verification": verification,
+            "similar": [{"case": s.other, "similarity": round(s.similarity, 4), "version": s.version,
+                         "when": when} for s in similar]})
         desc_rows = _insert(desc.records(), row, "nb_name", prefix)
         desc_columns = _desc_columns(desc.columns, len(metadata))
-        if "provenance" not in desc_columns:
-            desc_columns.append("provenance")
         desc_tmp = transaction.temporary_beside(
             desc_path, lambda p: write_table(p, desc_rows, desc_columns))
         temporaries.append(desc_tmp)
@@ -344,7 +375,49 @@ def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_l
         for temporary in temporaries:  # ours only: other files stay
             temporary.unlink(missing_ok=True)
         raise
-    return Added(case_id, layout.case_dir(root, case_id), files, names, checked)
+    if similar:
+        warnings.append("allowed with --allow-similar (recorded in its provenance): similar to "
+                        + ", ".join(s.describe() for s in similar))
+    return Added(case_id, layout.case_dir(root, case_id), files, names, checked, warnings)
+
+
+def near_duplicates(root: Path, staging: Path, case_id: str, *, allow: bool, exclude: str | None = None) -> list[Any]:
+    """The snapshot's cases (but ``exclude``) the staged ``case_id`` is a near-duplicate of
+    (:mod:`junobench.data.similarity`); refused unless ``allow``."""
+    from junobench.data import similarity
+
+    new = similarity.folder_prints(staging, case_id)
+    others = {other: similarity.folder_prints(root, other) for other in sorted(case_ids(root)) if other != exclude}
+    found = similarity.most_similar(new, others)
+    if found and not allow:
+        raise JunoBenchError("the case is a near-duplicate of "
+                             + ", ".join(s.describe() for s in found)
+                             + f" (normalised code; the threshold is {similarity.percent(similarity.THRESHOLD)})",
+                             file=root / layout.DESC_TABLE,
+                             hint="nothing was added; if it is another crash all the same, add it with "
+                                  "--allow-similar (recorded in its provenance)")
+    return found
+
+
+def large_files(sources: Sequence[Path], limit: int, *, refuse: bool = False) -> list[str]:
+    """Warnings naming the files of ``sources`` (files, or folders' regular files) of
+    ``limit`` bytes or more; with ``refuse``, a :class:`JunoBenchError` instead."""
+    from junobench.safety.archives import human_size
+
+    found = []
+    for source in sources:
+        paths = [source] if not source.is_dir() else sorted(p for p in source.rglob("*") if not p.is_symlink())
+        for path in paths:
+            try:
+                size = path.lstat().st_size if path.is_file() else 0
+            except OSError:
+                continue
+            if size >= limit:
+                found.append(f"data file {path} is {human_size(size)} (the threshold is {human_size(limit)})")
+    if found and refuse:
+        raise JunoBenchError("; ".join(found), hint="nothing was added; downsample it (construct downsample) "
+                                                      "or leave out --refuse-large")
+    return [f"{text}: consider downsampling it (construct downsample)" for text in found]
 
 
 def _refuse_duplicates(root: Path, desc: Table, staging: Path, case_id: str,
@@ -371,6 +444,7 @@ def _refuse_duplicates(root: Path, desc: Table, staging: Path, case_id: str,
 
 
 def _require_file(path: Path) -> None:
+    check_no_link_on_the_way(path, what="the notebook path")
     try:
         mode = path.stat().st_mode
     except OSError:

@@ -26,11 +26,14 @@ _HINT = ("nothing was added; fix the notebooks (or run it in the case's pinned e
 
 def check_pair(root: Path, case_id: str, fields: Mapping[str, Any],
                datasets: Sequence[Mapping[str, Any]] = (), *, env: str | Path | None = None,
-               timeout: float | None = None, snapshot: Path | None = None) -> str:
+               timeout: float | None = None, snapshot: Path | None = None,
+               tool: str = "construct add-case") -> tuple[str, dict[str, Any]]:
     """Replay the case ``case_id`` staged under ``root`` (``fields``: its table row, record
-    field names) and judge it; a one-line account when both notebooks behave, else a
-    :class:`JunoBenchError` naming what went wrong, and the pins of ``snapshot``'s
-    environment the kernels' interpreter does not meet."""
+    field names) and judge it; a one-line account when both notebooks behave, with the
+    case's provenance ``verification`` entry (:mod:`junobench.data.provenance`: the Python,
+    the libraries it needs as installed, the sandbox), else a :class:`JunoBenchError`
+    naming what went wrong, and the pins of ``snapshot``'s environment the kernels'
+    interpreter does not meet."""
     from junobench.verify import runner_for
     from junobench.verify.report import PASSED
     from junobench.verify.runner import require_run_extra
@@ -57,9 +60,20 @@ def check_pair(root: Path, case_id: str, fields: Mapping[str, Any],
         raise JunoBenchError("the pair does not behave as a case must: " + "; ".join(wrong)
                              + (f" (the kernels' environment has {'; '.join(unmet[:4])})"
                                 if unmet else ""), case=case_id, hint=_HINT)
+    from junobench.construct.provenance import tool as tool_name
+    from junobench.data import provenance
+    from junobench.envs.check import kernel_environment
+    from junobench.envs.environment import snapshot_environment
+    from junobench.envs.kernel import own_kernel
+
     where = "its pinned environment" if env is not None else "junobench's own environment"
-    return (f"verified in {where}: reproduced: {result.reproduced.reason}; fixed: "
-            f"{result.fixed.reason}")
+    detail = f"reproduced: {result.reproduced.reason}; fixed: {result.fixed.reason}"
+    found = kernel_environment(runner.target or own_kernel(), snapshot_environment(snapshot or root))
+    entry = provenance.verification(provenance.VERIFIED, tool=tool_name(tool.removeprefix("construct ")),
+                                    environment=found.to_json(spec.requirements), requirements=spec.requirements,
+                                    sandbox=result.sandbox or runner.sandbox.describe(),
+                                    where=found.describe() if env is not None else where, detail=detail)
+    return f"verified in {where}: {detail}", entry
 
 
 def _unmet_pins(target: Any, snapshot: Path, spec: Any) -> list[str]:

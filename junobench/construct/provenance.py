@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from junobench.data.layout import METADATA_SUFFIX
+from junobench.data.layout import METADATA_SUFFIX, case_dir
 from junobench.data.metadata import read_metadata, write_metadata
 from junobench.errors import JunoBenchError
 
@@ -94,3 +94,46 @@ def tree_size(path: Path) -> tuple[int, int]:
             files += 1
             total += os.path.getsize(os.path.join(root, name))
     return files, total
+
+
+def record_verification(snapshot: str | Path, report: Any) -> list[str]:
+    """Record the verdicts of a :class:`~junobench.verify.report.VerifyReport` in the cases'
+    provenance (``verify --record``): a passing case is *verified* (when, the Python and
+    the versions of the libraries it needs the kernels had, the sandbox, the environment),
+    a failing one *failed*; a skipped case or an infrastructure error changes nothing.
+    Returns one line per case recorded."""
+    from junobench.construct.transaction import editable_root
+    from junobench.data import provenance as case_provenance
+    from junobench.loader import load
+    from junobench.safety.atomic import locked
+    from junobench.verify.judge import OUT_OF_MEMORY
+    from junobench.verify.report import FAILED, PASSED, TIMED_OUT
+
+    root = editable_root(snapshot)
+    environment = report.environment or {}
+    where = (f"{environment.get('env_name') or 'environment'} at {environment['env_dir']}"
+             if environment.get("env_dir") else "junobench's own environment")
+    needs = {c["case_id"]: c["requirements"] for c in
+             load(root, "cases", skip_invalid=True).select_columns(["case_id", "requirements"]).to_list()}
+    lines = []
+    with locked(root):
+        for case in report.cases:
+            status = {PASSED: case_provenance.VERIFIED, FAILED: case_provenance.FAILED,
+                      TIMED_OUT: case_provenance.FAILED, OUT_OF_MEMORY: case_provenance.FAILED}.get(case.status)
+            if status is None:
+                continue
+            recorded = case_provenance.read(root, case.case_id) or {}
+            recorded.pop("format", None)
+            recorded["verification"] = case_provenance.verification(
+                status, tool=f"junobench {_version()} verify --record", environment=environment,
+                requirements=needs.get(case.case_id, []), sandbox=case.sandbox, where=where,
+                detail=f"reproduced: {case.reproduced.reason}; fixed: {case.fixed.reason}")
+            case_provenance.write(case_dir(root, case.case_id), recorded)
+            lines.append(f"{case.case_id}: {status}")
+    return lines
+
+
+def _version() -> str:
+    import junobench
+
+    return str(junobench.__version__)

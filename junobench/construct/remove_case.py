@@ -11,6 +11,8 @@ library's numbering stays until ``construct renumber`` closes it.
 from __future__ import annotations
 
 import shutil
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,34 +37,48 @@ class Removed:
 def remove_case(snapshot: str | Path, case_id: str) -> Removed:
     """Remove ``case_id``'s folder and rows (see the module docstring). A case the snapshot
     has neither a folder nor a row of is an error."""
+    return remove_cases(snapshot, [case_id])[0]
+
+
+def remove_cases(snapshot: str | Path, case_ids: Sequence[str]) -> list[Removed]:
+    """Remove the folders and rows of ``case_ids`` together, in one edit: every id is
+    checked first (an id the snapshot has neither a folder nor a row of refuses them all)."""
     root = transaction.editable_root(snapshot)
     with transaction.editing(root):
-        return _remove(root, case_id)
+        return _remove(root, list(dict.fromkeys(case_ids)))
 
 
-def _remove(root: Path, case_id: str) -> Removed:
-    folder = layout.case_dir(root, case_id)  # refuses what is not a case id
-    has_folder = folder.is_dir() and not folder.is_symlink()
-    if folder.is_symlink():
-        raise JunoBenchError("the case folder is a link", file=folder, case=case_id,
-                             hint="inspect the snapshot; links are never followed or removed")
+def _remove(root: Path, case_ids: list[str]) -> list[Removed]:
+    if not case_ids:
+        raise JunoBenchError("no case to remove", hint="name the cases, e.g. pandas_2")
+    folders = {}
+    for case_id in case_ids:
+        folder = layout.case_dir(root, case_id)  # refuses what is not a case id
+        if folder.is_symlink():
+            raise JunoBenchError("the case folder is a link", file=folder, case=case_id,
+                                 hint="inspect the snapshot; links are never followed or removed")
+        folders[case_id] = folder.is_dir()
+    wanted = set(case_ids)
     desc_path = root / layout.DESC_TABLE
     desc = read_table(desc_path)
     desc.require(["nb_name"], hint="the case table of a snapshot")
-    kept = [r for r in desc.records() if _text(r.get("nb_name")) != case_id]
-    desc_gone = len(desc.rows) - len(kept)
+    kept = [r for r in desc.records() if _text(r.get("nb_name")) not in wanted]
+    desc_counts = Counter(_text(r.get("nb_name")) for r in desc.records())
     diag_path = root / layout.DIAGNOSIS_TABLE
     diag_kept: list[dict[str, Any]] = []
-    diag_gone = 0
+    diag_counts: Counter[str | None] = Counter()
     diag_columns: list[str] = []
     if diag_path.is_file():
         diag = read_table(diag_path)
         diag_columns = list(diag.columns)
-        diag_kept = [r for r in diag.records() if _case_of(r.get("instance")) != case_id]
-        diag_gone = len(diag.rows) - len(diag_kept)
-    if not has_folder and not desc_gone and not diag_gone:
-        raise JunoBenchError(f"no case {case_id!r} in this snapshot", file=root, case=case_id,
-                             hint="list cases with `junobench ls --source SNAPSHOT`")
+        diag_kept = [r for r in diag.records() if _case_of(r.get("instance")) not in wanted]
+        diag_counts = Counter(_case_of(r.get("instance")) for r in diag.records())
+    absent = [c for c in case_ids if not folders[c] and not desc_counts[c] and not diag_counts[c]]
+    if absent:
+        raise JunoBenchError(f"no case {', '.join(map(repr, absent))} in this snapshot", file=root, case=absent[0],
+                             hint="nothing was removed; list cases with `junobench ls --source SNAPSHOT`")
+    desc_gone = len(desc.rows) - len(kept)
+    diag_gone = sum(diag_counts[c] for c in case_ids)
     staging = transaction.staging_dir(root)
     replaces = []
     try:
@@ -74,11 +90,11 @@ def _remove(root: Path, case_id: str) -> Removed:
             tmp = transaction.temporary_beside(
                 diag_path, lambda p: write_table(p, diag_kept, diag_columns))
             replaces.append((tmp.name, layout.DIAGNOSIS_TABLE))
-        moves = [(f"{layout.BENCHMARK_DIR}/{case_id}", f"{staging.name}/{case_id}")] \
-            if has_folder else []
+        moves = [(f"{layout.BENCHMARK_DIR}/{case_id}", f"{staging.name}/{case_id}")
+                 for case_id in case_ids if folders[case_id]]
         transaction.commit(root, transaction.Edit(moves=moves, replaces=replaces,
                                                   cleanup=[staging.name],
-                                                  what=f"remove-case {case_id}"))
+                                                  what=f"remove-case {' '.join(case_ids)}"))
     except BaseException:
         if (root / transaction.JOURNAL).exists():
             raise  # committed in part: the next editing command finishes it
@@ -86,7 +102,7 @@ def _remove(root: Path, case_id: str) -> Removed:
         for name, _ in replaces:
             (root / name).unlink(missing_ok=True)
         raise
-    return Removed(case_id, has_folder, desc_gone, diag_gone)
+    return [Removed(c, folders[c], desc_counts[c], diag_counts[c]) for c in case_ids]
 
 
 def _text(value: Any) -> str:

@@ -2,10 +2,13 @@
 ``torch_1, torch_2, torch_3``, in the same order.
 
 Folders, the notebooks named after the case, the ``nb_name`` of ``benchmark_desc.xlsx``
-and the ``instance`` of the diagnosis table are renamed together, and the map appended to
-the snapshot's ``renamed_cases.json`` (exported with the tables, so that a published id
-can be followed), committed through one journal (:mod:`~junobench.construct.transaction`):
-a run killed half-way is finished by the next editing command.
+and the ``instance`` of the diagnosis table are renamed together, committed through one
+journal (:mod:`~junobench.construct.transaction`): a run killed half-way is finished by
+the next editing command. Which published ids changed is not recorded here: a case keeps
+its identity through its eid or its code (:func:`junobench.changes.match_cases`), and
+``junobench release`` records the renames and removals of published ids in the
+release's ``renamed_cases.json`` (so that ids never published, such as a case added
+and renumbered since, do not appear there).
 
 >>> plan_renumbering(["torch_1", "torch_3", "torch_7", "NBspecific_2"])
 [('NBspecific_2', 'NBspecific_1'), ('torch_3', 'torch_2'), ('torch_7', 'torch_3')]
@@ -13,20 +16,15 @@ a run killed half-way is finished by the next editing command.
 
 from __future__ import annotations
 
-import datetime
-import json
-import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from junobench import vocab
-from junobench.construct import provenance, transaction
+from junobench.construct import transaction
 from junobench.construct.add_case import case_ids
 from junobench.data import layout
 from junobench.data.tables import read_table, write_table
-from junobench.errors import JunoBenchError
-from junobench.safety.paths import check_not_linked_out, read_regular
 
 
 def plan_renumbering(ids: Iterable[str], libraries: Sequence[str] | None = None
@@ -63,7 +61,6 @@ def _renumber(root: Path, libraries: Sequence[str] | None) -> list[tuple[str, st
     plan = plan_renumbering(case_ids(root), libraries)
     if not plan:
         return plan
-    entries = renamed_cases(root)  # read first: an unreadable record stops before any write
     mapping = dict(plan)
     replaces = []
     desc_path = root / layout.DESC_TABLE
@@ -80,12 +77,6 @@ def _renumber(root: Path, libraries: Sequence[str] | None) -> list[tuple[str, st
         tmp = transaction.temporary_beside(
             diag_path, lambda p: write_table(p, diag_rows, diag.columns))
         replaces.append((tmp.name, layout.DIAGNOSIS_TABLE))
-    entries.append({"when": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                    "tool": provenance.tool("renumber"), "renamed": dict(plan)})
-    text = json.dumps({"renumbered": entries}, indent=1, ensure_ascii=False) + "\n"
-    tmp = transaction.temporary_beside(root / layout.RENAMED_CASES,
-                                       lambda p: _write_text(p, text))
-    replaces.append((tmp.name, layout.RENAMED_CASES))
     moves = []
     bench = layout.BENCHMARK_DIR
     for old, new in plan:
@@ -102,31 +93,6 @@ def _renumber(root: Path, libraries: Sequence[str] | None) -> list[tuple[str, st
                 (root / tmp_name).unlink(missing_ok=True)
         raise
     return plan
-
-
-def renamed_cases(root: str | Path) -> list[dict[str, Any]]:
-    """The renumberings recorded in the snapshot's :data:`~junobench.data.layout.RENAMED_CASES`
-    (``{"renumbered": [{"when", "tool", "renamed": {old: new}}, …]}``, oldest first); empty
-    when there is none."""
-    path = Path(root) / layout.RENAMED_CASES
-    if not os.path.lexists(path):
-        return []
-    check_not_linked_out(path, root)
-    try:
-        data = json.loads(read_regular(path, limit=16 << 20).decode("utf-8"))
-        entries = data["renumbered"]
-        if not isinstance(entries, list) or not all(
-                isinstance(e, dict) and isinstance(e.get("renamed"), dict) for e in entries):
-            raise TypeError("'renumbered' is not a list of {'renamed': {old: new}}")
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise JunoBenchError(f"the record of renamed cases cannot be read ({error})", file=path,
-                             hint="restore it from the snapshot's history; nothing was changed"
-                             ) from None
-    return entries
-
-
-def _write_text(path: Path, text: str) -> None:
-    path.write_text(text, encoding="utf-8")
 
 
 def _renamed(row: dict[str, Any], column: str, rename: Any) -> dict[str, Any]:

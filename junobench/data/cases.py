@@ -23,6 +23,8 @@ from junobench.data.notebook import (
     find_target,
     read_notebook,
 )
+from junobench.data.provenance import read as read_provenance
+from junobench.data.provenance import record_field
 from junobench.data.tables import DescRow
 from junobench.envs.environment import Environment, snapshot_environment
 from junobench.envs.requirements import local_modules, requirements_of
@@ -143,6 +145,10 @@ def parse_case_folder(root: str | Path, case_id: str, env: Environment | None = 
     else:
         absent.append("input data")
 
+    try:
+        provenance = record_field(read_provenance(root, case_id))
+    except JunoBenchError as error:
+        return problem(error.problem_.problem, f"{folder_rel}/{layout.PROVENANCE_FILE}", error.problem_.hint)
     crash = cells["reproduced"][target_index].error
     assert crash is not None
     library = vocab.library_of(case_id)
@@ -165,6 +171,7 @@ def parse_case_folder(root: str | Path, case_id: str, env: Environment | None = 
                             for version in vocab.EVALUATED_VERSIONS},
         "datasets": datasets_,
         "requirements": needs.requirements,
+        "provenance": provenance,
     }
     return CaseResult(case_id, record, problems, absent, needs.unpinned)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from junobench import vocab
 from junobench.data import layout
-from junobench.data.snapshot import DEFAULT_SOURCE, resolve
+from junobench.data.snapshot import DEFAULT_SOURCE, resolve_cases
 from junobench.data.tables import read_table, write_table
 from junobench.envs.environment import SNAPSHOT_FOLDER
 from junobench.errors import JunoBenchError
@@ -50,7 +50,7 @@ def checkout(
                                  hint="name cases like pandas_1 or NBspecific_3")
     dest = require_utf8_path(Path(dest))  # a snapshot to read later: its path is text
     _check_dest(dest)
-    root = resolve(source, revision=revision, include_data=True)
+    root = resolve_cases(source, case_ids, revision=revision)  # from the Hub: these cases only
     if is_within(dest, root):
         raise JunoBenchError("the destination is inside the snapshot being copied", file=dest,
                              hint="nothing in a snapshot is ever modified: choose a directory outside it")

@@ -10,6 +10,7 @@
     <root>/benchmark/<case>/<case>_fixed.ipynb
     <root>/benchmark/<case>/data/...                     input data
     <root>/benchmark/<case>/data/<name>.metadata.json    one per input dataset
+    <root>/benchmark/<case>/provenance.json              (optional) where the case was verified
 
 >>> notebook_path("/snap", "torch_1", "fixed").as_posix()
 '/snap/benchmark/torch_1/torch_1_fixed.ipynb'
@@ -31,6 +32,8 @@ VERSION_FILE = "VERSION"
 BENCHMARK_DIR = "benchmark"
 DATA_DIR = "data"
 METADATA_SUFFIX = ".metadata.json"
+#: A case's provenance (:mod:`junobench.data.provenance`): where and when it was verified.
+PROVENANCE_FILE = "provenance.json"
 #: The installed ``junobench`` package folder (its data: ``sample/``, ``schemas/``).
 PACKAGE_DIR = Path(__file__).resolve().parent.parent
 

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 #: The version of the records (the builder's configs); records of another version are
 #: prepared anew.
-RECORDS_VERSION = "1.1.0"
+RECORDS_VERSION = "1.2.0"
 _FOLDER = "prepared"
 _INDEX_LIMIT = 1 << 20
 

@@ -107,6 +107,17 @@ CASE_FEATURES = datasets.Features(
             }
         ),
         "requirements": datasets.List(_string),
+        "provenance": {
+            "status": _string,
+            "verified_at": _string,
+            "python": _string,
+            "libraries": datasets.List(_string),
+            "sandbox": _string,
+            "environment": _string,
+            "tool": _string,
+            "detail": _string,
+            "similar_to": datasets.List(_string),
+        },
     }
 )
 

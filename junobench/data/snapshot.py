@@ -47,6 +47,9 @@ HUB_PATTERNS: tuple[str, ...] = (
     f"{SNAPSHOT_FOLDER}/*",
 )
 HUB_DATA_PATTERNS: tuple[str, ...] = (f"{layout.BENCHMARK_DIR}/*/{layout.DATA_DIR}/**",)
+#: What running some cases needs besides their folders: the tables, version and environment.
+HUB_TABLE_PATTERNS: tuple[str, ...] = (layout.DESC_TABLE, layout.DIAGNOSIS_TABLE, layout.VERSION_FILE,
+                                       f"{SNAPSHOT_FOLDER}/*")
 
 _REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]{0,95}/[\w.-]{1,96}\Z", re.ASCII)
 
@@ -95,6 +98,31 @@ def resolve(
                              hint="pass an existing directory, 'sample', or a Hub repo id like "
                              f"{DEFAULT_SOURCE}")
     return fetch_hub(repo, revision=revision, include_data=include_data, download=download)
+
+
+def resolve_cases(
+    source: str | Path = DEFAULT_SOURCE,
+    case_ids: Sequence[str] | None = None,
+    *,
+    revision: str | None = None,
+    choose: Callable[[Path], Sequence[str]] | None = None,
+    download: Downloader | None = None,
+) -> Path:
+    """The local directory of ``source`` holding the folders of the cases to run, with their
+    data: a local directory or the sample as it is; from a Hub repo (a released version,
+    at ``revision``), its tables and those case folders only: ``case_ids``, else the ids
+    ``choose`` picks from the tables (e.g. those matching filters), else every case."""
+    repo = hub_repo(source)
+    if repo is None:
+        return resolve(source, revision=revision, include_data=True, download=download)
+    ids = list(dict.fromkeys(case_ids or ()))
+    if not ids and choose is not None:
+        tables = fetch_hub(repo, revision=revision, download=download, patterns=HUB_TABLE_PATTERNS)
+        ids = list(dict.fromkeys(choose(tables)))
+    if not ids and not case_ids and choose is None:
+        return fetch_hub(repo, revision=revision, include_data=True, download=download)
+    patterns = [*HUB_TABLE_PATTERNS, *(p for case_id in ids for p in case_patterns(case_id))]
+    return fetch_hub(repo, revision=revision, download=download, patterns=patterns)
 
 
 def fetch_hub(

@@ -42,6 +42,7 @@ valid
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass, field
@@ -114,7 +115,8 @@ def check(snapshot: str | Path, *, max_files: int = MAX_FILES_PER_FOLDER,
         if licence_policy != "off":
             found = report.problems if licence_policy == "error" else report.warnings
             found.extend(licence_policy_problems(root, rows, metadata, licences or LicencePolicy.default()))
-        _check_duplicates(root, rows, report.problems)
+        exact = _check_duplicates(root, rows, report.problems)
+        _check_similar(root, rows, exact, report)
     _check_version(root, report.problems)
     _check_unfinished_edit(root, report.problems)
     _check_edit_leftovers(root, report.warnings)
@@ -427,15 +429,44 @@ def _check_version(root: Path, problems: list[Problem]) -> None:
 # --------------------------------------------------------------------------- duplicates
 
 
-def _check_duplicates(root: Path, rows: list[DescRow], problems: list[Problem]) -> None:
-    """Two cases that are one crash: same eid, notebook URL or file name, or a notebook's code."""
+def _check_duplicates(root: Path, rows: list[DescRow], problems: list[Problem]) -> set[frozenset[str]]:
+    """Two cases that are one crash: same eid, notebook URL or file name, or a notebook's
+    code; the pairs found."""
     from junobench.data import duplicates
 
+    pairs = set()
     for found in duplicates.find_duplicates(duplicates.snapshot_keys(root, rows)):
+        pairs.add(frozenset((found.case, found.earlier)))
         problems.append(Problem(
             f"the case repeats {found.earlier} (same {found.what})", layout.DESC_TABLE,
             found.case, f"a crash is a case once: remove one (junobench construct remove-case "
                         f"SNAPSHOT {found.case})"))
+    return pairs
+
+
+def _check_similar(root: Path, rows: list[DescRow], exact: set[frozenset[str]], report: Validation) -> None:
+    """Near-duplicates (:mod:`junobench.data.similarity`): a problem, or a warning when the
+    later case's provenance records that it was allowed (``--allow-similar``)."""
+    from junobench.data import provenance, similarity
+
+    ids = list(dict.fromkeys(r.case_id for r in rows if vocab.is_case_id(r.case_id)))
+    prints = {case: similarity.folder_prints(root, case) for case in ids}
+    for pair in similarity.similar_pairs(prints):
+        if frozenset((pair.case, pair.other)) in exact:
+            continue  # reported as the same crash already
+        allowed = set()
+        for case in (pair.case, pair.other):
+            with contextlib.suppress(JunoBenchError):  # an unreadable one is reported with its case
+                allowed |= {s["case"] for s in (provenance.read(root, case) or {}).get("similar", [])}
+        text = f"the case is a near-duplicate of {pair.describe()}"
+        if allowed & {pair.case, pair.other}:
+            report.warnings.append(Problem(f"{text}, allowed with --allow-similar",
+                                           f"{layout.BENCHMARK_DIR}/{pair.case}", pair.case))
+        else:
+            report.problems.append(Problem(
+                text, f"{layout.BENCHMARK_DIR}/{pair.case}", pair.case,
+                "a crash is a case once: remove one (junobench construct remove-case SNAPSHOT "
+                f"{pair.case}), or keep both with add-case's --allow-similar"))
 
 
 # --------------------------------------------------------------------------- edits
@@ -470,8 +501,9 @@ def _check_edit_leftovers(root: Path, warnings: list[Problem]) -> None:
         return  # the pending edit still needs them
     for path in layout.edit_leftovers(root):
         warnings.append(Problem(
-            "left by an interrupted add-case, remove-case or renumber (not part of the snapshot)",
-            path.name, None, "the next add-case, remove-case or renumber removes it"))
+            "left by an interrupted add-case, edit, remove-case or renumber (not part of the snapshot; "
+            f"`junobench construct clean {root}` removes it)", path.name, None,
+            "the next edit removes it too"))
 
 
 # --------------------------------------------------------------------------- folders

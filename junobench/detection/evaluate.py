@@ -42,6 +42,8 @@ from junobench.errors import JunoBenchError
 BREAKDOWNS: dict[str, tuple[str, str]] = {
     "library": ("library_label", "library"),
     "root-cause": ("root_cause", "root cause"),
+    "crash-type": ("crash_type", "crash type"),
+    "stage": ("pipeline_stage", "pipeline stage"),
 }
 #: Fields of a ``notebooks`` record that scoring needs.
 LABEL_FIELDS: tuple[str, ...] = ("instance", "case_id", "version", "crash", "library",
@@ -114,7 +116,7 @@ class Report:
         return list(dict.fromkeys(vocab.split_instance(i)[0] for i in self.missing))
 
     def groups(self, by: str) -> dict[str, list[Decision]]:
-        """Decisions per library label or root cause, in vocabulary order."""
+        """Decisions per group of a label (see :data:`BREAKDOWNS`), in vocabulary order."""
         if by not in BREAKDOWNS:
             raise JunoBenchError(f"unknown breakdown {by!r}",
                                  hint=f"use one of {', '.join(BREAKDOWNS)}")
@@ -126,7 +128,7 @@ class Report:
         return dict(sorted(found.items(), key=lambda kv: (order.get(kv[0], len(order)), kv[0])))
 
     def breakdown(self, by: str) -> dict[str, Confusion]:
-        """Confusion matrices per library label or root cause, in vocabulary order."""
+        """Confusion matrices per group of a label, in vocabulary order."""
         return {group: confusion(_pair(d) for d in decisions)
                 for group, decisions in self.groups(by).items()}
 
@@ -214,6 +216,8 @@ def _listed(intervals: Mapping[str, Interval | None]) -> dict[str, list[float] |
 _ORDER: dict[str, dict[str, int]] = {
     "library": {vocab.library_label(lib): i for i, lib in enumerate(vocab.LIBRARIES)},
     "root-cause": {cause: i for i, cause in enumerate(vocab.ROOT_CAUSES)},
+    "crash-type": {kind: i for i, kind in enumerate(vocab.CRASH_TYPES)},
+    "stage": {stage: i for i, stage in enumerate(vocab.PIPELINE_STAGES)},
 }
 
 

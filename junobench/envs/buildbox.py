@@ -56,15 +56,14 @@ def build_sandbox(kind: str) -> Sandbox:
 
 
 def build_argv(command: Sequence[str], sandbox: Sandbox, *, python: str, folder: str, runtime: str,
-               env: Mapping[str, str]) -> tuple[list[str], dict[str, str] | None]:
+               env: Mapping[str, str], uid: int | None = None) -> tuple[list[str], dict[str, str] | None]:
     """The command line and environment running the install ``command`` (a build of
     packages into the environment ``folder`` of ``python``) in ``sandbox`` (see the module
     docstring; ``none``: as it is, the user's environment); ``runtime``: a folder of the
-    caller's for the sandbox's identity files."""
+    caller's for the sandbox's identity files; ``uid``: the host uid the build runs as
+    (root only: :func:`~junobench.envs.sandbox.sandbox_uid`, ``folder`` handed over to it)."""
     if sandbox.kind == "none":
         return list(command), None
-    argv = bwrap_argv(command, replace(sandbox, network=True), python=python, cwd=folder, writable=[folder],
-                      runtime=runtime, fonts=False)
     bound: list[str] = []
     if os.path.isabs(command[0]) and not Path(command[0]).is_relative_to(folder):
         tool = os.path.realpath(command[0])
@@ -76,8 +75,9 @@ def build_argv(command: Sequence[str], sandbox: Sandbox, *, python: str, folder:
         bound += ["--ro-bind", shown, shown]
         if name:
             settings[name] = path
-    split = argv.index("--remount-ro")  # bound before the root turns read-only
-    return [*argv[:split], *bound, *argv[split:]], settings
+    argv = bwrap_argv(command, replace(sandbox, network=True), python=python, cwd=folder, writable=[folder],
+                      runtime=runtime, fonts=False, uid=uid, extra=bound)
+    return argv, settings
 
 
 def installer_environ(env: Mapping[str, str]) -> dict[str, str]:

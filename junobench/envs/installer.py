@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -58,10 +58,27 @@ def uv_binary() -> str | None:
         return shutil.which("uv")
 
 
+def user_config_only(command: Sequence[str], env: Mapping[str, str] | None = None) -> list[str]:
+    """``command`` (a uv command line) made to read no configuration from the working
+    directory or its parents (a snapshot's ``uv.toml``, a ``pyproject.toml [tool.uv]``):
+    only the user's own file (``UV_CONFIG_FILE``, ``~/.config/uv/uv.toml``, else the
+    system's ``/etc/uv/uv.toml``), else none. Other commands are returned as they are (pip
+    reads no configuration from the working directory)."""
+    env = os.environ if env is None else env
+    if not command or Path(command[0]).name not in ("uv", "uv.exe") or env.get("UV_NO_CONFIG"):
+        return list(command)
+    from junobench.envs.buildbox import config_files
+
+    files = [file for name, file, _ in config_files(env) if name == "UV_CONFIG_FILE" or file.endswith("uv.toml")]
+    return [command[0], *(["--config-file", files[0]] if files else ["--no-config"]), *command[1:]]
+
+
 def run(command: Sequence[str], *, what: str, cwd: str | Path | None = None,
         env: dict[str, str] | None = None, timeout: float = INSTALL_TIMEOUT, inherit: bool = True) -> str:
     """Run a tool; its stdout, or a :class:`JunoBenchError` quoting its last error line.
-    ``inherit``: the tool inherits the descriptors of :func:`inheriting`."""
+    ``inherit``: the tool inherits the descriptors of :func:`inheriting`. uv reads the
+    user's configuration only (:func:`user_config_only`)."""
+    command = user_config_only(command, env)
     try:
         done = subprocesses.run(list(command), cwd=cwd, env=env, capture_output=True, text=True,
                                 timeout=timeout, pass_fds=_INHERITED.get() if inherit else ())
@@ -231,15 +248,20 @@ def run_build(command: Sequence[str], *, what: str, python: Path, sandbox: Sandb
     ``sandbox`` (default: bubblewrap, refused where it cannot run; see
     :mod:`junobench.envs.buildbox`)."""
     from junobench.envs.buildbox import build_argv, build_sandbox
+    from junobench.envs.sandbox import hand_over, reclaim, sandbox_uid
 
     sandbox = sandbox or build_sandbox("auto")
     folder = str(python.absolute().parent.parent)
     runtime = tempfile.mkdtemp(prefix="junobench-build-")
+    uid = sandbox_uid(sandbox)
     try:
-        argv, env = build_argv(command, sandbox, python=str(python.absolute()), folder=folder, runtime=runtime,
-                               env=os.environ)
+        argv, env = build_argv(user_config_only(command), sandbox, python=str(python.absolute()), folder=folder,
+                               runtime=runtime, env=os.environ, uid=uid)
+        hand_over([folder], uid)
         return run(argv, what=what, env=env, inherit=False)  # untrusted code: no lock to release
     finally:
+        if sandbox.confined:  # the build's files back to the caller, no setuid bit left
+            reclaim([folder], uid)
         shutil.rmtree(runtime, ignore_errors=True)
 
 

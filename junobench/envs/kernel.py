@@ -19,10 +19,12 @@ worker calls it the same way.
 from __future__ import annotations
 
 import asyncio
+import base64
 import inspect
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -35,8 +37,19 @@ from typing import IO, Any
 
 from junobench.envs.create import read_manifest
 from junobench.envs.installer import venv_python
-from junobench.envs.sandbox import Sandbox, confine, confined_environ, limit_reached, stop_argv
+from junobench.envs.sandbox import (
+    Sandbox,
+    confine,
+    confined_environ,
+    hand_over,
+    ipc_folder,
+    limit_reached,
+    reclaim,
+    sandbox_uid,
+    stop_argv,
+)
 from junobench.errors import JunoBenchError
+from junobench.safety.paths import read_bounded
 
 #: The kernel name clients ask for (any name resolves to the target's spec).
 KERNEL_NAME = "python3"
@@ -49,6 +62,45 @@ MESSAGE_MARGIN = 1 << 20
 RECEIVE_QUEUE = 16
 #: Seconds a kernel may take to stop before its process is killed.
 SHUTDOWN_TIMEOUT = 30.0
+#: Bytes of the end of a kernel's log read back (to quote its last line).
+LOG_TAIL = 4096
+#: Characters kept of an error's value (and of each traceback line) in the messages the
+#: kernel sends, and of its whole traceback: an exception whose message is larger than the
+#: client's message cap still reaches junobench as an error (cut, and marked as cut).
+ERROR_TEXT = 10_000
+TRACEBACK_TEXT = 256 << 10
+
+#: Run in the kernel as it starts (``exec_lines``, base64 so that no brace reaches Jupyter's
+#: command templating): every message carrying an error is cut to the bounds above.
+_CAP_ERRORS = """
+def __junobench_cap(limit=LIMIT, total=TOTAL):
+    from IPython import get_ipython
+    session = get_ipython().kernel.session
+    send = session.send
+    def cut(text, most):
+        text = str(text)
+        if len(text) <= most:
+            return text
+        return text[:most] + "[junobench: cut, " + str(len(text) - most) + " more characters]"
+    def capped(stream, msg_or_type, content=None, *args, **kwargs):
+        if isinstance(content, dict) and ("evalue" in content or "traceback" in content):
+            content = dict(content)
+            content["ename"] = cut(content.get("ename", ""), 200)
+            content["evalue"] = cut(content.get("evalue", ""), limit)
+            kept, size = [], 0
+            for line in content.get("traceback") or []:
+                line = cut(line, limit)
+                if size + len(line) > total:
+                    kept.append("[junobench: traceback cut]")
+                    break
+                kept.append(line)
+                size += len(line)
+            content["traceback"] = kept
+        return send(stream, msg_or_type, content, *args, **kwargs)
+    session.send = capped
+__junobench_cap()
+del __junobench_cap
+""".replace("LIMIT", str(ERROR_TEXT)).replace("TOTAL", str(TRACEBACK_TEXT))
 
 
 @dataclass(frozen=True)
@@ -61,8 +113,11 @@ class KernelTarget:
     environment: str | None = None
 
     def argv(self) -> list[str]:
-        """The kernel's command line (Jupyter fills in the connection file)."""
-        return [self.python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        """The kernel's command line (Jupyter fills in the connection file); the kernel cuts
+        the errors it sends (:data:`ERROR_TEXT`)."""
+        code = base64.b64encode(_CAP_ERRORS.encode()).decode()
+        return [self.python, "-m", "ipykernel_launcher", "-f", "{connection_file}",
+                f"--IPKernelApp.exec_lines=import base64; exec(base64.b64decode('{code}')); del base64"]
 
     def environ(self, base: Mapping[str, str]) -> dict[str, str]:
         """``base`` with the environment's ``bin`` first on ``PATH`` and ``VIRTUAL_ENV`` set,
@@ -109,11 +164,30 @@ class StartedKernel:
     waited: float = 0.0
     sandbox: Sandbox = field(default_factory=lambda: Sandbox("none"))
     runtime: str | None = None
+    uid: int | None = None  # the host uid its notebook runs as (as root), None: ours
+    writable: tuple[str, ...] = ()  # the folders its notebook may write
     _sinks: ExitStack = field(default_factory=ExitStack)
+    _log_fd: int | None = None  # the kernel's log, as opened before it started
 
     def limit(self) -> str | None:
         """The sandbox's limit that ended the kernel (``out of memory: …``), if one did."""
         return None if self.runtime is None else limit_reached(self.runtime, self.sandbox)
+
+    def log_tail(self) -> str:
+        """The end of the kernel's own output (a few KiB at most), read from the file opened
+        before the kernel started: a notebook that replaced the log's name with a link, a
+        FIFO or a device changes nothing of what is read."""
+        if self._log_fd is None:
+            return ""
+        try:
+            return read_bounded(self._log_fd, limit=LOG_TAIL, tail=True).decode(errors="replace")
+        except OSError:
+            return ""
+
+    def hand_over(self) -> None:
+        """Give the notebook's user (as root) what its folders hold now (the task's files
+        copied in after the kernel started)."""
+        hand_over(self.writable, self.uid)
 
     async def shutdown(self) -> None:
         """Kill the kernel and release its channels and connection files, with
@@ -135,6 +209,8 @@ class StartedKernel:
                 _remove(getattr(km, "connection_file", None))
             finally:
                 self._sinks.close()
+                await asyncio.to_thread(reclaim, self.writable, self.uid)
+                self.writable = ()
                 self._remove_runtime()
 
     def _remove_runtime(self) -> None:
@@ -193,25 +269,30 @@ async def start_kernel(target: KernelTarget, *, cwd: str | Path, env: Mapping[st
     if policy.confined:
         env = confined_environ(env, pass_env)
     runtime = tempfile.mkdtemp(prefix="junobench-rt-")
+    folders = tuple(dict.fromkeys([str(cwd), *(str(w) for w in writable)]))
     kernel = StartedKernel(None, None, target, str(cwd), None if log is None else str(log), sandbox=policy,
-                           runtime=runtime)
+                           runtime=runtime, uid=sandbox_uid(policy), writable=folders if policy.confined else ())
     try:
-        argv = confine(target.argv(), policy, python=target.python, cwd=str(cwd),
-                       writable=[str(cwd), *(str(w) for w in writable)], runtime=runtime, timeout=timeout)
+        ipc = ipc_folder(runtime)
+        argv = confine(target.argv(), policy, python=target.python, cwd=str(cwd), writable=folders,
+                       runtime=runtime, timeout=timeout, uid=kernel.uid)
         context = zmq.asyncio.Context()
         if policy.max_output:
             context.setsockopt(zmq.MAXMSGSIZE, policy.max_output + MESSAGE_MARGIN)
         context.setsockopt(zmq.RCVHWM, RECEIVE_QUEUE)
         kernel._sinks.callback(context.destroy, linger=0)
-        transport = {"transport": "ipc", "ip": os.path.join(runtime, "k")} if policy.confined else {}
+        transport = {"transport": "ipc", "ip": os.path.join(ipc, "k")} if policy.confined else {}
         kernel.km = kernel_manager_class(target, argv)(
-            kernel_name=KERNEL_NAME, context=context, connection_file=os.path.join(runtime, "kernel.json"),
+            kernel_name=KERNEL_NAME, context=context, connection_file=os.path.join(ipc, "kernel.json"),
             **transport)
+        if kernel.uid is not None:  # the notebook's user reads the connection file and makes the sockets
+            kernel.km.write_connection_file()
+            await asyncio.to_thread(hand_over, [ipc, *folders], kernel.uid)
+        sink = _open_log(kernel, log)
     except BaseException:
         await kernel.shutdown()
         raise
     manager = kernel.km
-    sink: IO[bytes] = kernel._sinks.enter_context(open(log if log is not None else os.devnull, "ab"))  # noqa: SIM115
     try:
         # Every step has a deadline: a kernel that never answers (or a channel that never
         # sends) ends as a TimeoutError instead of a wait without end.
@@ -234,6 +315,25 @@ async def start_kernel(target: KernelTarget, *, cwd: str | Path, env: Mapping[st
     kernel.pid = _pid(manager)
     kernel.seconds = time.perf_counter() - started
     return kernel
+
+
+def _open_log(kernel: StartedKernel, log: str | Path | None) -> IO[bytes]:
+    """The file the kernel's own output goes to (appended; never through a link, never a
+    FIFO or a device), and a second descriptor of it kept to read its end back
+    (:meth:`StartedKernel.log_tail`)."""
+    if log is None:
+        return kernel._sinks.enter_context(open(os.devnull, "ab"))
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    fd = os.open(log, flags, 0o600)
+    sink = kernel._sinks.enter_context(os.fdopen(fd, "ab"))
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        raise OSError(f"the kernel's log {log} is not a regular file")
+    if os.path.isdir("/proc/self/fd"):  # the same file, read-only
+        kernel._log_fd = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+    else:  # no sandbox runs here: nothing could have replaced it yet
+        kernel._log_fd = os.open(log, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    kernel._sinks.callback(os.close, kernel._log_fd)
+    return sink
 
 
 async def _stop(km: Any) -> None:

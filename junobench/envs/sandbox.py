@@ -6,19 +6,28 @@ per cell). :func:`confine` turns a kernel's command line into the command that r
 confined; :func:`junobench.envs.kernel.start_kernel` is its one caller.
 
 - ``bwrap`` (bubblewrap, Linux): new user, PID, IPC, UTS, cgroup and network namespaces, a
-  fresh ``/proc`` (the kernel sees only its own processes, never the parent's environment),
-  ``--die-with-parent`` and a new session; read-only: the system folders, the interpreter's
-  prefixes (the environment and the Python it was made from); writable: the task's working
-  copy, a private ``/tmp`` and ``/dev/shm`` (tmpfs, bounded), an empty ``HOME`` in ``/tmp``;
-  nothing else of the machine, the user's home included. The root is read-only.
+  fresh ``/proc`` (the kernel sees only its own processes, never the parent's environment)
+  whose kernel settings are read-only (``/proc/sys``, ``/proc/sysrq-trigger`` and the
+  other paths Docker makes read-only) and whose ``kcore``, ``keys`` and the rest of what
+  Docker masks are empty, ``--die-with-parent`` and a new session; read-only: the system
+  folders, the interpreter's prefixes (the environment and the Python it was made from);
+  writable: the task's working copy, a private ``/tmp`` and ``/dev/shm`` (tmpfs, bounded),
+  an empty ``HOME`` in ``/tmp``, all ``nosuid`` and ``nodev``; nothing else of the machine,
+  the user's home included. The root is read-only. No new privileges (``execve`` of a
+  setuid file gains nothing), no capability, and a seccomp filter refuses the system calls
+  a notebook never needs (:mod:`junobench.envs.seccomp`). As root, the notebook runs as an
+  unprivileged uid of its own on the host (:func:`sandbox_uid`), never as root.
 - ``docker`` / ``podman``: the image of ``junobench env dockerfile`` (``--image``), run with
   no network, a read-only root, a private ``/tmp``, the working copy mounted at the same
   path, ``--memory`` and ``--pids-limit``.
 - ``none``: the kernel runs as any program of the user (``--sandbox none``).
 
-In all but ``none``, :mod:`junobench.envs.watchdog` runs first inside and applies the
-limits; kernels talk to junobench over Unix sockets in a folder bound in (the private
-network namespace shares no loopback).
+With bubblewrap, :mod:`junobench.envs.watchdog` starts the sandbox and watches it from
+outside (another PID namespace: no process of the notebook can see, signal or trace it);
+in a container it runs first inside. Kernels talk to junobench over Unix sockets in a
+folder bound in (the private network namespace shares no loopback); the rest of a
+kernel's runtime folder (the watchdog's status file, the identity files, the seccomp
+program) is never seen by the notebook.
 
 >>> Sandbox().describe()
 'auto, network off'
@@ -30,9 +39,11 @@ from __future__ import annotations
 
 import base64
 import functools
+import itertools
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -41,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from junobench.errors import JunoBenchError
+from junobench.safety.paths import read_untrusted
 
 #: Sandboxes accepted by ``--sandbox``.
 SANDBOXES: tuple[str, ...] = ("auto", "bwrap", "docker", "podman", "none")
@@ -74,28 +86,36 @@ SYS_DIRS = ("/sys/devices/system/cpu",)
 #: Variables that point at the user's desktop, agents or folders: never passed in.
 HOST_VARIABLES = ("XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "WAYLAND_DISPLAY", "XAUTHORITY",
                   "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "TMPDIR", "TEMP", "TMP", "PWD", "OLDPWD", "MAIL",
-                  "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "JPY_SESSION_NAME")
+                  "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "JPY_SESSION_NAME",
+                  "JPY_PARENT_PID")
 
-#: The variables a confined kernel gets of the caller's (exact names, then prefixes): the
-#: locale, the time zone, the interpreter's and the numerical libraries' settings; every
-#: other variable stays out (a secret under any name), unless named with ``--pass-env``.
-PASSED_VARIABLES = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "TERM", "VIRTUAL_ENV", "PYTHONHASHSEED",
-                              "PYTHONIOENCODING", "PYTHONUNBUFFERED", "PYTHONWARNINGS", "PYTHONDONTWRITEBYTECODE",
+#: The variables a confined kernel gets of the caller's (exact names): the time zone, the
+#: interpreter's settings junobench knows, the backend and device choices of libraries;
+#: every other variable stays out (a secret under any name; ``JUPYTER_*``, ``LC_*``,
+#: ``OMP_*`` too), unless named with ``--pass-env``.
+PASSED_VARIABLES = frozenset({"PATH", "TZ", "TERM", "VIRTUAL_ENV", "PYTHONHASHSEED", "PYTHONIOENCODING",
+                              "PYTHONUNBUFFERED", "PYTHONWARNINGS", "PYTHONDONTWRITEBYTECODE",
                               "PYDEVD_DISABLE_FILE_VALIDATION", "MPLBACKEND", "CUDA_VISIBLE_DEVICES",
-                              "KERAS_BACKEND", "JPY_PARENT_PID", "JPY_SESSION_NAME"})
-PASSED_PREFIXES = ("LC_", "OMP_", "OPENBLAS_", "MKL_", "NUMEXPR_", "TF_CPP_", "JUPYTER_")
+                              "KERAS_BACKEND"})
+#: What junobench itself sets in a confined kernel: the locale and one thread per maths
+#: library (parallel kernels do not oversubscribe the cores); ``--pass-env NAME`` passes
+#: the caller's value instead.
+SANDBOX_SETTINGS: dict[str, str] = {"LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
+                                    "MKL_NUM_THREADS": "1", "NUMEXPR_NUM_THREADS": "1"}
 
 
 def confined_environ(env: Mapping[str, str], keep: Iterable[str] = ()) -> dict[str, str]:
-    """What of ``env`` a confined kernel sees: :data:`PASSED_VARIABLES` and the names in
-    ``keep``.
+    """What of ``env`` a confined kernel sees: :data:`PASSED_VARIABLES`, the names in
+    ``keep``, and :data:`SANDBOX_SETTINGS` where ``keep`` does not name them.
 
-    >>> confined_environ({"PATH": "/bin", "MY_DB_URL": "postgres://u:p@h", "LC_ALL": "C"})
-    {'PATH': '/bin', 'LC_ALL': 'C'}
+    >>> confined_environ({"PATH": "/bin", "MY_DB_URL": "postgres://u:p@h", "LC_ALL": "C"})["PATH"]
+    '/bin'
+    >>> sorted(set(confined_environ({"LC_ALL": "C", "JUPYTER_TOKEN": "t"})) - set(SANDBOX_SETTINGS))
+    []
     """
     kept = set(keep)
-    return {name: value for name, value in env.items()
-            if name in kept or name in PASSED_VARIABLES or name.startswith(PASSED_PREFIXES)}
+    passed = {name: value for name, value in env.items() if name in kept or name in PASSED_VARIABLES}
+    return {**{k: v for k, v in SANDBOX_SETTINGS.items() if k not in kept or k not in env}, **passed}
 
 
 #: What to do where no sandbox can run.
@@ -146,8 +166,36 @@ class Sandbox:
         """``bwrap, network off``: for reports and summaries."""
         return f"{self.kind}, network {'on' if self.network else 'off'}"
 
+    def enforcement(self) -> dict[str, str]:
+        """How this (resolved) sandbox applies its limits and who the notebook is, as this
+        machine allows: for the report."""
+        if self.kind in ENGINES:
+            return {"limits": "the container engine's cgroup (--memory, --pids-limit)",
+                    "identity": "the container's user, capabilities dropped, no-new-privileges",
+                    "seccomp": "the engine's default profile"}
+        if self.kind != "bwrap":
+            return {}
+        from junobench.envs.seccomp import REFUSED, seccomp_problem
+
+        root = hasattr(os, "geteuid") and os.geteuid() == 0
+        refused = seccomp_problem()
+        return {
+            "limits": "RLIMIT_DATA and RLIMIT_NPROC, /tmp and /dev/shm sized, and a watchdog outside the sandbox "
+                      "counting the processes' memory, /tmp, /dev/shm and memfd objects"
+                      f"; no cgroup: {cgroup_problem()}",
+            "identity": (f"uid {SANDBOX_UID} inside, an unprivileged uid of its own outside (junobench runs as root)"
+                         if root else f"uid {SANDBOX_UID} inside, uid {os.getuid()} outside (junobench's own, "
+                         "not root)") + "; no capabilities, no-new-privileges, nosuid and nodev mounts",
+            "seccomp": refused or f"on: {len(REFUSED)} system calls refused (some for some arguments only)",
+            "proc": "read-only: " + ", ".join(f"/proc/{n}" for n in PROC_READ_ONLY) + "; masked: "
+                    + ", ".join(f"/proc/{n}" for n in PROC_MASKED),
+        }
+
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        if self.kind in ("bwrap", *ENGINES):
+            data["enforcement"] = self.enforcement()
+        return data
 
 
 def require_sandbox(sandbox: Sandbox, *, trusted: bool) -> Sandbox:
@@ -157,6 +205,21 @@ def require_sandbox(sandbox: Sandbox, *, trusted: bool) -> Sandbox:
     if sandbox.kind == "auto" and not resolved.confined and not trusted:
         raise JunoBenchError(f"no sandbox to run these notebooks in: {bwrap_problem()}", hint=INSTALL_HINT)
     return resolved
+
+
+@functools.lru_cache(maxsize=1)
+def cgroup_problem() -> str:
+    """Why the sandbox's memory is not bounded by a cgroup of its own here: junobench
+    creates none where the memory controller is not on a unified (v2) hierarchy, and where
+    it is, it would need a subtree delegated to it (systemd's ``Delegate=``), which it does
+    not ask for; the rlimits, the tmpfs sizes and the watchdog bound it instead."""
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return "no cgroups here"
+    if any(line.split(":")[1:2] and "memory" in line.split(":")[1].split(",") for line in lines):
+        return "the memory controller is on a cgroup v1 hierarchy here"
+    return "cgroup v2 here, but junobench asks for no delegated subtree"
 
 
 @functools.lru_cache(maxsize=1)
@@ -218,49 +281,111 @@ def interpreter_prefixes(python: str, timeout: float = 60) -> tuple[str, ...]:
 
 
 def confine(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: str, writable: Iterable[str],
-            runtime: str, timeout: float = 60) -> list[str]:
+            runtime: str, timeout: float = 60, uid: int | None = None) -> list[str]:
     """The command line running ``command`` (a kernel of ``python``) in ``sandbox`` (a
     resolved one), working in ``cwd``, with the folders ``writable`` (the task's) and
-    ``runtime`` (connection file, sockets, status) bound read-write at their own paths;
-    ``python`` must say where it lives within ``timeout`` seconds."""
+    ``runtime``'s :data:`IPC_DIR` (connection file, sockets) bound read-write at their own
+    paths; ``runtime`` itself (the watchdog's status file, the sandbox's identity files and
+    seccomp program) stays out of the sandbox. ``uid``: the host uid the notebook runs as
+    (:func:`sandbox_uid`; None: the caller's own). ``python`` must say where it lives within
+    ``timeout`` seconds."""
     if sandbox.kind == "none":
         return list(command)
-    status = str(Path(runtime) / STATUS_FILE)
+    ipc = ipc_folder(runtime)
     if sandbox.kind == "bwrap":
-        inner = watched(command, sandbox, python=python, status=status)
         interpreter_prefixes(python, timeout)  # asked once, within the kernel's deadline
-        return bwrap_argv(inner, sandbox, python=python, cwd=cwd, writable=[*writable, runtime], runtime=runtime)
+        return bwrap_argv(command, sandbox, python=python, cwd=cwd, writable=[*writable, ipc], runtime=runtime,
+                          status=str(Path(runtime) / STATUS_FILE), uid=uid)
     if sandbox.kind in ENGINES:
-        return container_argv(sandbox.kind, command, sandbox, cwd=cwd, writable=[*writable, runtime],
-                              name=container_name(runtime), status=status)
+        return container_argv(sandbox.kind, command, sandbox, cwd=cwd, writable=[*writable, ipc],
+                              name=container_name(runtime), status=str(Path(ipc) / STATUS_FILE))
     raise JunoBenchError(f"sandbox {sandbox.kind!r} is not resolved")
 
 
-#: The file inside the runtime folder where the watchdog says which limit ended a notebook.
+#: The file where the watchdog says which limit ended a notebook: in the runtime folder,
+#: outside the sandbox (bubblewrap); in its IPC folder, inside (a container).
 STATUS_FILE = "limit"
+#: The folder of a kernel's runtime folder that is bound into the sandbox (connection file,
+#: sockets); the rest of the runtime folder is junobench's alone.
+IPC_DIR = "ipc"
+#: The seccomp program's file in the runtime folder.
+SECCOMP_FILE = "seccomp.bpf"
 
 
-def watched(command: Sequence[str], sandbox: Sandbox, *, python: str, status: str) -> list[str]:
-    """``command`` run under :mod:`junobench.envs.watchdog` by ``python``."""
+def ipc_folder(runtime: str | Path) -> str:
+    """The folder of ``runtime`` that the sandbox sees (made when missing)."""
+    folder = Path(runtime) / IPC_DIR
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return str(folder)
+
+
+def launcher(settings: Mapping[str, Any]) -> list[str]:
+    """The command line of :mod:`junobench.envs.watchdog` with ``settings``, run by this
+    interpreter (before ``--`` and the command it starts)."""
     from junobench.envs import watchdog
 
     source = base64.b64encode(Path(watchdog.__file__).read_bytes()).decode()
     # base64: no braces for Jupyter's {connection_file} templating to touch
     loader = f"import base64;exec(compile(base64.b64decode('{source}'),'watchdog','exec'))"
-    return [python, "-I", "-S", "-c", loader, str(sandbox.memory), str(sandbox.processes), status, "--", *command]
+    encoded = base64.b64encode(json.dumps(dict(settings)).encode()).decode()
+    return [sys.executable, "-I", "-S", "-c", loader, encoded, "--"]
+
+
+def watched(command: Sequence[str], sandbox: Sandbox, *, python: str, status: str) -> list[str]:
+    """``command`` run under :mod:`junobench.envs.watchdog` by ``python``, inside a container."""
+    from junobench.envs import watchdog
+
+    source = base64.b64encode(Path(watchdog.__file__).read_bytes()).decode()
+    loader = f"import base64;exec(compile(base64.b64decode('{source}'),'watchdog','exec'))"
+    settings = {"mode": "inside", "memory": sandbox.memory, "tasks": sandbox.processes, "status": status}
+    return [python, "-I", "-S", "-c", loader, base64.b64encode(json.dumps(settings).encode()).decode(), "--",
+            *command]
+
+
+#: Folders of ``/proc`` made read-only inside (as Docker does): the kernel's settings.
+PROC_READ_ONLY = ("sys", "sysrq-trigger", "irq", "bus", "fs")
+#: Files and folders of ``/proc`` masked (an empty file or folder), as Docker does.
+PROC_MASKED = ("kcore", "keys", "key-users", "kmsg", "latency_stats", "timer_list", "timer_stats", "sched_debug",
+               "acpi", "asound", "scsi")
+
+
+def proc_masks(runtime: str) -> list[str]:
+    """bubblewrap's arguments that make the kernel's settings in ``/proc`` read-only and
+    mask what Docker masks (those that exist here) with ``/dev/null`` or an empty folder of
+    ``runtime``, both read-only."""
+    empty = Path(runtime) / "empty"
+    empty.mkdir(mode=0o555, exist_ok=True)
+    argv: list[str] = []
+    for name in PROC_READ_ONLY:
+        if os.path.exists(f"/proc/{name}"):
+            argv += ["--ro-bind", f"/proc/{name}", f"/proc/{name}"]
+    for name in PROC_MASKED:
+        path = f"/proc/{name}"
+        if os.path.isdir(path):
+            argv += ["--ro-bind", str(empty), path]
+        elif os.path.exists(path):
+            argv += ["--ro-bind", "/dev/null", path]
+    return argv
 
 
 def bwrap_argv(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: str, writable: Iterable[str],
-               runtime: str, fonts: bool = True) -> list[str]:
-    """The bubblewrap command line (see the module docstring); ``fonts``: with matplotlib's
-    font list (:func:`font_cache`)."""
+               runtime: str, fonts: bool = True, status: str | None = None, uid: int | None = None,
+               extra: Sequence[str] = ()) -> list[str]:
+    """The command line that runs ``command`` in a bubblewrap sandbox (see the module
+    docstring) under the watchdog that starts and watches it (:func:`launcher`);
+    ``fonts``: with matplotlib's font list (:func:`font_cache`); ``status``: the watchdog's
+    status file; ``uid``: the host uid the notebook runs as (root only, :func:`sandbox_uid`);
+    ``extra``: more of bubblewrap's mount options (read-only binds), before the root turns
+    read-only."""
     known = _bwrap_options()
     argv = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--unshare-user", "--die-with-parent",
-            "--new-session", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID), "--hostname", HOSTNAME]
+            "--new-session", "--hostname", HOSTNAME]
+    if uid is None:  # as root, the watchdog maps the notebook's user and the shim takes it on
+        argv += ["--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_UID)]
+        if "--disable-userns" in known:
+            argv.append("--disable-userns")
     if sandbox.network:
         argv.append("--share-net")
-    if "--disable-userns" in known:
-        argv.append("--disable-userns")
     for folder in SYSTEM_DIRS:
         if os.path.islink(folder):
             argv += ["--symlink", os.readlink(folder), folder]
@@ -274,13 +399,15 @@ def bwrap_argv(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: st
     for folder in SYS_DIRS:
         if os.path.isdir(folder):
             argv += ["--ro-bind", folder, folder]
-    argv += ["--proc", "/proc", "--dev", "/dev"]
+    argv += ["--proc", "/proc", *proc_masks(runtime), "--dev", "/dev"]
     size = ["--size", str(sandbox.memory)] if sandbox.memory and "--size" in known else []
     argv += ["--perms", "1777", *size, "--tmpfs", "/tmp", "--perms", "1777", *size, "--tmpfs", "/dev/shm",
-             "--dir", SANDBOX_HOME]
+             "--remount-ro", "/dev", "--dir", SANDBOX_HOME]  # /dev, an unbounded tmpfs: read-only
+    homes = [SANDBOX_HOME]
     found_fonts = font_cache(python) if fonts else ()
     if found_fonts:  # matplotlib's font list, built once per interpreter (else each kernel builds it)
         argv += ["--dir", f"{SANDBOX_HOME}/.cache", "--dir", MATPLOTLIB_CACHE]
+        homes += [f"{SANDBOX_HOME}/.cache", MATPLOTLIB_CACHE]
         for found in found_fonts:
             argv += ["--ro-bind", str(found), f"{MATPLOTLIB_CACHE}/{found.name}"]
     home = _user_home()
@@ -292,12 +419,141 @@ def bwrap_argv(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: st
             argv += ["--ro-bind", prefix, prefix]
     for folder in dict.fromkeys(writable):
         argv += ["--bind", folder, folder]
-    argv += ["--remount-ro", "/", "--chdir", cwd, "--setenv", "HOME", SANDBOX_HOME, "--setenv", "TMPDIR", "/tmp",
-             "--setenv", "USER", "junobench", "--setenv", "LOGNAME", "junobench"]
+    argv += [*extra, "--remount-ro", "/", "--chdir", cwd, "--setenv", "HOME", SANDBOX_HOME, "--setenv", "TMPDIR",
+             "/tmp", "--setenv", "USER", "junobench", "--setenv", "LOGNAME", "junobench"]
     for name in HOST_VARIABLES:
         if name not in ("TMPDIR",):
             argv += ["--unsetenv", name]
-    return [*argv, "--", *command]
+    inner = [*_shim(python, sandbox.processes, uid is not None, homes), *command]
+    settings = {"mode": "bwrap", "memory": sandbox.memory, "tasks": sandbox.processes, "status": status or "",
+                "uid": uid, "seccomp": _seccomp_file(runtime)}
+    return [*launcher(settings), *with_parents([*argv, "--", *inner])]
+
+
+#: How many values each bubblewrap option that junobench writes takes.
+_ARITY = {"--hostname": 1, "--uid": 1, "--gid": 1, "--symlink": 2, "--ro-bind": 2, "--bind": 2, "--proc": 1,
+          "--dev": 1, "--perms": 1, "--size": 1, "--tmpfs": 1, "--dir": 1, "--remount-ro": 1, "--chdir": 1,
+          "--setenv": 2, "--unsetenv": 1}
+
+
+def with_parents(argv: Sequence[str]) -> list[str]:
+    """bubblewrap's ``argv`` with the folders on the way to each bind mount made first,
+    open to every user (``0755``): bubblewrap may make them ``0700``, which the notebook's
+    user, unlike the sandbox's root, could not enter."""
+    out: list[str] = []
+    made: set[str] = {"/"}
+    i = 0
+    while i < len(argv) and argv[i] != "--":
+        word = argv[i]
+        values = list(argv[i + 1:i + 1 + _ARITY.get(word, 0)])
+        if word in ("--bind", "--ro-bind", "--symlink", "--tmpfs", "--dir", "--proc", "--dev"):
+            dest = values[-1]
+            if word in ("--bind", "--ro-bind"):
+                for parent in reversed(Path(dest).parents):
+                    if str(parent) not in made:
+                        out += ["--perms", "0755", "--dir", str(parent)]
+                        made.add(str(parent))
+            made.add(dest)
+        out += [word, *values]
+        i += 1 + len(values)
+    return [*out, *argv[i:]]
+
+
+#: The shim run first inside the sandbox, before the kernel. It limits the tasks of the
+#: notebook's user (``RLIMIT_NPROC``) here, once the sandbox's user namespace exists: set
+#: before, the limit would also bound every process the host user runs. As root, it also
+#: takes on the notebook's user (the sandbox's root, which set the sandbox up, keeps
+#: nothing: no capability, no group) and gives it its home folders.
+SHIM = """import os, resource, sys
+cut = sys.argv.index('--')
+tasks, root = int(sys.argv[1]), sys.argv[2] == 'root'
+if tasks > 0:
+    hard = resource.getrlimit(resource.RLIMIT_NPROC)[1]
+    tasks = tasks if hard == resource.RLIM_INFINITY else min(tasks, hard)
+    resource.setrlimit(resource.RLIMIT_NPROC, (tasks, tasks))
+if root:
+    for path in sys.argv[3:cut]:
+        os.chown(path, UID, UID)
+    os.setgroups([])
+    os.setresgid(UID, UID, UID)
+    os.setresuid(UID, UID, UID)
+    with open('/proc/self/status') as status:
+        if os.getuid() != UID or any(line.startswith('CapEff:') and int(line.split()[1], 16) for line in status):
+            sys.exit('junobench sandbox: root was not given up')
+os.execvp(sys.argv[cut + 1], sys.argv[cut + 1:])
+""".replace("UID", str(SANDBOX_UID))
+
+
+def _shim(python: str, tasks: int, root: bool, homes: Sequence[str]) -> list[str]:
+    code = base64.b64encode(SHIM.encode()).decode()
+    return [python, "-I", "-S", "-c", f"import base64;exec(base64.b64decode('{code}'))", str(tasks),
+            "root" if root else "user", *homes, "--"]
+
+
+def _seccomp_file(runtime: str) -> str:
+    """The seccomp program written into ``runtime`` ("" where none can be made)."""
+    from junobench.envs.seccomp import seccomp_problem, seccomp_program
+
+    if seccomp_problem() is not None:
+        return ""
+    path = Path(runtime) / SECCOMP_FILE
+    path.write_bytes(seccomp_program())
+    return str(path)
+
+
+#: As root, the notebook of each sandbox runs as a uid of its own from here on (one that
+#: owns nothing on the machine): ``SANDBOX_UIDS + (process id << 8) + a counter``.
+SANDBOX_UIDS = 0x40000000
+_counter = itertools.count()
+
+
+def sandbox_uid(sandbox: Sandbox) -> int | None:
+    """The host uid a new sandbox's notebook runs as: a new unprivileged one when
+    junobench runs as root with bubblewrap, None (the caller's own uid) otherwise."""
+    if sandbox.kind != "bwrap" or not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return None
+    return SANDBOX_UIDS + ((os.getpid() & 0x3FFFFF) << 8) + (next(_counter) & 0xFF)
+
+
+def hand_over(folders: Iterable[str | Path], uid: int | None) -> None:
+    """Give ``uid`` (the notebook's host uid, as root) the ``folders`` the notebook may
+    write, and what they hold; links are not followed. Nothing for None."""
+    if uid is None:
+        return
+    for folder in folders:
+        _walk_chown(Path(folder), uid, uid)
+
+
+def reclaim(folders: Iterable[str | Path], uid: int | None) -> None:
+    """After a sandbox ended: take back the ``folders`` it could write (as root, from
+    ``uid``), and clear every setuid and setgid bit in them, so that no file the notebook
+    made runs with its owner's rights outside the sandbox."""
+    owner = (os.getuid(), os.getgid()) if uid is not None else None
+    for folder in folders:
+        for path in [Path(folder), *_tree(Path(folder))]:
+            try:
+                info = path.lstat()
+                if owner is not None:
+                    os.lchown(path, *owner)
+                if stat.S_ISREG(info.st_mode) and info.st_mode & (stat.S_ISUID | stat.S_ISGID):
+                    os.chmod(path, stat.S_IMODE(info.st_mode) & ~(stat.S_ISUID | stat.S_ISGID))
+            except OSError:
+                continue
+
+
+def _tree(folder: Path) -> list[Path]:
+    found: list[Path] = []
+    for current, folders, files in os.walk(folder):  # links to folders are not walked
+        found += [Path(current, name) for name in folders + files]
+    return found
+
+
+def _walk_chown(folder: Path, uid: int, gid: int) -> None:
+    for path in [folder, *_tree(folder)]:
+        try:
+            os.lchown(path, uid, gid)
+        except OSError:
+            continue
 
 
 #: Where matplotlib looks for its font list inside the sandbox (``~/.cache/matplotlib``).
@@ -325,18 +581,22 @@ def font_cache(python: str) -> tuple[Path, ...]:
             building = Path(tempfile.mkdtemp(prefix=".building-", dir=root))
         except OSError:
             return ()
+        runtime = tempfile.mkdtemp(prefix="junobench-rt-")
         try:
+            policy = Sandbox("bwrap")
+            uid = sandbox_uid(policy)
             code = f"import os; os.environ['MPLCONFIGDIR'] = {str(building)!r}; import matplotlib.font_manager"
-            command = bwrap_argv([python, "-c", code], Sandbox("bwrap"), python=python, cwd=str(building),
-                                 writable=[str(building)], runtime=str(building), fonts=False)
+            command = bwrap_argv([python, "-c", code], policy, python=python, cwd=str(building),
+                                 writable=[str(building)], runtime=runtime, fonts=False, uid=uid)
+            hand_over([building], uid)
             subprocess.run(command, capture_output=True, timeout=300, check=False)
-            for name in ("passwd", "group"):
-                (building / name).unlink(missing_ok=True)
+            reclaim([building], uid)
             place(building, folder)  # whole or absent
         except (OSError, subprocess.SubprocessError, JunoBenchError):
             pass  # another process made it meanwhile, or no font list: kernels build their own
         finally:
             shutil.rmtree(building, ignore_errors=True)
+            shutil.rmtree(runtime, ignore_errors=True)
     if not folder.is_dir():
         return ()
     return tuple(sorted(f for f in folder.glob("fontlist-*.json") if f.is_file() and not f.is_symlink()))
@@ -376,9 +636,12 @@ def stop_argv(sandbox: Sandbox, runtime: str) -> list[str] | None:
 
 
 def limit_reached(runtime: str | Path, sandbox: Sandbox) -> str | None:
-    """What the watchdog said ended the notebook (``out of memory …``), None when nothing."""
+    """What the watchdog said ended the notebook (``out of memory …``), None when nothing.
+    The status file is read as a file a notebook could have replaced (inside a container
+    it could): not through a link, never blocking, a few bytes at most."""
+    folder = Path(runtime) if sandbox.kind == "bwrap" else Path(runtime) / IPC_DIR
     try:
-        said = (Path(runtime) / STATUS_FILE).read_text(errors="replace").strip()
+        said = read_untrusted(folder / STATUS_FILE, limit=64).decode(errors="replace").strip()
     except OSError:
         return None
     if said == "memory":

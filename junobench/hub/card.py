@@ -115,7 +115,18 @@ def body_context(cases: Sequence[Mapping[str, Any]], notebooks: Sequence[Mapping
         **_licences(cases),
         "absences": _absences(cases, report),
         **_environment(cases, report),
+        **_provenance(cases),
     }
+
+
+def _provenance(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """What the cases' recorded provenance says (:mod:`junobench.data.provenance`): the
+    card claims no verification that is not recorded."""
+    from junobench.data.provenance import sentence, summary
+
+    found = summary(cases)
+    return {"provenance": {"all_verified": found["all_verified"], "verified": found["verified"],
+                           "sentence": markdown_text(sentence(cases))}}
 
 
 def _environment(cases: Sequence[Mapping[str, Any]], report: Mapping[str, Any]) -> dict[str, Any]:

@@ -110,25 +110,31 @@ def _file_id(config: str) -> str:
 def _record_set(config: str, features: Any) -> dict[str, Any]:
     return {"@type": "cr:RecordSet", "@id": config, "name": config, "description": DESCRIPTIONS[config],
             "key": {"@id": f"{config}/{KEYS[config]}"},
-            "field": [_field(f"{config}/{name}", name, feature, _file_id(config), name, [])
+            "field": [field_node(f"{config}/{name}", name, feature, _file_id(config), name, [])
                       for name, feature in features.items()]}
 
 
-def _field(field_id: str, name: str, feature: Any, file_id: str, column: str, path: list[str],
-           repeated: bool = False) -> dict[str, Any]:
-    """One field of ``feature`` (a ``datasets`` feature), read from ``column`` through ``path``."""
+def field_node(field_id: str, name: str, feature: Any, file_id: str, column: str, path: list[str],
+               repeated: bool = False) -> dict[str, Any]:
+    """One field of ``feature`` (a ``datasets`` feature), read from ``column`` of the file
+    ``file_id`` through ``path``; an image (``datasets.Image``) is an ``sc:ImageObject``
+    read from its struct's ``bytes``."""
     import datasets
 
     node: dict[str, Any] = {"@type": "cr:Field", "@id": field_id, "name": name}
     if isinstance(feature, datasets.List):
-        return _field(field_id, name, feature.feature, file_id, column, path, repeated=True)
+        return field_node(field_id, name, feature.feature, file_id, column, path, repeated=True)
     if repeated:
         node["repeated"] = True
     if isinstance(feature, dict):
-        node["subField"] = [_field(f"{field_id}/{key}", key, sub, file_id, column, [*path, key])
+        node["subField"] = [field_node(f"{field_id}/{key}", key, sub, file_id, column, [*path, key])
                             for key, sub in feature.items()]
         return node
-    node["dataType"] = _DATA_TYPES[feature.dtype]
+    if isinstance(feature, datasets.Image):
+        node["dataType"] = "sc:ImageObject"
+        path = [*path, "bytes"]
+    else:
+        node["dataType"] = _DATA_TYPES[feature.dtype]
     source: dict[str, Any] = {"fileObject": {"@id": file_id}, "extract": {"column": column}}
     if path:
         source["transform"] = [{"jsonPath": step} for step in path]
@@ -182,6 +188,9 @@ def _input_datasets(cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
 def rai_fields(cases: Sequence[Mapping[str, Any]], report: Mapping[str, Any]) -> dict[str, Any]:
     """The Responsible-AI fields, their figures computed from the records."""
+    from junobench.data.provenance import sentence as provenance_sentence
+    from junobench.data.provenance import summary as provenance_summary
+
     n = len(cases)
     origins = Counter(c.get("source") or "not recorded" for c in cases)
     libraries = Counter(c.get("library_label") or c.get("library") or "?" for c in cases)
@@ -198,14 +207,14 @@ def rai_fields(cases: Sequence[Mapping[str, Any]], report: Mapping[str, Any]) ->
             "Crashes in public Kaggle notebooks (Python, machine-learning libraries). Part of the cases "
             "were labelled in an earlier empirical study of crashes in ML notebooks, the others newly "
             "sampled from Kaggle notebooks whose imports name a target library. Each crash was reproduced "
-            "in one pinned execution environment (minimal edits so that the notebook crashes reliably in "
-            "its recorded cell order) and fixed; its input datasets were downloaded from their sources. "
-            f"This release: {n} cases; origin: {_counts(origins)}; "
+            "(minimal edits so that the notebook crashes reliably in its recorded cell order) and fixed; "
+            "its input datasets were downloaded from their sources. Provenance: "
+            f"{provenance_sentence(cases)} This release: {n} cases; origin: {_counts(origins)}; "
             f"{sum(1 for c in cases if c.get('notebook_url'))} of them link their source notebook."),
         "rai:dataCollectionType": ["Secondary Data Analysis", "Manual Human Curation", "Experiments"],
         "rai:dataPreprocessingProtocol": [
             "Reproduced notebooks: minimal edits to the collected notebook so that it crashes reliably in "
-            "the pinned environment; fixed notebooks: the crash repaired, the rest unchanged.",
+            "its recorded cell order; fixed notebooks: the crash repaired, the rest unchanged.",
             "Input data larger than needed were downsampled (seeded, per class), and data whose licence "
             "forbids redistribution replaced by synthetic stand-ins (same columns and types); each "
             "dataset's metadata records its modifications. In this release: "
@@ -225,13 +234,16 @@ def rai_fields(cases: Sequence[Mapping[str, Any]], report: Mapping[str, Any]) ->
             "Kaggle only: notebooks written for Kaggle's environment and its public datasets.",
             f"Libraries are unevenly represented: {_counts(libraries)}.",
             f"Root causes are unevenly represented: {_counts(roots)}.",
-            "Only crashes that could be reproduced in one pinned environment are included: crashes that "
+            "Only crashes that could be reproduced are included: crashes that "
             "depend on hardware, randomness or the network are under-represented.",
         ],
         "rai:dataLimitations": [
             f"{n} cases: too few for fine-grained statistics per library or label.",
-            "The notebooks need the pinned library versions of the environment they were reproduced in; "
-            "under other versions a crash may not reproduce, or the fixed notebook may crash.",
+            "The notebooks need the library versions of the environment they were reproduced in (each "
+            "case's 'provenance' names them where a verification is recorded); under other versions a "
+            "crash may not reproduce, or the fixed notebook may crash.",
+            *([f"Not verified in this release: {', '.join(provenance_summary(cases)['unverified'])}."]
+              if provenance_summary(cases)["unverified"] else []),
             f"Input-dataset licences differ ({len(licences)} licence(s) over {len(datasets)} dataset(s)); "
             f"{unknown} dataset(s) state no licence"
             + (f", and these licences are not open: {'; '.join(closed)}" if closed else "")

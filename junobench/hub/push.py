@@ -16,7 +16,7 @@ returns the operations without creating a client or touching the network.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,16 +113,18 @@ def commit_export(root: Path, uploads: list[Upload], repo_id: str, *, revision: 
     """One commit of the export's ``uploads`` (and ``extra`` files, path → bytes) to
     ``repo_id`` at branch ``revision`` (created, with the repo, if needed: from
     ``branch_from``, default main's head); with ``parent_commit``, the Hub refuses it if the
-    branch has moved since. Returns the client's ``CommitInfo``."""
-    from huggingface_hub import CommitOperationAdd, HfApi, get_token
+    branch has moved since. Files of an earlier export the branch holds and this one does
+    not (:func:`stale_files`) are deleted in the same commit, so that a case removed or
+    renamed leaves no folder behind. Returns the client's ``CommitInfo``."""
+    from huggingface_hub import CommitOperationAdd, CommitOperationDelete, HfApi, get_token
 
     where = f"{repo_id}@{revision or 'main'}"
     if get_token() is None:
         raise JunoBenchError("no Hugging Face token found", file=where,
                              hint="log in with `hf auth login` or set HF_TOKEN (a token with write access)")
     api = HfApi(endpoint=endpoint)
-    operations = [CommitOperationAdd(path_in_repo=u.path, path_or_fileobj=str(root / u.path))
-                  for u in uploads]
+    operations: list[CommitOperationAdd | CommitOperationDelete] = [
+        CommitOperationAdd(path_in_repo=u.path, path_or_fileobj=str(root / u.path)) for u in uploads]
     operations += [CommitOperationAdd(path_in_repo=name, path_or_fileobj=data)
                    for name, data in sorted((extra or {}).items())]
     with hub_call(where, "the upload"):
@@ -132,8 +134,20 @@ def commit_export(root: Path, uploads: list[Upload], repo_id: str, *, revision: 
                                  file=where, hint="make it private on the Hub first, or push without --private")
         if revision and revision != "main":
             api.create_branch(repo_id, branch=revision, revision=branch_from, repo_type="dataset", exist_ok=True)
+        present = api.list_repo_files(repo_id, repo_type="dataset", revision=parent_commit or revision)
+        kept = {u.path for u in uploads} | set(extra or {})
+        operations += [CommitOperationDelete(path_in_repo=name) for name in stale_files(present, kept)]
         return api.create_commit(repo_id, operations, commit_message=message, repo_type="dataset",
                                  revision=revision, parent_commit=parent_commit)
+
+
+def stale_files(present: Iterable[str], kept: Iterable[str]) -> list[str]:
+    """The files of ``present`` (a repo's) that an export writes and that ``kept`` (the new
+    commit's) lacks; files an export never writes (a licence, images) stay."""
+    from junobench.hub.read_export import is_export_name
+
+    keep = set(kept) | {MANIFEST}
+    return sorted(name for name in present if name not in keep and is_export_name(name))
 
 
 @contextmanager

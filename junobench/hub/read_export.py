@@ -54,6 +54,23 @@ PARQUET: dict[str, str] = {config: parquet_path(config) for config in CONFIG_NAM
 #: The files an export holds besides its manifest (all listed in the manifest); the record
 #: of renamed cases only when the snapshot has one.
 EXPORT_FILES: frozenset[str] = frozenset({CARD, CROISSANT, *PARQUET.values(), layout.RENAMED_CASES})
+#: The snapshot layout's root files an export carries (so that a release runs).
+LAYOUT_FILES: frozenset[str] = frozenset({layout.DESC_TABLE, layout.DIAGNOSIS_TABLE, layout.VERSION_FILE})
+
+
+def is_export_name(name: str) -> bool:
+    """Whether ``name`` (a relative POSIX path) is a file an export writes: its own files
+    (:data:`EXPORT_FILES`), the snapshot's tables and version, the environment's files,
+    and the files of case folders (``benchmark/<case>/…``)."""
+    from junobench import vocab
+    from junobench.envs.environment import SNAPSHOT_FOLDER
+
+    if name in EXPORT_FILES or name in LAYOUT_FILES:
+        return True
+    parts = name.split("/")
+    if parts[0] == SNAPSHOT_FOLDER:
+        return len(parts) == 2
+    return len(parts) >= 3 and parts[0] == layout.BENCHMARK_DIR and vocab.is_case_id(parts[1])
 
 
 def is_export(root: str | Path) -> bool:
@@ -111,7 +128,7 @@ def _manifest_problem(data: dict[str, Any]) -> str | None:
     for name, entry in files.items():
         if relative_name(name) != name:
             return f"'files' lists {_shown(name)}, which is not a relative path inside the export"
-        if name not in EXPORT_FILES:
+        if not is_export_name(name):
             return f"'files' lists {_shown(name)}, which is not a file an export writes"
         if not (isinstance(entry, dict) and isinstance(entry.get("sha256"), str)
                 and _SHA256.match(entry["sha256"]) and _count(entry.get("size"))):

@@ -17,7 +17,7 @@ import json
 import logging
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from junobench.hub.read_export import (
     MANIFEST_FORMAT,
     PARQUET,
     file_digest,
+    is_export_name,
     read_manifest,
 )
 from junobench.safety.atomic import (
@@ -55,6 +56,7 @@ class ExportResult:
     rows: dict[str, int]
     files: dict[str, dict[str, Any]]
     report: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
 
 
 def export(
@@ -68,6 +70,10 @@ def export(
     cache_dir: str | Path | None = None,
     version: str | None = None,
     published: str | None = None,
+    licences: Any = None,
+    licence_policy: str = "warn",
+    progress: Any = None,
+    renamed: bytes | None = None,
 ) -> ExportResult:
     """Write the records of ``source`` (a snapshot, ``"sample"`` or a Hub repo) to ``out``.
 
@@ -75,10 +81,19 @@ def export(
     ``template`` replaces ``data_cards/junobench.md``; ``version`` is the dataset version
     recorded (default: the snapshot's ``VERSION`` file, if any); ``published`` the release
     date (``YYYY-MM-DD``) ``croissant.json`` gives (none by default: exports stay
-    byte-identical).
+    byte-identical). The export carries the snapshot's layout (:mod:`junobench.hub.runnable`);
+    data files whose licence ``licences`` (a :class:`~junobench.data.licences.LicencePolicy`,
+    default the open licences) does not allow are named in :attr:`ExportResult.warnings`
+    (``licence_policy="warn"``) or refuse the export (``"error"``). ``progress`` is told
+    each step as it starts. ``renamed`` replaces the snapshot's ``renamed_cases.json``
+    (a release writes the record of its renames and removals there).
     """
+    from junobench.data.licences import LicencePolicy
+    from junobench.hub import runnable
+
+    step = progress or (lambda _: None)
     from junobench.data.build import build
-    from junobench.data.release_files import data_digests, dataset_version
+    from junobench.data.release_files import VERSION_FILE, data_digests, dataset_version
     from junobench.data.snapshot import resolve
     from junobench.envs.environment import snapshot_environment
     from junobench.hub.card import DEFAULT_REPO_ID
@@ -87,6 +102,7 @@ def export(
     out = require_utf8_path(Path(out).expanduser().absolute())
     _check_target(root, out)
     version = version or dataset_version(root)
+    step("building the records")
     cases, report = build(root, "cases", skip_invalid=skip_invalid, cache_dir=cache_dir)
     notebooks, _ = build(root, "notebooks", skip_invalid=skip_invalid, cache_dir=cache_dir)
     records = {"cases": cases, "notebooks": notebooks}
@@ -99,14 +115,25 @@ def export(
         "environment": snapshot_environment(root).summary(),
     }
     digests = data_digests(root)
+    exported = [str(c) for c in cases["case_id"]]
+    carried = runnable.layout_files(root, exported)
+    carried.pop(VERSION_FILE, None)  # written with the version exported
+    warnings = runnable.apply_licence_policy(
+        runnable.restricted_data(root, exported, list(carried), licences or LicencePolicy.default()),
+        licence_policy)
     with locked(out.parent):
         recover(out, owned=_is_own_folder)
         _check_target(root, out)  # again: a recovered export is back, or a folder appeared
         staging = staging_folder(out)
         try:
+            step(f"copying the snapshot layout ({len(carried)} files) beside the parquet files")
+            runnable.copy_files(carried, staging)
+            step("writing the parquet files, card, croissant.json and checksums")
             write_export(staging, records, report_dict, repo_id=repo_id or DEFAULT_REPO_ID,
                          template=template, version=version, data=digests, published=published,
-                         extra=_carried_files(root))
+                         extra={**carried_files(root, renamed),
+                                **({VERSION_FILE: f"{version}\n".encode()} if version else {})},
+                         layout=sorted(carried))
             manifest = read_manifest(staging)
             old = swap_in(staging, out)
         except BaseException:
@@ -114,13 +141,13 @@ def export(
             raise
         if old is not None:
             _remove_old_export(old, out)
-    return ExportResult(out, {c: len(d) for c, d in records.items()}, manifest["files"], report_dict)
+    return ExportResult(out, {c: len(d) for c, d in records.items()}, manifest["files"], report_dict, warnings)
 
 
 def write_export(directory: Path, records: dict[str, Any], report: dict[str, Any], *,
                  repo_id: str, template: str | Path | None = None, version: str | None = None,
                  data: dict[str, dict[str, str]] | None = None, published: str | None = None,
-                 extra: dict[str, bytes] | None = None) -> None:
+                 extra: dict[str, bytes] | None = None, layout: list[str] | None = None) -> None:
     """Write the parquet files, the card, ``croissant.json`` and the manifest of ``records``
     into ``directory``; ``version`` is the dataset's, ``data`` the digests of the input-data
     files of each case (both recorded in the manifest); ``extra`` (export file name → bytes:
@@ -153,7 +180,7 @@ def write_export(directory: Path, records: dict[str, Any], report: dict[str, Any
     for name, content in (extra or {}).items():
         (directory / name).write_bytes(content)
     files = {name: file_digest(directory / name)
-             for name in sorted([CARD, CROISSANT, *PARQUET.values(), *(extra or {})])}
+             for name in sorted({CARD, CROISSANT, *PARQUET.values(), *(extra or {}), *(layout or [])})}
     manifest = {
         "format": MANIFEST_FORMAT,
         "files": files,
@@ -200,11 +227,14 @@ def _check_target(root: Path, out: Path) -> None:
                              hint=hint)
 
 
-def _carried_files(root: Path) -> dict[str, bytes]:
+def carried_files(root: Path, renamed: bytes | None = None) -> dict[str, bytes]:
     """The snapshot's files an export carries as they are: the record of renamed cases
-    (``renamed_cases.json``, when there is one; it must be JSON)."""
+    (``renamed_cases.json``, when there is one; it must be JSON), or ``renamed`` (``b""``:
+    none)."""
     from junobench.data import layout
 
+    if renamed is not None:  # b"": none
+        return {layout.RENAMED_CASES: renamed} if renamed else {}
     path = root / layout.RENAMED_CASES
     if not os.path.lexists(path):
         return {}
@@ -226,8 +256,14 @@ _TEMPORARY = re.compile(r"^(?:[^/]+/)?\.[^/]+\.tmp$")
 def _is_own_folder(folder: Path) -> bool:
     """Whether a folder left beside an export by a killed run holds only what an export
     writes (so that removing or restoring it loses nothing else)."""
-    return not [name for name in unlisted_files(folder, set(_EXPORT_FILES))
-                if not _TEMPORARY.match(name)]
+    for current, _, files in os.walk(folder):
+        for name in files:
+            path = Path(current, name)
+            relative = path.relative_to(folder).as_posix()
+            if path.is_symlink() or not (relative in _EXPORT_FILES or is_export_name(relative)
+                                         or _TEMPORARY.match(relative)):
+                return False
+    return True
 
 
 def _remove_old_export(old: Path, out: Path) -> None:

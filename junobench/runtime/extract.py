@@ -28,7 +28,7 @@ from typing import Any
 from junobench import vocab
 from junobench.data import layout
 from junobench.data.notebook import read_notebook
-from junobench.data.snapshot import DEFAULT_SOURCE, resolve
+from junobench.data.snapshot import DEFAULT_SOURCE, resolve_cases
 from junobench.envs.check import KernelEnvironment, kernel_environment
 from junobench.envs.environment import snapshot_environment
 from junobench.envs.kernel import own_kernel
@@ -36,6 +36,7 @@ from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
 from junobench.jsonl import write_jsonl
 from junobench.runtime import crane
+from junobench.runtime.info import payload_problem
 from junobench.runtime.names import target_names
 from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS, summarise
 from junobench.safety.atomic import check_file_target
@@ -153,9 +154,15 @@ class Inspection:
                 self.problem = f"the inspection failed: {output.get('ename')}: {output.get('evalue')}"
                 return
             data = output.get("data", {})
-            if MIME in data:
-                payload = data[MIME]
-                self.payload = json.loads(payload) if isinstance(payload, str) else dict(payload)
+            if isinstance(data, dict) and MIME in data:
+                try:
+                    payload = json.loads(data[MIME]) if isinstance(data[MIME], str) else data[MIME]
+                except (ValueError, RecursionError) as error:
+                    self.problem = f"the kernel's answer is not JSON ({type(error).__name__})"
+                    return
+                self.problem = payload_problem(payload, str(self.request.get("style") or "junobench"))
+                if self.problem is None:
+                    self.payload = payload
                 return
         self.problem = "the inspection produced no result"
 
@@ -231,7 +238,9 @@ def runtime_info(
     target = runner.target
     if out is not None:
         check_file_target(out)  # before the notebooks run, not after
-    root = resolve(source, revision=revision, include_data=True)
+    root = resolve_cases(source, case_ids, revision=revision,
+                         choose=(lambda tables: [s.case_id for s in case_specs(tables, filters=filters)])
+                         if filters else None)
     specs = case_specs(root, case_ids, filters=filters)
     if not specs:
         raise JunoBenchError("no cases to extract runtime information from", file=root,

@@ -24,6 +24,7 @@ Not defined in the kernel: X
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -50,7 +51,48 @@ def _record_problem(record: dict[str, Any]) -> str | None:
         return "'status' must be ok, failed or skipped"
     if not isinstance(record.get("objects", {}), dict):
         return "'objects' must map names to summaries"
+    if record["status"] == "ok":
+        fields = {k: record[k] for k in ("objects", "undefined", "environment", "capped", "annotations")
+                  if k in record}
+        return payload_problem({"objects": {}, "undefined": [], "environment": {}, **fields},
+                               str(record.get("style") or ""))
     return None
+
+
+#: The schema of what a kernel answers to the inspection (and of those fields of a record).
+PAYLOAD_SCHEMA = Path(__file__).resolve().parent.parent / "schemas" / "runtime_payload.schema.json"
+
+
+@functools.cache
+def _payload_validators() -> tuple[Any, Any]:
+    from jsonschema import Draft202012Validator
+
+    schema = json.loads(PAYLOAD_SCHEMA.read_text())
+    styled = copy.deepcopy(schema)
+    styled["properties"]["objects"]["additionalProperties"] = {"$ref": "#/$defs/summary"}
+    return Draft202012Validator(schema), Draft202012Validator(styled)
+
+
+def payload_problem(payload: Any, style: str = "junobench") -> str | None:
+    """What is wrong with ``payload``, a kernel's answer to the runtime-information
+    inspection (:data:`PAYLOAD_SCHEMA`; summaries in junobench's ``style`` also must be S,
+    R and V fields), or None; a value too deep to check is wrong too.
+
+    >>> payload_problem([1])
+    "the kernel's answer is not what the inspection returns: [1] is not of type 'object'"
+    >>> payload_problem({"objects": {"df": {"R": {"type": "DataFrame"}}}, "undefined": [], "environment": {}})
+    """
+    plain, styled = _payload_validators()
+    validator = plain if style == crane.STYLE else styled
+    try:
+        error = next(iter(sorted(validator.iter_errors(payload), key=lambda e: list(e.path))), None)
+    except RecursionError:
+        return "the kernel's answer is nested too deep"
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path)
+    message = error.message if len(error.message) <= 200 else error.message[:200] + "…"
+    return f"the kernel's answer is not what the inspection returns{f' at {where}' if where else ''}: {message}"
 
 
 def drop_categories(record: Mapping[str, Any], exclude: Iterable[str]) -> dict[str, Any]:

@@ -127,6 +127,24 @@ def check_not_linked_out(path: str | Path, root: str | Path, *, case: str | None
                                   "in instead of linking it")
 
 
+def check_no_link_on_the_way(path: str | Path, *, what: str = "the path") -> Path:
+    """``path`` as given, refused when any component of it, as written, is a symbolic link
+    (``dir_link/file`` with ``dir_link`` a link, ``link/../x``, the last component itself):
+    a file named by a user is read where the path says, never through a link. A relative
+    path is checked from the working directory (the folders above it are the user's);
+    an absolute one from the root."""
+    given = Path(path)
+    current = Path(given.anchor) if given.is_absolute() else Path()
+    for part in given.parts[1:] if given.is_absolute() else given.parts:
+        current = current / part
+        if part in (".", ".."):
+            continue
+        if os.path.islink(current):
+            raise JunoBenchError(f"{what} goes through a symbolic link ({current})", file=given,
+                                 hint="give the real path: files are never read through links")
+    return given
+
+
 def unlisted_files(folder: str | Path, names: set[str]) -> list[str]:
     """What ``folder`` holds besides the files ``names`` (relative POSIX paths) and the
     folders on the way to them, as sorted relative paths: what a writer that wrote
@@ -204,6 +222,38 @@ def read_regular(path: str | Path, *, limit: int | None = None) -> bytes:
                 raise OSError(27, f"larger than {limit} bytes", str(path))
     finally:
         os.close(fd)
+    return b"".join(chunks)
+
+
+def read_untrusted(path: str | Path, *, limit: int, tail: bool = False) -> bytes:
+    """At most ``limit`` bytes (the first ones, or the last with ``tail``) of ``path``, a
+    file that an untrusted process (a notebook) could write or replace: opened without
+    following a link at its name, without blocking (a FIFO cannot hang the reader), and
+    read only when it is a regular file (else :class:`NotRegularFile`)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularFile(0, f"{kind_of(info.st_mode)}, not a regular file", str(path))
+        return read_bounded(fd, limit=limit, tail=tail)
+    finally:
+        os.close(fd)
+
+
+def read_bounded(fd: int, *, limit: int, tail: bool = False) -> bytes:
+    """At most ``limit`` bytes of the regular file open at ``fd``: from its start, or its
+    last ``limit`` bytes with ``tail`` (whatever the file's offset)."""
+    start = max(0, os.fstat(fd).st_size - limit) if tail else 0
+    chunks: list[bytes] = []
+    left = limit
+    while left > 0:
+        chunk = os.pread(fd, min(left, 1 << 20), start)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        start += len(chunk)
+        left -= len(chunk)
     return b"".join(chunks)
 
 

@@ -5,7 +5,10 @@
   it is a plain number). In xlsx files cells are typed, so text is written as a text
   cell instead (:mod:`junobench.data.tables`), and reads back unchanged.
 - :func:`printable` and :class:`EscapedStream`: text for the terminal, its control
-  characters (ANSI escape sequences among them) shown as ``\\x1b``-style escapes.
+  characters (ANSI escape sequences among them) shown as ``\\x1b``-style escapes, and so
+  every other character that is not shown as itself: bidirectional overrides (``U+202E``),
+  zero-width and other format characters, line and paragraph separators, unassigned
+  and private-use code points, spaces other than the space (:func:`is_shown`).
 - :func:`markdown_text` / :func:`markdown_link`: text for a Markdown or HTML page (the
   dataset card) with Markdown and HTML characters escaped, and links only to checked
   ``http(s)`` URLs (:func:`safe_url`).
@@ -27,8 +30,8 @@ from urllib.parse import urlsplit
 #: First characters that make a spreadsheet read a cell as a formula.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
-# C0 controls, DEL, C1 controls and lone surrogates: not printable.
-_CONTROL_ALL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# What may not be shown as itself: controls, and any character past ASCII (checked one by one).
+_SUSPECT = re.compile(r"[^\x20-\x7e]")
 # Characters that make Markdown markup inside a line: code, emphasis, links and images,
 # table cells (HTML's are written as entities first).
 _MARKDOWN = re.compile(r"([\\`*\[\]!|~])")
@@ -49,16 +52,34 @@ def csv_cell(value: Any) -> Any:
 
 def _escaped(char: str) -> str:
     code = ord(char)
-    return f"\\x{code:02x}" if code < 0x7f else f"\\u{code:04x}"
+    if code < 0x7f:
+        return f"\\x{code:02x}"
+    if code > 0xFFFF:  # as JSON writes it: a surrogate pair
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+def is_shown(char: str) -> bool:
+    """Whether a terminal or a page shows ``char`` as itself: not a control, format
+    (``U+202E``, ``U+200B``, ``U+FEFF``), surrogate, private-use or unassigned character,
+    nor a separator other than the space (Python's ``str.isprintable``)."""
+    return char.isprintable()
 
 
 def printable(text: str, *, keep: str = "\n\t") -> str:
-    """``text`` with its control characters (and lone surrogates) written as escapes
-    (``\\x1b``; ``\\u009b`` from DEL on, which is also how JSON writes them), so a
-    terminal shows them instead of acting on them; the characters in ``keep`` stay."""
-    if not _CONTROL_ALL.search(text):
+    """``text`` with every character not shown as itself (:func:`is_shown`: controls,
+    bidirectional overrides, zero-width characters, lone surrogates…) written as an escape
+    (``\\x1b``; ``\\u202e`` from DEL on, which is also how JSON writes them), so a
+    terminal shows them instead of acting on them; the characters in ``keep`` stay.
+
+    >>> printable("invoice\u202egnp.exe")
+    'invoice\\\\u202egnp.exe'
+    """
+    if not _SUSPECT.search(text):
         return text
-    return _CONTROL_ALL.sub(lambda m: m.group() if m.group() in keep else _escaped(m.group()), text)
+    return _SUSPECT.sub(lambda m: m.group() if m.group() in keep or is_shown(m.group()) else _escaped(m.group()),
+                        text)
 
 
 class EscapedStream:
@@ -79,8 +100,8 @@ class EscapedStream:
 
 def markdown_text(text: Any) -> str:
     """``text`` safe inside Markdown (and HTML): one line, Markdown and HTML characters
-    escaped, control characters removed."""
-    line = " ".join(_CONTROL_ALL.sub(" ", str(text)).split())
+    escaped, characters not shown as themselves (:func:`is_shown`) turned into spaces."""
+    line = " ".join(_SUSPECT.sub(lambda m: m.group() if is_shown(m.group()) else " ", str(text)).split())
     line = "".join(_HTML.get(c, c) for c in line)
     return _MARKDOWN.sub(r"\\\1", line)
 
@@ -90,7 +111,7 @@ def safe_url(url: Any) -> str | None:
     angle brackets or control characters), else None."""
     if not isinstance(url, str) or len(url) > 2048:
         return None
-    if re.search(r"[\s<>\"'`\\]", url) or _CONTROL_ALL.search(url):
+    if re.search(r"[\s<>\"'`\\]", url) or not url.isprintable():
         return None
     try:
         parts = urlsplit(url)

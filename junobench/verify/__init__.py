@@ -22,7 +22,7 @@ from typing import Any
 
 from junobench import vocab
 from junobench.data import layout
-from junobench.data.snapshot import DEFAULT_SOURCE, SAMPLE, hub_files, hub_repo, resolve
+from junobench.data.snapshot import DEFAULT_SOURCE, SAMPLE, hub_files, hub_repo, resolve, resolve_cases
 from junobench.envs.check import kernel_environment
 from junobench.envs.environment import snapshot_environment
 from junobench.envs.kernel import KernelTarget, env_kernel, own_kernel
@@ -111,7 +111,9 @@ def verify(
     # On a cluster, workers fetch their own case from the Hub (with its data) rather than
     # receiving it from here: this machine reads the tables and notebooks only.
     repo = hub_repo(source) if runner.remote else None
-    root = resolve(source, revision=revision, include_data=repo is None)
+    root = resolve(source, revision=revision) if repo is not None else resolve_cases(
+        source, case_ids, revision=revision,
+        choose=(lambda tables: [s.case_id for s in case_specs(tables, filters=filters)]) if filters else None)
     present = None if repo is None else hub_files(repo, revision=revision)
     specs = case_specs(root, case_ids, filters=filters, present=present)
     if not specs:

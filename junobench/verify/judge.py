@@ -20,8 +20,12 @@ from dataclasses import dataclass
 OK, ERROR, TIMEOUT = "ok", "error", "timeout"
 #: How a verdict on a notebook that ran out of memory starts.
 OUT_OF_MEMORY = "out of memory"
-#: Failures that are a limit of the sandbox, not a broken kernel (said as they are).
-LIMITS = (OUT_OF_MEMORY, "too many processes")
+#: How the failure of a replay starts whose notebook changed how its kernel runs code (an
+#: input transformer, a trace function): later cells' outcomes are not trusted.
+TAMPERED = "tampered"
+#: Failures that are a limit of the sandbox, or a notebook that tampered with its kernel,
+#: not a broken kernel (said as they are).
+LIMITS = (OUT_OF_MEMORY, "too many processes", TAMPERED)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,4 +171,6 @@ def _where(index: int, target: int, *, first_run: bool) -> str:
 
 def _exc(step: StepOutcome) -> str:
     value = (step.evalue or "").strip().splitlines()
+    if step.ename is None:  # an error junobench saw but could not read (a reply too large)
+        return f"an error ({value[0]})" if value and value[0] else "an error"
     return f"{step.ename}: {value[0]}" if value and value[0] else str(step.ename)

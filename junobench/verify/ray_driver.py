@@ -520,7 +520,9 @@ class ClusterDriver:
             fault = await self._wait(self._submit(task, shipment), None,
                                      None if running is None else ready + running, number)
             return self._last if fault is None else fault
-        worker = await self._take_worker()
+        worker = await self._placed_worker(number)
+        if isinstance(worker, _Attempt):
+            return worker
         name = f"junobench:{task.key}"
         more = self.o.expected - self._submitted >= self.jobs  # start the worker's next kernel now
         fault = await self._wait(worker.prepare.options(name=name).remote(without_places(task), shipment.chunks, more),
@@ -580,6 +582,35 @@ class ClusterDriver:
             if not self.frozen(worker):
                 return worker
             self._give_back(worker, replace=True)
+
+    async def _placed_worker(self, number: int) -> Any:
+        """An idle long-lived worker, once the cluster has placed it (the attempt's deadlines
+        start then: waiting for a free CPU, which other jobs on the cluster may hold, is
+        queueing, not a fault); the :class:`_Attempt` of its fault when it cannot be made. A
+        worker still waiting when the cluster shrank below the workers is dropped."""
+        while True:
+            worker = await self._take_worker()
+            place = self._places.get(worker)
+            if place is None:
+                return worker
+            placing = asyncio.ensure_future(_outcome(place))
+            try:
+                while not placing.done() and self.lost is None and self._workers <= self.jobs:
+                    await asyncio.wait({placing}, timeout=WATCH_EVERY)
+            except asyncio.CancelledError:
+                placing.cancel()
+                self._give_back(worker)
+                raise
+            if placing.done():
+                placing.exception()  # seen here; _wait reads the answer again and judges it
+                fault = await self._wait(place, worker, None, number)
+                return worker if fault is None else fault
+            placing.cancel()
+            if self.lost is not None:
+                self._give_back(worker)
+                return _Attempt(f"attempt {number}: {self.lost}", False)
+            self._workers -= 1  # the cluster shrank: this worker will not be placed
+            self._kill(worker)
 
     def _give_back(self, worker: Any, *, replace: bool = False) -> None:
         """Return a long-lived worker to the idle ones (a new one in place of a dead one, as

@@ -34,8 +34,8 @@ from junobench.envs.kernel import KERNEL_NAME, KernelTarget, StartedKernel, own_
 from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
 from junobench.safety.env import scrub
-from junobench.verify.judge import ERROR, OK, TIMEOUT, RunLog, StepOutcome
-from junobench.verify.outputs import bounded_client
+from junobench.verify.judge import ERROR, OK, TAMPERED, TIMEOUT, RunLog, StepOutcome
+from junobench.verify.outputs import bounded_client, refused_reply
 
 T = TypeVar("T")
 
@@ -140,6 +140,7 @@ async def replay(
     started = time.perf_counter()
     running: StartedKernel | None = None
     limit: str | None = None
+    tail = ""
     try:
         # Started and stopped here rather than with client.async_setup_kernel(), which
         # takes over SIGINT: Ctrl-C must cancel the whole run (and kill every kernel).
@@ -155,8 +156,10 @@ async def replay(
             kernel_seconds = time.perf_counter() - started + running.waited
             kernel_pid = running.pid
             client.km, client.kc = running.km, running.kc
+            await asyncio.to_thread(running.hand_over)  # the task's files, copied in after it started
             if running.sandbox.max_output:
                 client.watch()
+            await client.probe(STARTUP_TIMEOUT)
             for step in steps:
                 current = step.code_cell_index
                 position = positions[current]
@@ -164,28 +167,37 @@ async def replay(
                 replies.clear()
                 client.new_run()
                 try:
-                    await client.async_execute_cell(cell, position)
+                    refused = await client.run(cell, position, running.limit)
                 except CellTimeoutError:
                     outcomes.append(StepOutcome(step.code_cell_index, TIMEOUT))
                     break
                 await client.recover(cell)
-                outcomes.append(_outcome(step.code_cell_index, cell, replies))
+                unread = refused_reply(running.sandbox.max_output)
+                outcomes.append(StepOutcome(step.code_cell_index, ERROR, None, unread) if refused
+                                else _outcome(step.code_cell_index, cell, replies))
                 if outcomes[-1].status != OK:
+                    break
+                changed = client.tampered(replies[-1]) if replies else []
+                if changed:
+                    failure = (f"{TAMPERED}: code cell {step.code_cell_index} changed how the kernel runs code "
+                               f"({', '.join(changed)}), so later cells may not run as written")
                     break
             else:
                 current = None
                 if after is not None:
                     await after(client)
         finally:
+            client.unwatch()
             client.km = client.kc = None
             if running is not None:
                 limit = running.limit()  # before its runtime folder goes
+                tail = running.log_tail()
                 await running.shutdown()
     except DeadKernelError:
         where = f" while running code cell {current}" if current is not None else ""
-        failure = f"{limit}{where}" if limit else f"the kernel died{where}" + _last_line(kernel_log)
+        failure = f"{limit}{where}" if limit else f"the kernel died{where}" + _last_line(tail)
     except (RuntimeError, OSError, TimeoutError) as error:
-        failure = f"{type(error).__name__}: {error}" + _last_line(kernel_log)
+        failure = f"{type(error).__name__}: {error}" + _last_line(tail)
     if not kernel_seconds:
         kernel_seconds = time.perf_counter() - started
     return RunLog(
@@ -210,14 +222,13 @@ def _outcome(index: int, cell: Any, replies: list[dict[str, Any]]) -> StepOutcom
     return StepOutcome(index, OK)
 
 
-def _last_line(path: str | Path | None) -> str:
-    if path is None:
-        return ""
-    try:
-        lines = [ln for ln in Path(path).read_text(errors="replace").splitlines() if ln.strip()]
-    except OSError:
-        return ""
-    return f" ({lines[-1].strip()})" if lines else ""
+def _last_line(tail: str) -> str:
+    """`` (the last line)`` of the end of a kernel's log (:meth:`StartedKernel.log_tail`)."""
+    lines = [ln for ln in tail.splitlines() if ln.strip()]
+    return f" ({lines[-1].strip()[:500]})" if lines else ""
+
+
+
 
 
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:

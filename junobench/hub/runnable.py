@@ -1,0 +1,136 @@
+"""What makes an export runnable: the snapshot layout beside the parquet configs.
+
+An export carries, besides its parquet files, card and ``croissant.json``, the snapshot it
+was made from in the published layout: ``benchmark_desc.xlsx``, the diagnosis table,
+``VERSION``, the environment's files and, for every exported case, its folder
+``benchmark/<case>/`` (notebooks, ``provenance.json``, ``data/`` with the input data and
+their metadata files). ``verify``, ``checkout``, ``runtime-info`` and ``env`` then work on a
+released version by its Hub id and revision; the card's YAML names the parquet files only,
+so stock ``datasets.load_dataset`` reads the configs as before.
+
+Input data go out under the licence policy ``validate`` applies
+(:class:`junobench.data.licences.LicencePolicy`): each data file of a dataset whose licence
+is unknown or outside the allow-list is named, as a warning (``warn``, the default) or as
+a refusal of the whole export (``error``); ``off`` says nothing.
+
+>>> from junobench.data.snapshot import sample_path
+>>> files = layout_files(sample_path(), ["pandas_1"])
+>>> sorted(f for f in files if f.startswith("benchmark/"))
+['benchmark/pandas_1/data/passengers.csv', 'benchmark/pandas_1/data/passengers.metadata.json', \
+'benchmark/pandas_1/pandas_1.ipynb', 'benchmark/pandas_1/pandas_1_fixed.ipynb', \
+'benchmark/pandas_1/pandas_1_reproduced.ipynb']
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Sequence
+from pathlib import Path
+
+from junobench.data import layout
+from junobench.data.licences import LicencePolicy
+from junobench.errors import JunoBenchError
+from junobench.safety.paths import is_within, link_root, open_regular
+
+#: What the export does with a licence outside the policy (as ``validate``'s modes).
+LICENCE_MODES = ("warn", "error", "off")
+
+
+def layout_files(root: str | Path, case_ids: Sequence[str]) -> dict[str, Path]:
+    """Export name → file of the snapshot, for the layout's root files and the folders of
+    ``case_ids``. Links inside the snapshot are carried as the files they point to; a link
+    out of it, or anything but a regular file, is a :class:`JunoBenchError` naming it."""
+    from junobench.envs.environment import SNAPSHOT_FOLDER
+
+    root = Path(root)
+    found: dict[str, Path] = {}
+    for name in (layout.DESC_TABLE, layout.DIAGNOSIS_TABLE, layout.VERSION_FILE):
+        if os.path.lexists(root / name):
+            found[name] = _regular(root, root / name)
+    environment = root / SNAPSHOT_FOLDER
+    if environment.is_dir() and not environment.is_symlink():
+        for path in sorted(environment.iterdir()):
+            if path.is_file() and not path.is_symlink():
+                found[f"{SNAPSHOT_FOLDER}/{path.name}"] = path
+    for case_id in case_ids:
+        folder = layout.case_dir(root, case_id)
+        for current, folders, files in os.walk(folder, followlinks=False):
+            folders.sort()
+            here = Path(current)
+            for name in sorted(files + [f for f in folders if (here / f).is_symlink()]):
+                path = here / name
+                found[path.relative_to(root).as_posix()] = _regular(root, path)
+    return found
+
+
+def _regular(root: Path, path: Path) -> Path:
+    if path.is_symlink() and not is_within(path, link_root(root)):
+        raise JunoBenchError("a link out of the snapshot: not exported", file=path,
+                             hint="copy the file into the snapshot instead of linking it")
+    try:
+        mode = path.stat().st_mode
+    except OSError as error:
+        raise JunoBenchError(f"cannot read ({error.strerror or error})", file=path) from None
+    if not stat.S_ISREG(mode):
+        raise JunoBenchError("not a regular file: not exported", file=path,
+                             hint="an export carries regular files only")
+    return path
+
+
+def copy_files(files: dict[str, Path], into: Path) -> None:
+    """Copy ``files`` (export name → file) into the folder ``into``."""
+    for name, source in sorted(files.items()):
+        target = into / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with os.fdopen(open_regular(source), "rb") as reader, open(target, "xb") as writer:
+            shutil.copyfileobj(reader, writer, 1 << 20)
+
+
+def restricted_data(root: str | Path, case_ids: Sequence[str], files: Sequence[str],
+                    policy: LicencePolicy) -> list[str]:
+    """One line per exported data file whose dataset's licence is unknown or outside
+    ``policy``: ``benchmark/<case>/data/<file>: licence '…' (dataset '…')``."""
+    from junobench.data.metadata import load_metadata_json
+
+    root = Path(root)
+    exported = set(files)
+    lines = []
+    for case_id in case_ids:
+        for path in layout.metadata_files(root, case_id):
+            try:
+                meta = load_metadata_json(path, case=case_id)
+            except JunoBenchError:
+                continue  # validate reports it
+            if not isinstance(meta, dict):
+                continue
+            licence = meta.get("license")
+            verdict = policy.verdict(licence if isinstance(licence, str) else None)
+            if verdict == "allowed":
+                continue
+            what = "unknown licence" if verdict == "unknown" else "licence not in the allow-list"
+            for listed in meta.get("files") or []:
+                name = f"{layout.BENCHMARK_DIR}/{case_id}/{layout.DATA_DIR}/{listed}"
+                if name in exported:
+                    lines.append(f"{name}: {what} ({licence or 'none stated'}; dataset "
+                                 f"{meta.get('title') or layout.dataset_name(path)!r})")
+                else:  # a listed folder: its files
+                    lines += [f"{f}: {what} ({licence or 'none stated'}; dataset "
+                              f"{meta.get('title') or layout.dataset_name(path)!r})"
+                              for f in sorted(exported) if f.startswith(name + "/")]
+    return lines
+
+
+def apply_licence_policy(lines: Sequence[str], mode: str) -> list[str]:
+    """The warnings of :func:`restricted_data`'s ``lines`` under ``mode``; with ``error``, a
+    :class:`JunoBenchError` naming every file."""
+    if mode not in LICENCE_MODES:
+        raise JunoBenchError(f"unknown licence policy {mode!r}", hint=f"use one of {', '.join(LICENCE_MODES)}")
+    if not lines or mode == "off":
+        return []
+    if mode == "error":
+        raise JunoBenchError(f"{len(lines)} data file(s) may not be redistributed: " + "; ".join(lines),
+                             hint="replace the data (construct synthetic), allow the licence "
+                                  "(--allow-licence, --licences), or --licence-policy warn")
+    return [f"redistributed under the licence policy's warning: {line}" for line in lines]

@@ -1,0 +1,169 @@
+"""Mining notebooks in parallel, results in input order: worker processes here, or Ray tasks.
+
+:func:`mined_in_order` cuts the stream of notebooks into batches and mines each batch with
+:func:`mine_batch` (a pure function: the same batch gives the same rows anywhere), in this
+process (one job), in ``jobs`` worker processes, or as Ray tasks; the batches' rows come back
+in input order, and at most ``2 × jobs`` batches are in flight, so memory does not grow with
+the corpus. Local workers read the notebook files themselves; a Ray task is sent the bytes
+(read here, bounded), so no shared file system is needed.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from junobench.errors import JunoBenchError
+from junobench.mining.inputs import read_source
+from junobench.mining.rows import Execution, Item, Limits, Mined, mine_notebook
+from junobench.mining.summary import Summary
+
+#: Notebooks per batch sent to a worker.
+BATCH = 32
+
+
+@dataclass(frozen=True)
+class Job:
+    """One notebook of a batch: what to call it, where to read it (or its bytes, or why it
+    cannot be read), and how junobench's run of it went."""
+
+    item: Item
+    path: Path | None = None
+    raw: bytes | None = None
+    problem: str | None = None
+    execution: Execution | None = None
+
+
+@dataclass
+class MinedBatch:
+    """The rows of a batch of notebooks as Arrow record batches (config → batch), their
+    counts, and how many notebooks they are (what a worker sends back)."""
+
+    batches: dict[str, Any]
+    summary: Summary
+    notebooks: int
+
+
+def mine_batch(jobs: Sequence[Job], limits: Limits) -> MinedBatch:
+    """The rows of each notebook of a batch, as record batches, and their counts."""
+    from junobench.mining.write import record_batch
+
+    summary = Summary()
+    rows: dict[str, list[dict[str, Any]]] = {"notebooks": [], "cells": [], "figures": []}
+    for mined in mined_rows(jobs, limits):
+        rows["notebooks"].append(mined.notebook)
+        rows["cells"].extend(mined.cells)
+        rows["figures"].extend(mined.figures)
+        summary.add_notebook(mined.notebook, len(mined.cells))
+        for figure in mined.figures:
+            summary.add_figure(figure)
+    return MinedBatch({config: record_batch(config, found) for config, found in rows.items()}, summary, len(jobs))
+
+
+def mined_rows(jobs: Sequence[Job], limits: Limits) -> list[Mined]:
+    """The rows of each notebook of a batch."""
+    out = []
+    for job in jobs:
+        raw, problem, size = job.raw, job.problem, None
+        if raw is None and problem is None and job.path is not None:
+            try:
+                raw = read_source(job.path, limits.notebook_bytes)
+            except OSError as error:
+                problem = error.strerror or str(error)
+                raw = None
+        if raw is None and problem is None:
+            problem = "not read"
+        out.append(mine_notebook(job.item, raw, size=size, problem=problem, execution=job.execution,
+                                 limits=limits))
+    return out
+
+
+def mined_in_order(jobs: Iterable[Job], limits: Limits, *, workers: int = 1, executor: str = "local",
+                   ray_address: str | None = None) -> Iterator[MinedBatch]:
+    """The rows of every notebook of ``jobs``, batch by batch, in order."""
+    batches = _batches(jobs, BATCH)
+    if executor == "ray":
+        yield from _on_ray(batches, limits, workers, ray_address)
+        return
+    if executor != "local":
+        raise JunoBenchError(f"unknown executor {executor!r}", hint="use local or ray")
+    if workers <= 1:
+        for batch in batches:
+            yield mine_batch(batch, limits)
+        return
+    yield from _in_processes(batches, limits, workers)
+
+
+def _batches(jobs: Iterable[Job], size: int) -> Iterator[list[Job]]:
+    iterator = iter(jobs)
+    while batch := list(itertools.islice(iterator, size)):
+        yield batch
+
+
+def _bounded(submit: Callable[[list[Job]], Any], result: Callable[[Any], MinedBatch],
+             batches: Iterator[list[Job]], window: int) -> Iterator[MinedBatch]:
+    """Submit batches, at most ``window`` in flight, and yield their rows in order."""
+    pending: collections.deque[Any] = collections.deque()
+    for batch in batches:
+        pending.append(submit(batch))
+        while len(pending) >= window:
+            yield result(pending.popleft())
+    while pending:
+        yield result(pending.popleft())
+
+
+def _in_processes(batches: Iterator[list[Job]], limits: Limits, workers: int) -> Iterator[MinedBatch]:
+    import concurrent.futures
+    import multiprocessing
+
+    # fork: a worker starts at once and does not import the caller's main module again (a
+    # script calling mine() needs no ``if __name__ == "__main__"`` guard); forkserver elsewhere.
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "forkserver")
+    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        try:
+            yield from _bounded(lambda batch: pool.submit(mine_batch, batch, limits),
+                                lambda future: future.result(), batches, 2 * workers)
+        except BaseException:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+
+
+def _on_ray(batches: Iterator[list[Job]], limits: Limits, workers: int,
+            address: str | None) -> Iterator[MinedBatch]:
+    from junobench.verify.ray_driver import require_ray
+
+    ray = require_ray()
+    started = False
+    if not ray.is_initialized():
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="error")
+        except Exception as error:  # Ray raises many types for a cluster it cannot reach
+            raise JunoBenchError(f"cannot join or start the Ray cluster ({str(error)[:200]})",
+                                 hint="check --ray-address / RAY_ADDRESS") from None
+        started = True
+    try:
+        remote = ray.remote(num_cpus=1, max_retries=2)(mine_batch)
+        window = 2 * max(workers, int(ray.cluster_resources().get("CPU", 1)))
+
+        def submit(batch: list[Job]) -> Any:
+            return remote.remote([_with_bytes(job, limits) for job in batch], limits)
+
+        yield from _bounded(submit, ray.get, batches, window)
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def _with_bytes(job: Job, limits: Limits) -> Job:
+    """``job`` with its notebook's bytes read here (a Ray worker may be on another machine)."""
+    if job.path is None or job.raw is not None or job.problem is not None:
+        return job
+    try:
+        return Job(job.item, None, read_source(job.path, limits.notebook_bytes), None, job.execution)
+    except OSError as error:
+        return Job(job.item, None, None, error.strerror or str(error), job.execution)

@@ -1,0 +1,238 @@
+"""Hand review of a mined corpus: a reproducible sample of figures in a sheet, its labels
+read back beside the automatic ones, with agreement.
+
+:func:`write_sheet` draws ``n`` figures at random (``seed``: the same corpus and seed give
+the same sample) and writes them to an xlsx sheet, one row each: the figure's id, notebook
+and cell, a thumbnail of its image, its code and the markdown before it; and empty columns
+for the reviewer, ``kind``, ``purpose`` and ``stage``, with drop-down lists of the mapping's
+purposes and the benchmark's pipeline stages. The automatic labels are not in the sheet
+(the reviewer labels blind, as the annotation sheets of the diagnoses do,
+:mod:`junobench.detection.annotation`); they are in the mined corpus, keyed by the figure id.
+
+:func:`read_review` reads a filled sheet back: each label beside the automatic one, and per
+field the agreement of reviewer and mapping over the figures the reviewer labelled (raw
+agreement and Cohen's κ, :mod:`junobench.detection.agreement`).
+"""
+
+from __future__ import annotations
+
+import io
+import random
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from junobench import vocab
+from junobench.errors import JunoBenchError
+from junobench.mining.kinds import PURPOSES
+
+SHEET = "Figures"
+LISTS = "Lists"
+COLUMNS: tuple[str, ...] = ("item", "figure", "notebook", "cell", "image", "code", "markdown", "kind", "purpose",
+                            "stage", "comment")
+#: The fields the reviewer labels, compared with the automatic ones.
+FIELDS: tuple[str, ...] = ("kind", "purpose", "stage")
+#: What the reviewer writes for "no stage" / "no kind": the automatic value is null.
+NONE = "none"
+THUMBNAIL = 240  # pixels, the longest side of a picture in the sheet
+ROW_HEIGHT = 185  # points
+_CELL_LIMIT = 32000
+
+
+def sample_ids(mined: str | Path, n: int, seed: int) -> list[str]:
+    """``n`` figure ids drawn at random (all of them when there are fewer), in drawn order."""
+    import pyarrow.parquet as pq
+
+    from junobench.mining.features import PARQUET
+    from junobench.mining.write import read_manifest
+
+    folder = Path(mined)
+    read_manifest(folder, hint="give the folder `junobench mine --out` wrote")
+    if n < 1:
+        raise JunoBenchError(f"--sample must be at least 1, got {n}")
+    ids = pq.read_table(folder / PARQUET["figures"], columns=["figure"]).column("figure").to_pylist()
+    return random.Random(seed).sample(ids, min(n, len(ids)))
+
+
+def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) -> tuple[Path, int]:
+    """Write the review sheet of ``n`` figures of the mined corpus ``mined`` (see the
+    module's notes); returns its path and the number of figures in it."""
+    from openpyxl import Workbook
+    from openpyxl.worksheet.datavalidation import DataValidation
+
+    from junobench.mining.kinds import chart_kinds
+    from junobench.safety.atomic import atomic_path
+
+    sheet = Path(sheet)
+    if sheet.suffix.lower() != ".xlsx":
+        raise JunoBenchError("the review sheet is an .xlsx file", file=sheet)
+    if sheet.exists() or sheet.is_symlink():
+        raise JunoBenchError("exists already: a filled sheet would be lost", file=sheet,
+                             hint="choose a new file name")
+    chosen = sample_ids(mined, n, seed)
+    rows = _figures(Path(mined), set(chosen))
+    workbook = Workbook()
+    ws = workbook.create_sheet(SHEET)
+    workbook.remove(workbook.worksheets[0])
+    ws.append(list(COLUMNS))
+    lists = workbook.create_sheet(LISTS)
+    kinds = sorted({entry[0] if isinstance(entry, list) else entry["default"][0]
+                    for table in chart_kinds().charts.values() for entry in table.values()} | {NONE})
+    for column, values in enumerate((kinds, [*PURPOSES, NONE], [*vocab.PIPELINE_STAGES, NONE]), start=1):
+        for row, value in enumerate(values, start=1):
+            lists.cell(row=row, column=column, value=value)
+    lists.sheet_state = "hidden"
+    for number, figure_id in enumerate(chosen, start=1):
+        found = rows[figure_id]
+        ws.append([f"F{number:04d}", figure_id, found["notebook"], found["cell"], None, _text(found["code"] or ""),
+                   _text(found["markdown"] or ""), None, None, None, None])
+        line = number + 1
+        ws.row_dimensions[line].height = ROW_HEIGHT
+        thumbnail = _thumbnail(found)
+        if thumbnail is not None:
+            ws.add_image(thumbnail, f"E{line}")
+        else:
+            ws.cell(row=line, column=5, value=_text(found["problem"] or found["text"] or found["mime"] or ""))
+    for cells in ws.iter_rows(min_row=2, max_col=len(COLUMNS)):
+        for cell in cells:
+            if isinstance(cell.value, str):
+                cell.data_type = "s"  # text, never a formula
+    for letter, count in (("H", len(kinds)), ("I", len(PURPOSES) + 1), ("J", len(vocab.PIPELINE_STAGES) + 1)):
+        source = {"H": "A", "I": "B", "J": "C"}[letter]
+        rule = DataValidation(type="list", formula1=f"{LISTS}!${source}$1:${source}${count}", allow_blank=True)
+        ws.add_data_validation(rule)
+        if chosen:
+            rule.add(f"{letter}2:{letter}{len(chosen) + 1}")
+    for letter, width in zip("ABCDEFGHIJK", (7, 30, 24, 6, 36, 50, 30, 18, 18, 20, 24), strict=True):
+        ws.column_dimensions[letter].width = width
+    ws.freeze_panes = "A2"
+    with atomic_path(sheet, suffix=".xlsx") as temporary:
+        workbook.save(temporary)
+    return sheet, len(chosen)
+
+
+def _figures(folder: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
+    """The rows of the figures ``wanted``, read batch by batch (only those are kept)."""
+    import pyarrow.parquet as pq
+
+    from junobench.mining.features import PARQUET
+
+    found: dict[str, dict[str, Any]] = {}
+    columns = ["figure", "notebook", "cell", "image", "mime", "text", "code", "markdown", "problem", *FIELDS]
+    for batch in pq.ParquetFile(folder / PARQUET["figures"]).iter_batches(columns=columns, batch_size=200):
+        for row in batch.to_pylist():
+            if row["figure"] in wanted:
+                found[row["figure"]] = row
+    return found
+
+
+def _thumbnail(row: Mapping[str, Any]) -> Any:
+    """The figure's image scaled down for the sheet (an openpyxl image), or None."""
+    from openpyxl.drawing.image import Image as SheetImage
+    from PIL import Image
+
+    image = row.get("image") or {}
+    data = image.get("bytes") if isinstance(image, dict) else None
+    if not data:
+        return None
+    try:
+        picture = Image.open(io.BytesIO(data))
+        picture.thumbnail((THUMBNAIL, THUMBNAIL))
+        buffer = io.BytesIO()
+        picture.convert("RGBA").save(buffer, format="PNG")
+    except Exception:  # a picture Pillow cannot draw is left out of the sheet, not fatal
+        return None
+    buffer.seek(0)
+    return SheetImage(buffer)
+
+
+def _text(value: str) -> str:
+    clean = "".join(c for c in value if c in "\n\t" or ord(c) >= 32)
+    return clean if len(clean) <= _CELL_LIMIT else clean[: _CELL_LIMIT - 1] + "…"
+
+
+@dataclass
+class Review:
+    """A filled sheet read back: each reviewed figure's labels beside the automatic ones,
+    and per field the agreement over the figures the reviewer labelled."""
+
+    labels: list[dict[str, Any]] = field(default_factory=list)
+    agreement: dict[str, Any] = field(default_factory=dict)
+    unlabelled: list[str] = field(default_factory=list)
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One row per field: figures compared, agreed, raw agreement, κ."""
+        return [{"field": name, **(value.to_dict() if value is not None else {"n": 0})}
+                for name, value in self.agreement.items()]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"agreement": {k: (v.to_dict() if v is not None else None) for k, v in self.agreement.items()},
+                "labels": self.labels, "unlabelled": self.unlabelled}
+
+
+def read_review(mined: str | Path, sheet: str | Path) -> Review:
+    """The labels of a filled review ``sheet`` of the mined corpus ``mined`` beside the
+    automatic ones, with agreement per field (see the module's notes)."""
+    from python_calamine import CalamineError, CalamineWorkbook
+
+    from junobench.detection.agreement import agreement
+    from junobench.mining.write import read_manifest
+    from junobench.safety.paths import require_regular
+
+    folder, sheet = Path(mined), Path(sheet)
+    read_manifest(folder, hint="give the folder `junobench mine --out` wrote")
+    try:
+        require_regular(sheet)
+        values = CalamineWorkbook.from_path(str(sheet)).get_sheet_by_name(SHEET).to_python()
+    except (CalamineError, OSError, ValueError, KeyError) as error:
+        raise JunoBenchError(f"cannot read sheet {SHEET!r} ({error})", file=sheet) from None
+    if not values or [str(c) for c in values[0][: len(COLUMNS)]] != list(COLUMNS):
+        raise JunoBenchError("not a review sheet of junobench figures (its header changed)", file=sheet,
+                             hint="fill in the kind, purpose and stage columns of the sheet written by "
+                                  "`junobench figures --sample`")
+    given: dict[str, dict[str, str | None]] = {}
+    review = Review()
+    index = {name: COLUMNS.index(name) for name in ("figure", *FIELDS)}
+    for number, row in enumerate(values[1:], start=2):
+        cells = list(row) + [None] * (len(COLUMNS) - len(row))
+        figure = cells[index["figure"]]
+        if figure in (None, ""):
+            continue
+        if not isinstance(figure, str) or figure in given:
+            raise JunoBenchError(f"row {number}: figure {figure!r} is not a figure id, or is there twice", file=sheet)
+        labels = {name: _label(cells[index[name]], name, number, sheet) for name in FIELDS}
+        if all(v is None for v in labels.values()):
+            review.unlabelled.append(figure)
+            continue
+        given[figure] = labels
+    automatic = _figures(folder, set(given))
+    missing = sorted(set(given) - set(automatic))
+    if missing:
+        raise JunoBenchError(f"{len(missing)} figures of the sheet are not in the mined corpus "
+                             f"({', '.join(missing[:3])})", file=sheet,
+                             hint="read the sheet back against the corpus it was drawn from")
+    pairs: dict[str, tuple[list[str], list[str]]] = {name: ([], []) for name in FIELDS}
+    for figure, labels in given.items():
+        entry: dict[str, Any] = {"figure": figure}
+        for name in FIELDS:
+            mine_value = automatic[figure][name] or NONE
+            entry[name] = labels[name]
+            entry[f"automatic {name}"] = mine_value
+            if labels[name] is not None:
+                pairs[name][0].append(labels[name] or NONE)
+                pairs[name][1].append(mine_value)
+        review.labels.append(entry)
+    review.agreement = {name: agreement(*pairs[name]) if pairs[name][0] else None for name in FIELDS}
+    return review
+
+
+def _label(value: Any, name: str, number: int, sheet: Path) -> str | None:
+    """A reviewer's label, checked against its field's vocabulary (None: left empty)."""
+    if value in (None, ""):
+        return None
+    text = str(value).strip()
+    allowed = {"purpose": (*PURPOSES, NONE), "stage": (*vocab.PIPELINE_STAGES, NONE)}.get(name)
+    if allowed is not None and text not in allowed:
+        raise JunoBenchError(f"row {number}: {name} {text[:60]!r} is not one of: {', '.join(allowed)}", file=sheet)
+    return text

@@ -1,0 +1,216 @@
+"""Writing a mined corpus: parquet streamed as notebooks are mined, then the card, the
+Croissant metadata and the manifest; the whole folder swapped in at the end.
+
+::
+
+    <out>/README.md                          dataset card: YAML configs + features, the summary
+    <out>/notebooks/train-00000-of-00001.parquet
+    <out>/cells/train-00000-of-00001.parquet
+    <out>/figures/train-00000-of-00001.parquet   images as datasets.Image (bytes), row groups of 100
+    <out>/croissant.json                     Croissant 1.0 (images as sc:ImageObject)
+    <out>/checksums.json                     sha256 and size of every file, row counts, mapping version
+
+Rows go to the parquet files in row groups as they arrive (:class:`CorpusWriter`): no more
+than a row group's rows are held, whatever the corpus' size. The folder is written beside
+``out`` and swapped in when complete (:mod:`junobench.safety.atomic`): a failed or
+interrupted run leaves an earlier output as it was, and a run replaces only an earlier
+mined corpus (its manifest lists its files), never a folder holding anything else.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from junobench.errors import JunoBenchError
+from junobench.hub.read_export import file_digest
+from junobench.mining.features import CONFIGS, DEFAULT_CONFIG, DESCRIPTIONS, KEYS, PARQUET, SPLIT, features
+from junobench.safety.atomic import locked, recover, remove_files, remove_tree, staging_folder, swap_in, write_text
+from junobench.safety.paths import read_regular, relative_name, unlisted_files
+
+CARD = "README.md"
+CROISSANT = "croissant.json"
+MANIFEST = "checksums.json"
+MANIFEST_FORMAT = "junobench-mined/1"
+FILES: frozenset[str] = frozenset({CARD, CROISSANT, MANIFEST, *PARQUET.values()})
+#: Rows per parquet row group: 100 figures (what the Hub's viewer reads at a time for
+#: images), many more of the small rows.
+ROW_GROUP: dict[str, int] = {"notebooks": 5000, "cells": 20000, "figures": 100}
+
+
+def record_batch(config: str, rows: list[dict[str, Any]]) -> Any:
+    """Rows of ``config`` as an Arrow record batch of its schema, built column by column
+    (ten times faster than ``RecordBatch.from_pylist`` on rows of images)."""
+    import pyarrow as pa
+
+    schema = features()[config].arrow_schema
+    return pa.RecordBatch.from_arrays([pa.array([row[f.name] for row in rows], type=f.type) for f in schema],
+                                      schema=schema)
+
+
+class CorpusWriter:
+    """Streams mined rows (Arrow record batches) into the three parquet files of
+    ``folder`` (a staging folder), in row groups of :data:`ROW_GROUP` rows whatever the
+    batches' sizes: the same rows give the same files."""
+
+    def __init__(self, folder: Path) -> None:
+        import pyarrow.parquet as pq
+
+        self.folder = folder
+        self.schemas = {config: features()[config].arrow_schema for config in CONFIGS}
+        self.writers: dict[str, Any] = {}
+        self.pending: dict[str, list[Any]] = {config: [] for config in CONFIGS}
+        self.waiting: dict[str, int] = dict.fromkeys(CONFIGS, 0)
+        self.rows: dict[str, int] = dict.fromkeys(CONFIGS, 0)
+        for config in CONFIGS:
+            path = folder / PARQUET[config]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # Images are PNG/JPEG already: compressing them again costs time and saves nothing.
+            compression = {column: "NONE" if column == "image.bytes" else "ZSTD"
+                           for column in _leaf_columns(self.schemas[config])}
+            self.writers[config] = pq.ParquetWriter(
+                path, self.schemas[config], compression=compression, use_dictionary=False,
+                write_statistics=[c for c in compression if c != "image.bytes"])
+
+    def add(self, batches: Mapping[str, Any]) -> None:
+        """Append record batches (config → batch) of mined rows."""
+        for config, batch in batches.items():
+            if batch.num_rows:
+                self.pending[config].append(batch)
+                self.waiting[config] += batch.num_rows
+            if self.waiting[config] >= ROW_GROUP[config]:
+                self._flush(config, whole=True)
+
+    def _flush(self, config: str, *, whole: bool = False) -> None:
+        """Write the pending rows (with ``whole``: only whole row groups, the rest kept)."""
+        import pyarrow as pa
+
+        if not self.pending[config]:
+            return
+        table = pa.Table.from_batches(self.pending[config], schema=self.schemas[config])
+        size = ROW_GROUP[config]
+        cut = table.num_rows - table.num_rows % size if whole else table.num_rows
+        if cut:
+            self.writers[config].write_table(table.slice(0, cut), row_group_size=size)
+            self.rows[config] += cut
+        rest = table.slice(cut)
+        self.pending[config] = rest.to_batches() if rest.num_rows else []
+        self.waiting[config] = rest.num_rows
+
+    def close(self) -> dict[str, int]:
+        """Write what is pending and close the files; the row count of each config."""
+        for config in CONFIGS:
+            self._flush(config)
+            self.writers[config].close()
+        return dict(self.rows)
+
+    def abort(self) -> None:
+        for writer in self.writers.values():
+            with contextlib.suppress(Exception):
+                writer.close()
+
+
+def _leaf_columns(schema: Any) -> list[str]:
+    """The dotted paths of a schema's leaf columns (``image.bytes``), as parquet names them."""
+    import pyarrow as pa
+
+    def leaves(name: str, kind: Any) -> list[str]:
+        if pa.types.is_struct(kind):
+            return [leaf for child in kind for leaf in leaves(f"{name}.{child.name}", child.type)]
+        if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+            return leaves(f"{name}.list.element", kind.value_type)
+        return [name]
+
+    return [leaf for field in schema for leaf in leaves(field.name, field.type)]
+
+
+def finish(folder: Path, rows: Mapping[str, int], summary: Mapping[str, Any], *, mapping: str,
+           inputs: list[str], repo_id: str, version: str) -> None:
+    """Write the card, ``croissant.json`` and the manifest of the parquet files in ``folder``."""
+    from junobench.mining.card import render_card, render_croissant
+
+    digests = {config: file_digest(folder / PARQUET[config]) for config in CONFIGS}
+    write_text(folder / CARD, render_card(rows, summary, digests, mapping=mapping, inputs=inputs,
+                                          repo_id=repo_id, version=version))
+    croissant = render_croissant(rows, summary, digests, mapping=mapping, repo_id=repo_id, version=version)
+    write_text(folder / CROISSANT, json.dumps(croissant, indent=2, ensure_ascii=False) + "\n")
+    manifest = {
+        "format": MANIFEST_FORMAT,
+        "files": {name: file_digest(folder / name) for name in sorted(FILES - {MANIFEST})},
+        "rows": dict(rows),
+        "mapping": mapping,
+        "inputs": inputs,
+    }
+    write_text(folder / MANIFEST, json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+
+
+@contextlib.contextmanager
+def replacing(out: Path) -> Iterator[Path]:
+    """A staging folder beside ``out`` to fill; swapped in at ``out`` when the block ends
+    without error (the earlier output's files then removed), removed otherwise."""
+    check_target(out)
+    with locked(out.parent):
+        recover(out, owned=_is_own_folder)
+        check_target(out)
+        staging = staging_folder(out)
+        try:
+            yield staging
+            old = swap_in(staging, out)
+        except BaseException:
+            remove_tree(staging)
+            raise
+        if old is not None:
+            remove_files(old, list(FILES))
+
+
+def check_target(out: Path) -> None:
+    """Refuse an ``out`` that is a link, a file, or a folder holding anything but an
+    earlier mined corpus."""
+    if out.is_symlink():
+        raise JunoBenchError("the output is a symbolic link", file=out, hint="give the real path of a folder")
+    if out.exists() and not out.is_dir():
+        raise JunoBenchError("the output exists and is not a folder", file=out, hint="choose a new folder")
+    if not out.is_dir() or not any(out.iterdir()):
+        return
+    hint = ("mine replaces only an earlier mined corpus, and nothing else: choose a new or empty folder, "
+            "or move those files away")
+    listed = read_manifest(out, hint=hint)
+    foreign = unlisted_files(out, set(listed) | {MANIFEST})
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f", … (+{len(foreign) - 5})" if len(foreign) > 5 else "")
+        raise JunoBenchError(f"the folder holds files mine did not write: {shown}", file=out, hint=hint)
+
+
+def read_manifest(folder: Path, *, hint: str | None = None) -> dict[str, Any]:
+    """The files an earlier mined corpus in ``folder`` lists (name → digest)."""
+    path = folder / MANIFEST
+    try:
+        data = json.loads(read_regular(path, limit=16 << 20).decode("utf-8"))
+    except FileNotFoundError:
+        raise JunoBenchError(f"the folder is not empty and holds no {MANIFEST}: not a mined corpus", file=folder,
+                             hint=hint) from None
+    except (OSError, ValueError, RecursionError) as error:
+        raise JunoBenchError(f"the manifest is unreadable ({str(error)[:120]})", file=path, hint=hint) from None
+    files = data.get("files") if isinstance(data, dict) and data.get("format") == MANIFEST_FORMAT else None
+    if not isinstance(files, dict) or not all(relative_name(n) == n and n in FILES for n in files):
+        raise JunoBenchError(f"not a {MANIFEST_FORMAT} manifest", file=path, hint=hint)
+    return files
+
+
+_TEMPORARY = re.compile(r"^(?:[^/]+/)?\.[^/]+\.tmp$")
+
+
+def _is_own_folder(folder: Path) -> bool:
+    """Whether a folder a killed run left beside the output holds only what mine writes."""
+    return not [n for n in unlisted_files(folder, set(FILES)) if not _TEMPORARY.match(n)]
+
+
+def config_rows(rows: Mapping[str, int]) -> dict[str, Any]:
+    """What the card says of each config: its description, row count, key and file."""
+    return {config: {"description": DESCRIPTIONS[config], "rows": rows.get(config, 0), "key": KEYS[config],
+                     "file": PARQUET[config], "default": config == DEFAULT_CONFIG, "split": SPLIT}
+            for config in CONFIGS}

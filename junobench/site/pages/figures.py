@@ -1,0 +1,143 @@
+"""The gallery of a mined corpus (``junobench site --figures DIR``, a folder written by
+``junobench mine``): its figures in a table filterable by kind, purpose, library and stage
+(the cases' filters, bars and sorting), each linking to a page of its notebook at its cell:
+the notebook's markdown and code cells, with the figures each cell drew.
+
+The gallery shows the first :data:`MAX_FIGURES` figures of the corpus (it says so when
+there are more); a notebook page is written for each notebook it shows. The corpus is
+read from its parquet files batch by batch; its images are checked to be PNG, JPEG or GIF
+by their first bytes before they become files of the site (:mod:`junobench.site.sanitize`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Iterable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from junobench.site import sanitize
+from junobench.site.cells import Cell, Images, code_lines, markdown_cell
+from junobench.site.pages import NavLink, Page
+from junobench.site.render import render_page
+
+#: Figures shown in the gallery at most (a page stays small whatever the corpus' size).
+MAX_FIGURES = 2000
+#: The fields the gallery filters by: field, title.
+FIELDS: tuple[tuple[str, str], ...] = (("kind", "kind"), ("purpose", "purpose"), ("library", "library"),
+                                      ("stage", "stage"))
+NONE = "(none)"
+_COLUMNS = ["figure", "notebook", "case_id", "version", "cell", "output", "image", "mime", "width", "height",
+            "kind", "purpose", "library", "stage", "problem", "calls"]
+
+
+def nav(data: Any) -> list[NavLink]:
+    return [NavLink("Figures", "figures/index.html")] if getattr(data, "figures", None) else []
+
+
+def notebook_path(notebook: str) -> str:
+    """The site path of a mined notebook's page (named by a digest of its id)."""
+    return f"figures/nb/{hashlib.sha256(notebook.encode('utf-8')).hexdigest()[:20]}.html"
+
+
+def pages(data: Any) -> Iterable[Page]:
+    folder = getattr(data, "figures", None)
+    if not folder:
+        return
+    from junobench.mining.write import read_manifest
+
+    corpus = read_manifest(Path(folder), hint="give --figures the folder `junobench mine --out` wrote")
+    digest = {name: entry["sha256"] for name, entry in corpus.items() if name.endswith(".parquet")}
+    figures, total = _figures(Path(folder))
+    yield Page("figures/index.html", {"corpus": digest, "limit": MAX_FIGURES},
+               partial(gallery_page, data, figures, total))
+    shown = list(dict.fromkeys(f["notebook"] for f in figures))
+    cells = _cells(Path(folder), set(shown))
+    for notebook in shown:
+        own = [f for f in figures if f["notebook"] == notebook]
+        yield Page(notebook_path(notebook), {"corpus": digest, "notebook": notebook, "limit": MAX_FIGURES},
+                   partial(notebook_page, data, notebook, cells.get(notebook, []), own))
+
+
+def _figures(folder: Path) -> tuple[list[dict[str, Any]], int]:
+    """The first :data:`MAX_FIGURES` figures (with their images) and how many there are."""
+    import pyarrow.parquet as pq
+
+    from junobench.mining.write import PARQUET
+
+    file = pq.ParquetFile(folder / PARQUET["figures"])
+    found: list[dict[str, Any]] = []
+    for batch in file.iter_batches(columns=_COLUMNS, batch_size=200):
+        found.extend(batch.to_pylist())
+        if len(found) >= MAX_FIGURES:
+            break
+    return found[:MAX_FIGURES], file.metadata.num_rows
+
+
+def _cells(folder: Path, notebooks: set[str]) -> dict[str, list[dict[str, Any]]]:
+    import pyarrow.parquet as pq
+
+    from junobench.mining.write import PARQUET
+
+    out: dict[str, list[dict[str, Any]]] = {}
+    columns = ["notebook", "cell", "cell_type", "source", "execution_count"]
+    for batch in pq.ParquetFile(folder / PARQUET["cells"]).iter_batches(columns=columns, batch_size=5000):
+        for row in batch.to_pylist():
+            if row["notebook"] in notebooks:
+                out.setdefault(row["notebook"], []).append(row)
+    return out
+
+
+def _image(figure: dict[str, Any], images: Images) -> str | None:
+    """The site link of a figure's image, when it is a PNG, JPEG or GIF (by its bytes)."""
+    data = (figure.get("image") or {}).get("bytes")
+    kind = sanitize.image_kind(data) if isinstance(data, bytes) else None
+    if not isinstance(data, bytes) or kind not in sanitize.EXTENSIONS:
+        return None
+    return images.add(data, kind)
+
+
+def _row(figure: dict[str, Any], images: Images) -> dict[str, Any]:
+    return {**{name: figure.get(name) or NONE for name, _ in FIELDS},
+            "figure": figure["figure"], "notebook": figure["notebook"], "cell": figure["cell"],
+            "href": notebook_path(figure["notebook"]).removeprefix("figures/") + f"#cell-{figure['cell']}",
+            "src": _image(figure, images), "mime": figure["mime"], "problem": figure.get("problem"),
+            "calls": ", ".join(dict.fromkeys(c["text"] for c in figure.get("calls") or []))}
+
+
+def gallery_page(data: Any, figures: list[dict[str, Any]], total: int) -> dict[str, bytes]:
+    images = Images(root="../")
+    rows = [_row(f, images) for f in figures]
+    dimensions = []
+    for name, title in FIELDS:
+        counts = Counter(row[name] for row in rows)
+        dimensions.append({"field": name, "title": title, "counts": sorted(counts.items(), key=lambda kv: -kv[1]),
+                           "most": max(counts.values(), default=0)})
+    page = render_page("figures.html.j2", root="../", title=f"Figures · {data.title}", data=data, rows=rows,
+                       total=total, dimensions=dimensions, folder=str(data.figures))
+    return {"figures/index.html": page, **{name.removeprefix("../"): content
+                                           for name, content in images.files.items()}}
+
+
+def notebook_page(data: Any, notebook: str, cells: list[dict[str, Any]],
+                  figures: list[dict[str, Any]]) -> dict[str, bytes]:
+    images = Images(root="../../")
+    by_cell: dict[int, list[dict[str, Any]]] = {}
+    for figure in figures:
+        by_cell.setdefault(figure["cell"], []).append(_row(figure, images))
+    shown = []
+    for cell in sorted(cells, key=lambda c: c["cell"]):
+        kind = cell["cell_type"]
+        view = Cell(cell["cell"], kind, cell["source"] or "", cell["execution_count"])
+        shown.append({"id": f"cell-{cell['cell']}", "kind": kind, "count": cell["execution_count"],
+                      "markdown": markdown_cell(view) if kind == "markdown" else None,
+                      "lines": code_lines(view.source) if kind == "code" else [],
+                      "figures": by_cell.get(cell["cell"], [])})
+    case = figures[0].get("case_id") if figures else None
+    cases = {c["case_id"] for c in data.cases}
+    page = render_page("notebook.html.j2", root="../../", title=f"{notebook} · {data.title}", data=data,
+                       notebook=notebook, cells=shown, case=case if case in cases else None)
+    return {notebook_path(notebook): page, **{name.removeprefix("../../"): content
+                                             for name, content in images.files.items()}}
