@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -163,10 +164,14 @@ def test_a_cluster_that_wants_a_token_or_runs_other_versions_or_no_ray_is_one_li
     finally:
         internal_kv._internal_kv_put(key, metadata, overwrite=True, namespace=namespace)
     monkeypatch.setenv("RAY_AUTH_MODE", "disabled")  # the driver sends no token; the cluster wants one
+    monkeypatch.setattr("junobench.verify.ray_executor.PROGRESS_AFTER", 0.1)  # less than the driver's start
+    executor, lines = RayExecutor(address=address), []
+    executor.notify = lines.append
     started = time.monotonic()
     with pytest.raises(JunoBenchError, match=r"the cluster requires token authentication \(auth required\)"):
-        run_sync(run_tasks(RayExecutor(address=address), []))
+        run_sync(run_tasks(executor, []))
     assert time.monotonic() - started < 30
+    assert lines and all(re.fullmatch(r"ray: [a-z].* \(\d+ s so far\)", line) for line in lines), lines
 
 
 def test_stopped_while_it_starts_its_own_instance(places):
