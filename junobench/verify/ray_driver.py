@@ -378,11 +378,12 @@ class ClusterDriver:
                                                        orphaned=max(60.0, 2 * self.o.liveness))
         self._places[worker] = worker.whereabouts.remote()
         self._alarms[worker] = asyncio.get_running_loop().create_future()
+        self._pinging[worker] = asyncio.ensure_future(self._ping(worker, self._places[worker]))
         return worker
 
     async def _ping_workers(self) -> None:
-        """Ping every long-lived worker every :data:`PING_EVERY` seconds; one that answered
-        once and has not answered since for ``liveness`` seconds is taken for frozen: its
+        """Ping every long-lived worker every :data:`PING_EVERY` seconds; one that has been
+        made and has not answered since for ``liveness`` seconds is taken for frozen: its
         alarm goes off (its attempt ends as a fault, and the worker is replaced)."""
         loop = asyncio.get_running_loop()
         before = loop.time()
@@ -399,9 +400,11 @@ class ClusterDriver:
                         and not alarm.done()):
                     alarm.set_result(None)
 
-    async def _ping(self, worker: Any) -> None:
+    async def _ping(self, worker: Any, call: Any = None) -> None:
+        """Ping ``worker`` (or wait for ``call``, its first answer: once it has been made, its
+        silence counts) and note when it answered."""
         try:
-            await worker.ping.remote()
+            await (worker.ping.remote() if call is None else call)
         except Exception:  # gone: its attempt, if any, hears it from Ray
             return
         finally:
