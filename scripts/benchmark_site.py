@@ -11,7 +11,11 @@ In one run, with the records cache warm (one load first):
   rendered again, and the time;
 - the largest page and the site's size;
 - the alternative: nbconvert's own HTML exporter (its ``lab`` template) on the same 222
-  notebooks, each notebook once, without the diff, the evaluation or the sanitizing.
+  notebooks, each notebook once, without the diff, the evaluation or the sanitizing;
+- in Chromium (the system's, through Playwright, when both are there): the index's 111
+  rows filtered by a label, by free text, and sorted, timed in the page from the event to
+  the page laid out again, beside the floor (the same rows only hidden and shown again,
+  laid out) and a frame at 60 Hz (16.7 ms).
 
 Prints the figures and the ratios. Usage::
 
@@ -88,6 +92,7 @@ def main() -> None:
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         process = time.perf_counter() - start
         alternative = None if args.no_alternative else nbconvert_alternative(snapshot)
+        browser = index_in_browser(out)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     wall = statistics.median(w for w, _, _ in cold)
@@ -110,6 +115,59 @@ def main() -> None:
         seconds, notebooks = alternative
         print(f"nbconvert HTMLExporter, {notebooks} notebooks once each: {seconds:6.2f} s wall; "
               f"the whole site (4 views of each notebook pair, evaluation) takes {wall / seconds:.2f}x that")
+    if browser is None:
+        print("index in a browser: skipped (Playwright or /usr/bin/chromium missing)")
+    else:
+        floor = browser.pop("floor")
+        for name, ms in browser.items():
+            print(f"index, 111 rows, {name:<12} {ms:6.2f} ms in the page   {ms / floor:5.1f}x the floor "
+                  f"({floor:.2f} ms: the rows hidden and shown)   {ms / (1000 / 60):5.2f} frames at 60 Hz")
+
+
+#: In the page: each action's time from the event to the page laid out again (reading
+#: ``offsetHeight`` forces the layout the browser would do before the next frame; median
+#: of 25).
+_TIMING_SCRIPT = """() => {
+  const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const time = (act) => { const xs = []; for (let k = 0; k < 25; k++) { const t = performance.now();
+    act(k); void document.body.offsetHeight; xs.push(performance.now() - t); } return median(xs); };
+  const select = document.querySelector('#filters select[data-field="library_label"]');
+  const text = document.getElementById("filter-text");
+  const rows = Array.from(document.querySelectorAll("#cases tbody tr"));
+  const values = Array.from(select.options).map((o) => o.value);
+  const out = {};
+  out["label filter"] = time((k) => { select.value = values[k % values.length];
+    select.dispatchEvent(new Event("change")); });
+  select.value = ""; select.dispatchEvent(new Event("change"));
+  out["text filter"] = time((k) => { text.value = k % 2 ? "error" : "pandas";
+    text.dispatchEvent(new Event("input")); });
+  text.value = ""; text.dispatchEvent(new Event("input"));
+  const header = document.querySelector("#cases thead th:nth-child(6)");
+  out["sort"] = time(() => header.click());
+  out["floor"] = time((k) => { rows.forEach((row, i) => { row.hidden = (i + k) % 2 === 0; }); });
+  return out;
+}"""
+
+
+def index_in_browser(site_dir: Path) -> dict[str, float] | None:
+    """The index's filters and sorting timed in Chromium (None without a browser)."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return None
+    if not Path("/usr/bin/chromium").is_file():
+        return None
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                                             args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page()
+            page.goto((site_dir / "index.html").as_uri())
+            page.wait_for_load_state("load")
+            timings: dict[str, float] = page.evaluate(_TIMING_SCRIPT)
+        finally:
+            browser.close()
+    return timings
 
 
 def nbconvert_alternative(snapshot: Path) -> tuple[float, int]:

@@ -4,6 +4,7 @@ name), change ``document.title``, or make a request to 127.0.0.1:9."""
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from pathlib import Path
@@ -40,6 +41,32 @@ HTML_PAYLOADS = [
     f"<link rel=\"stylesheet\" href=\"{LEAK}/link.css\"><link rel=\"prefetch\" href=\"{LEAK}/prefetch\">",
     "<table class=\"dataframe target cell\"><tr><td onclick=\"window.pwned='td'\">cell</td></tr></table>",
 ]
+#: More payloads, in an output of their own (in the list above, the mXSS payload's
+#: unclosed ``<style>`` makes the sanitizer drop whatever follows it).
+MORE_HTML_PAYLOADS = [
+    f"<link rel=\"import\" href=\"{LEAK}/import.html\">",
+    f"<div style=\"width: expression(window.pwned='expression'); background-color: url({LEAK}/bgc.png)\">css</div>",
+    f"<div style=\"color: red; background-color: image-set(url({LEAK}/set.png) 1x)\">image-set</div>",
+    f"<style>@font-face {{ font-family: x; src: url({LEAK}/font.woff) }} body {{ font-family: x }}</style>",
+    "<a href=\"vbscript:msgbox(1)\">vbscript link</a>",
+    "<a href=\"&#106;avascript:window.pwned='entity-link'\">entity link</a>",
+    "<a href=\"java&#x09;script:window.pwned='tab-link'\">tab link</a>",
+    "<svg><foreignObject><iframe srcdoc=\"<script>parent.pwned='foreign-object'</script>\"></iframe>"
+    f"</foreignObject><use href=\"{LEAK}/use.svg#x\"/>"
+    "<animate onbegin=\"window.pwned='animate'\" attributeName=\"x\" dur=\"1s\"/>"
+    "<set attributeName=\"onmouseover\" to=\"window.pwned='set'\"/></svg>",
+    "<math><maction actiontype=\"statusline\" xlink:href=\"javascript:window.pwned='maction'\">m</maction></math>",
+    f"<img srcset=\"{LEAK}/srcset.png 1x\"><video poster=\"{LEAK}/poster.png\"><source src=\"{LEAK}/v.mp4\">"
+    f"</video><audio src=\"{LEAK}/a.mp3\" autoplay></audio><track src=\"{LEAK}/t.vtt\">",
+    f"<input type=\"image\" src=\"{LEAK}/input.png\"><table background=\"{LEAK}/table.png\"><tr>"
+    f"<td background=\"{LEAK}/td.png\">legacy background</td></tr></table>",
+    f"<a ping=\"{LEAK}/ping\" href=\"#top\" target=\"_blank\">ping</a>",
+    f"<blockquote cite=\"{LEAK}/cite\">quote</blockquote><object data=\"{LEAK}/object.swf\"></object>"
+    f"<embed src=\"{LEAK}/embed.swf\">",
+    "<h1 id=\"filter-text\">clobbering the site's ids</h1><span id=\"shown\">999</span><p id=\"r-run-1\">x</p>",
+    "<xmp><script>window.pwned='xmp'</script></xmp>",
+    "<p>right-to-left override: \u202e}; evil() #</p>",
+]
 SVG = ("<svg xmlns=\"http://www.w3.org/2000/svg\" onload=\"window.pwned='svg-output'\">"
        "<script>window.pwned='svg-output-script'</script>"
        f"<image href=\"{LEAK}/svg-image.png\" width=\"10\" height=\"10\"/></svg>")
@@ -50,6 +77,7 @@ def hostile_outputs() -> list[dict]:
     return [
         {"output_type": "display_data", "metadata": {}, "data": {"text/html": "\n".join(HTML_PAYLOADS),
                                                                   "text/plain": "html"}},
+        {"output_type": "display_data", "metadata": {}, "data": {"text/html": "\n".join(MORE_HTML_PAYLOADS)}},
         {"output_type": "display_data", "metadata": {}, "data": {"image/svg+xml": SVG}},
         {"output_type": "display_data", "metadata": {},
          "data": {"application/javascript": "window.pwned='javascript-output'; document.title='pwned'"}},
@@ -69,6 +97,25 @@ def hostile_outputs() -> list[dict]:
         {"output_type": "execute_result", "execution_count": 2, "metadata": {},
          "data": {"text/plain": "<script>window.pwned='plain'</script>",
                   "text/latex": "$\\href{javascript:window.pwned='latex'}{x}$"}},
+        {"output_type": "display_data", "metadata": {},
+         "data": {"image/svg+xml": "<svg xmlns=\"http://www.w3.org/2000/svg\"><foreignObject width=\"9\" "
+                                   "height=\"9\"><body xmlns=\"http://www.w3.org/1999/xhtml\"><iframe src=\""
+                                   f"{LEAK}/foreign\"></iframe><script>parent.pwned='svg-foreign'</script></body>"
+                                   f"</foreignObject><use href=\"{LEAK}/use.svg#x\"/>"
+                                   "<a xlink:href=\"javascript:parent.pwned='svg-xlink'\"><text y=\"9\">t</text></a>"
+                                   f"<style>@import url({LEAK}/svg.css);</style></svg>"}},
+        {"output_type": "display_data", "metadata": {},  # PNG magic, then a page
+         "data": {"image/png": base64.b64encode(b"\x89PNG\r\n\x1a\n<html><script>window.pwned='polyglot'"
+                                                b"</script>").decode()}},
+        {"output_type": "display_data", "metadata": {},
+         "data": {"text/html": "<b>" + "x" * 200_000 + "</b><script>window.pwned='huge'</script>"}},
+        {"output_type": "stream", "name": "stderr",
+         "text": "\x1b]8;;javascript:window.pwned='osc8'\x1b\\osc 8 link\x1b]8;;\x1b\\ "
+                 f"\x1b]8;;{LEAK}/osc8\x07web link\x1b]8;;\x07 \x1b]0;pwned\x07\x9b31m C1 "
+                 "\x1b[38;2;255;0;0mtruecolour\x1b[0m user\u202e \u2066# admin\u2069\u2066"},
+        {"output_type": "error", "ename": "<script>", "evalue": "<img src=x onerror=window.pwned='evalue'>",
+         "traceback": ["\x1b]8;;javascript:window.pwned='osc8-traceback'\x07tb\x1b]8;;\x07", "\u202eabc"]},
+        {"output_type": "unknown<script>window.pwned='kind'</script>", "data": {}},
     ]
 
 
@@ -88,9 +135,23 @@ def hostile_snapshot(root: Path) -> Path:
         markdown["source"] = ("# Heading <img src=x onerror=\"window.pwned='markdown-cell'\">\n"
                               "<script>window.pwned='markdown-cell-script'</script>\n"
                               "[link](javascript:window.pwned='markdown-cell-link') "
-                              "![attached](attachment:a.png)\n")
-        markdown["attachments"] = {"a.png": {"image/png": "\"onerror=\"window.pwned='attachment'"}}
+                              "![attached](attachment:a.png)\n\n"
+                              "<javascript:window.pwned='autolink'> [ref][r] [upper](JAVASCRIPT:window.pwned='up') "
+                              "[data](data:text/html,<script>parent.pwned='md-data'</script>) [vb](vbscript:x) "
+                              f"![remote]({LEAK}/md.png) <img src=\"attachment:svg.svg\"> "
+                              "![svg](attachment:svg.svg)\n\n"
+                              "[r]: javascript:window.pwned='reference'\n\n"
+                              "$<img src=x onerror=\"window.pwned='math'\">$ "
+                              "$$<script>window.pwned='math2'</script>$$\n\n"
+                              "<iframe srcdoc=\"<script>parent.pwned='md-srcdoc'</script>\"></iframe>"
+                              "<a href=\"javascript:window.pwned='md-raw'\">raw link</a> gnirts \u202e text\n")
+        markdown["attachments"] = {
+            "a.png": {"image/png": "\"onerror=\"window.pwned='attachment'"},
+            "svg.svg": {"image/svg+xml": base64.b64encode(
+                b"<svg xmlns='http://www.w3.org/2000/svg' onload='parent.pwned=1'/>").decode()}}
         code[2]["source"] = ("# </pre></div><script>window.pwned='source'</script>\n"
+                             "access = 'user\u202e \u2066# admin\u2069\u2066'\n"
+                             "bell = '\x07'\n"
                              + "".join(code[2]["source"]))
         if version == "reproduced":
             target_cell = next(c for c in code if any(o.get("output_type") == "error" for o in c["outputs"]))
@@ -117,7 +178,15 @@ def _hostile_tables(target: Path) -> None:
             row["NotebookUrl"] = "javascript:window.pwned='notebook-url'"
             row["DatasetTitle_1"] = "<script>window.pwned='dataset-title'</script>"
             row["DatasetUrl_1"] = "javascript:window.pwned='dataset-url'"
+            row["DatasetLicenseName_1"] = "<i onmouseover=\"window.pwned='licence'\">CC0</i>\u202e"
     write_table(target / "benchmark_desc.xlsx", rows, desc.columns)
+    # the dataset's metadata file is what the records read where there is one
+    meta = target / "benchmark" / CASE / "data" / "passengers.metadata.json"
+    metadata = json.loads(meta.read_text(encoding="utf-8"))
+    metadata.update(title="<script>window.pwned='metadata-title'</script>",
+                    url="https://www.kaggle.com/\"><script>window.pwned='metadata-url'</script>",
+                    license="<i onmouseover=\"window.pwned='licence'\">CC0</i>\u202e")
+    meta.write_text(json.dumps(metadata), encoding="utf-8")
 
 
 def hostile_predictions(path: Path) -> Path:
@@ -131,4 +200,12 @@ def hostile_predictions(path: Path) -> Path:
                     "<script>window.pwned='raw-run'</script>"]
             lines.append(json.dumps({"instance": f"{case}_{version}", "runs": runs}))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def hostile_judgments(path: Path) -> Path:
+    """Judged diagnoses whose setting's name holds payloads."""
+    name = "<script>window.pwned='judged'</script><img src=x onerror=window.pwned='judged-img'>"
+    path.write_text("".join(json.dumps({"instance": f"{CASE}_{version}", "setting": name, "judgment": "correct"})
+                            + "\n" for version in ("reproduced", "fixed")), encoding="utf-8")
     return path

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from processes import gone
 from snapshot_files import tree_digest, variant
 
 import junobench
@@ -73,6 +74,67 @@ def test_a_new_notebook_without_verifying_is_recorded_so(snapshot, tmp_path, cap
     assert provenance["status"] == "not verified" and provenance["detail"] == "edited with --no-verify"
     recorded = json.loads((layout.case_dir(snapshot, "pandas_1") / "provenance.json").read_text())
     assert recorded["edited"]["tool"].endswith("construct edit")
+
+
+def test_a_data_path_with_dots_is_read_as_written_and_stays_inside_data(snapshot, tmp_path, capsys,
+                                                                         monkeypatch):
+    """``.`` and ``..`` in a --data path name the folder they lead to: ``..`` does not
+    copy files beside the case's data/ folder, a folder holding the snapshot is refused
+    (copying it into itself never ends), and a file reached through ``..`` is put in
+    under its own name."""
+    work = tmp_path / "work" / "sub"
+    work.mkdir(parents=True)
+    (work / "extra.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    for where, given in ((work, ".."), (snapshot, "."), (snapshot / "benchmark", "..")):
+        monkeypatch.chdir(where)
+        for verb in (["construct", "edit", str(snapshot), "pandas_1", "--no-verify"],
+                     ["construct", "add-case", str(snapshot), str(variant(layout.notebook_path(
+                         SAMPLE, "pandas_1", "original"), tmp_path / "nb", "dots")),
+                      "--reproduced", str(variant(layout.notebook_path(SAMPLE, "pandas_1", "reproduced"),
+                                                  tmp_path / "nb", "dots")),
+                      "--fixed", str(variant(layout.notebook_path(SAMPLE, "pandas_1", "fixed"), tmp_path / "nb",
+                                             "dots")),
+                      "--library", "pandas", "--root-cause", "data confusion", "--crash-type", "key error",
+                      "--stage", "data preparation", "--diagnosis", "x", "--no-verify", "--allow-similar",
+                      "--dataset", "name=passengers;title=P;license=CC0"]):
+            before = tree_digest(snapshot)
+            code = main([*verb, "--data", f"passengers={given}"])
+            err = capsys.readouterr().err
+            if where is work:  # the folder above, named as it is
+                assert code == 0, err
+                data = layout.case_dir(snapshot, "pandas_1" if "edit" in verb else "pandas_3") / "data"
+                assert (data / "work" / "sub" / "extra.csv").is_file(), sorted(data.rglob("*"))
+                assert not (data.parent / "sub").exists()
+                continue
+            assert code == 1 and err.startswith("error:") and len(err.strip().splitlines()) == 1, err
+            assert "holds the snapshot" in err and tree_digest(snapshot) == before
+    monkeypatch.chdir(work)
+    assert main(["construct", "edit", str(snapshot), "pandas_1", "--no-verify",
+                 "--data", "passengers=../sub/extra.csv"]) == 0, capsys.readouterr().err
+    assert (layout.case_dir(snapshot, "pandas_1") / "data" / "extra.csv").is_file()
+
+
+def test_an_edit_reads_no_path_through_a_link(snapshot, tmp_path, capsys, monkeypatch):
+    """A notebook or data path with a linked folder anywhere on the way (relative, absolute,
+    after ``..``, a link into the snapshot itself) is refused, and the snapshot unchanged."""
+    real = tmp_path / "real"
+    real.mkdir()
+    shutil.copy(layout.notebook_path(SAMPLE, "pandas_1", "fixed"), real / "fixed.ipynb")
+    (real / "extra.csv").write_text("a,b\n1,2\n", encoding="utf-8")
+    (tmp_path / "linked").symlink_to(real, target_is_directory=True)
+    (tmp_path / "into").symlink_to(layout.case_dir(snapshot, "pandas_1"), target_is_directory=True)
+    monkeypatch.chdir(tmp_path)
+    before = tree_digest(snapshot)
+    for argv, named in ((["--fixed", "linked/fixed.ipynb"], "linked"),
+                        (["--fixed", str(tmp_path / "linked" / "fixed.ipynb")], "linked"),
+                        (["--fixed", "real/../linked/fixed.ipynb"], "linked"),
+                        (["--fixed", "into/pandas_1_fixed.ipynb"], "into"),
+                        (["--data", "passengers=linked/extra.csv"], "linked"),
+                        (["--data", f"passengers={tmp_path / 'into' / 'data' / 'passengers.csv'}"], "into")):
+        code = main(["construct", "edit", str(snapshot), "pandas_1", "--no-verify", *argv])
+        err = capsys.readouterr().err
+        assert code == 1 and "symbolic link" in err and named in err and len(err.strip().splitlines()) == 1, err
+        assert tree_digest(snapshot) == before
 
 
 def test_a_new_data_file_is_put_in_and_listed(snapshot, tmp_path, capsys):
@@ -141,3 +203,82 @@ def test_verify_record_updates_the_provenance_and_the_card(snapshot, tmp_path, c
     # the sample (package data) and a Hub repo are not recorded into, and nothing runs
     assert main(["verify", "pandas_1", "--source", "sample", "--record"]) == 1
     assert "not edited" in capsys.readouterr().err
+
+
+def _killed_while_running_the_pair(argv: list[str], snapshot: Path) -> list[int]:
+    """Run ``junobench ARGV`` and kill it (SIGKILL: nothing of it runs after) once its
+    staging folder holds the case and a kernel of it runs the pair; the kernels' pids."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    process = subprocess.Popen([sys.executable, "-m", "junobench", *argv], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 600
+        kernels: list[int] = []
+        while process.poll() is None and time.monotonic() < deadline:
+            staged = list(snapshot.glob(".junobench-edit-*.partial/benchmark/*/*_fixed.ipynb"))
+            kernels = [pid for pid in _pids() if _is_kernel(pid) and _descends(pid, process.pid)]
+            if staged and kernels:
+                break
+            time.sleep(0.05)
+        assert process.poll() is None and kernels, process.stderr.read() if process.stderr else ""
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+    return kernels
+
+
+def _pids() -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+
+
+def _is_kernel(pid: int) -> bool:
+    try:
+        return b"ipykernel" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _descends(pid: int, ancestor: int) -> bool:
+    for _ in range(12):
+        try:
+            pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            return False
+        if pid == ancestor:
+            return True
+        if pid <= 1:
+            return False
+    return False
+
+
+@pytest.mark.kernel
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the kernels through /proc")
+def test_add_case_and_edit_killed_while_running_the_pair_leave_the_snapshot_and_clean_removes_the_rest(
+        snapshot, tmp_path, capsys):
+    before = tree_digest(snapshot)
+    new = {v: variant(layout.notebook_path(SAMPLE, "pandas_1", v), tmp_path / "new", "killed")
+           for v in ("original", "reproduced", "fixed")}
+    data = layout.case_dir(SAMPLE, "pandas_1") / "data" / "passengers.csv"
+    edited = variant(layout.notebook_path(SAMPLE, "pandas_1", "fixed"), tmp_path / "edit", "an edit killed")
+    for argv in (["construct", "add-case", str(snapshot), str(new["original"]), "--reproduced", str(new["reproduced"]),
+                  "--fixed", str(new["fixed"]), "--library", "pandas", "--root-cause", "data confusion",
+                  "--crash-type", "key error", "--stage", "data preparation", "--diagnosis", "x", "--allow-similar",
+                  "--dataset", "name=passengers;title=P;license=CC0", "--data", f"passengers={data}"],
+                 ["construct", "edit", str(snapshot), "pandas_1", "--fixed", str(edited)]):
+        kernels = _killed_while_running_the_pair(argv, snapshot)
+        assert all(gone(pid, 60) for pid in kernels), "a kernel outlived the command that was killed"
+        leftovers = sorted(p.name for p in snapshot.glob(".junobench-edit-*"))
+        assert leftovers, "the kill left nothing: it came too late"
+        assert main(["validate", str(snapshot)]) == 0  # the snapshot is as it was, plus the leftover
+        err = capsys.readouterr().err
+        assert all(name in err for name in leftovers) and f"junobench construct clean {snapshot}` removes it" in err
+        assert main(["construct", "clean", str(snapshot)]) == 0
+        assert "removed what an interrupted edit left" in capsys.readouterr().err
+        assert tree_digest(snapshot) == before, argv[1]

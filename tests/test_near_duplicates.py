@@ -135,6 +135,113 @@ def test_each_normalisation_on_its_own():
     assert similarity.fingerprint(["print 'py2'  # old\nx = 1"]) == similarity.fingerprint(["print 'two'\ny = 1"])
 
 
+def test_an_imported_name_reads_as_what_it_imports_whatever_its_alias():
+    """``from m import f as g`` makes ``g`` read as ``f``: two notebooks alike but for which
+    function they import under one alias are different code; two alike but for the alias
+    are the same."""
+    body = "".join(f"print('run {k}', score(y_test, model{k}.predict(X_test)))\n" for k in range(8))
+    f1 = similarity.fingerprint(["from sklearn.metrics import f1_score as score\n" + body])
+    accuracy = similarity.fingerprint(["from sklearn.metrics import accuracy_score as score\n" + body])
+    assert similarity.similarity(f1, accuracy) < similarity.THRESHOLD
+    plain = similarity.fingerprint(["from sklearn.metrics import f1_score\n" + body.replace("score(", "f1_score(")])
+    assert similarity.similarity(f1, plain) == 1.0
+    tokens = similarity.normalised_tokens(["from sklearn.metrics import accuracy_score as acc\nacc(y, p)"])
+    assert tokens[-6:] == ["accuracy_score", "(", "v0", ",", "v1", ")"]
+
+
+def test_formatting_a_string_another_way_changes_nothing():
+    fstring = ["import pandas as pd\nx = f'{a}: {b:.2f}'\ny = f\"{c!r}\"\n"]
+    for other in ("import pandas as pd\nx = '{}: {:.2f}'.format(a, b)\ny = '{!r}'.format(c)\n",
+                  "import pandas as pd\nx = '%s: %.2f' % (a, b)\ny = '%r' % c\n"):
+        assert similarity.similarity(similarity.fingerprint(fstring), similarity.fingerprint([other])) == 1.0
+    # in code that does not parse (Python 2's print) too
+    assert similarity.normalised_tokens(["print 'x'\ny = f'{a}'"]) == similarity.normalised_tokens(
+        ["print 'x'\ny = '{}'.format(a)"])
+
+
+def test_a_cell_that_does_not_parse_is_read_statement_by_statement():
+    """Merging a cell that parses with one that does not (bad indentation, Python 2) reads
+    as the two cells: imports still move to the head and name what they import."""
+    good = "import numpy as np\nfrom sklearn.metrics import accuracy_score as acc\nx = np.ones(3)\n"
+    bad = "def f(a):\nreturn a\nprint acc(x, x)\n"
+    apart = similarity.normalised_tokens([good, bad])
+    assert similarity.normalised_tokens([good + bad]) == apart
+    assert similarity.normalised_tokens([bad + "\n" + good]) == similarity.normalised_tokens([bad, good])
+    assert apart[:4] == ["from", "sklearn", ".", "metrics"] and "accuracy_score" in apart[10:]
+
+
+# Edits a copy makes to a whole notebook (its code cells' sources, in order), keeping the
+# program: the reference's notebooks go through each (many of their cells do not parse).
+
+def _docstrings(cells):
+    return [re.sub(r'("""|\'\'\')(.*?)\1', r"\1rewritten notes\1", c, flags=re.S) for c in cells]
+
+
+def _format_calls(cells):
+    def call(match):
+        quote, text = match.group(1), match.group(2)
+        fields = re.findall(r"\{([^{}:!]+)[^{}]*\}", text)
+        return quote + re.sub(r"\{([^{}:!]+)([^{}]*)\}", r"{\2}", text) + quote + f".format({', '.join(fields)})"
+    return [re.sub(r"\bf(['\"])(.*?)\1", call, c) for c in cells]
+
+
+def _blank_cells(cells):
+    return [part for c in cells for part in (c, "", "\n  \n")]
+
+
+def _split_cells(cells):
+    out = []
+    for c in cells:
+        lines = c.splitlines()
+        starts = [k for k in range(1, len(lines)) if re.match(r"[A-Za-z_]", lines[k])
+                  and not re.match(r"(else|elif|except|finally)\b", lines[k])
+                  and not lines[k - 1].rstrip().endswith(("\\", ",", "(", "[", "{"))
+                  and all("\n".join(lines[:k]).count(quote) % 2 == 0 for quote in ('"""', "\'\'\'"))]
+        if starts:
+            k = starts[len(starts) // 2]
+            out += ["\n".join(lines[:k]), "\n".join(lines[k:])]
+        else:
+            out.append(c)
+    return out
+
+
+def _merged_cells(cells):
+    return ["\n".join(cells[k:k + 2]) for k in range(0, len(cells), 2)]
+
+
+def _import_aliases(cells):
+    text = "\n\x00\n".join(cells)
+    for module, alias, new in (("numpy", "np", "numeric"), ("pandas", "pd", "frames"),
+                               ("matplotlib.pyplot", "plt", "pyplot_module")):
+        if re.search(rf"^import {re.escape(module)} as {alias}$", text, re.M):
+            text = re.sub(rf"^import {re.escape(module)} as {alias}$", f"import {module} as {new}", text, flags=re.M)
+            text = re.sub(rf"(?<![\w.]){alias}\.", f"{new}.", text)
+    return text.split("\n\x00\n")
+
+
+def _all_at_once(cells):
+    return _merged_cells(_blank_cells(_split_cells(_import_aliases(_format_calls(_docstrings(cells))))))
+
+
+@pytest.mark.parametrize("edit", [_docstrings, _format_calls, _blank_cells, _split_cells, _merged_cells,
+                                  _import_aliases, _all_at_once])
+def test_every_reference_case_edited_as_a_copy_stays_a_near_duplicate(edit):
+    root = _require(REFERENCE / "junobench-snapshot")
+    changed = 0
+    for case in sorted(os.listdir(root / "benchmark")):
+        for version in ("reproduced", "fixed"):
+            data = json.loads(layout.notebook_path(root, case, version).read_text(encoding="utf-8"))
+            cells = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+                     for c in data["cells"] if c["cell_type"] == "code"]
+            copy = edit(cells)
+            if copy == cells:
+                continue
+            changed += 1
+            value = similarity.similarity(similarity.fingerprint(cells), similarity.fingerprint(copy))
+            assert value >= similarity.THRESHOLD, (case, version, value)
+    assert changed >= 20, changed
+
+
 def test_a_data_path_through_a_linked_folder_is_refused(snapshot, tmp_path, capsys, monkeypatch):
     secret = tmp_path / "home"
     secret.mkdir()

@@ -39,7 +39,8 @@ def run(argv: list[str], *, terminal: bool, cwd: Path, env: dict[str, str] | Non
         return done.returncode, done.stdout, done.stderr
     leader, follower = pty.openpty()
     fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # a terminal's size
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=follower, cwd=cwd)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=follower, cwd=cwd,
+                               env={**os.environ, **(env or {})})
     os.close(follower)
     shown = bytearray()
     while True:
@@ -119,3 +120,55 @@ def test_construct_reproduce_shows_a_bar_on_a_terminal_only(tmp_path):
     code, out, err = run([*argv, "--out", "piped.xlsx"], terminal=False, cwd=tmp_path)
     assert code == 0, err
     assert out == "" and not BAR.search(err) and "wrote 1 rows to piped.xlsx" in err
+
+
+def _steps(err: str) -> list[str]:
+    return [line for line in err.splitlines() if line.startswith("... ")]
+
+
+def test_release_tells_each_step_on_a_terminal_only(tmp_path):
+    from hub_server import HubServer
+
+    snapshot = tmp_path / "bench"
+    shutil.copytree(sample_path(), snapshot)
+    argv = ["release", str(snapshot), "--repo-id", "someone/bench", "--version", "1.0.0", "--date", "2026-01-02",
+            "--dry-run"]
+    with HubServer(token="hf_junobenchProgressToken12345678") as hub:
+        env = {"HF_ENDPOINT": hub.url, "HF_HUB_DISABLE_XET": "1", "HF_HOME": str(tmp_path / "hf-home"),
+               "HF_TOKEN": "hf_junobenchProgressToken12345678", "JUNOBENCH_CACHE": str(tmp_path / "cache")}
+        code, shown_out, err = run(argv, terminal=True, cwd=tmp_path, env=env)
+        assert code == 0, err
+        steps = _steps(err)
+        assert [s.split()[1] for s in steps[:4]] == ["validating", "reading", "comparing", "exporting"], err
+        assert "someone/bench" in steps[1]
+        code, piped_out, err = run(argv, terminal=False, cwd=tmp_path, env=env)
+        assert code == 0, err
+        assert _steps(err) == [] and piped_out == shown_out  # the report is the data, the same either way
+        code, _, err = run([*argv, "--no-progress"], terminal=True, cwd=tmp_path, env=env)
+        assert code == 0 and _steps(err) == [], err
+
+
+@pytest.mark.kernel
+def test_add_case_tells_each_step_on_a_terminal_only(tmp_path):
+    from snapshot_files import variant
+
+    snapshot = tmp_path / "bench"
+    shutil.copytree(sample_path(), snapshot)
+    def argv(name: str) -> list[str]:
+        new = {v: variant(sample_path() / "benchmark" / "pandas_1" / f"pandas_1{'' if v == 'original' else '_' + v}"
+                          ".ipynb", tmp_path / name, name) for v in ("original", "reproduced", "fixed")}
+        return ["construct", "add-case", str(snapshot), str(new["original"]), "--reproduced", str(new["reproduced"]),
+                "--fixed", str(new["fixed"]), "--library", "pandas", "--root-cause", "data confusion",
+                "--crash-type", "key error", "--stage", "data preparation", "--diagnosis", "A column misnamed.",
+                "--dataset", "name=passengers;title=P;license=CC0", "--data",
+                f"passengers={sample_path() / 'benchmark' / 'pandas_1' / 'data' / 'passengers.csv'}",
+                "--allow-similar"]
+
+    code, _, err = run(argv("shown"), terminal=True, cwd=tmp_path)  # the pair is run: the longest step
+    assert code == 0, err
+    steps = _steps(err)
+    assert [s.split()[1] for s in steps] == ["copying", "comparing", "running"], err
+    assert "pandas_3" in steps[0] and "(reproduced, then fixed)" in steps[2]
+    code, _, err = run([*argv("piped"), "--no-verify"], terminal=False, cwd=tmp_path)
+    assert code == 0, err
+    assert _steps(err) == [] and "added pandas_4" in err

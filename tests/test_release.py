@@ -233,3 +233,47 @@ def test_the_changelog_keeps_one_title() -> None:
     merged = merge_changelog("## 2.0.0 (d)\n\nnew\n", "# Changelog\n\n## 1.0.0 (d)\n\nold\n")
     assert merged == "# Changelog\n\n## 2.0.0 (d)\n\nnew\n\n## 1.0.0 (d)\n\nold\n"
     assert merge_changelog("## 1.0.0 (d)\n", None) == "# Changelog\n\n## 1.0.0 (d)\n"
+
+
+def _provenance(snapshot: Path, statuses: dict[str, str]) -> None:
+    """Record a verification of each case (``verified`` on Python 3.11 with pandas 3.1, or
+    ``not verified``), as verify --record and add-case --no-verify write them."""
+    from junobench.data import provenance
+
+    for case_id, status in statuses.items():
+        environment = {"python": "3.11.4", "packages": {"pandas": {"installed": "3.1.0"}}}
+        entry = provenance.verification(status, tool="junobench verify --record", environment=environment,
+                                        requirements=["pandas==2.1.4"], sandbox="bwrap, network off",
+                                        where="a local environment")
+        provenance.write(layout.case_dir(snapshot, case_id), {"verification": entry})
+
+
+def test_an_unverified_case_is_named_and_refused_with_require_verified(hub, snapshot, tmp_path) -> None:
+    cases = sorted(p.name for p in (snapshot / "benchmark").iterdir())
+    _provenance(snapshot, {case: "verified" for case in cases} | {"pandas_2": "not verified"})
+    before = tree_digest(snapshot)
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.0.0", "--dry-run",
+              "--require-verified")
+    assert run.returncode == 1 and run.stderr.count("error:") == 1, run.stderr
+    assert "1 case(s) have no recorded passing verification: pandas_2" in run.stderr
+    assert tree_digest(snapshot) == before
+    # without the flag: a warning naming it, and the card and croissant.json say so
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.0.0", "--dry-run",
+              "--out", str(tmp_path / "export"))
+    assert run.returncode == 0, run.stderr
+    assert "warning: 1 case(s) not verified" in run.stdout and "pandas_2" in run.stdout
+    card = (tmp_path / "export" / CARD).read_text(encoding="utf-8")
+    assert "Not every case of this version is verified" in card
+    assert ("9 of 10 cases were verified by running them (junobench: the reproduced notebook crashes as "
+            "recorded, the fixed one runs), in: Python 3.11.4, a local environment, sandbox bwrap, network off (9)"
+            ) in " ".join(card.split())
+    assert "1 case(s) were added or edited without being verified" in card and "Not verified: pandas_2." in card
+    rai = json.loads((tmp_path / "export" / CROISSANT).read_text(encoding="utf-8"))
+    assert "Not verified in this release: pandas_2." in rai["rai:dataLimitations"]
+    # every case verified: --require-verified lets it through, and the card claims no more than that
+    _provenance(snapshot, {"pandas_2": "verified"})
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.0.0", "--dry-run",
+              "--require-verified", "--out", str(tmp_path / "export2"))
+    assert run.returncode == 0, run.stderr
+    card = (tmp_path / "export2" / CARD).read_text(encoding="utf-8")
+    assert "Not every case" not in card and "10 of 10 cases were verified" in card and "not verified" not in run.stdout

@@ -190,5 +190,37 @@ def test_as_root_every_sandbox_gets_an_unprivileged_uid_of_its_own(monkeypatch):
     uids = {sandbox_uid(Sandbox("bwrap")) for _ in range(5)}
     assert len(uids) == 5 and all(uid is not None and 1 << 30 <= uid < 1 << 31 for uid in uids)
     assert sandbox_uid(Sandbox("none")) is None
+    docker = sandbox_uid(Sandbox("docker"))
+    assert docker is not None and docker not in uids and 1 << 30 <= docker < 1 << 31
     monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
-    assert sandbox_uid(Sandbox("bwrap")) is None
+    assert sandbox_uid(Sandbox("bwrap")) is None and sandbox_uid(Sandbox("podman")) is None
+
+
+def test_verify_in_a_container_asks_the_engine_for_no_root_no_suid_and_no_network(tmp_path, monkeypatch, capsys):
+    # No engine answers here: a stand-in `docker` on PATH says it runs (`docker info`) and
+    # records the command line junobench hands it for the kernel, then fails as a dead
+    # daemon would. What the engine is asked is the container's whole confinement.
+    calls = tmp_path / "calls"
+    fake = tmp_path / "bin" / "docker"
+    fake.parent.mkdir()
+    fake.write_text(f"#!/bin/sh\nprintf '%s\\0' \"$@\" >> {calls}\nprintf '\\n' >> {calls}\n"
+                    '[ "$1" = info ] && exit 0\nexit 1\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    code = main(["verify", "NBspecific_2", "--source", "sample", "--sandbox", "docker", "--no-progress",
+                 "--memory", "1GiB", "--format", "json"])
+    assert code == 1
+    runs = [line.split("\0")[:-1] for line in calls.read_text().splitlines() if line.startswith("run\0")]
+    assert runs, calls.read_text()
+    argv = runs[0]
+    user = argv[argv.index("--user") + 1]
+    if os.geteuid() == 0:  # never the host's root inside the container
+        assert int(user.split(":")[0]) >= 1 << 30, user
+    else:
+        assert user == f"{os.getuid()}:{os.getgid()}"
+    assert argv[argv.index("--network") + 1] == "none" and "--read-only" in argv
+    assert argv[argv.index("--cap-drop") + 1] == "ALL" and "no-new-privileges" in argv
+    tmp = argv[argv.index("--tmpfs") + 1]
+    assert tmp.startswith("/tmp:") and {"nosuid", "nodev", f"size={1 << 30}"} <= set(tmp[5:].split(","))
+    assert argv[argv.index("--shm-size") + 1] == str(1 << 30)
+    assert argv[argv.index("--memory") + 1] == str(1 << 30)

@@ -20,7 +20,7 @@ import pytest
 
 pytest.importorskip("nh3", reason="the site needs the site extra")
 
-from site_hostile import CASE, hostile_predictions, hostile_snapshot
+from site_hostile import CASE, hostile_judgments, hostile_predictions, hostile_snapshot
 
 from junobench.cli import main
 from junobench.data.snapshot import sample_path
@@ -173,7 +173,8 @@ def hostile_site(tmp_path_factory):
     snapshot = hostile_snapshot(root)
     predictions = hostile_predictions(root / "hostile.jsonl")
     out = root / "site"
-    site(snapshot, out, [predictions], names=["<img src=x onerror=window.pwned='name'>"])
+    site(snapshot, out, [predictions], names=["<img src=x onerror=window.pwned='name'>"],
+         judgments=hostile_judgments(root / "judged.jsonl"))
     return out
 
 
@@ -217,6 +218,75 @@ def test_hostile_text_is_shown_as_text(hostile_site):
         assert shown in words, shown
     grid = " ".join(read(hostile_site / "grid.html").text)
     assert "<img src=x onerror=window.pwned='name'>" in grid
+    assert "<script>window.pwned='judged'</script><img src=x onerror=window.pwned='judged-img'>" in grid
+    assert "an HTML output of 200,043 characters (over the 100,000 shown; not shown)" in words
+
+
+def test_bidirectional_overrides_are_shown_not_obeyed(hostile_site):
+    """A right-to-left override or isolate in a notebook's code, output, Markdown or tables
+    would make a line read other than it runs ("Trojan Source"): each is shown as a mark."""
+    from junobench.safety.text import BIDI_CONTROLS
+
+    for path in sorted(hostile_site.rglob("*.html")):
+        assert not BIDI_CONTROLS.search(path.read_text(encoding="utf-8")), path
+    words = " ".join(Page((hostile_site / "cases" / f"{CASE}.html").read_text(encoding="utf-8")).text)
+    assert "user\u2039U+202E\u203a \u2039U+2066\u203a# admin\u2039U+2069\u203a" in words  # code and stream
+    for shown in ("gnirts \u2039U+202E\u203a text", "\u2039U+202E\u203aabc", "CC0</i>\u2039U+202E\u203a",
+                  "override: \u2039U+202E\u203a}; evil()"):
+        assert shown in words, shown
+
+
+def test_no_terminal_control_character_reaches_a_page(hostile_site):
+    """Escape sequences (colours become spans; hyperlinks, titles and C1 controls are
+    dropped) and other control characters are not written into a page."""
+    control = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+    for path in sorted(hostile_site.rglob("*.html")):
+        found = control.search(path.read_text(encoding="utf-8"))
+        assert found is None, (path, found)
+    words = " ".join(Page((hostile_site / "cases" / f"{CASE}.html").read_text(encoding="utf-8")).text)
+    assert "osc 8 link web link" in words and "truecolour" in words
+    assert "'\u2039U+0007\u203a'" in words  # a control character in code is shown
+
+
+def test_a_notebook_that_printed_megabytes_makes_a_page_under_a_megabyte(tmp_path):
+    """Outputs are cut per output, per cell and per page (the target cell's never): the
+    page stays under 1 MB and says what it leaves out."""
+    snapshot = tmp_path / "snapshot"
+    shutil.copytree(sample_path(), snapshot)
+    for path in [snapshot, *snapshot.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    for version in ("reproduced", "fixed"):
+        path = snapshot / "benchmark" / "pandas_2" / f"pandas_2_{version}.ipynb"
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+        printed = [{"cell_type": "code", "execution_count": None, "metadata": {}, "source": f"print({k})",
+                    "outputs": [{"output_type": "stream", "name": "stdout", "text": f"<{k}> " * 2_000},
+                                {"output_type": "display_data", "metadata": {}, "data": {"image/png": _png(k)}}]}
+                   for k in range(200)]
+        notebook["cells"] = printed + notebook["cells"]
+        path.write_text(json.dumps(notebook), encoding="utf-8")
+    out = tmp_path / "site"
+    site(snapshot, out)
+    page = out / "cases" / "pandas_2.html"
+    assert page.stat().st_size < 1_000_000
+    text = page.read_text(encoding="utf-8")
+    assert "outputs not shown" in text
+    target = Page(text).having("div", **{"class": "target"})
+    assert target and "Traceback" in " ".join(Page(text).text)  # the crash is shown, always
+    shown = {a["src"].removeprefix("../") for page in (out / "cases").iterdir() for a in read(page).having("img")
+             if (a["src"] or "").startswith("../img/")}
+    assert len([s for s in shown if s in text]) > 1  # the images of the outputs shown
+    assert {p.relative_to(out).as_posix() for p in (out / "img").iterdir()} == shown  # and no other
+
+
+def _png(seed: int) -> str:
+    import base64
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (2, 2), (seed % 256, seed // 256, 0)).save(buffer, "PNG")
+    return base64.b64encode(buffer.getvalue()).decode()
 
 
 def test_the_sanitizer_keeps_tables_text_and_web_links():
@@ -258,6 +328,78 @@ def test_an_unchanged_page_is_not_rendered_again(tmp_path, static_predictions):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".site.")]  # no leftovers
 
 
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
+            if p.is_file() and p.name != MANIFEST}
+
+
+def test_a_rebuild_after_each_kind_of_change_equals_a_fresh_build(tmp_path):
+    """A label, a dataset's licence, a diagnosis, the predictions, the judgments, a removed
+    case: after each, the incremental site is byte for byte the one a new folder gets,
+    and what the change shows on is rendered again."""
+    from junobench.data.tables import read_table, write_table
+
+    snapshot = tmp_path / "snapshot"
+    shutil.copytree(sample_path(), snapshot)
+    for path in [snapshot, *snapshot.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    predictions = tmp_path / "predictions.jsonl"
+    predictions.write_text("".join(
+        json.dumps({"instance": f"{case}_{version}", "runs": [{"detection": version == "reproduced",
+                                                                "reasoning": f"{case} {version}"}]}) + "\n"
+        for case in SAMPLE_CASES for version in ("reproduced", "fixed")), encoding="utf-8")
+    judgments = tmp_path / "judgments.jsonl"
+    judgments.write_text("".join(
+        json.dumps({"instance": f"{case}_{version}", "setting": "s", "judgment": "correct"}) + "\n"
+        for case in ("pandas_1", "sklearn_1") for version in ("reproduced", "fixed")), encoding="utf-8")
+    out = tmp_path / "site"
+    site(snapshot, out, [predictions], judgments=judgments)
+
+    def rebuilt(change: str) -> set[str]:
+        summary = site(snapshot, out, [predictions], judgments=judgments)
+        fresh = tmp_path / f"fresh-{change.replace(' ', '-')}"
+        site(snapshot, fresh, [predictions], judgments=judgments)
+        assert _files(out) == _files(fresh), change
+        return set(summary.rendered)
+
+    def edit_table(name, key, column, value, match):
+        table = read_table(snapshot / name)
+        rows = table.records()
+        for row in rows:
+            if row[key] == match:
+                row[column] = value
+        write_table(snapshot / name, rows, table.columns)
+
+    assert rebuilt("nothing") == set()
+    edit_table("benchmark_desc.xlsx", "nb_name", "label_root_cause", "API misuse", "pandas_1")
+    assert {"index.html", "cases/pandas_1.html", "grid.html", "evaluation/set-1.html"} <= rebuilt("a label")
+    metadata = next((snapshot / "benchmark" / "sklearn_1" / "data").glob("*.metadata.json"))
+    metadata.write_text(json.dumps(dict(json.loads(metadata.read_text(encoding="utf-8")), license="CC BY 4.0")),
+                        encoding="utf-8")
+    assert rebuilt("a licence") == {"cases/sklearn_1.html"}
+    assert "CC BY 4.0" in (out / "cases" / "sklearn_1.html").read_text(encoding="utf-8")
+    edit_table("ground_truth_crash_prediction.xlsx", "instance", "diagnosis", "a new diagnosis", "numpy_1_reproduced")
+    assert rebuilt("a diagnosis") == {"cases/numpy_1.html"}
+    predictions.write_text(predictions.read_text(encoding="utf-8").replace(
+        '"detection": true, "reasoning": "seaborn_1 reproduced"', '"detection": false, "reasoning": "changed"'),
+        encoding="utf-8")
+    assert {"cases/seaborn_1.html", "evaluation.html", "grid.html"} <= rebuilt("the predictions")
+    assert "cases/pandas_1.html" not in rebuilt("nothing again")
+    judgments.write_text(judgments.read_text(encoding="utf-8").replace('"correct"', '"reasoning wrong"', 1),
+                         encoding="utf-8")
+    assert {"cases/pandas_1.html", "evaluation.html", "grid.html"} <= rebuilt("the judgments")
+    shutil.rmtree(snapshot / "benchmark" / "numpy_1")
+    for name, key in (("benchmark_desc.xlsx", "nb_name"), ("ground_truth_crash_prediction.xlsx", "instance")):
+        table = read_table(snapshot / name)
+        write_table(snapshot / name, [r for r in table.records() if r[key] and not r[key].startswith("numpy_1")],
+                    table.columns)
+    predictions.write_text("".join(line + "\n" for line in predictions.read_text(encoding="utf-8").splitlines()
+                                   if "numpy_1" not in line), encoding="utf-8")
+    changed = rebuilt("a removed case")
+    assert {"index.html", "cases/matplotlib_1.html", "cases/pandas_1.html"} <= changed  # its neighbours' links
+    assert not (out / "cases" / "numpy_1.html").exists()
+
+
 def test_a_folder_holding_other_files_is_refused_and_kept(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
@@ -271,6 +413,21 @@ def test_a_folder_holding_other_files_is_refused_and_kept(tmp_path):
     with pytest.raises(JunoBenchError, match=r"files the site did not write: cases/extra\.html"):
         site("sample", built)
     assert (built / "cases" / "extra.html").read_text(encoding="utf-8") == "mine"
+    (built / "cases" / "extra.html").unlink()
+    # a link where the site wrote a folder or a file, or as the site itself, is refused
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "pandas_1.html").write_text("mine", encoding="utf-8")
+    shutil.move(built / "cases", tmp_path / "cases")
+    (built / "cases").symlink_to(elsewhere)
+    with pytest.raises(JunoBenchError, match="files the site did not write: cases"):
+        site("sample", built)
+    assert (elsewhere / "pandas_1.html").read_text(encoding="utf-8") == "mine"
+    link = tmp_path / "link"
+    link.symlink_to(out)
+    with pytest.raises(JunoBenchError, match="symbolic link"):
+        site("sample", link)
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
 def test_a_failed_build_leaves_the_previous_site(tmp_path, monkeypatch):
@@ -288,6 +445,51 @@ def test_a_failed_build_leaves_the_previous_site(tmp_path, monkeypatch):
         site("sample", out)
     assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     assert not [p for p in tmp_path.iterdir() if p.name != "site"]
+
+
+def test_a_killed_build_leaves_the_previous_site_and_its_leftover_is_removed_next_time(
+        tmp_path, monkeypatch, caplog):
+    """As ``kill -9`` leaves it: the staging folder half written beside the site (no
+    cleanup ran). The site is the previous one; the next build removes the leftover."""
+    snapshot = tmp_path / "snapshot"
+    shutil.copytree(sample_path(), snapshot)
+    for path in [snapshot, *snapshot.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    out = tmp_path / "site"
+    site(snapshot, out)
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    notebook = snapshot / "benchmark" / "pandas_1" / "pandas_1_reproduced.ipynb"
+    cells = json.loads(notebook.read_text(encoding="utf-8"))
+    cells["cells"].insert(0, {"cell_type": "markdown", "metadata": {}, "source": "A new note"})
+    notebook.write_text(json.dumps(cells), encoding="utf-8")
+    from junobench.site import build
+
+    write_pages = build.write_pages
+
+    def killed(*args):
+        write_pages(*args)
+        raise KeyboardInterrupt  # stands for the kill once the pages are written: nothing else runs
+
+    with monkeypatch.context() as patched:
+        patched.setattr(build, "write_pages", killed)
+        patched.setattr(build, "remove_tree", lambda folder: None)  # no cleanup under kill -9
+        with pytest.raises(KeyboardInterrupt):
+            site(snapshot, out)
+    (leftover,) = [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+    assert (leftover / "cases" / "pandas_1.html").is_file()
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    with caplog.at_level("WARNING"):
+        summary = site(snapshot, out)
+    assert summary.rendered == ["cases/pandas_1.html"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site", "snapshot"]  # the leftover is gone
+    assert not [r for r in caplog.records if r.levelname == "WARNING"], caplog.text
+    # a folder named like a leftover that holds something else is kept, with a warning
+    foreign = tmp_path / ".site.abcdefgh.partial"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine", encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        site(snapshot, out)
+    assert (foreign / "notes.txt").read_text(encoding="utf-8") == "mine" and "left as it is" in caplog.text
 
 
 def test_a_manifest_naming_paths_outside_is_refused(tmp_path):
@@ -439,6 +641,79 @@ def _overall(path: Path) -> dict[str, str]:
             for k, v in re.findall(r'<td data-key="([^"]+)">(.*?)</td>', body, re.DOTALL)}
 
 
+def test_the_site_shows_the_numbers_of_evaluate_for_the_other_layouts(tmp_path, reference_snapshot, qwen, mistral,
+                                                                     crane_llm_dir, capsys):
+    """JSON Lines, the CRANE-LLM judge's parsed labels, the JunoBench_construct tree and a
+    static analyser's outputs: each set's numbers, and the sets side by side, are evaluate's."""
+    from published_layouts import construct_tree
+
+    from junobench.detection.layouts import read_predictions
+
+    jsonl = tmp_path / "qwen.jsonl"
+    read = read_predictions(qwen)
+    jsonl.write_text("".join(json.dumps({"instance": i, "runs": runs}) + "\n" for i, runs in read.runs.items()),
+                     encoding="utf-8")
+    outputs = crane_llm_dir / "llms" / "llms_outputs"
+    predictions = [jsonl, outputs / "results_parsed_1" / "gpt_5" / "crash_detection_code",
+                   construct_tree(tmp_path / "construct", mistral),
+                   crane_llm_dir / "sas" / "sas_outputs" / "results_raw" / "pylint" / "crash_detection_code"]
+    out = tmp_path / "site"
+    site(reference_snapshot, out, predictions)
+    layouts = []
+    for k, path in enumerate(predictions, start=1):
+        printed = _cli_json(capsys, str(path), "--source", str(reference_snapshot))
+        assert (out / "evaluation" / f"set-{k}.json").read_text(encoding="utf-8") == printed, path
+        report = json.loads(printed)
+        layouts.append(report["layout"])
+        check_scores(cells(out / "evaluation.html", "detection-scores")[f"set-{k}"], report)
+        check_scores(_overall(out / "evaluation" / f"set-{k}.html"), report)
+    assert layouts == ["jsonl", "crane-parsed", "junobench-construct", "crane-sa"]
+    compared = _cli_json(capsys, *map(str, predictions), "--source", str(reference_snapshot))
+    assert (out / "evaluation" / "comparison.json").read_text(encoding="utf-8") == compared
+    for k, entry in enumerate(json.loads(compared)["sets"], start=1):
+        check_scores(cells(out / "evaluation.html", "comparison-scores")[f"set-{k}"], entry)
+
+
+@pytest.mark.slow
+def test_the_site_shows_the_numbers_of_evaluate_for_an_inspect_log(tmp_path, monkeypatch, capsys):
+    """An Inspect log of the crash-detection task (run against the local chat server, a
+    model wrong on some notebooks and some epochs): the site's numbers are evaluate's."""
+    pytest.importorskip("inspect_ai", reason="reading Inspect logs needs the inspect extra")
+    from chat_server import ChatServer, target_of
+    from inspect_ai import eval as inspect_eval
+
+    from junobench.detection.inspect_task import crash_detection
+
+    asked: dict[str, int] = {}
+
+    def answer(body):
+        user = body["messages"][-1]["content"]
+        if "# Target Cell:" not in user:
+            return "hello"
+        number = asked[user] = asked.get(user, 0) + 1
+        crash = len(target_of(body)) % 2 == 0  # right on some notebooks only
+        if number == 2 and len(user) % 3 == 0:
+            return "I cannot tell."  # an unparsable run
+        return json.dumps({"reasoning": f"<b>run {number}</b>", "detection": crash})
+
+    monkeypatch.setenv("INSPECT_DISPLAY", "none")
+    with ChatServer(answer) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        (log,) = inspect_eval(crash_detection(source="sample", runs=3), model="openai/tiny",
+                              log_dir=str(tmp_path / "logs"), display="none")
+    assert log.status == "success", log.error
+    out = tmp_path / "site"
+    site("sample", out, [log.location])
+    printed = _cli_json(capsys, str(log.location), "--source", "sample")
+    report = json.loads(printed)
+    assert report["layout"] == "inspect" and report["unparsable"]["count"] > 0 and report["fn"] + report["fp"] > 0
+    assert (out / "evaluation" / "set-1.json").read_text(encoding="utf-8") == printed
+    check_scores(cells(out / "evaluation.html", "detection-scores")["set-1"], report)
+    page = Page((out / "cases" / "pandas_1.html").read_text(encoding="utf-8"))
+    assert "<b>run 1</b>" in " ".join(page.text)  # each epoch's reasoning, as text
+
+
 def test_the_grid_lists_what_every_setting_misses(reference_site):
     out, _, _ = reference_site
     qwen = json.loads((out / "evaluation" / "set-1.json").read_text(encoding="utf-8"))
@@ -489,8 +764,28 @@ def test_site_verb_names_bad_predictions(tmp_path, capsys):
     assert not (tmp_path / "s").exists()
 
 
+def test_view_says_at_once_that_its_port_is_taken_or_not_a_port(tmp_path, capsys):
+    import socket
+
+    cache = tmp_path / "cache"
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        assert main(["view", "--source", "sample", "--port", str(port), "--no-open", "--cache-dir", str(cache)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: cannot serve on 127.0.0.1:{port}") and "--port" in err
+    assert len(err.strip().splitlines()) == 1
+    assert not list(cache.rglob("index.html"))  # said before building anything
+    for bad in ("70000", "-1"):
+        assert main(["view", "--source", "sample", "--port", bad, "--no-open", "--cache-dir", str(cache)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {bad} is not a port number") and "Traceback" not in err
+
+
 @pytest.mark.slow
-def test_view_serves_the_sample_and_stops_on_ctrl_c(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_view_serves_the_sample_and_stops_on_ctrl_c(tmp_path, stop):
     env = dict(os.environ, JUNOBENCH_CACHE=str(tmp_path / "cache"))
     process = subprocess.Popen(
         [sys.executable, "-m", "junobench", "view", "--source", "sample", "--port", "0", "--no-open"],
@@ -511,7 +806,7 @@ def test_view_serves_the_sample_and_stops_on_ctrl_c(tmp_path):
             assert b"pandas_1" in response.read()
         with urllib.request.urlopen(url.replace("index.html", "cases/pandas_1.html"), timeout=30) as response:
             assert b"target cell" in response.read()
-        process.send_signal(signal.SIGINT)
+        process.send_signal(stop)
         rest = process.stderr.read()
         assert process.wait(timeout=60) == 0, rest
         assert "stopped" in rest and "Traceback" not in rest

@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("nh3", reason="the site needs the site extra")
 
-from site_hostile import CASE, hostile_predictions, hostile_snapshot
+from site_hostile import CASE, hostile_judgments, hostile_predictions, hostile_snapshot
 
 from junobench.site import site
 
@@ -206,7 +206,7 @@ def hostile_site(tmp_path_factory):
     root = tmp_path_factory.mktemp("hostile-browser")
     out = root / "site"
     site(hostile_snapshot(root), out, [hostile_predictions(root / "hostile.jsonl")],
-         names=["<img src=x onerror=\"window.pwned='name'\">"])
+         names=["<img src=x onerror=\"window.pwned='name'\">"], judgments=hostile_judgments(root / "judged.jsonl"))
     return out
 
 

@@ -185,3 +185,25 @@ def test_a_replay_past_its_deadline_is_a_fault_that_is_retried(ray_cluster, tmp_
     assert case.attempts["reproduced"] == 2
     assert all("passed its deadline of 12 s" in fault for fault in case.faults["reproduced"])
     assert case.fixed.ok  # the other notebook ran within its deadline
+
+
+def test_keep_outputs_on_ray_keeps_what_the_workers_replayed(ray_cluster, tmp_path):
+    """--keep-outputs with Ray: the notebooks come back from the workers with their outputs,
+    as the local executor keeps them (the same runs, the same outputs but for the worker)."""
+    import nbformat
+
+    local, remote = tmp_path / "local", tmp_path / "ray"
+    verify(["NBspecific_2", "pandas_1"], "sample", jobs=2, progress=False, keep_outputs=local)
+    report = verify(["NBspecific_2", "pandas_1"], "sample", executor="ray", progress=False, keep_outputs=remote,
+                    executor_options={"retries": 0})
+    assert report.ok
+    names = sorted(p.relative_to(remote).as_posix() for p in remote.rglob("*.ipynb"))
+    assert names == sorted(p.relative_to(local).as_posix() for p in local.rglob("*.ipynb"))
+    assert len(names) == 4
+    for name in names:
+        ours, theirs = (nbformat.read(folder / name, as_version=4) for folder in (local, remote))
+        replay = theirs.metadata["junobench"].pop("replay")
+        assert replay["worker"]  # where it ran
+        assert replay["runs"] == ours.metadata["junobench"].pop("replay")["runs"]
+        assert [(c.get("execution_count"), [o.output_type for o in c.get("outputs", [])]) for c in theirs.cells] == \
+            [(c.get("execution_count"), [o.output_type for o in c.get("outputs", [])]) for c in ours.cells], name

@@ -68,6 +68,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_env(parser)
     add_pass_env(parser)
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--keep-outputs", metavar="DIR",
+                        help="save each replayed notebook with its outputs as DIR/<case>/<case>_<version>.ipynb")
     parser.add_argument("--record", action="store_true",
                         help="record each verdict in the case's provenance (benchmark/<case>/provenance.json "
                              "of a local snapshot): verified when it passes, where and with which versions")
@@ -108,7 +110,7 @@ def _verify(args: argparse.Namespace) -> int:
             report=args.report, progress=False if args.no_progress else None,
             filters=filters_from(args), env=args.env, executor=args.executor,
             executor_options=executor_options(args), resume=not args.fresh,
-            pass_env=args.pass_env, sandbox=sandbox_from(args),
+            pass_env=args.pass_env, sandbox=sandbox_from(args), keep_outputs=args.keep_outputs,
         )
     except (KeyboardInterrupt, JunoBenchError) as stop:
         # A run stopped early (report.Interrupted, report.RunFailed) shows every case, those

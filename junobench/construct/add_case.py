@@ -29,6 +29,7 @@ The caller then validates the snapshot (:func:`junobench.data.validate.check`).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import stat
@@ -44,7 +45,7 @@ from junobench.data import provenance as case_provenance
 from junobench.data.metadata import read_metadata, validate_metadata
 from junobench.data.tables import DATASET_COLUMNS, DESC_COLUMNS, Table, read_table, write_table
 from junobench.errors import JunoBenchError
-from junobench.safety.paths import check_no_link_on_the_way
+from junobench.safety.paths import check_no_link_on_the_way, is_within
 
 #: Label options → (table column, vocabulary).
 LABELS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -315,6 +316,7 @@ def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_l
     for dataset in case.datasets:
         for source in dataset.sources:
             check_no_link_on_the_way(source, what=f"the data of {dataset.name!r}")
+            data_source(source, root)
     warnings = large_files([s for d in case.datasets for s in d.sources], large_file, refuse=refuse_large)
     staging = transaction.staging_dir(root)
     temporaries: list[Path] = []
@@ -481,7 +483,7 @@ def _stage_dataset(dataset: Dataset, data: Path) -> dict[str, Any]:
     files: list[str] = []
     modifications = list(dataset.modifications)
     title, url, license_ = dataset.title, dataset.url, dataset.license
-    for source in dataset.sources:
+    for source in map(Path, map(os.path.abspath, dataset.sources)):
         files += _copy_into(source, data)
         beside = source.parent / (source.name.split(".", 1)[0] + layout.METADATA_SUFFIX)
         if beside.is_file() and beside.resolve() != source.resolve():
@@ -510,9 +512,24 @@ def _stage_dataset(dataset: Dataset, data: Path) -> dict[str, Any]:
     return meta
 
 
+def data_source(source: Path, root: Path) -> Path:
+    """``source`` (a data file or folder named by the user, no link on the way) as an
+    absolute path, whose last component is the name it gets in a case's ``data/``:
+    ``..`` and ``.`` lead where they say (``data/..`` would be the case folder). Refused
+    when it has no name (the root) or is a folder holding the snapshot ``root``."""
+    absolute = Path(os.path.abspath(source))
+    if not absolute.name:
+        raise JunoBenchError("a data source must be a file or a folder with a name", file=source)
+    if absolute.is_dir() and is_within(root, absolute):
+        raise JunoBenchError("the data folder holds the snapshot itself", file=source,
+                             hint="name the data files, or a folder beside the snapshot")
+    return absolute
+
+
 def _copy_into(source: Path, data: Path) -> list[str]:
     """Copy a regular file, or a folder's regular files, into ``data`` under the source's
     name; links and special files are refused."""
+    source = Path(os.path.abspath(source))
     if source.is_symlink():
         raise JunoBenchError("a link is not copied into a snapshot", file=source)
     if source.is_file():

@@ -12,6 +12,7 @@ byte for byte as it was.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from typing import Any
 
 from junobench import vocab
 from junobench.construct import provenance, transaction
-from junobench.construct.add_case import LABELS, LARGE_FILE, Progress, large_files, near_duplicates
+from junobench.construct.add_case import LABELS, LARGE_FILE, Progress, data_source, large_files, near_duplicates
 from junobench.data import layout
 from junobench.data import provenance as case_provenance
 from junobench.data.metadata import read_metadata, write_metadata
@@ -95,6 +96,7 @@ def _edit(root: Path, case_id: str, edit: CaseEdit, *, verify: bool, env: str | 
     for name, sources in edit.data.items():
         for source in sources:
             check_no_link_on_the_way(source, what=f"the data of {name!r}")
+            data_source(source, root)
     warnings = large_files([s for sources in edit.data.values() for s in sources], large_file, refuse=refuse_large)
 
     staging = transaction.staging_dir(root)
@@ -243,7 +245,7 @@ def _put_data(case_folder: Path, case_id: str, name: str, sources: Sequence[Path
     meta = read_metadata(path, case=case_id)
     data = case_folder / layout.DATA_DIR
     files = set(meta.get("files") or [])
-    for source in sources:
+    for source in map(Path, map(os.path.abspath, sources)):
         target = data / source.name
         if target.is_dir() and not target.is_symlink():
             shutil.rmtree(target)

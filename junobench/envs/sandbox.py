@@ -171,7 +171,9 @@ class Sandbox:
         machine allows: for the report."""
         if self.kind in ENGINES:
             return {"limits": "the container engine's cgroup (--memory, --pids-limit)",
-                    "identity": "the container's user, capabilities dropped, no-new-privileges",
+                    "identity": ("an unprivileged uid of its own (junobench runs as root)"
+                                 if hasattr(os, "geteuid") and os.geteuid() == 0 else "the caller's uid")
+                                + ", capabilities dropped, no-new-privileges, /tmp nosuid and nodev",
                     "seccomp": "the engine's default profile"}
         if self.kind != "bwrap":
             return {}
@@ -298,7 +300,7 @@ def confine(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: str, 
                           status=str(Path(runtime) / STATUS_FILE), uid=uid)
     if sandbox.kind in ENGINES:
         return container_argv(sandbox.kind, command, sandbox, cwd=cwd, writable=[*writable, ipc],
-                              name=container_name(runtime), status=str(Path(ipc) / STATUS_FILE))
+                              name=container_name(runtime), status=str(Path(ipc) / STATUS_FILE), uid=uid)
     raise JunoBenchError(f"sandbox {sandbox.kind!r} is not resolved")
 
 
@@ -321,13 +323,14 @@ def ipc_folder(runtime: str | Path) -> str:
 
 def launcher(settings: Mapping[str, Any]) -> list[str]:
     """The command line of :mod:`junobench.envs.watchdog` with ``settings``, run by this
-    interpreter (before ``--`` and the command it starts)."""
+    interpreter (before ``--`` and the command it starts), started by this process: its
+    pid goes along, so that a watchdog orphaned even before it ran knows it."""
     from junobench.envs import watchdog
 
     source = base64.b64encode(Path(watchdog.__file__).read_bytes()).decode()
     # base64: no braces for Jupyter's {connection_file} templating to touch
     loader = f"import base64;exec(compile(base64.b64decode('{source}'),'watchdog','exec'))"
-    encoded = base64.b64encode(json.dumps(dict(settings)).encode()).decode()
+    encoded = base64.b64encode(json.dumps({**settings, "parent": os.getpid()}).encode()).decode()
     return [sys.executable, "-I", "-S", "-c", loader, encoded, "--"]
 
 
@@ -509,8 +512,9 @@ _counter = itertools.count()
 
 def sandbox_uid(sandbox: Sandbox) -> int | None:
     """The host uid a new sandbox's notebook runs as: a new unprivileged one when
-    junobench runs as root with bubblewrap, None (the caller's own uid) otherwise."""
-    if sandbox.kind != "bwrap" or not hasattr(os, "geteuid") or os.geteuid() != 0:
+    junobench runs as root with bubblewrap or a container engine, None (the caller's own
+    uid) otherwise."""
+    if sandbox.kind not in ("bwrap", *ENGINES) or not hasattr(os, "geteuid") or os.geteuid() != 0:
         return None
     return SANDBOX_UIDS + ((os.getpid() & 0x3FFFFF) << 8) + (next(_counter) & 0xFF)
 
@@ -603,14 +607,20 @@ def font_cache(python: str) -> tuple[Path, ...]:
 
 
 def container_argv(engine: str, command: Sequence[str], sandbox: Sandbox, *, cwd: str, writable: Iterable[str],
-                   name: str, status: str) -> list[str]:
+                   name: str, status: str, uid: int | None = None) -> list[str]:
     """The ``docker run`` / ``podman run`` command line running ``command`` (its interpreter
-    replaced by the image's environment) in ``sandbox.image``."""
+    replaced by the image's environment) in ``sandbox.image``, as ``uid`` (:func:`sandbox_uid`
+    when junobench is root: never the host's root; None: the caller's own uid)."""
     python = f"{IMAGE_ENV}/bin/python"
     inner = watched([python, *command[1:]], sandbox, python=python, status=status)
+    size = sandbox.memory or DEFAULT_MEMORY
+    if uid is not None:
+        user = f"{uid}:{uid}"
+    else:
+        user = f"{os.getuid()}:{os.getgid()}" if hasattr(os, "getuid") else "1000:1000"
     argv = [engine, "run", "--rm", "-i", "--init", "--name", name, "--network", "bridge" if sandbox.network else "none",
-            "--read-only", "--tmpfs", f"/tmp:rw,exec,size={sandbox.memory or DEFAULT_MEMORY}",
-            "--user", f"{os.getuid()}:{os.getgid()}" if hasattr(os, "getuid") else "1000:1000",
+            "--read-only", "--tmpfs", f"/tmp:rw,nosuid,nodev,exec,size={size}", "--shm-size", str(size),
+            "--user", user,
             "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--ipc", "private",
             "--env", f"HOME={SANDBOX_HOME}", "--workdir", cwd]
     if sandbox.memory:

@@ -14,7 +14,9 @@ and a pipe on which bubblewrap says the host PID of the sandbox's first process
 the notebook's user to an unprivileged uid of the host (``--userns-block-fd``: bubblewrap
 waits until the maps are written). It stays outside the
 sandbox, in the parent PID namespace: no process of the notebook can see it, signal it or
-trace it, and it is not their parent. Every few milliseconds it reads the sandbox's own
+trace it, and it is not their parent; when its own parent (junobench) ends, killed outright,
+it kills the sandbox (no kernel outlives the run that started it). Every few milliseconds
+it reads the sandbox's own
 ``/proc`` (through ``/proc/<first>/root/proc``) and counts what the notebook holds in
 memory: the processes' resident memory, the private ``/tmp`` and ``/dev/shm`` (tmpfs:
 files count until deleted and closed), and the memfd objects the processes hold or map;
@@ -222,11 +224,18 @@ def record(status: str, reason: str) -> None:
         os.close(fd)
 
 
-def watch(sandbox: Sandbox, child: int, memory: int, tasks: int, status: str, kill: "object") -> int:
+def watch(sandbox: Sandbox, child: int, memory: int, tasks: int, status: str, kill: "object",
+          parent: int = 0) -> int:
     """Look at ``sandbox`` until its process ``child`` ends or a limit is passed (then
-    ``kill()``); the child's exit code (137 when a limit ended it)."""
+    ``kill()``); the child's exit code (137 when a limit ended it). With ``parent`` (the
+    process that started the watchdog), a watchdog whose parent ended (killed outright:
+    nobody will ever stop the kernel) kills the sandbox too."""
     near = 0
     while True:
+        if parent and os.getppid() != parent:  # orphaned: given to init or a subreaper
+            kill()  # type: ignore[operator]
+            os.waitpid(child, 0)
+            return 137
         done, code, used = os.wait4(child, os.WNOHANG)
         if done:
             # kilobytes: the largest process's peak, seen by the system (the sandbox's PID 1,
@@ -302,6 +311,7 @@ def _map_identity(pid: int, uid: int) -> None:
 
 def bwrap(settings: "dict[str, object]", command: "list[str]") -> int:
     """Start ``command`` (bubblewrap's argv) and watch the sandbox it makes."""
+    parent = int(settings.get("parent") or 0) or os.getppid()  # type: ignore[call-overload]
     memory, tasks = int(settings.get("memory") or 0), int(settings.get("tasks") or 0)  # type: ignore[call-overload]
     status, uid = str(settings.get("status") or ""), settings.get("uid")
     info_read, info_write = os.pipe()
@@ -352,13 +362,17 @@ def bwrap(settings: "dict[str, object]", command: "list[str]") -> int:
         done, code = os.waitpid(child, os.WNOHANG)
         if done:
             return exit_code(code)
+        if os.getppid() != parent:  # orphaned while the sandbox starts: it ends with bubblewrap
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(first, signal.SIGKILL)
+            return exit_code(os.waitpid(child, 0)[1])
         time.sleep(0.005)
 
     def kill() -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(first, signal.SIGKILL)  # the sandbox's PID 1: every process of it ends with it
 
-    return watch(Sandbox(root + "/proc", root), child, memory, tasks, status, kill)
+    return watch(Sandbox(root + "/proc", root), child, memory, tasks, status, kill, parent)
 
 
 def inside(settings: "dict[str, object]", command: "list[str]") -> int:

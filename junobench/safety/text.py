@@ -12,6 +12,10 @@
 - :func:`markdown_text` / :func:`markdown_link`: text for a Markdown or HTML page (the
   dataset card) with Markdown and HTML characters escaped, and links only to checked
   ``http(s)`` URLs (:func:`safe_url`).
+- :func:`visible_controls`: text for a page with its control characters and its
+  bidirectional embedding, override and isolate characters shown as ``‹U+202E›`` marks,
+  so that code reads as it runs (a right-to-left override can make code look other than
+  it is: "Trojan Source").
 
 >>> csv_cell("=HYPERLINK(\\"http://x\\")"), csv_cell("-1.5"), csv_cell("plain")
 ('\\'=HYPERLINK("http://x")', '-1.5', 'plain')
@@ -19,6 +23,8 @@
 'red \\\\x1b[31mtext\\\\x1b[0m'
 >>> markdown_link("Iris <b>", "javascript:alert(1)")
 'Iris &lt;b&gt;'
+>>> visible_controls("access = 'user\\u202e \\u2066# admin\\u2069\\u2066'\\x07")
+"access = 'user‹U+202E› ‹U+2066›# admin‹U+2069›‹U+2066›'‹U+0007›"
 """
 
 from __future__ import annotations
@@ -36,6 +42,11 @@ _SUSPECT = re.compile(r"[^\x20-\x7e]")
 # table cells (HTML's are written as entities first).
 _MARKDOWN = re.compile(r"([\\`*\[\]!|~])")
 _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}
+#: Bidirectional embeddings, overrides and isolates (LRE … RLO, LRI … PDI): the characters
+#: that reorder how a line is displayed (Unicode TR #36; what compilers' "Trojan Source"
+#: lints flag). The marks LRM/RLM reorder nothing and stay.
+BIDI_CONTROLS = re.compile(r"[\u202a-\u202e\u2066-\u2069]")
+_SHOWN_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 def is_formula_like(text: str) -> bool:
@@ -130,3 +141,10 @@ def markdown_link(title: Any, url: Any) -> str:
     if checked is None:
         return text
     return f"[{text}]({checked.replace('(', '%28').replace(')', '%29')})"
+
+
+def visible_controls(text: str) -> str:
+    """``text`` with each control character (but tab, newline and carriage return) and
+    each of :data:`BIDI_CONTROLS` shown as a ``‹U+XXXX›`` mark (plain characters: safe in
+    HTML text and attribute values alike)."""
+    return _SHOWN_CONTROLS.sub(lambda m: f"\u2039U+{ord(m.group()):04X}\u203a", text)

@@ -38,6 +38,11 @@ from junobench.site.evaluation import Evaluation, evaluation
 #: The manifest of a site: every file it holds, and each page's key.
 MANIFEST = ".junobench-site.json"
 MANIFEST_FORMAT = 1
+#: The mark of a site being written (in its staging folder until the manifest is), so that
+#: what a killed build left is known as the site's own and removed by the next build.
+BUILDING = ".junobench-site.building"
+#: The kinds of file a site holds.
+SITE_SUFFIXES = frozenset({".html", ".json", ".css", ".js", ".png", ".jpg", ".gif"})
 _PACKAGE = Path(__file__).resolve().parent
 
 
@@ -99,16 +104,18 @@ def site(
                      resamples=resamples, seed=seed, title=title, figures=figures, **filters)
     timings["load"] = time.perf_counter() - started
     with locked(target.parent):
-        recover(target, owned=lambda folder: (folder / MANIFEST).is_file())
+        recover(target, owned=is_site_folder)
         _check_target(target)
         previous = _read_manifest(target) if (target / MANIFEST).is_file() else {}
         staging = staging_folder(target)
         try:
+            (staging / BUILDING).write_bytes(b"")
             rendered, reused, files = write_pages(data, staging, target, previous)
             timings["pages"] = time.perf_counter() - started - timings["load"]
             manifest = {"format": MANIFEST_FORMAT, "pages": files}
             (staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n",
                                             encoding="utf-8")
+            (staging / BUILDING).unlink()
             old = swap_in(staging, target)
         except BaseException:
             remove_tree(staging)
@@ -219,6 +226,23 @@ def _link_all(root: Path, staging: Path, names: Iterable[str]) -> bool:
             os.link(source, target)
         except OSError:
             shutil.copyfile(source, target)
+    return True
+
+
+def is_site_folder(folder: Path) -> bool:
+    """Whether ``folder`` (one a killed build left beside the site) is a site or a site
+    being written, holding nothing else: its manifest or :data:`BUILDING` mark, and only
+    regular files of the kinds a site has."""
+    if not ((folder / MANIFEST).is_file() or (folder / BUILDING).is_file()):
+        return False
+    for current, folders, files in os.walk(folder):
+        if any(Path(current, name).is_symlink() for name in folders):
+            return False
+        for name in files:
+            path = Path(current, name)
+            if path.is_symlink() or not path.is_file() or (
+                    name not in (MANIFEST, BUILDING) and path.suffix not in SITE_SUFFIXES):
+                return False
     return True
 
 

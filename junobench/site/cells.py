@@ -32,6 +32,10 @@ from junobench.site import sanitize
 MAX_OUTPUT_CHARS = 100_000
 #: Outputs of one cell shown; the rest are counted.
 MAX_OUTPUTS = 50
+#: Characters of HTML the outputs of one page take (each output counted once, though a
+#: page shows it in both views); past it, a cell's outputs are replaced by a note saying
+#: so, the target cell's excepted. A page stays near 1 MB whatever a notebook printed.
+PAGE_OUTPUT_CHARS = 200_000
 _RASTER = ("image/png", "image/jpeg", "image/gif")
 
 
@@ -150,6 +154,24 @@ def _highlighted(source: str) -> tuple[Markup, ...]:
 # --------------------------------------------------------------------------- outputs
 
 
+@dataclass
+class Budget:
+    """What is left of a page's :data:`PAGE_OUTPUT_CHARS`."""
+
+    left: int = PAGE_OUTPUT_CHARS
+
+    def spend(self, outputs: list[Output], *, always: bool = False) -> list[Output]:
+        """``outputs`` when they fit (or ``always``), taken from what is left; else a note."""
+        size = sum(len(output.html) for output in outputs)
+        if always or size <= self.left:
+            self.left = max(0, self.left - size)
+            return outputs
+        self.left = 0
+        return [Output("note", Markup('<p class="note">{} outputs not shown ({:,} characters): the page '
+                                      'already shows {:,} characters of outputs</p>').format(
+            len(outputs), size, PAGE_OUTPUT_CHARS))]
+
+
 def markdown_cell(cell: Cell) -> Markup:
     """A Markdown cell rendered and cleaned."""
     return Markup(sanitize.markdown_html(_cut(cell.source)[0], cell.attachments))
@@ -197,8 +219,8 @@ def mime_bundle(data: Mapping[str, Any], images: Images) -> Output:
             data["application/vnd.jupyter.widget-view+json"], ensure_ascii=False)[:500]
         return _as_text("widget", "an interactive widget, shown as text (widgets run script)", shown)
     if "text/html" in data:
-        html, note = _cut(_text(data["text/html"]))
-        if not note:
+        html = _text(data["text/html"])
+        if len(html) <= MAX_OUTPUT_CHARS:  # (cut HTML would be broken HTML: a plainer view instead)
             return Output("html", Markup('<div class="html-output">{}</div>').format(
                 Markup(sanitize.clean_html(html))))
     if "image/svg+xml" in data:
@@ -231,6 +253,9 @@ def mime_bundle(data: Mapping[str, Any], images: Images) -> Output:
         text, note = _cut(_text(data["text/plain"]))
         return Output("text", Markup('<pre class="text-output">{}</pre>').format(
             Markup(sanitize.ansi_html(text))) + note)
+    if "text/html" in data:
+        return Output("note", Markup('<p class="note">an HTML output of {:,} characters (over the {:,} shown; '
+                                     'not shown)</p>').format(len(_text(data["text/html"])), MAX_OUTPUT_CHARS))
     kinds = ", ".join(sorted(str(k)[:40] for k in data)[:5]) or "nothing"
     return Output("note", Markup('<p class="note">an output of type {} (not shown)</p>').format(kinds))
 

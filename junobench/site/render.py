@@ -3,7 +3,9 @@
 Every page has the same Content-Security-Policy: scripts and styles only from the site's
 own files (no inline script, no ``<style>`` element), images from the site or ``data:``
 URIs, nothing else loaded, no form, no frame, no base URL. Templates autoescape; the
-HTML fragments of notebooks reach them already cleaned (:mod:`.sanitize`).
+HTML fragments of notebooks reach them already cleaned (:mod:`.sanitize`). Control
+characters and bidirectional overrides and isolates anywhere in a page are shown as marks
+(``‹U+202E›``): a line of code, a message or a label reads as it is.
 
 >>> "script-src 'self'" in CSP and "'unsafe-inline'" not in CSP.replace("style-src-attr 'unsafe-inline'", "")
 True
@@ -18,6 +20,7 @@ from typing import Any
 import jinja2
 
 from junobench.detection.evaluate import format_interval, with_interval
+from junobench.safety.text import visible_controls
 
 #: The Content-Security-Policy of every page (also sent by ``junobench view``). Inline
 #: ``style`` attributes are allowed (terminal colours, bar widths): none of the properties
@@ -54,7 +57,7 @@ def render_page(template: str, *, root: str, title: str, data: Any, **context: A
 
     html = environment().get_template(template).render(
         csp=CSP, root=root, title=title, nav=navigation(data), site_title=data.title, **context)
-    return html.encode("utf-8")
+    return visible_controls(html).encode("utf-8")
 
 
 def number(value: float | None, digits: int = 3) -> str:

@@ -7,8 +7,9 @@ sanitizer) with an allow-list: no script, style or frame elements, no event attr
 links only to ``http``/``https``/``mailto``, images only from ``data:image/…`` URIs (a
 remote image would be a request leaving the page), ``id``\\ s prefixed (no element takes
 a name such as ``window.flag``), classes limited to the few the site styles, and inline
-styles limited to colours and alignment. Raster images are checked by their magic bytes;
-SVG is only ever shown through ``<img>`` (an image document runs no script).
+styles limited to colours and alignment, calling no function but a colour's. Raster
+images are checked by their magic bytes; SVG is only ever shown through ``<img>`` (an
+image document runs no script).
 
 >>> clean_html('<img src="x" onerror="window.pwned=1"><script>alert(1)</script><b id="pwned">b</b>')
 '<img><b id="nb-pwned">b</b>'
@@ -78,11 +79,33 @@ def _attribute_filter(tag: str, attribute: str, value: str) -> str | None:
     or mail, an image from its own ``data:`` URI."""
     if attribute == "src":
         return value if tag == "img" and _DATA_IMAGE.match(value) else None
-    if attribute in ("href", "cite"):
+    if attribute == "cite":  # a URL no reader sees: nothing to keep
+        return None
+    if attribute == "href":
         if value.startswith("#") and tag == "a":  # a heading's anchor, renamed as its id is
             return "#" + ID_PREFIX + value[1:]
         return value if value.strip().lower().startswith(_LINK_SCHEMES) else None
+    if attribute == "style":
+        return plain_style(value) or None
     return value
+
+
+_CSS_FUNCTION = re.compile(r"([a-z0-9_-]*)\s*\(", re.IGNORECASE)
+_COLOUR_FUNCTIONS = frozenset({"rgb", "rgba", "hsl", "hsla"})
+
+
+def plain_style(style: str) -> str:
+    """The declarations of an inline ``style`` whose values call no function but a colour
+    (``url()``, ``image-set()``, ``expression()``, ``var()`` … are dropped, as are
+    declarations with CSS escapes or comments, which could hide one).
+
+    >>> plain_style("color: rgb(255, 0, 0); background-color: url(http://x/y.png); font-weight: bold")
+    'color: rgb(255, 0, 0); font-weight: bold'
+    """
+    kept = [part.strip() for part in style.split(";")
+            if part.strip() and "\\" not in part and "/*" not in part
+            and all(name.lower() in _COLOUR_FUNCTIONS for name in _CSS_FUNCTION.findall(part))]
+    return "; ".join(kept)
 
 
 _HTML = nh3.Cleaner(
@@ -152,7 +175,7 @@ def ansi_html(text: str) -> str:
     return _ANSI.clean(_CONTROL.sub("", html))
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def decode_image(data: object) -> bytes | None:

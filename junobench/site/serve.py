@@ -68,19 +68,27 @@ def view(
 ) -> SiteSummary:
     """Build the site (as :func:`~junobench.site.build.site` with ``options``) into the
     cache and serve it on ``127.0.0.1:port`` until interrupted; ``on_ready`` is called
-    with the URL once the server listens. Returns what the build did."""
+    with the URL once the server listens. The port is taken before the build, so that a
+    port in use is said at once. Returns what the build did."""
     from junobench.site.build import site
 
     folder = site_folder(source, predictions, {k: v for k, v in options.items() if v is not None}, cache_dir)
-    summary = site(source, folder, predictions, **options)
-    serve(folder, port=port, open_browser=open_browser,
+    server = listen(folder, port)
+    try:
+        summary = site(source, folder, predictions, **options)
+    except BaseException:
+        server.server_close()
+        raise
+    serve(server, open_browser=open_browser,
           on_ready=None if on_ready is None else lambda url: on_ready(url, summary))
     return summary
 
 
-def serve(folder: str | Path, *, port: int = DEFAULT_PORT, open_browser: bool = True,
-          on_ready: Callable[[str], None] | None = None) -> None:
-    """Serve ``folder`` on 127.0.0.1 until Ctrl-C or SIGTERM."""
+def listen(folder: str | Path, port: int = DEFAULT_PORT) -> http.server.ThreadingHTTPServer:
+    """A server of ``folder`` bound to 127.0.0.1:``port`` (0: a free port), not yet serving."""
+    if type(port) is not int or not 0 <= port <= 65535:
+        raise JunoBenchError(f"{port!r} is not a port number", hint="pass --port N with N from 0 to 65535 "
+                             "(0: any free port)")
     handler = functools.partial(Handler, directory=str(folder))
     try:
         server = http.server.ThreadingHTTPServer((HOST, port), handler)
@@ -89,6 +97,12 @@ def serve(folder: str | Path, *, port: int = DEFAULT_PORT, open_browser: bool = 
                              hint="another program may use the port: pass --port N (0: any free port)"
                              ) from None
     server.daemon_threads = True
+    return server
+
+
+def serve(server: http.server.ThreadingHTTPServer, *, open_browser: bool = True,
+          on_ready: Callable[[str], None] | None = None) -> None:
+    """Serve with ``server`` (from :func:`listen`) until Ctrl-C or SIGTERM, then close it."""
     url = f"http://{HOST}:{server.server_address[1]}/index.html"
     stop = threading.Event()
 

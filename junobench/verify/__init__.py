@@ -81,6 +81,7 @@ def verify(
     resume: bool = True,
     pass_env: Sequence[str] = (),
     sandbox: Sandbox | None = None,
+    keep_outputs: str | Path | None = None,
 ) -> VerifyReport:
     """Verify ``case_ids`` (default: every case, or those matching ``filters``) of ``source``.
 
@@ -98,8 +99,11 @@ def verify(
     snapshot is only read. ``report.ok`` is True when every case passed. The kernels get
     our environment without credential-like variables (:mod:`junobench.safety.env`), except
     those named in ``pass_env``, and run in ``sandbox`` (default: ``auto``, no network, the
-    default limits; see :func:`runner_for`); the report names it for every case. A run
-    stopped early raises :class:`~junobench.verify.report.Interrupted` (Ctrl-C: a
+    default limits; see :func:`runner_for`); the report names it for every case. With
+    ``keep_outputs`` (a folder), every replayed notebook is saved there with its outputs,
+    ``<case>/<case>_<version>.ipynb`` (:mod:`junobench.verify.kept`); a case kept from the
+    earlier report runs again unless the folder holds both its notebooks. A run stopped
+    early raises :class:`~junobench.verify.report.Interrupted` (Ctrl-C: a
     KeyboardInterrupt) or :class:`~junobench.verify.report.RunFailed` (a JunoBenchError, e.g.
     a Ray cluster it cannot join), whose ``report`` holds every case, those not finished
     ``interrupted`` or ``not run``; with ``report``, that is what is written.
@@ -121,12 +125,22 @@ def verify(
                              hint="check the case ids and filters (`junobench ls`)")
     if report is not None:
         check_file_target(report)  # before the notebooks run, not after
+    kept_folder = None
+    if keep_outputs is not None:
+        from junobench.verify.kept import prepare_folder
+
+        kept_folder = prepare_folder(keep_outputs)
     found = kernel_environment(target or own_kernel(), snapshot_environment(root))
     environment = found.to_json(r for spec in specs for r in spec.requirements)
     environment["sandbox"] = runner.sandbox.to_json()
     context = f"{'' if target is None else target.python}{sandbox_key(runner.sandbox)}"
     digests = {spec.case_id: digest for spec in specs if (digest := _inputs(spec, timeout, context))}
     kept = kept_results(earlier_results(report), digests) if report is not None and resume else {}
+    if kept_folder is not None:  # a kept verdict without its notebooks runs again, to keep them
+        from junobench.verify import kept as kept_notebooks
+
+        kept = {case: result for case, result in kept.items()
+                if kept_notebooks.present(kept_folder, case, vocab.EVALUATED_VERSIONS)}
     done: dict[str, CaseResult] = dict(kept)
     by_id = {spec.case_id: spec for spec in specs}
 
@@ -144,7 +158,7 @@ def verify(
     started = time.perf_counter()
     try:
         result = verify_specs(specs, timeout=timeout, progress=progress, on_case=judged, executor=runner,
-                              kept=kept, fetch=fetch)
+                              kept=kept, fetch=fetch, keep_outputs=kept_folder)
     except (KeyboardInterrupt, JunoBenchError) as stop:
         why = "interrupted" if isinstance(stop, KeyboardInterrupt) else str(stop)
         left = stopped_report(specs, done, runner, why, environment, time.perf_counter() - started)

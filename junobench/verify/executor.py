@@ -92,6 +92,7 @@ class ReplayTask:
     after: Any = None  # async callable(nbclient client) -> None, picklable, returned with its state
     requirements: tuple[str, ...] = ()  # pinned requirements of the notebook's environment
     fetch: tuple[HubCase, ...] = ()  # case folders fetched from the Hub where the task runs
+    keep_notebook: bool = False  # return the replayed notebook with its outputs (RunLog.notebook)
 
 
 @dataclass
@@ -402,9 +403,16 @@ async def execute(task: ReplayTask, workspace: Workspace, target: KernelTarget |
         return not_run(task, f"cannot read the notebook {task.notebook}: {error}"), task.after
     if task.prepare is not None:
         task.prepare(notebook, workspace.path)
+    if task.keep_notebook:  # the file keeps what this replay ran, nothing the notebook held before
+        for cell in notebook.cells:
+            if cell.cell_type == "code":
+                cell.outputs, cell.execution_count = [], None
     log = await replay(notebook, task.steps, cwd=workspace.working, timeout=task.timeout, kernel_log=kernel_log,
                        after=task.after, target=target, kernel=None if kernel is None else _given(kernel),
                        pass_env=pass_env, sandbox=sandbox, writable=[workspace.root])
+    if task.keep_notebook:  # (outputs nbformat cannot write: the replay stands, unkept)
+        with contextlib.suppress(ValueError, TypeError):
+            log = replace(log, notebook=await asyncio.to_thread(nbformat.writes, notebook))
     return log, task.after
 
 

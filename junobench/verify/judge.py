@@ -47,7 +47,9 @@ class RunLog:
     kernel could not run the notebook at all (did not start, died); ``input_error`` that
     the task's files were refused before any kernel started (a link out of the case
     folder, a FIFO). ``timeout`` is the
-    per-cell limit in seconds; the other fields are measurements the judge ignores.
+    per-cell limit in seconds; the other fields are measurements the judge ignores, and
+    ``notebook`` the replayed notebook with this replay's outputs (nbformat JSON), when
+    the task asked to keep it (``verify --keep-outputs``).
     """
 
     steps: tuple[StepOutcome, ...]
@@ -59,6 +61,7 @@ class RunLog:
     kernel_pid: int | None = None
     input_error: str | None = None
     sandbox: str | None = None
+    notebook: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

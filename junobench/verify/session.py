@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from junobench import vocab
@@ -63,6 +64,7 @@ def verify_specs(
     fetch: Callable[[CaseSpec], HubCase] | None = None,
     pass_env: Sequence[str] = (),
     sandbox: Sandbox | None = None,
+    keep_outputs: Path | None = None,
 ) -> VerifyReport:
     """Replay and judge every spec with ``executor`` (default: ``jobs`` local kernels of
     ``target``, ``pool`` of them started ahead: see :class:`.LocalExecutor`); cases in
@@ -71,13 +73,15 @@ def verify_specs(
     replay fetches the case folder from the Hub instead of receiving it. ``progress`` None
     shows a bar only on a terminal. The default executor's kernels see the credential-like
     variables named in ``pass_env``, no others, and run in ``sandbox`` (default: the default
-    :class:`~junobench.envs.sandbox.Sandbox`)."""
+    :class:`~junobench.envs.sandbox.Sandbox`). With ``keep_outputs`` (a folder), each
+    replayed notebook is saved there with its outputs (:mod:`.kept`)."""
     runner = executor if executor is not None else LocalExecutor(jobs or default_jobs(), target=target, pool=pool,
                                                                  pass_env=tuple(pass_env),
                                                                  sandbox=sandbox or Sandbox())
     started = time.perf_counter()
     try:
-        results = run_sync(_verify_all(specs, runner, timeout, progress, on_case, kept or {}, fetch))
+        results = run_sync(_verify_all(specs, runner, timeout, progress, on_case, kept or {}, fetch,
+                                       keep_outputs))
     except asyncio.CancelledError:  # Ctrl-C cancelled the run; the kernels are stopped
         raise KeyboardInterrupt from None
     return VerifyReport(results, time.perf_counter() - started, runner.jobs, executor=runner.describe(),
@@ -87,7 +91,7 @@ def verify_specs(
 async def _verify_all(
     specs: Sequence[CaseSpec], executor: Executor, timeout: float | None, progress: bool | None,
     on_case: Callable[[CaseResult], None] | None, kept: Mapping[str, CaseResult],
-    fetch: Callable[[CaseSpec], HubCase] | None,
+    fetch: Callable[[CaseSpec], HubCase] | None, keep_outputs: Path | None = None,
 ) -> list[CaseResult]:
     from tqdm import tqdm
 
@@ -113,7 +117,13 @@ async def _verify_all(
             return finished(_not_run(spec))
         source = fetch(spec) if fetch is not None else None
         outcomes = await gather_all(*(executor.run(replay_task(spec, v, spec.orders[v], timeout=timeout,
-                                                               fetch=source)) for v in VERSIONS))
+                                                               fetch=source, keep_notebook=keep_outputs is not None))
+                                      for v in VERSIONS))
+        if keep_outputs is not None:
+            from junobench.verify.kept import keep
+
+            outcomes = [await asyncio.to_thread(keep, keep_outputs, spec.case_id, v, o)
+                        for v, o in zip(VERSIONS, outcomes, strict=True)]
         return finished(case_result(spec, dict(zip(VERSIONS, outcomes, strict=True))))
 
     try:

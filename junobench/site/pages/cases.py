@@ -15,7 +15,16 @@ from markupsafe import Markup
 from junobench import vocab
 from junobench.safety.text import safe_url
 from junobench.site import diff
-from junobench.site.cells import Cell, Images, Output, code_lines, markdown_cell, read_cells, render_outputs
+from junobench.site.cells import (
+    Budget,
+    Cell,
+    Images,
+    Output,
+    code_lines,
+    markdown_cell,
+    read_cells,
+    render_outputs,
+)
 from junobench.site.pages import NavLink, Page
 from junobench.site.render import render_page
 
@@ -107,14 +116,20 @@ class CaseView:
     def of(cls, case: Mapping[str, Any], images: Images) -> CaseView:
         notebooks = {version: read_cells(case.get(version)) for version in SIDES.values()}
         outputs: dict[tuple[str, int], list[Output]] = {}
+        budget = Budget()
+        target = case.get("target_cell_index")
 
         def outputs_of(side: str, cell: Cell) -> list[Output]:
             key = (side, cell.position)
             if key not in outputs:
-                outputs[key] = render_outputs(cell, images)
+                before = set(images.files)
+                rendered = render_outputs(cell, images)
+                outputs[key] = budget.spend(rendered, always=side != "o" and cell.code_index == target)
+                if outputs[key] is not rendered:  # not shown: its images are not written either
+                    for name in set(images.files) - before:
+                        del images.files[name]
             return outputs[key]
 
-        target = case.get("target_cell_index")
         crash_line = case.get("crash_line")
         order = case.get("execution_order") or {}
         sides: dict[str, list[CellView]] = {}

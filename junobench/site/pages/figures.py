@@ -65,7 +65,7 @@ def _figures(folder: Path) -> tuple[list[dict[str, Any]], int]:
     """The first :data:`MAX_FIGURES` figures (with their images) and how many there are."""
     import pyarrow.parquet as pq
 
-    from junobench.mining.write import PARQUET
+    from junobench.mining.features import PARQUET
 
     file = pq.ParquetFile(folder / PARQUET["figures"])
     found: list[dict[str, Any]] = []
@@ -79,7 +79,7 @@ def _figures(folder: Path) -> tuple[list[dict[str, Any]], int]:
 def _cells(folder: Path, notebooks: set[str]) -> dict[str, list[dict[str, Any]]]:
     import pyarrow.parquet as pq
 
-    from junobench.mining.write import PARQUET
+    from junobench.mining.features import PARQUET
 
     out: dict[str, list[dict[str, Any]]] = {}
     columns = ["notebook", "cell", "cell_type", "source", "execution_count"]
