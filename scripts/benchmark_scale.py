@@ -24,8 +24,9 @@ worker count of ``--workers`` (longest first onto the least loaded worker).
 With ``--big SIZE`` (e.g. ``2GiB``; ``0`` skips it), one more run measures memory: a case
 whose data file has that size (a sparse file in a temporary folder, read through by the
 notebook) replayed on a Ray instance the executor starts itself; it prints the peak
-resident memory of the Ray driver process and of this process against the file's size
-(goal: each well under 2x).
+resident memory of the Ray driver process, of its worker (each as its own pages plus what
+it shares: Ray's object store is shared memory) and of this process against the file's
+size (goal: each one's own well under 2x).
 
 Numbers depend on what else the machine is doing; report them with that caveat.
 """
@@ -54,6 +55,8 @@ from junobench.verify.spec import case_specs
 
 GOAL = 1.15
 BENCHMARK_NOTEBOOKS = 222
+#: Bytes of the object store of the memory run's Ray instance (what a chunked case fills first, then spills).
+STORE = 300 << 20
 
 
 def compute_tasks(folder: Path, count: int, seconds: float) -> list[ReplayTask]:
@@ -141,15 +144,27 @@ def benchmark_times(report: Path | None, measured: Sequence[float]) -> tuple[lis
     return times, f"{BENCHMARK_NOTEBOOKS} notebooks at the sample's measured times"
 
 
-def _peak(pid: int) -> int:
-    """Peak resident memory of process ``pid`` so far (bytes; Linux ``VmHWM``), 0 when gone."""
+def _memory(pid: int) -> tuple[int, int]:
+    """Resident memory of process ``pid`` now (bytes; Linux ``smaps_rollup``): its own
+    (private pages) and what it shares (Ray's object store is shared memory, mapped by
+    every process that reads or writes it); (0, 0) when it is gone."""
+    fields: dict[str, int] = {}
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            name, _, rest = line.partition(":")
+            if rest.strip().endswith("kB"):
+                fields[name] = int(rest.split()[0]) * 1024
     except OSError:
-        pass
-    return 0
+        return 0, 0
+    own = fields.get("Private_Clean", 0) + fields.get("Private_Dirty", 0)
+    return own, fields.get("Shared_Clean", 0) + fields.get("Shared_Dirty", 0)
+
+
+def _worker_of(driver: int) -> int | None:
+    """The long-lived Ray worker below ``driver`` (the instance it started), if it runs."""
+    from junobench.verify.lifeline import command_line, descendants
+
+    return next((pid for pid in descendants(driver) if "ReplayWorker" in command_line(pid)), None)
 
 
 def big_file(size: int) -> dict[str, float]:
@@ -172,11 +187,17 @@ def big_file(size: int) -> dict[str, float]:
                   f"assert size == os.path.getsize('data/big.bin') == {size}")
         nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source)]), case / "nb.ipynb")
         task = ReplayTask("big", "case/nb.ipynb", (Step(0, 1),), "case", (Place(str(case), "case"),), timeout=600)
-        peaks = {"driver": 0}
+        peaks = {"driver": 0, "driver shared": 0, "worker": 0, "worker shared": 0}
+
+        def look(driver: int) -> None:
+            for name, pid in (("driver", driver), ("worker", _worker_of(driver))):
+                own, shared = _memory(pid) if pid is not None else (0, 0)
+                peaks[name] = max(peaks[name], own)
+                peaks[f"{name} shared"] = max(peaks[f"{name} shared"], shared)
 
         async def run() -> ReplayOutcome:
             executor = RayExecutor(jobs=1, init_options={"num_cpus": 1, "include_dashboard": False,
-                                                         "object_store_memory": 300 << 20})
+                                                         "object_store_memory": STORE})
             async with executor:
                 stop = threading.Event()
                 pid = executor.driver_pid
@@ -184,14 +205,14 @@ def big_file(size: int) -> dict[str, float]:
 
                 def watch() -> None:
                     while not stop.wait(0.2):
-                        peaks["driver"] = max(peaks["driver"], _peak(pid))
+                        look(pid)
 
                 watcher = threading.Thread(target=watch)
                 watcher.start()
                 try:
                     return await executor.run(task)
                 finally:
-                    peaks["driver"] = max(peaks["driver"], _peak(pid))
+                    look(pid)
                     stop.set()
                     watcher.join()
 
@@ -201,7 +222,7 @@ def big_file(size: int) -> dict[str, float]:
     if outcome.error or outcome.log.failure or outcome.log.steps[-1].status != "ok":
         raise SystemExit(f"the big-file replay failed: {outcome.error or outcome.log}")
     this = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    return {"driver": peaks["driver"], "this": this, "seconds": seconds}
+    return {**peaks, "this": this, "seconds": seconds}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,10 +241,13 @@ def main(argv: list[str] | None = None) -> int:
     big = parse_size(args.big) if args.big not in ("0", "") else 0
     if big:
         memory = big_file(big)
-        print(f"memory: one case with a {big / (1 << 30):.3g} GiB data file on Ray ({memory['seconds']:.1f} s): "
-              f"peak of the Ray driver {memory['driver'] / (1 << 20):.0f} MiB "
-              f"({memory['driver'] / big:.3f}x the file), of this process {memory['this'] / (1 << 20):.0f} MiB "
-              f"({memory['this'] / big:.3f}x); goal: each well under 2x")
+        mib = 1 << 20
+        print(f"memory: one case with a {big / (1 << 30):.3g} GiB data file on Ray ({memory['seconds']:.1f} s), "
+              f"peaks, own + shared (the object store, {STORE / mib:.0f} MiB): "
+              f"the Ray driver {memory['driver'] / mib:.0f} + {memory['driver shared'] / mib:.0f} MiB "
+              f"({memory['driver'] / big:.3f}x the file, own), its worker {memory['worker'] / mib:.0f} + "
+              f"{memory['worker shared'] / mib:.0f} MiB ({memory['worker'] / big:.3f}x), this process "
+              f"{memory['this'] / mib:.0f} MiB ({memory['this'] / big:.3f}x); goal: each own well under 2x")
     if args.only_big:
         return 0
     workers = [int(w) for w in args.workers.split(",") if w.strip()]

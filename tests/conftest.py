@@ -69,7 +69,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
 #: module that starts Ray is missing here.
 RAY_MODULES = frozenset({
     "tests/test_construct_reproduce.py", "tests/test_containment.py", "tests/test_executor.py",
-    "tests/test_hostile_probes.py", "tests/test_mine_ray.py", "tests/test_ray_faults.py", "tests/test_ray_stopped.py",
+    "tests/test_hostile_probes.py", "tests/test_mine_ray.py", "tests/test_ray_faults.py", "tests/test_ray_joined.py",
+    "tests/test_ray_stopped.py", "tests/test_ray_stops.py",
     "tests/test_verify_ray.py",
 })
 

@@ -5,17 +5,22 @@ handler with ``parser.set_defaults(handler=...)``; a handler returns the exit co
 
 One exit rule: 0 on success, 1 on any error (bad input, and usage errors too, which
 argparse would end with status 2), always reported as one ``error: …`` line on stderr.
+A verb stopped by Ctrl-C, SIGTERM or SIGHUP (:mod:`.signals`) ends as Ctrl-C ends it, says
+``interrupted`` and exits with 128 + the signal's number (130, 143, 129).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import junobench
+from junobench.cli.signals import stop_signals
 from junobench.errors import JunoBenchError
 from junobench.safety.text import EscapedStream
 
@@ -153,16 +158,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     # message can hold ANSI sequences); stderr keeps carriage returns for progress bars.
     stdout, stderr = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = EscapedStream(stdout), EscapedStream(stderr, keep="\n\t\r")
+    stop = None
     try:
-        args = parser.parse(argv)
-        _quiet_libraries()
-        return int(args.handler(args) or 0)
+        with stop_signals() as stop:
+            args = parser.parse(argv)
+            _quiet_libraries()
+            return int(args.handler(args) or 0)
     except JunoBenchError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as interrupt:
+        by = "" if stop is None or stop.signum == signal.SIGINT else f" by {stop.name}"
+        _say(f"interrupted{by}{f' ({interrupt})' if str(interrupt) else ''}")
+        return 130 if stop is None else stop.code
     except BrokenPipeError:
         # The reader went away (`junobench stats --format json | head`): that is its
         # choice, not an error. Whatever is still buffered goes nowhere, quietly.
@@ -170,6 +178,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     finally:
         sys.stdout, sys.stderr = stdout, stderr
+
+
+def _say(line: str) -> None:
+    """A last line on stderr, unless stderr is gone (SIGHUP: the terminal closed)."""
+    with contextlib.suppress(OSError, ValueError):
+        print(line, file=sys.stderr)
 
 
 def _silence_stdout(stdout: Any) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
 from junobench.cli.common import (
     add_filters,
@@ -17,7 +18,12 @@ from junobench.cli.common import (
     status,
     step_lines,
 )
+from junobench.cli.signals import held
+from junobench.errors import JunoBenchError
 from junobench.render import render
+
+if TYPE_CHECKING:
+    from junobench.verify.report import VerifyReport
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -85,26 +91,36 @@ def _checkout(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from junobench.verify import DEFAULT_TIMEOUT, verify
-    from junobench.verify.report import TABLE_COLUMNS
+    try:
+        from junobench.verify import DEFAULT_TIMEOUT, verify
 
-    if args.record:  # refused before any notebook runs
-        from junobench.construct.transaction import editable_root
+        if args.record:  # refused before any notebook runs
+            from junobench.construct.transaction import editable_root
 
-        editable_root(args.source)
-    report = verify(
-        args.cases or None, args.source, revision=args.revision, jobs=args.jobs,
-        timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
-        report=args.report, progress=False if args.no_progress else None,
-        filters=filters_from(args), env=args.env, executor=args.executor,
-        executor_options=executor_options(args), resume=not args.fresh,
-        pass_env=args.pass_env, sandbox=sandbox_from(args), keep_outputs=args.keep_outputs,
-    )
-    if args.format == "json":
-        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
-    else:
-        print(render(report.rows(), args.format, TABLE_COLUMNS), end="")
-    print(report.summary(), file=sys.stderr)
+            editable_root(args.source)
+        report = verify(
+            args.cases or None, args.source, revision=args.revision, jobs=args.jobs,
+            timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
+            report=args.report, progress=False if args.no_progress else None,
+            filters=filters_from(args), env=args.env, executor=args.executor,
+            executor_options=executor_options(args), resume=not args.fresh,
+            pass_env=args.pass_env, sandbox=sandbox_from(args), keep_outputs=args.keep_outputs,
+        )
+    except (KeyboardInterrupt, JunoBenchError) as stop:
+        # A run stopped early (report.Interrupted, report.RunFailed) shows every case, those
+        # it did not finish as such, then says why; one stopped before it knew its cases
+        # shows none (--format json: a document with no case).
+        stopped: VerifyReport | None = getattr(stop, "report", None)
+        if stopped is not None:
+            _show(stopped, args)
+        elif args.format == "json":
+            with held():
+                print(json.dumps({"environment": None, "cases": {}, "stopped": str(stop) or "interrupted"},
+                                 indent=2), flush=True)
+        if stopped is not None and isinstance(stop, KeyboardInterrupt):
+            raise KeyboardInterrupt(_unfinished(stopped, args)) from None
+        raise
+    _show(report, args)
     if args.record:
         from junobench.construct.provenance import record_verification
 
@@ -113,3 +129,28 @@ def _verify(args: argparse.Namespace) -> int:
     if report_stopped(report.stopped, "the report holds every case"):
         return 1
     return 0 if report.ok else 1
+
+
+def _show(report: VerifyReport, args: argparse.Namespace) -> None:
+    """The verdicts on stdout in ``--format`` (a JSON document printed whole, whatever
+    signal comes meanwhile), the summary on stderr."""
+    from junobench.verify.report import TABLE_COLUMNS
+
+    with held():
+        if args.format == "json":
+            print(json.dumps(report.to_json(), indent=2, ensure_ascii=False), flush=True)
+        else:
+            print(render(report.rows(), args.format, TABLE_COLUMNS), end="", flush=True)
+        print(report.summary(), file=sys.stderr)
+
+
+def _unfinished(report: VerifyReport, args: argparse.Namespace) -> str:
+    """``2 of 4 cases done; r.json holds every case; run the same command again to resume``."""
+    from junobench.verify.report import INTERRUPTED, NOT_RUN
+
+    counts = report.counts()
+    done = len(report.cases) - counts.get(INTERRUPTED, 0) - counts.get(NOT_RUN, 0)
+    text = f"{done} of {len(report.cases)} cases done"
+    if args.report:
+        text += f"; {args.report} holds every case; run the same command again to resume"
+    return text

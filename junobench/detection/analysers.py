@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from junobench import subprocesses
 from junobench.detection import crane_inputs
 from junobench.detection.names import CRANE_SA
 from junobench.detection.predictions import Predictions, jsonl_line, read_per_instance
@@ -231,8 +232,8 @@ def run_command(command: Sequence[str], folder: Path, timeout: float) -> str:
     """Run an analyser in ``folder`` and return its standard output (its exit code says
     only whether it found something)."""
     try:
-        done = subprocess.run(list(command), cwd=folder, capture_output=True, text=True,
-                              timeout=timeout, check=False, stdin=subprocess.DEVNULL)
+        done = subprocesses.run(list(command), cwd=folder, capture_output=True, text=True,
+                                timeout=timeout, stdin=subprocess.DEVNULL)
     except FileNotFoundError:
         raise JunoBenchError(f"cannot run {command[0]}", hint="pip install 'junobench[sa]'") \
             from None

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from junobench import subprocesses
 from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
 from junobench.safety.grammar import check, is_iso_date
@@ -79,8 +80,8 @@ def run(command: Sequence[str], *, what: str, cwd: str | Path | None = None,
     user's configuration only (:func:`user_config_only`)."""
     command = user_config_only(command, env)
     try:
-        done = subprocess.run(list(command), cwd=cwd, env=env, capture_output=True, text=True,
-                              timeout=timeout, check=False, pass_fds=_INHERITED.get() if inherit else ())
+        done = subprocesses.run(list(command), cwd=cwd, env=env, capture_output=True, text=True,
+                                timeout=timeout, pass_fds=_INHERITED.get() if inherit else ())
     except FileNotFoundError:
         raise JunoBenchError(f"{what}: {command[0]} not found") from None
     except subprocess.TimeoutExpired:

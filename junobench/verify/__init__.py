@@ -14,6 +14,7 @@ succeed. What to run (:mod:`.spec`), running it (:mod:`.runner`), judging it
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -30,7 +31,7 @@ from junobench.errors import JunoBenchError
 from junobench.safety.atomic import check_file_target
 from junobench.verify.executor import Executor, HubCase, LocalExecutor, ReplayOutcome, ReplayTask, hub_endpoint
 from junobench.verify.judge import RunLog, StepOutcome, Verdict, judge
-from junobench.verify.report import CaseResult, VerifyReport
+from junobench.verify.report import INTERRUPTED, NOT_RUN, CaseResult, Interrupted, RunFailed, VerifyReport
 from junobench.verify.resume import earlier_results, inputs_digest, kept_results
 from junobench.verify.runner import replay, require_run_extra
 from junobench.verify.session import DEFAULT_TIMEOUT, default_jobs, verify_specs
@@ -101,7 +102,11 @@ def verify(
     default limits; see :func:`runner_for`); the report names it for every case. With
     ``keep_outputs`` (a folder), every replayed notebook is saved there with its outputs,
     ``<case>/<case>_<version>.ipynb`` (:mod:`junobench.verify.kept`); a case kept from the
-    earlier report runs again unless the folder holds both its notebooks.
+    earlier report runs again unless the folder holds both its notebooks. A run stopped
+    early raises :class:`~junobench.verify.report.Interrupted` (Ctrl-C: a
+    KeyboardInterrupt) or :class:`~junobench.verify.report.RunFailed` (a JunoBenchError, e.g.
+    a Ray cluster it cannot join), whose ``report`` holds every case, those not finished
+    ``interrupted`` or ``not run``; with ``report``, that is what is written.
     """
     require_run_extra()
     runner = runner_for(executor, jobs=jobs, timeout=timeout, env=env, executor_options=executor_options,
@@ -150,12 +155,38 @@ def verify(
             on_case(case)
 
     fetch = None if repo is None else partial(_hub_case, repo, revision, hub_endpoint())
-    result = verify_specs(specs, timeout=timeout, progress=progress, on_case=judged, executor=runner,
-                          kept=kept, fetch=fetch, keep_outputs=kept_folder)
+    started = time.perf_counter()
+    try:
+        result = verify_specs(specs, timeout=timeout, progress=progress, on_case=judged, executor=runner,
+                              kept=kept, fetch=fetch, keep_outputs=kept_folder)
+    except (KeyboardInterrupt, JunoBenchError) as stop:
+        why = "interrupted" if isinstance(stop, KeyboardInterrupt) else str(stop)
+        left = stopped_report(specs, done, runner, why, environment, time.perf_counter() - started)
+        if report is not None:
+            left.write(report)
+        if isinstance(stop, KeyboardInterrupt):
+            raise Interrupted(left) from None
+        raise RunFailed(stop, left) from None
     result.environment = environment
     if report is not None:
         result.write(report)
     return result
+
+
+def stopped_report(specs: Sequence[CaseSpec], done: Mapping[str, CaseResult], executor: Executor, why: str,
+                   environment: dict[str, Any] | None, seconds: float = 0.0) -> VerifyReport:
+    """The report of a run stopped early (``why``): every case of ``specs``, those not
+    ``done`` ``interrupted`` when their replays had begun, else ``not run``."""
+    cases = []
+    for spec in specs:
+        if spec.case_id in done:
+            cases.append(done[spec.case_id])
+        elif spec.case_id in executor.begun:
+            cases.append(CaseResult.left(spec.case_id, INTERRUPTED, f"the run stopped ({why}) while it ran"))
+        else:
+            cases.append(CaseResult.left(spec.case_id, NOT_RUN, f"the run stopped ({why}) before it"))
+    return VerifyReport(cases, seconds, executor.jobs, environment=environment, executor=executor.describe(),
+                        stopped=why)
 
 
 def runner_for(executor: str | Executor = "local", *, jobs: int | None = None, timeout: float | None = None,
@@ -220,7 +251,7 @@ def make_executor(name: str = "local", *, jobs: int | None = None, target: Kerne
     interpreter (None: that of the process running the replay). ``jobs`` defaults to the number
     of cores (local) or to what the Ray cluster's CPUs hold; ``options`` are the
     :class:`~junobench.verify.ray_executor.RayExecutor`'s (``address``, ``cpus``,
-    ``memory``, ``retries``, ``build_envs``, ``max_case_size``, ``deadline``)."""
+    ``memory``, ``retries``, ``build_envs``, ``max_case_size``, ``deadline``, ``liveness``)."""
     if name == "local":
         if options:
             raise JunoBenchError(f"option(s) {', '.join(sorted(options))} apply to --executor ray only")

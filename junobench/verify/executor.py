@@ -138,6 +138,9 @@ class Executor:
         self.expected = 0
         #: Why the executor stopped running replays before the end (a lost cluster), if it did.
         self.stopped: str | None = None
+        #: The cases (task keys, for tasks of no case) whose replays began: a run stopped
+        #: early tells those it interrupted from those it never reached.
+        self.begun: set[str] = set()
 
     def expect(self, notebooks: int) -> None:
         """Say how many replays are coming (an executor may start kernels ahead for them)."""
@@ -200,6 +203,7 @@ class LocalExecutor(Executor):
 
     async def run(self, task: ReplayTask) -> ReplayOutcome:
         async with self.slots:
+            self.begun.add(task.case or task.key)
             if self._pool is not None:
                 return await self._run_pooled(task, self._pool)
             scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=f"junobench-{task.key}-"))

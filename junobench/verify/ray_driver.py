@@ -22,6 +22,7 @@ import functools
 import logging
 import math
 import os
+import re
 import shutil
 import signal
 import sys
@@ -31,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from junobench.envs.kernel import KernelTarget
 from junobench.envs.sandbox import Sandbox
@@ -52,8 +53,16 @@ STEP_GRACE = 30.0
 HEARTBEAT = 5.0
 #: Bytes per second a worker is granted to receive its files, at the least.
 TRANSFER_RATE = 20 << 20
+#: Seconds a long-lived worker may go without answering the driver's pings before it is
+#: taken for frozen (stopped, starved, its event loop stuck), killed, and its replay retried.
+LIVENESS = 30.0
+#: Seconds between two pings of each worker.
+PING_EVERY = 2.0
+#: Seconds between two looks at the head (its GCS's port), which names a lost head at once.
+HEAD_EVERY = 1.0
 
 _Places = tuple[Any, ...]
+T = TypeVar("T")
 
 #: The session folder of the Ray instance this process started, if it did.
 _SESSION: str | None = None
@@ -73,6 +82,7 @@ class RaySettings:
     init_options: dict[str, Any] = field(default_factory=dict)
     max_case_size: int | None = DEFAULT_LIMIT
     deadline: float | None = None  # seconds per attempt; None: from the task's time limits
+    liveness: float = LIVENESS  # seconds a worker may go without answering a ping
 
 
 @dataclass
@@ -176,24 +186,40 @@ class ClusterDriver:
         self.first = options.jobs  # the replays at once when the run started
         self.owned = False
         self.session: str | None = None
+        self.gcs: str | None = None  # the head's address (None: a Ray Client connection)
         self.note: str | None = None
         self._submitted = 0
         self._idle: asyncio.Queue[Any] | None = None
         self._workers = 0  # long-lived workers alive or starting
-        self._places: dict[Any, Any] = {}  # each long-lived worker's ``host:pid`` (a Ray reference)
+        self._places: dict[Any, Any] = {}  # each long-lived worker's whereabouts (a Ray reference)
         self._killed: list[Any] = []  # those of the workers killed, whose folders stay behind them
+        self._answered: dict[Any, float] = {}  # when each worker last answered a ping
+        self._pinging: dict[Any, asyncio.Future[Any]] = {}
+        self._alarms: dict[Any, asyncio.Future[None]] = {}  # set when a worker stops answering
         self._slots: asyncio.Semaphore | None = None
         self._shipments: dict[_Places, tuple[asyncio.Future[Shipment], int]] = {}
         self.lost: str | None = None
-        self._watch: asyncio.Task[None] | None = None
+        self.head_lost = False
+        self._watches: list[asyncio.Future[None]] = []
         self._last: Any = None
 
     # ------------------------------------------------------------------ start and stop
 
-    def connect(self) -> None:
-        """Join or start the cluster, check the resources asked for, set ``jobs``."""
+    def connect(self, stage: Callable[[str], None] | None = None) -> None:
+        """Join or start the cluster, check the resources asked for, set ``jobs``; ``stage``
+        hears what it is doing. A cluster to join is probed first
+        (:func:`~junobench.verify.ray_probe.probe`): one that refuses, is no Ray cluster,
+        wants a token or runs other versions is a one-line error within seconds."""
         ray = require_ray()
         if not ray.is_initialized():
+            from junobench.verify.ray_probe import probe, resolve
+
+            target = resolve(self.o.address)
+            if target is None:
+                _tell(stage, "starting a local Ray instance")
+            else:
+                _tell(stage, f"joining the Ray cluster at {target}")
+                probe(target, self.o.address)
             try:
                 ray.init(address=self.o.address, log_to_driver=False, logging_level=logging.WARNING,
                          **self.o.init_options)
@@ -202,6 +228,8 @@ class ClusterDriver:
             self.owned = _started_here(ray)
         if self.owned:
             self.session = _session_dir(ray)
+        with contextlib.suppress(Exception):  # a Ray Client connection has no GCS address here
+            self.gcs = str(ray.get_runtime_context().gcs_address)
         cpus, memory = self._capacity(ray)
         if self.o.cpus > cpus:
             raise JunoBenchError(f"each notebook asks for {self.o.cpus:g} CPUs; the Ray cluster has {cpus:g}",
@@ -221,60 +249,123 @@ class ClusterDriver:
     def _fits(self, cpus: float) -> int:
         return math.floor(cpus / self.o.cpus + 1e-9)
 
-    async def start(self) -> None:
-        await asyncio.to_thread(self.connect)
+    async def start(self, stage: Callable[[str], None] | None = None) -> None:
+        # A thread that outlives the call: the processes of an instance ray.init starts end
+        # with the thread that started them (Ray's fate sharing), not before this process.
+        await in_thread(functools.partial(self.connect, stage), keep=True)
         ray = require_ray()
         self._remote = ray.remote(_replay_task())
         self._slots = asyncio.Semaphore(self.jobs)
         if not self.o.build_envs:  # one long-lived worker per slot, each with a kernel started ahead
             from junobench.verify.ray_worker import ReplayWorker
 
+            _tell(stage, f"starting {self.jobs} Ray worker{'s' if self.jobs != 1 else ''}")
             self._actor = ray.remote(ReplayWorker)
             self._idle = asyncio.Queue()
             for _ in range(self.jobs):
                 self._idle.put_nowait(self._new_worker())
-        self._watch = asyncio.ensure_future(self._watch_cluster())
+            self._watches.append(asyncio.ensure_future(self._ping_workers()))
+        self._watches.append(asyncio.ensure_future(self._watch_cluster()))
+        if self.gcs is not None:
+            self._watches.append(asyncio.ensure_future(self._watch_head(self.gcs)))
 
     async def close(self) -> None:
-        """Stop the watch, the workers (their kernels first), and an instance started here."""
-        if self._watch is not None:
-            self._watch.cancel()
+        """Stop the watches, the workers (their kernels first; each removes its folder), and
+        sweep what killed workers left; an instance started here is stopped by the process.
+        With the head lost, each worker ends its own process (nothing else would soon)."""
+        for watch in self._watches:
+            watch.cancel()
         for shipping, _ in self._shipments.values():
             shipping.cancel()
         self._shipments.clear()
         ray = require_ray()
-        if self._idle is not None and self.lost is None:
-            # every worker alive, idle or not: one whose attempt is still being stopped
-            # (cancelled twice, by Ctrl-C and by the close) never comes back to the idle ones
-            workers = list(self._places)
-            self._idle = None
-            closing = [worker.close.remote() for worker in workers]
-            if closing:
-                await asyncio.to_thread(ray.wait, closing, num_returns=len(closing), timeout=CANCEL_GRACE)
-            for worker in workers:
-                await asyncio.to_thread(self._kill, worker)
+        # every worker alive, idle or not: one whose attempt is still being stopped
+        # (cancelled twice, by Ctrl-C and by the close) never comes back to the idle ones
+        workers = list(self._places)
+        self._idle = None
+        used = list(self._places.values())
+        if workers:
+            leave = self.head_lost
+            if not leave:  # a worker still starting has no kernel yet: killed, not waited for
+                started = set(await in_thread(lambda: ray.wait(used, num_returns=len(used), timeout=0)[0]))
+                for worker in workers:
+                    if self._places[worker] not in started:
+                        self._kill(worker)
+            closing = [worker.close.remote(leave) for worker in self._places]
+            await in_thread(lambda: ray.wait(closing, num_returns=len(closing), timeout=CANCEL_GRACE))
+            for worker in list(self._places):
+                if leave:
+                    self._forget(worker)
+                else:
+                    self._kill(worker)
+        if not self.head_lost:
+            await in_thread(functools.partial(self._sweep_nodes, used))
+
+    def _sweep_nodes(self, used: list[Any]) -> None:
+        """Remove the folders of the workers killed during the run, and of the workers of
+        earlier runs that died (with a lost head, say) on the nodes no worker of this run
+        started on (a worker sweeps its own node when it starts)."""
+        ray = require_ray()
         if self._killed:
-            await asyncio.to_thread(self._sweep_killed)
+            self._sweep_killed()
+        if self.o.build_envs:
+            return  # plain tasks: a worker starts wherever Ray likes
+        ran = set()
+        for where in ray.wait(used, num_returns=len(used), timeout=5)[0] if used else []:
+            with contextlib.suppress(Exception):  # it died before saying where it ran
+                ran.add(ray.get(where)["node"])
+        with contextlib.suppress(Exception):
+            idle = [node["NodeID"] for node in ray.nodes() if node.get("Alive") and node["NodeID"] not in ran]
+            sweeps = [self._sweeper(node).remote([]) for node in idle]
+            if sweeps:
+                ray.wait(sweeps, num_returns=len(sweeps), timeout=CANCEL_GRACE)
 
     def _kill(self, worker: Any) -> None:
         """Kill a long-lived worker (already gone with its node: nothing to do)."""
-        with contextlib.suppress(Exception):
-            require_ray().kill(worker)
-        place = self._places.pop(worker, None)
+        if not self.head_lost:  # Ray kills through its head
+            with contextlib.suppress(Exception):
+                require_ray().kill(worker)
+        place = self._forget(worker)
         if place is not None:
             self._killed.append(place)
 
+    def _forget(self, worker: Any) -> Any:
+        """Stop watching ``worker``; its whereabouts (a Ray reference), if known."""
+        self._answered.pop(worker, None)
+        pinging = self._pinging.pop(worker, None)
+        if pinging is not None:
+            pinging.cancel()
+        alarm = self._alarms.pop(worker, None)
+        if alarm is not None and not alarm.done():
+            alarm.cancel()
+        return self._places.pop(worker, None)
+
     def _sweep_killed(self) -> None:
-        """Remove the folders the killed workers of this machine left (once they ended)."""
-        from junobench.verify.ray_worker import sweep_after
+        """Remove the folders the killed workers left (once they ended): those of this
+        machine here, those of other nodes by a task on each."""
+        from junobench.verify.ray_worker import clear_after
 
         ray = require_ray()
         ended = []
-        for place in self._killed:
+        for place in ray.wait(self._killed, num_returns=len(self._killed), timeout=5)[0]:
             with contextlib.suppress(Exception):  # it died before saying where it ran
-                ended.append(ray.get(place, timeout=5))
+                ended.append(ray.get(place))
         self._killed.clear()
-        sweep_after(ended)
+        elsewhere = clear_after(ended)
+        if elsewhere:
+            sweeps = [self._sweeper(node).remote(places) for node, places in elsewhere.items()]
+            with contextlib.suppress(Exception):
+                ray.wait(sweeps, num_returns=len(sweeps), timeout=CANCEL_GRACE)
+
+    def _sweeper(self, node: str) -> Any:
+        """The sweep task of ``node`` (no CPU; it runs where it is sent, or not at all)."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        from junobench.verify.ray_worker import clear_after
+
+        ray = require_ray()
+        return ray.remote(clear_after).options(
+            num_cpus=0, max_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(node, soft=False))
 
     def _new_worker(self) -> Any:
         options: dict[str, Any] = {"num_cpus": self.o.cpus, "max_restarts": 0, "max_task_retries": 0}
@@ -283,9 +374,48 @@ class ClusterDriver:
         if self.o.runtime_env:
             options["runtime_env"] = self.o.runtime_env
         self._workers += 1
-        worker = self._actor.options(**options).remote(self.o.target, self.o.pass_env, self.o.sandbox)
-        self._places[worker] = worker.place.remote()
+        worker = self._actor.options(**options).remote(self.o.target, self.o.pass_env, self.o.sandbox,
+                                                       orphaned=max(60.0, 2 * self.o.liveness))
+        self._places[worker] = worker.whereabouts.remote()
+        self._alarms[worker] = asyncio.get_running_loop().create_future()
+        self._pinging[worker] = asyncio.ensure_future(self._ping(worker, self._places[worker]))
         return worker
+
+    async def _ping_workers(self) -> None:
+        """Ping every long-lived worker every :data:`PING_EVERY` seconds; one that has been
+        made and has not answered since for ``liveness`` seconds is taken for frozen: its
+        alarm goes off (its attempt ends as a fault, and the worker is replaced)."""
+        loop = asyncio.get_running_loop()
+        before = loop.time()
+        while True:
+            await asyncio.sleep(PING_EVERY)
+            now = loop.time()
+            late = now - before > 2 * PING_EVERY  # this loop stalled: answers may wait to be read
+            before = now
+            for worker in list(self._places):
+                if worker not in self._pinging:
+                    self._pinging[worker] = asyncio.ensure_future(self._ping(worker))
+                heard, alarm = self._answered.get(worker), self._alarms.get(worker)
+                if (heard is not None and now - heard > self.o.liveness and not late and alarm is not None
+                        and not alarm.done()):
+                    alarm.set_result(None)
+
+    async def _ping(self, worker: Any, call: Any = None) -> None:
+        """Ping ``worker`` (or wait for ``call``, its first answer: once it has been made, its
+        silence counts) and note when it answered."""
+        try:
+            await (worker.ping.remote() if call is None else call)
+        except Exception:  # gone: its attempt, if any, hears it from Ray
+            return
+        finally:
+            self._pinging.pop(worker, None)
+        if worker in self._places:
+            self._answered[worker] = asyncio.get_running_loop().time()
+
+    def frozen(self, worker: Any) -> bool:
+        """Whether ``worker`` stopped answering its pings."""
+        alarm = self._alarms.get(worker)
+        return alarm is not None and alarm.done() and not alarm.cancelled()
 
     async def _watch_cluster(self) -> None:
         """Look at the cluster's CPUs now and then: fewer slots when nodes left, the run
@@ -294,17 +424,37 @@ class ClusterDriver:
         while True:
             await asyncio.sleep(WATCH_EVERY)
             try:
-                cpus, _ = await asyncio.wait_for(asyncio.to_thread(self._capacity, ray), WATCH_TIMEOUT)
+                cpus, _ = await asyncio.wait_for(in_thread(functools.partial(self._capacity, ray)), WATCH_TIMEOUT)
             except Exception as error:
-                self.lost = f"the Ray cluster stopped answering ({describe_fault(error)})"
+                self.lost = self.lost or f"the Ray cluster stopped answering ({describe_fault(error)})"
                 return
             capacity = self._fits(cpus)
             if capacity == 0:
-                self.lost = "no node of the Ray cluster is left to run a notebook (its raylet or node died)"
+                self.lost = self.lost or ("no node of the Ray cluster is left to run a notebook "
+                                          "(its raylet or node died)")
                 return
             if capacity < self.jobs:
                 self.jobs = capacity
                 self.note = jobs_note(self.asked, self.first, capacity, cpus, self.o.cpus)
+
+    async def _watch_head(self, gcs: str) -> None:
+        """Knock at the head's GCS every :data:`HEAD_EVERY` seconds: refused, or silent for
+        ``liveness`` seconds, the head is lost (Ray itself would wait a minute, then end
+        this process without a word)."""
+        from junobench.verify.ray_probe import split
+
+        host, port = split(gcs)
+        loop = asyncio.get_running_loop()
+        answered = loop.time()
+        while True:
+            await asyncio.sleep(HEAD_EVERY)
+            problem = await in_thread(functools.partial(_knock, host, port, min(5.0, self.o.liveness)))
+            if problem is None:
+                answered = loop.time()
+            elif problem == "refuses connections" or loop.time() - answered > self.o.liveness:
+                self.head_lost = True
+                self.lost = self.lost or f"its head is gone (the GCS at {gcs} {problem})"
+                return
 
     # ------------------------------------------------------------------ one task
 
@@ -388,18 +538,32 @@ class ClusterDriver:
         return self._last
 
     async def _wait(self, ref: Any, worker: Any, limit: float | None, number: int) -> _Attempt | None:
-        """Wait for one call of an attempt, within ``limit`` seconds: None when it answered
-        (its result in ``_last``), else the fault (the worker replaced when it is dead or late)."""
+        """Wait for one call of an attempt, within ``limit`` seconds and as long as its worker
+        answers pings: None when it answered (its result in ``_last``), else the fault (the
+        worker replaced when it is dead, late or frozen)."""
         ray = require_ray()
+        outcome = asyncio.ensure_future(_outcome(ref))
+        watched: set[asyncio.Future[Any]] = {outcome}
+        alarm = self._alarms.get(worker)
+        if alarm is not None:
+            watched.add(alarm)
         try:
-            self._last = await asyncio.wait_for(_outcome(ref), limit)
+            await asyncio.wait(watched, timeout=limit, return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
+            outcome.cancel()
             await self._stop(ref, worker)
             raise
-        except asyncio.TimeoutError:
+        if not outcome.done():
+            outcome.cancel()
+            frozen = self.frozen(worker)
             await self._stop(ref, worker, at_once=True)
+            if frozen:
+                return _Attempt(f"attempt {number}: the worker stopped answering for {self.o.liveness:.0f} s "
+                                "(frozen or starved; it was stopped)", False)
             return _Attempt(f"attempt {number}: the replay passed its deadline of {limit or 0:.0f} s "
                             "(its worker was stopped)", False)
+        try:
+            self._last = outcome.result()
         except ray.exceptions.TaskCancelledError:
             self._give_back(worker, replace=True)
             raise asyncio.CancelledError from None
@@ -414,8 +578,13 @@ class ClusterDriver:
         return None
 
     async def _take_worker(self) -> Any:
+        """An idle long-lived worker (one that stopped answering meanwhile is replaced)."""
         assert self._idle is not None
-        return await self._idle.get()
+        while True:
+            worker = await self._idle.get()
+            if not self.frozen(worker):
+                return worker
+            self._give_back(worker, replace=True)
 
     async def _placed_worker(self, number: int) -> Any:
         """An idle long-lived worker, once the cluster has placed it (the attempt's deadlines
@@ -489,7 +658,7 @@ class ClusterDriver:
             def send() -> Shipment:
                 return ship(task_files(task), put=ray.put, limit=limit)
 
-            shipping: asyncio.Future[Shipment] = asyncio.ensure_future(asyncio.to_thread(send))
+            shipping: asyncio.Future[Shipment] = in_thread(send)
             self._shipments[task.places] = (shipping, 1 if entry is None else entry[1] + int(not again))
         else:
             shipping, users = entry
@@ -513,12 +682,16 @@ class ClusterDriver:
 
     async def _stop(self, ref: Any, worker: Any, *, at_once: bool = False) -> None:
         """Stop a running attempt: interrupt it (its kernel is stopped) and kill its worker
-        if it lingers (``at_once``: a worker past its deadline is killed straight away)."""
+        if it lingers (``at_once``: a worker past its deadline is killed straight away).
+        With the head lost, the worker is left to the close, which ends it."""
         ray = require_ray()
         done: list[Any] = []
+        if self.head_lost and worker is not None:
+            self._give_back(worker)
+            return
         if not at_once:
             ray.cancel(ref)
-            done, _ = await asyncio.to_thread(ray.wait, [ref], timeout=CANCEL_GRACE)
+            done, _ = await in_thread(lambda: ray.wait([ref], timeout=CANCEL_GRACE))
         if worker is not None:
             self._give_back(worker, replace=not done)
         elif not done:
@@ -527,6 +700,55 @@ class ClusterDriver:
 
 async def _outcome(ref: Any) -> Any:
     return await ref
+
+
+def _tell(stage: Callable[[str], None] | None, text: str) -> None:
+    if stage is not None:
+        stage(text)
+
+
+def in_thread(call: Callable[[], T], *, keep: bool = False) -> asyncio.Future[T]:
+    """``call()`` in a daemon thread of its own, as a future of the running loop. Not the
+    loop's executor: ``asyncio.run`` waits for its threads at the end, and a call into a
+    lost cluster can block for a minute. With ``keep``, the thread lives on after the call
+    until the process ends."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(result: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+
+    def run() -> None:
+        result, failure = None, None
+        try:
+            result = call()
+        except BaseException as error:  # handed to the awaiting task
+            failure = error
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(settle, result, failure)
+        if keep:
+            threading.Event().wait()
+
+    threading.Thread(target=run, name="junobench-ray-call", daemon=True).start()
+    return future
+
+
+def _knock(host: str, port: int, timeout: float) -> str | None:
+    """None when ``host:port`` accepts a TCP connection, else what it did."""
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return None
+    except ConnectionRefusedError:
+        return "refuses connections"
+    except OSError as error:
+        return f"does not answer ({error.strerror or type(error).__name__})"
 
 
 def task_runtime_env(options: DriverOptions, task: ReplayTask) -> dict[str, Any] | None:
@@ -610,8 +832,9 @@ class _Channel:
         self.lock = threading.Lock()
 
     def send(self, *message: Any) -> None:
+        """Send ``message`` (nothing when junobench is gone: nobody is left to hear it)."""
         data = self.dumps(message)
-        with self.lock:
+        with self.lock, contextlib.suppress(OSError):
             self.connection.send_bytes(data)
 
     def receive(self) -> tuple[Any, ...]:
@@ -619,16 +842,39 @@ class _Channel:
         return message
 
 
+#: Seconds the driver may take to end once asked to stop (by junobench, a signal, or its
+#: parent's end), before it kills what it started and leaves at once.
+END_LIMIT = 2 * CANCEL_GRACE + 15
+
+#: A Ray session folder on a command line (the instance a process belongs to).
+_SESSION_PATH = re.compile(r"/[^\s=]*?/session_\d{4}-\d\d-\d\d_[^/\s]+")
+
+
 async def serve(channel: _Channel) -> None:
-    """Answer junobench until it says ``close`` or goes away."""
+    """Answer junobench until it says ``close`` or goes away (a signal — SIGTERM, SIGHUP,
+    SIGINT — or junobench's end counts as ``close``). Asked to stop while joining or
+    starting the cluster, it abandons the attempt (:func:`abandon`)."""
     loop = asyncio.get_running_loop()
     inbox: asyncio.Queue[tuple[Any, ...]] = asyncio.Queue()
+
+    def stop(signum: int) -> None:
+        global _ORPHANED
+        _ORPHANED = _ORPHANED or signum == ORPHANED
+        inbox.put_nowait(("close",))
+
+    def on_signals() -> None:  # again after ray.init, whose handler of SIGTERM only prints and dies
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, ORPHANED):
+            loop.add_signal_handler(signum, stop, signum)
+
+    on_signals()
 
     def listen() -> None:
         while True:
             try:
                 message = channel.receive()
-            except (EOFError, OSError):
+            except (EOFError, OSError):  # junobench ended
+                global _ORPHANED
+                _ORPHANED = True
                 message = ("close",)
             loop.call_soon_threadsafe(inbox.put_nowait, message)
             if message[0] == "close":
@@ -636,13 +882,27 @@ async def serve(channel: _Channel) -> None:
 
     threading.Thread(target=listen, daemon=True).start()
     first = await inbox.get()
-    options = first[1]
-    driver = ClusterDriver(options)
+    if first[0] != "start":
+        return
+    driver = ClusterDriver(first[1])
+    global _DRIVER
+    _DRIVER = driver
+    starting = asyncio.ensure_future(driver.start(functools.partial(channel.send, "stage")))
+    stopping = asyncio.ensure_future(inbox.get())  # only "close" comes before "ready"
+    await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    on_signals()
+    if not starting.done():
+        _end_within(END_LIMIT)
+        raise Abandoned
+    stopping.cancel()
     try:
-        await driver.start()
+        starting.result()
     except JunoBenchError as error:
         channel.send("failed", error)
         return
+    finally:
+        if stopping.done() and not stopping.cancelled():
+            inbox.put_nowait(stopping.result())  # stopped as it got ready: closed below
     global _SESSION
     _SESSION = driver.session if driver.owned else None
     channel.send("ready", {"jobs": driver.jobs, "note": driver.note, "session": driver.session,
@@ -690,6 +950,7 @@ async def serve(channel: _Channel) -> None:
             elif message[0] == "close":
                 break
     finally:
+        _end_within(END_LIMIT)
         loss.cancel()
         beating.cancel()
         for job in running.values():
@@ -699,26 +960,107 @@ async def serve(channel: _Channel) -> None:
         await asyncio.wait_for(driver.close(), CANCEL_GRACE + 10)
 
 
+class Abandoned(Exception):
+    """The driver was asked to stop while it joined or started the cluster."""
+
+
+#: The driver of this process, once it exists.
+_DRIVER: ClusterDriver | None = None
+#: The signal this process gets when junobench ends (not SIGTERM, which Ray takes over).
+ORPHANED = signal.SIGUSR1
+#: Whether junobench ended first (nobody is left to read the driver's log: it goes too).
+_ORPHANED = False
+
+
+def _drop_log() -> None:
+    """Remove this process's log (its standard output, a file junobench made) when
+    junobench ended first: nobody is left to read or remove it."""
+    if not _ORPHANED:
+        return
+    with contextlib.suppress(OSError):
+        log = Path(os.readlink("/proc/self/fd/1"))
+        if log.name.startswith("junobench-ray-driver-") and log.suffix == ".log":
+            log.unlink()
+
+
+def abandon() -> None:
+    """End what this process started of a Ray instance (``ray.init`` may still be starting
+    it, in a thread nothing can stop): every process below this one, killed, and the
+    session folders they name, removed."""
+    from junobench.verify.lifeline import command_line, descendants, kill_all
+
+    sessions: set[str] = set()
+    for _ in range(2):  # once more for what was starting meanwhile
+        below = descendants(os.getpid())
+        sessions.update(m.group(0) for pid in below for m in _SESSION_PATH.finditer(command_line(pid)))
+        kill_all(below)
+    # a session folder made before any process named it (Ray names it after this process)
+    options = _DRIVER.o.init_options if _DRIVER is not None else {}
+    with contextlib.suppress(Exception):
+        from ray._common.utils import get_default_ray_temp_dir
+
+        base = Path(options.get("_temp_dir") or get_default_ray_temp_dir())  # type: ignore[no-untyped-call]
+        sessions.update(str(folder) for folder in base.glob(f"session_*_{os.getpid()}"))
+    for session in sessions:
+        remove_session(session)
+
+
+def _end_within(seconds: float) -> None:
+    """Leave at the latest ``seconds`` from now, whatever hangs: what this process started
+    is killed, its instance's session folder removed, and the process exits."""
+    def leave() -> None:
+        abandon()
+        _drop_log()
+        os._exit(1)
+
+    timer = threading.Timer(seconds, leave)
+    timer.daemon = True
+    timer.start()
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m junobench.verify.ray_driver FD``: serve junobench over the socket ``FD``."""
+    """``python -m junobench.verify.ray_driver FD [PARENT]``: serve junobench (process
+    ``PARENT``, whose end ends this process too) over the socket ``FD``."""
+    from junobench.verify.lifeline import bind
+
     args = sys.argv[1:] if argv is None else argv
+
+    def leave(signum: int, frame: Any) -> None:  # junobench ended before anything started here
+        global _ORPHANED
+        _ORPHANED = True
+        _drop_log()
+        os._exit(0)
+
+    signal.signal(ORPHANED, leave)
+    bind(int(args[1]) if len(args) > 1 else os.getppid(), ORPHANED)
     channel = _Channel(Connection(int(args[0])))
+    lost_head = False
     try:
         asyncio.run(serve(channel))
+    except Abandoned:
+        abandon()
+        _drop_log()
+        channel.send("closed")
+        os._exit(0)  # ray.init's thread cannot be stopped: leave without it
     except BaseException as error:  # a bug: say so before going
         with contextlib.suppress(OSError):
             channel.send("fatal", "".join(traceback.format_exception(error)))
         raise
     finally:
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, ORPHANED):  # ending already, within END_LIMIT
+            signal.signal(signum, signal.SIG_IGN)
+        lost_head = _DRIVER is not None and _DRIVER.head_lost
         ray = sys.modules.get("ray")
-        if ray is not None and ray.is_initialized():
+        if ray is not None and ray.is_initialized() and not lost_head:  # with no head, shutdown hangs
             closing = threading.Thread(target=ray.shutdown, daemon=True)
             closing.start()
             closing.join(CANCEL_GRACE)
+        if lost_head and _SESSION is not None:
+            abandon()
         if _SESSION is not None:  # an instance started here: junobench removes it too, unless it is gone
             remove_session(_SESSION)
-    with contextlib.suppress(OSError):
-        channel.send("closed")
+        _drop_log()
+    channel.send("closed")
     return 0
 
 

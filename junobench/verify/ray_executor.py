@@ -69,6 +69,10 @@ START_TIMEOUT = 300.0
 CLOSE_TIMEOUT = 60.0
 #: Seconds without a word from the driver after which it is taken for hung and killed.
 SILENCE = 120.0
+#: Seconds of waiting for the cluster after which a line says what the driver is doing
+#: (and every :data:`PROGRESS_EVERY` seconds after that).
+PROGRESS_AFTER = 5.0
+PROGRESS_EVERY = 30.0
 
 
 @dataclass
@@ -78,8 +82,10 @@ class RayExecutor(Executor, RaySettings):
     (bytes) per replay, ``retries`` of infrastructure faults, ``build_envs`` (a runtime
     environment per requirement set), ``runtime_env`` (Ray's, for every task),
     ``max_case_size`` (bytes of files a replay may ship; None: no limit), ``deadline``
-    (seconds per attempt; None: from the task's time limits). ``jobs`` 0: as many replays
-    at once as the cluster's CPUs hold; more than that is lowered to it (``note`` says so)."""
+    (seconds per attempt; None: from the task's time limits), ``liveness`` (seconds a
+    worker may go without answering the driver's pings before it is taken for frozen).
+    ``jobs`` 0: as many replays at once as the cluster's CPUs hold; more than that is
+    lowered to it (``note`` says so)."""
 
     jobs: int = 0
 
@@ -101,6 +107,7 @@ class RayExecutor(Executor, RaySettings):
         self.note: str | None = None
         self.lost: str | None = None
         self.stopped: str | None = None
+        self.begun: set[str] = set()
         self.log: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._connection: Connection | None = None
@@ -117,6 +124,9 @@ class RayExecutor(Executor, RaySettings):
         self._heard = time.monotonic()  # when the driver last said something
         self._stuck = False
         self._watchdog: asyncio.Future[None] | None = None
+        self.stage = "starting the Ray driver"  # what the driver is doing to join or start the cluster
+        #: Where the lines of a long wait for the cluster go (default: stderr).
+        self.notify: Callable[[str], None] = _status
 
     def task_runtime_env(self, task: ReplayTask) -> dict[str, Any] | None:
         """Ray's runtime environment for ``task``: the executor's, plus (``build_envs``) a
@@ -141,7 +151,7 @@ class RayExecutor(Executor, RaySettings):
         require_ray()
         self._dumps, self._loads = cloudpickle.dumps, cloudpickle.loads
         self._loop = asyncio.get_running_loop()
-        self._ready, self._closed = self._loop.create_future(), self._loop.create_future()
+        self._ready, self._closed = _heard_of(self._loop.create_future()), _heard_of(self._loop.create_future())
         ours, theirs = socket.socketpair()
         # The driver's log (Ray's own output; kept only when the driver fails): a new file
         # of ours, written by the child, never renamed into place.
@@ -153,7 +163,7 @@ class RayExecutor(Executor, RaySettings):
         env["PYTHONPATH"] = package + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         try:
             self._process = subprocess.Popen(
-                [sys.executable, "-m", "junobench.verify.ray_driver", str(theirs.fileno())],
+                [sys.executable, "-m", "junobench.verify.ray_driver", str(theirs.fileno()), str(os.getpid())],
                 stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, pass_fds=(theirs.fileno(),), env=env,
                 start_new_session=True)  # Ctrl-C reaches junobench, which stops the driver in order
         finally:
@@ -163,10 +173,11 @@ class RayExecutor(Executor, RaySettings):
         threading.Thread(target=self._listen, name="junobench-ray-driver", daemon=True).start()
         self._send("start", self._options())
         try:
-            info = await asyncio.wait_for(asyncio.shield(self._ready), START_TIMEOUT)
+            info = await self._wait_ready()
         except asyncio.TimeoutError:
             await self._end()
-            raise JunoBenchError(f"the Ray driver did not join or start the cluster within {START_TIMEOUT:.0f} s",
+            raise JunoBenchError(f"the Ray driver did not join or start the cluster within {START_TIMEOUT:.0f} s "
+                                 f"(it was {self.stage})",
                                  file=self.address or os.environ.get("RAY_ADDRESS") or "a local instance",
                                  hint=f"see its log {self.log}") from None
         except BaseException:
@@ -176,6 +187,24 @@ class RayExecutor(Executor, RaySettings):
         self._slots = asyncio.Semaphore(self.jobs)
         self._watchdog = asyncio.ensure_future(self._watch_driver())
         return self
+
+    async def _wait_ready(self) -> Any:
+        """What the driver says once it joined or started the cluster, within
+        :data:`START_TIMEOUT` seconds; a line on a wait of more than :data:`PROGRESS_AFTER`
+        seconds says what it is doing."""
+        assert self._ready is not None and self._loop is not None
+        started = self._loop.time()
+        told = started + PROGRESS_AFTER - PROGRESS_EVERY
+        while not self._ready.done():
+            now = self._loop.time()
+            if now - started >= START_TIMEOUT:
+                raise asyncio.TimeoutError
+            if now - told >= PROGRESS_EVERY:
+                told = now
+                self.notify(f"ray: {self.stage} ({now - started:.0f} s so far)")
+            wake = min(started + START_TIMEOUT, told + PROGRESS_EVERY)
+            await asyncio.wait({self._ready}, timeout=max(0.0, wake - now))
+        return self._ready.result()
 
     async def _watch_driver(self) -> None:
         """Kill a driver that has said nothing for :data:`SILENCE` seconds (its event loop is
@@ -194,7 +223,17 @@ class RayExecutor(Executor, RaySettings):
 
     async def _end(self) -> None:
         """Close the driver (its workers, an instance it started), kill it if it lingers,
-        remove the session folder of an instance it started and, unless it failed, its log."""
+        remove the session folder of an instance it started and, unless it failed, its log;
+        to the end, whatever cancellations (Ctrl-C, SIGTERM) arrive meanwhile: they are
+        passed on once it is done."""
+        closing = asyncio.ensure_future(self._close_driver())
+        try:
+            await asyncio.shield(closing)
+        except asyncio.CancelledError:
+            await wait_out([closing])
+            raise
+
+    async def _close_driver(self) -> None:
         process = self._process
         if process is None:
             return
@@ -258,6 +297,8 @@ class RayExecutor(Executor, RaySettings):
         assert self._ready is not None and self._closed is not None
         if kind == "ready":
             _settle(self._ready, result=message[1])
+        elif kind == "stage":
+            self.stage = message[1]
         elif kind == "failed":
             _settle(self._ready, error=message[1])
         elif kind in ("done", "cancelled", "crashed"):
@@ -285,6 +326,8 @@ class RayExecutor(Executor, RaySettings):
                     self._keep_log = True
                     self._lose(f"the Ray driver stopped answering for {SILENCE:.0f} s and was stopped "
                                f"(its log: {self.log})")
+                elif self._head_lost():
+                    self._lose(f"its head is gone (the Ray driver lost the head's GCS and ended; exit code {code})")
                 elif self._node_died():
                     self._lose(f"its node's raylet died, and the Ray driver with it (exit code {code})")
                 else:
@@ -294,13 +337,20 @@ class RayExecutor(Executor, RaySettings):
                     "the Ray driver ended before joining the cluster", hint=f"see its log {self.log}"))
             _settle(self._closed, result=None)
 
+    def _log_text(self) -> str:
+        try:
+            return self.log.read_text(errors="replace") if self.log is not None else ""
+        except OSError:
+            return ""
+
     def _node_died(self) -> bool:
         """Whether the driver's log says that its node or raylet died."""
-        try:
-            text = self.log.read_text(errors="replace") if self.log is not None else ""
-        except OSError:
-            return False
+        text = self._log_text()
         return "Raylet is terminated" in text or "has been marked dead" in text
+
+    def _head_lost(self) -> bool:
+        """Whether the driver's log says that Ray ended it for want of the head's GCS."""
+        return "Failed to connect to GCS" in self._log_text()
 
     def _lose(self, why: str) -> None:
         """The cluster is lost: every replay in flight ends as an infrastructure error."""
@@ -322,6 +372,7 @@ class RayExecutor(Executor, RaySettings):
         async with self.slots:
             if self.lost is not None:
                 return _lost(task, self.lost)
+            self.begun.add(task.case or task.key)
             assert self._loop is not None
             key = next(self._ids)
             future: asyncio.Future[Any] = self._loop.create_future()
@@ -340,6 +391,17 @@ class RayExecutor(Executor, RaySettings):
                         self._send("cancel", key)
                     await wait_out([future], CLOSE_TIMEOUT)  # the driver's word that it stopped
                 raise
+
+
+def _status(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def _heard_of(future: asyncio.Future[Any]) -> asyncio.Future[Any]:
+    """``future``, its exception taken as heard whether or not anyone awaits it (no
+    "Future exception was never retrieved" at exit)."""
+    future.add_done_callback(lambda done: done.cancelled() or done.exception())
+    return future
 
 
 def _no_pickle(value: Any) -> Any:

@@ -19,8 +19,9 @@ import os
 import shutil
 import socket
 import tempfile
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,28 @@ def sweep_after(ended: Sequence[str], timeout: float = 10.0, base: Path | None =
     return sweep(base)
 
 
+def clear_after(ended: Sequence[Mapping[str, Any]], timeout: float = 10.0) -> dict[str, list[dict[str, Any]]]:
+    """Remove the folders of the workers in ``ended`` (their :meth:`ReplayWorker.whereabouts`)
+    that ran on this machine once they are gone (at most ``timeout`` seconds), and sweep
+    the temporary folders they lay in; those of other machines are returned by node (a
+    task on each node clears its own)."""
+    host = socket.gethostname()
+    here = [place for place in ended if place["host"] == host]
+    elsewhere: dict[str, list[dict[str, Any]]] = {}
+    for place in ended:
+        if place["host"] != host:
+            elsewhere.setdefault(str(place["node"]), []).append(dict(place))
+    sweep_after([f"{host}:{place['pid']}" for place in here], timeout)
+    bases = {Path(tempfile.gettempdir())}
+    for place in here:
+        root = Path(place["root"])
+        if root.name.startswith(f"{PREFIX}{place['pid']}-"):
+            bases.add(root.parent)
+    for base in bases:
+        sweep(base)
+    return elsewhere
+
+
 def _alive(pid: int) -> bool:
     """Whether process ``pid`` exists and is not a zombie (ended, not yet reaped)."""
     fields = _stat(pid)
@@ -178,16 +201,42 @@ def replay_on_worker(task: ReplayTask, chunks: Sequence[Any], target: KernelTarg
 class ReplayWorker:
     """A long-lived Ray worker (an async actor) for one slot: it replays one notebook at a
     time, each in a fresh kernel of ``target``, and starts the next notebook's kernel while
-    the current one runs (verify's :class:`~junobench.verify.pool.KernelPool`, size 1)."""
+    the current one runs (verify's :class:`~junobench.verify.pool.KernelPool`, size 1).
+
+    The driver pings it every few seconds (:meth:`ping`); a worker not pinged for
+    ``orphaned`` seconds takes its driver for gone (ended with its cluster's head, or
+    killed where Ray cannot end its workers): it kills its kernels, removes its folder and
+    ends its process."""
 
     def __init__(self, target: KernelTarget | None, pass_env: Sequence[str] = (),
-                 sandbox: Sandbox | None = None) -> None:
+                 sandbox: Sandbox | None = None, orphaned: float | None = None) -> None:
         self.target = target
         self.pass_env = tuple(pass_env)
         self.sandbox = sandbox or Sandbox()
         self.pool: KernelPool | None = None
         self.current: tuple[ReplayTask, StartedKernel] | None = None
+        self.pinged = time.monotonic()
         worker_root()
+        if orphaned is not None:
+            threading.Thread(target=self._watch_driver, args=(orphaned,), name="junobench-orphan",
+                             daemon=True).start()
+
+    def _watch_driver(self, orphaned: float) -> None:
+        while time.monotonic() - self.pinged < orphaned:
+            time.sleep(min(5.0, orphaned / 4))
+        leave(1)
+
+    async def ping(self) -> None:
+        """Answer the driver (it takes a worker that stops answering for frozen)."""
+        self.pinged = time.monotonic()
+
+    def whereabouts(self) -> dict[str, Any]:
+        """Where this worker runs (its node's host name and id, its process id, its folder):
+        what the driver needs to remove its folder once it is killed."""
+        import ray
+
+        return {"host": socket.gethostname(), "pid": os.getpid(), "root": str(worker_root()),
+                "node": ray.get_runtime_context().get_node_id()}
 
     async def prepare(self, task: ReplayTask, chunks: Sequence[Any], more: bool) -> None:
         """Get ready to replay ``task``: a kernel started (with ``more``, the next one starts
@@ -231,18 +280,28 @@ class ReplayWorker:
             finally:
                 await asyncio.to_thread(shutil.rmtree, Path(kernel.cwd).parent, True)
 
-    def place(self) -> str:
-        """``host:pid`` of this worker (what the driver needs to clean up after killing it)."""
-        return where()
-
-    async def close(self) -> None:
-        """Stop the kernels (prepared, started ahead), if any, and remove the worker's folder."""
+    async def close(self, leave_too: bool = False) -> None:
+        """Stop the kernels (prepared, started ahead), if any, and remove the worker's folder;
+        with ``leave_too`` (the cluster's head is lost: Ray cannot end this process), end
+        the process just after answering."""
         try:
             await self.discard()
             if self.pool is not None:
                 await self.pool.close()
         finally:
             close_root()
+            if leave_too:
+                asyncio.get_running_loop().call_later(0.5, leave, 0)
+
+
+def leave(code: int) -> None:
+    """End this worker's process now: its kernels (every process below it) killed, its
+    folder removed."""
+    from junobench.verify.lifeline import descendants, kill_all
+
+    kill_all(descendants(os.getpid()))
+    close_root()
+    os._exit(code)
 
 
 def _check_target(target: KernelTarget | None) -> None:

@@ -5,7 +5,10 @@ The JSON report is ``{"environment": {...}, "cases": {case_id: {"status", "repro
 "mismatches", "inputs", "attempts", "faults", "sandbox"}}}``; ``status`` is ``passed``,
 ``failed``, ``timed out``, ``out of memory`` (a notebook past the sandbox's memory limit),
 ``skipped`` or ``infrastructure error`` (a replay lost to worker, node or
-environment faults past its retries: no verdict, run again by a rerun); ``attempts``
+environment faults past its retries: no verdict, run again by a rerun); a run stopped
+early (Ctrl-C, SIGTERM, a cluster it cannot join) writes every case too, those it did not
+finish as ``interrupted`` (running when it stopped) or ``not run``, and says why in
+``"stopped"``; ``attempts``
 counts the tries of each notebook and ``faults`` says what went wrong with the failed
 ones; ``inputs`` digests what the verdict depends on (:mod:`.resume`); ``sandbox`` says
 where the case's notebooks ran (``bwrap, network off``, ``none, network on``);
@@ -23,11 +26,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_open
 from junobench.verify.judge import OUT_OF_MEMORY, RunLog, Verdict
 
 PASSED, FAILED, TIMED_OUT, SKIPPED = "passed", "failed", "timed out", "skipped"
 INFRASTRUCTURE = "infrastructure error"
+#: Statuses of the cases a stopped run did not finish: running when it stopped, or not reached.
+INTERRUPTED, NOT_RUN = "interrupted", "not run"
 #: Statuses that are verdicts (a rerun keeps them).
 VERDICT_STATUSES = frozenset({PASSED, FAILED, TIMED_OUT, OUT_OF_MEMORY, SKIPPED})
 
@@ -53,9 +59,18 @@ class CaseResult:
     inputs: str | None = None
     kept: bool = False  # taken from an earlier report, not run again
     sandbox: str | None = None  # where its notebooks ran (``bwrap, network off``)
+    unfinished: str | None = None  # INTERRUPTED or NOT_RUN: a stopped run did not finish it
+
+    @classmethod
+    def left(cls, case_id: str, state: str, why: str) -> CaseResult:
+        """A case a stopped run did not finish (``state``: :data:`INTERRUPTED` or :data:`NOT_RUN`)."""
+        verdict = Verdict(False, f"{state}: {why}")
+        return cls(case_id, verdict, verdict, unfinished=state)
 
     @property
     def status(self) -> str:
+        if self.unfinished is not None:
+            return self.unfinished
         if self.infrastructure:
             return INFRASTRUCTURE
         if self.skipped:
@@ -96,7 +111,8 @@ class CaseResult:
                    skipped=entry.get("status") == SKIPPED, mismatches=list(entry.get("mismatches") or []),
                    attempts=dict(entry.get("attempts") or {}), faults=dict(entry.get("faults") or {}),
                    infrastructure=entry.get("status") == INFRASTRUCTURE, inputs=entry.get("inputs"), kept=True,
-                   sandbox=entry.get("sandbox"))
+                   sandbox=entry.get("sandbox"),
+                   unfinished=entry["status"] if entry.get("status") in (INTERRUPTED, NOT_RUN) else None)
 
     def row(self) -> dict[str, Any]:
         failed = self.status in (FAILED, TIMED_OUT)
@@ -175,3 +191,22 @@ class VerifyReport:
         with atomic_open(path) as out:
             json.dump(self.to_json(), out, indent=2, ensure_ascii=False)
             out.write("\n")
+
+
+class Interrupted(KeyboardInterrupt):
+    """A run stopped by Ctrl-C (SIGINT, or SIGTERM and SIGHUP on the command line):
+    ``report`` holds every case, those it did not finish ``interrupted`` or ``not run``."""
+
+    def __init__(self, report: VerifyReport) -> None:
+        super().__init__()
+        self.report = report
+
+
+class RunFailed(JunoBenchError):
+    """A run that could not go on (a Ray cluster it cannot join): the error, and in
+    ``report`` every case, those it did not finish ``interrupted`` or ``not run``."""
+
+    def __init__(self, error: JunoBenchError, report: VerifyReport) -> None:
+        problem = error.problem_
+        super().__init__(problem.problem, file=problem.file, case=problem.case, hint=problem.hint)
+        self.report = report
