@@ -18,8 +18,9 @@ import pyarrow.parquet as pq
 import pytest
 from make_corpus import CHARTS, SIZES, notebook
 
+from junobench.hub.read_export import file_digest
 from junobench.mining import Limits, mine
-from junobench.mining.write import PARQUET
+from junobench.mining.write import MANIFEST, PARQUET
 
 #: sha256 of each config's rows (see :func:`rows_digest`), as mine wrote them when recorded.
 DIGESTS = {
@@ -190,3 +191,7 @@ def test_a_fixed_corpus_gives_the_recorded_rows(golden: Path, tmp_path: Path, jo
     result = mine([golden / "made", golden / "hand"], tmp_path / "out", jobs=jobs, limits=LIMITS, progress=False)
     assert result.rows == ROWS
     assert {config: rows_digest(tmp_path / "out" / path) for config, path in PARQUET.items()} == DIGESTS
+    manifest = json.loads((tmp_path / "out" / MANIFEST).read_text())["files"]
+    assert manifest == {name: file_digest(tmp_path / "out" / name) for name in manifest}  # taken while writing
+    croissant = (tmp_path / "out" / "croissant.json").read_text()
+    assert all(manifest[path]["sha256"] in croissant for path in PARQUET.values())

@@ -89,6 +89,14 @@ class CellCalls:
         return [segment for segment in out if segment]
 
 
+#: Nodes the walk of :meth:`_Visitor.expressions` records nothing of and need not enter
+#: (no call, attribute or subscript below them).
+_LEAVES = frozenset({ast.Name, ast.Constant, *(kind for base in (ast.expr_context, ast.operator, ast.unaryop,
+                                                                   ast.cmpop, ast.boolop)
+                                                 for kind in base.__subclasses__())})
+#: A node type's fields that may hold nodes (an expression's ``ctx`` never matters here).
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
 # A resolved expression: (dotted name, typed) where typed says the name starts with an
 # object type of the mapping (``matplotlib.Axes``) rather than a module path.
 Resolved = tuple[str, bool]
@@ -307,7 +315,7 @@ class _Visitor:
             return
         found: list[ast.Call] = []
         evidence = self.result.evidence
-        stack: list[Any] = list(nodes)
+        stack: list[Any] = [n for n in nodes if type(n) not in _LEAVES]
         while stack:  # ast.walk, without its generators: this loop is most of the analysis' time
             node = stack.pop()
             kind = type(node)
@@ -317,11 +325,14 @@ class _Visitor:
                 evidence.attributes.append(node.attr)
             elif kind is ast.Subscript and type(node.slice) is ast.Constant and isinstance(node.slice.value, str):
                 evidence.keys.append(node.slice.value)
-            for name in node._fields:
+            fields = _FIELDS.get(kind)
+            if fields is None:
+                fields = _FIELDS[kind] = tuple(f for f in kind._fields if f != "ctx")
+            for name in fields:
                 value = getattr(node, name, None)
                 if type(value) is list:
-                    stack.extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, ast.expr_context))
-                elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
+                    stack.extend(v for v in value if isinstance(v, ast.AST) and type(v) not in _LEAVES)
+                elif isinstance(value, ast.AST) and type(value) not in _LEAVES:
                     stack.append(value)
         found.sort(key=lambda c: (c.lineno, c.col_offset))
         for call in found:
@@ -397,8 +408,22 @@ def _keywords(node: ast.Call) -> dict[str, str]:
 
 def _text(node: ast.expr) -> str:
     """An expression as written (normalised by ``ast.unparse``), at most :data:`TEXT_LIMIT` characters."""
-    try:
-        text = ast.unparse(node)
-    except (ValueError, RecursionError):
-        return "?"
+    text = _dotted(node)
+    if text is None:
+        try:
+            text = ast.unparse(node)
+        except (ValueError, RecursionError):
+            return "?"
     return text if len(text) <= TEXT_LIMIT else text[: TEXT_LIMIT - 1] + "…"
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for a name and its attributes (what ``ast.unparse`` gives), None for any other."""
+    parts = []
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)
+        node = node.value
+    if type(node) is not ast.Name:
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
