@@ -25,7 +25,7 @@ import ast
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from junobench.mining.kinds import CellEvidence, ChartKinds, chart_kinds
 from junobench.pysource import python_source
@@ -94,7 +94,12 @@ class CellCalls:
 _LEAVES = frozenset({ast.Name, ast.Constant, *(kind for base in (ast.expr_context, ast.operator, ast.unaryop,
                                                                    ast.cmpop, ast.boolop)
                                                  for kind in base.__subclasses__())})
-#: A node type's fields that may hold nodes (an expression's ``ctx`` never matters here).
+#: Fields of ``ast`` nodes that hold names, numbers or flags, never a node the walk enters
+#: (an expression's ``ctx``, an import's or a ``global``'s names, a class pattern's attributes).
+_PLAIN_FIELDS = frozenset({"ctx", "id", "attr", "arg", "asname", "conversion", "is_async", "kind", "level",
+                           "lineno", "module", "n", "s", "simple", "tag", "type_comment", "name", "names",
+                           "kwd_attrs"})
+#: A node type's fields that hold nodes, lists of nodes (or None), found once per type.
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 # A resolved expression: (dotted name, typed) where typed says the name starts with an
@@ -212,6 +217,17 @@ class _Visitor:
 
     def statement(self, node: ast.stmt) -> None:
         reader = self.reader
+        kind = type(node)
+        if kind is ast.Expr:  # the most frequent statements first
+            self.expressions([node])
+            return
+        if kind is ast.Assign:
+            assign = cast(ast.Assign, node)
+            self.expressions([assign])
+            types = self.value_types(assign.value)
+            for target in assign.targets:
+                reader.bind(target, types)
+            return
         if isinstance(node, ast.Import | ast.ImportFrom):
             self.imports(node)
             return
@@ -248,11 +264,7 @@ class _Visitor:
                 self.visit_body(part)
             return
         self.expressions([node])
-        if isinstance(node, ast.Assign):
-            types = self.value_types(node.value)
-            for target in node.targets:
-                reader.bind(target, types)
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        if isinstance(node, ast.AnnAssign) and node.value is not None:
             reader.bind(node.target, self.value_types(node.value))
 
     def value_types(self, value: ast.expr) -> tuple[str, ...] | None:
@@ -327,12 +339,12 @@ class _Visitor:
                 evidence.keys.append(node.slice.value)
             fields = _FIELDS.get(kind)
             if fields is None:
-                fields = _FIELDS[kind] = tuple(f for f in kind._fields if f != "ctx")
+                fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _PLAIN_FIELDS)
             for name in fields:
                 value = getattr(node, name, None)
                 if type(value) is list:
-                    stack.extend(v for v in value if isinstance(v, ast.AST) and type(v) not in _LEAVES)
-                elif isinstance(value, ast.AST) and type(value) not in _LEAVES:
+                    stack.extend([v for v in value if v is not None and type(v) not in _LEAVES])
+                elif value is not None and type(value) not in _LEAVES:
                     stack.append(value)
         found.sort(key=lambda c: (c.lineno, c.col_offset))
         for call in found:

@@ -46,7 +46,8 @@ PURPOSES: tuple[str, ...] = ("distribution", "relationship", "comparison", "comp
                              "training progress", "image samples", "other")
 
 Chart = tuple[str, str]
-#: Names whose library a :class:`ChartKinds` remembers (the same few recur in every notebook).
+#: Names whose library (and returned type) a :class:`ChartKinds` remembers (the same few
+#: recur in every notebook).
 _MEMO = 4096
 
 
@@ -113,6 +114,7 @@ class ChartKinds:
         self.stage_rules = tuple(_rule(r, "stage") for r in evidence["stages"])
         self.purpose_stages: dict[str, str] = dict(evidence["purpose_stages"])
         self._libraries: dict[str, tuple[str, str] | None] = {}  # library_of's answers, at most _MEMO
+        self._returned: dict[str, tuple[str, ...]] = {}  # the types of names matched by patterns, likewise
 
     # ------------------------------------------------------------------ names
 
@@ -184,6 +186,16 @@ class ChartKinds:
         found = self.returns.get(name)
         if found is not None:
             return found
+        try:
+            return self._returned[name]
+        except KeyError:
+            pass
+        if len(self._returned) >= _MEMO:
+            self._returned.clear()
+        found = self._returned[name] = self._matched_return(name)
+        return found
+
+    def _matched_return(self, name: str) -> tuple[str, ...]:
         for pattern, types in self._return_patterns:
             if fnmatch.fnmatchcase(name, pattern):
                 return types
