@@ -31,6 +31,8 @@ def python_source(cell: str) -> tuple[str | None, set[str], bool]:
     not Python (a cell magic such as ``%%bash``)."""
     lines = cell.splitlines()
     assigned: set[str] = set()
+    if "%" not in cell and "!" not in cell and "?" not in cell:
+        return "\n".join(lines), assigned, False  # no magic, shell line or help: the cell as it is
     open_world = False
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is not None and lines[first].lstrip().startswith("%%"):

@@ -25,7 +25,7 @@ import ast
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from junobench.mining.kinds import CellEvidence, ChartKinds, chart_kinds
 from junobench.pysource import python_source
@@ -88,6 +88,19 @@ class CellCalls:
             out[-1].append(call)
         return [segment for segment in out if segment]
 
+
+#: Nodes the walk of :meth:`_Visitor.expressions` records nothing of and need not enter
+#: (no call, attribute or subscript below them).
+_LEAVES = frozenset({ast.Name, ast.Constant, *(kind for base in (ast.expr_context, ast.operator, ast.unaryop,
+                                                                   ast.cmpop, ast.boolop)
+                                                 for kind in base.__subclasses__())})
+#: Fields of ``ast`` nodes that hold names, numbers or flags, never a node the walk enters
+#: (an expression's ``ctx``, an import's or a ``global``'s names, a class pattern's attributes).
+_PLAIN_FIELDS = frozenset({"ctx", "id", "attr", "arg", "asname", "conversion", "is_async", "kind", "level",
+                           "lineno", "module", "n", "s", "simple", "tag", "type_comment", "name", "names",
+                           "kwd_attrs"})
+#: A node type's fields that hold nodes, lists of nodes (or None), found once per type.
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
 # A resolved expression: (dotted name, typed) where typed says the name starts with an
 # object type of the mapping (``matplotlib.Axes``) rather than a module path.
@@ -204,6 +217,17 @@ class _Visitor:
 
     def statement(self, node: ast.stmt) -> None:
         reader = self.reader
+        kind = type(node)
+        if kind is ast.Expr:  # the most frequent statements first
+            self.expressions([node])
+            return
+        if kind is ast.Assign:
+            assign = cast(ast.Assign, node)
+            self.expressions([assign])
+            types = self.value_types(assign.value)
+            for target in assign.targets:
+                reader.bind(target, types)
+            return
         if isinstance(node, ast.Import | ast.ImportFrom):
             self.imports(node)
             return
@@ -240,11 +264,7 @@ class _Visitor:
                 self.visit_body(part)
             return
         self.expressions([node])
-        if isinstance(node, ast.Assign):
-            types = self.value_types(node.value)
-            for target in node.targets:
-                reader.bind(target, types)
-        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+        if isinstance(node, ast.AnnAssign) and node.value is not None:
             reader.bind(node.target, self.value_types(node.value))
 
     def value_types(self, value: ast.expr) -> tuple[str, ...] | None:
@@ -307,7 +327,7 @@ class _Visitor:
             return
         found: list[ast.Call] = []
         evidence = self.result.evidence
-        stack: list[Any] = list(nodes)
+        stack: list[Any] = [n for n in nodes if type(n) not in _LEAVES]
         while stack:  # ast.walk, without its generators: this loop is most of the analysis' time
             node = stack.pop()
             kind = type(node)
@@ -317,11 +337,14 @@ class _Visitor:
                 evidence.attributes.append(node.attr)
             elif kind is ast.Subscript and type(node.slice) is ast.Constant and isinstance(node.slice.value, str):
                 evidence.keys.append(node.slice.value)
-            for name in node._fields:
+            fields = _FIELDS.get(kind)
+            if fields is None:
+                fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _PLAIN_FIELDS)
+            for name in fields:
                 value = getattr(node, name, None)
                 if type(value) is list:
-                    stack.extend(v for v in value if isinstance(v, ast.AST) and not isinstance(v, ast.expr_context))
-                elif isinstance(value, ast.AST) and not isinstance(value, ast.expr_context):
+                    stack.extend([v for v in value if v is not None and type(v) not in _LEAVES])
+                elif value is not None and type(value) not in _LEAVES:
                     stack.append(value)
         found.sort(key=lambda c: (c.lineno, c.col_offset))
         for call in found:
@@ -397,8 +420,22 @@ def _keywords(node: ast.Call) -> dict[str, str]:
 
 def _text(node: ast.expr) -> str:
     """An expression as written (normalised by ``ast.unparse``), at most :data:`TEXT_LIMIT` characters."""
-    try:
-        text = ast.unparse(node)
-    except (ValueError, RecursionError):
-        return "?"
+    text = _dotted(node)
+    if text is None:
+        try:
+            text = ast.unparse(node)
+        except (ValueError, RecursionError):
+            return "?"
     return text if len(text) <= TEXT_LIMIT else text[: TEXT_LIMIT - 1] + "…"
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for a name and its attributes (what ``ast.unparse`` gives), None for any other."""
+    parts = []
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)
+        node = node.value
+    if type(node) is not ast.Name:
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))

@@ -46,6 +46,9 @@ PURPOSES: tuple[str, ...] = ("distribution", "relationship", "comparison", "comp
                              "training progress", "image samples", "other")
 
 Chart = tuple[str, str]
+#: Names whose library (and returned type) a :class:`ChartKinds` remembers (the same few
+#: recur in every notebook).
+_MEMO = 4096
 
 
 @dataclass(frozen=True)
@@ -110,12 +113,24 @@ class ChartKinds:
         self.purpose_rules = tuple(_rule(r, "purpose") for r in evidence["purposes"])
         self.stage_rules = tuple(_rule(r, "stage") for r in evidence["stages"])
         self.purpose_stages: dict[str, str] = dict(evidence["purpose_stages"])
+        self._libraries: dict[str, tuple[str, str] | None] = {}  # library_of's answers, at most _MEMO
+        self._returned: dict[str, tuple[str, ...]] = {}  # the types of names matched by patterns, likewise
 
     # ------------------------------------------------------------------ names
 
     def library_of(self, name: str) -> tuple[str, str] | None:
         """``(library, function)`` of a resolved dotted name, by the longest module prefix of
         the mapping's libraries (plotly's synonyms applied); None for another library's."""
+        try:
+            return self._libraries[name]
+        except KeyError:
+            pass
+        if len(self._libraries) >= _MEMO:
+            self._libraries.clear()
+        found = self._libraries[name] = self._library_of(name)
+        return found
+
+    def _library_of(self, name: str) -> tuple[str, str] | None:
         parts = name.split(".")
         for end in range(len(parts), 0, -1):
             library = self._module_of.get(".".join(parts[:end]) if end < len(parts) else name)
@@ -171,6 +186,16 @@ class ChartKinds:
         found = self.returns.get(name)
         if found is not None:
             return found
+        try:
+            return self._returned[name]
+        except KeyError:
+            pass
+        if len(self._returned) >= _MEMO:
+            self._returned.clear()
+        found = self._returned[name] = self._matched_return(name)
+        return found
+
+    def _matched_return(self, name: str) -> tuple[str, ...]:
         for pattern, types in self._return_patterns:
             if fnmatch.fnmatchcase(name, pattern):
                 return types

@@ -116,7 +116,7 @@ def mine(
                 writer.abort()
                 raise
             finish(staging, rows, summary.to_dict(), mapping=chart_kinds().version, inputs=listed,
-                   repo_id=repo_id, version=_version())
+                   repo_id=repo_id, version=_version(), digests=writer.digests)
     finally:
         if spool is not None:
             shutil.rmtree(spool, ignore_errors=True)

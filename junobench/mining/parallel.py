@@ -11,7 +11,9 @@ the corpus. Local workers read the notebook files themselves; a Ray task is sent
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,18 +121,73 @@ def _bounded(submit: Callable[[list[Job]], Any], result: Callable[[Any], MinedBa
 def _in_processes(batches: Iterator[list[Job]], limits: Limits, workers: int) -> Iterator[MinedBatch]:
     import concurrent.futures
     import multiprocessing
+    import shutil
+    import tempfile
 
     # fork: a worker starts at once and does not import the caller's main module again (a
     # script calling mine() needs no ``if __name__ == "__main__"`` guard); forkserver elsewhere.
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "forkserver")
-    with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
-        try:
-            yield from _bounded(lambda batch: pool.submit(mine_batch, batch, limits),
-                                lambda future: future.result(), batches, 2 * workers)
-        except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+    spool = tempfile.mkdtemp(prefix="junobench-mine-", dir=_shared_memory())
+    numbers = itertools.count()
+    try:
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+            try:
+                yield from _bounded(
+                    lambda batch: pool.submit(_mine_to_file, batch, limits, os.path.join(spool, str(next(numbers)))),
+                    lambda future: _read_spooled(future.result()), batches, 2 * workers)
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
+
+
+def _shared_memory() -> str | None:
+    """A folder in memory for the workers' record batches (``/dev/shm``), or None: the
+    system's temporary folder."""
+    return "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK | os.X_OK) else None
+
+
+@dataclass
+class _Spooled:
+    """What a worker process sends back: the counts, and where its record batches are (an
+    Arrow IPC stream per config, in ``path.<config>``)."""
+
+    path: str
+    configs: list[str]
+    summary: Summary
+    notebooks: int
+
+
+def _mine_to_file(jobs: Sequence[Job], limits: Limits, path: str) -> _Spooled:
+    """:func:`mine_batch` in a worker process, its record batches written to ``path`` (a
+    new file in the spool folder) rather than pickled through the pipe: written once by the
+    worker and mapped by the writing process, the images are not copied again."""
+    import pyarrow as pa
+
+    mined = mine_batch(jobs, limits)
+    for config, batch in mined.batches.items():
+        with pa.OSFile(f"{path}.{config}", "wb") as sink, pa.ipc.new_stream(sink, batch.schema) as stream:
+            stream.write_batch(batch)
+    return _Spooled(path, list(mined.batches), mined.summary, mined.notebooks)
+
+
+def _read_spooled(spooled: _Spooled) -> MinedBatch:
+    """The record batches a worker wrote (memory-mapped: no copy; each config's in its own
+    file, so that the small rows a writer holds for a while hold no images), the files removed."""
+    import pyarrow as pa
+
+    batches = {}
+    try:
+        for config in spooled.configs:
+            with pa.memory_map(f"{spooled.path}.{config}") as mapped:
+                batches[config] = pa.ipc.open_stream(mapped).read_next_batch()
+    finally:
+        for config in spooled.configs:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{spooled.path}.{config}")
+    return MinedBatch(batches, spooled.summary, spooled.notebooks)
 
 
 def _on_ray(batches: Iterator[list[Job]], limits: Limits, workers: int,

@@ -181,6 +181,8 @@ def _outputs(item: Item, cell: Cell, analysis: CellCalls, kinds: ChartKinds, lim
         visual = visual_of(output.data, max_bytes=limits.output_bytes, max_pixels=limits.pixels)
         if visual is not None:
             found.append((number, visual))
+    if not found:
+        return types, []
     segments = analysis.segments()
     grouped = len(found) > 1 and len(segments) == len(found)
     evidence = kinds.purpose_evidence(analysis.evidence)

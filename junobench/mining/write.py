@@ -20,7 +20,9 @@ mined corpus (its manifest lists its files), never a folder holding anything els
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -52,10 +54,36 @@ def record_batch(config: str, rows: list[dict[str, Any]]) -> Any:
                                       schema=schema)
 
 
+class _Digest:
+    """The sha256 and size of a file another writer appends to, read as it grows (what
+    was just written is still in the page cache): the manifest's digest without reading
+    the whole file again at the end."""
+
+    def __init__(self, path: Path) -> None:
+        self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def update(self) -> None:
+        """Digest what was appended since the last call."""
+        while block := os.pread(self.fd, 16 << 20, self.size):
+            self.sha256.update(block)
+            self.size += len(block)
+
+    def close(self) -> dict[str, Any]:
+        """``{"sha256": hex, "size": bytes}`` of the whole file (:func:`file_digest`'s form)."""
+        try:
+            self.update()
+        finally:
+            os.close(self.fd)
+        return {"sha256": self.sha256.hexdigest(), "size": self.size}
+
+
 class CorpusWriter:
     """Streams mined rows (Arrow record batches) into the three parquet files of
     ``folder`` (a staging folder), in row groups of :data:`ROW_GROUP` rows whatever the
-    batches' sizes: the same rows give the same files."""
+    batches' sizes: the same rows give the same files. Each file's digest is taken as it
+    is written (:attr:`digests`, once closed)."""
 
     def __init__(self, folder: Path) -> None:
         import pyarrow.parquet as pq
@@ -66,6 +94,8 @@ class CorpusWriter:
         self.pending: dict[str, list[Any]] = {config: [] for config in CONFIGS}
         self.waiting: dict[str, int] = dict.fromkeys(CONFIGS, 0)
         self.rows: dict[str, int] = dict.fromkeys(CONFIGS, 0)
+        self.reading: dict[str, _Digest] = {}
+        self.digests: dict[str, dict[str, Any]] = {}
         for config in CONFIGS:
             path = folder / PARQUET[config]
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -75,6 +105,7 @@ class CorpusWriter:
             self.writers[config] = pq.ParquetWriter(
                 path, self.schemas[config], compression=compression, use_dictionary=False,
                 write_statistics=[c for c in compression if c != "image.bytes"])
+            self.reading[config] = _Digest(path)
 
     def add(self, batches: Mapping[str, Any]) -> None:
         """Append record batches (config → batch) of mined rows."""
@@ -97,6 +128,7 @@ class CorpusWriter:
         if cut:
             self.writers[config].write_table(table.slice(0, cut), row_group_size=size)
             self.rows[config] += cut
+            self.reading[config].update()
         rest = table.slice(cut)
         self.pending[config] = rest.to_batches() if rest.num_rows else []
         self.waiting[config] = rest.num_rows
@@ -106,12 +138,16 @@ class CorpusWriter:
         for config in CONFIGS:
             self._flush(config)
             self.writers[config].close()
+            self.digests[config] = self.reading.pop(config).close()
         return dict(self.rows)
 
     def abort(self) -> None:
         for writer in self.writers.values():
             with contextlib.suppress(Exception):
                 writer.close()
+        for digest in self.reading.values():
+            with contextlib.suppress(OSError):
+                os.close(digest.fd)
 
 
 def _leaf_columns(schema: Any) -> list[str]:
@@ -129,18 +165,20 @@ def _leaf_columns(schema: Any) -> list[str]:
 
 
 def finish(folder: Path, rows: Mapping[str, int], summary: Mapping[str, Any], *, mapping: str,
-           inputs: list[str], repo_id: str, version: str) -> None:
-    """Write the card, ``croissant.json`` and the manifest of the parquet files in ``folder``."""
+           inputs: list[str], repo_id: str, version: str, digests: Mapping[str, Mapping[str, Any]]) -> None:
+    """Write the card, ``croissant.json`` and the manifest of the parquet files in ``folder``
+    (``digests``: each config's file's, as :attr:`CorpusWriter.digests` took them)."""
     from junobench.mining.card import render_card, render_croissant
 
-    digests = {config: file_digest(folder / PARQUET[config]) for config in CONFIGS}
     write_text(folder / CARD, render_card(rows, summary, digests, mapping=mapping, inputs=inputs,
                                           repo_id=repo_id, version=version))
     croissant = render_croissant(rows, summary, digests, mapping=mapping, repo_id=repo_id, version=version)
     write_text(folder / CROISSANT, json.dumps(croissant, indent=2, ensure_ascii=False) + "\n")
+    parquet = {PARQUET[config]: digests[config] for config in CONFIGS}
     manifest = {
         "format": MANIFEST_FORMAT,
-        "files": {name: file_digest(folder / name) for name in sorted(FILES - {MANIFEST})},
+        "files": {name: file_digest(folder / name) if name not in parquet else dict(parquet[name])
+                  for name in sorted(FILES - {MANIFEST})},
         "rows": dict(rows),
         "mapping": mapping,
         "inputs": inputs,
