@@ -180,7 +180,7 @@ def test_records_give_crane_llms_text_and_styles_do_not_mix(tmp_path):
         runtime_annotations(path)
     path.write_text(json.dumps({**record, "annotations": {"df": "pandas.DataFrame", "x": 3}})
                     + "\n")
-    with pytest.raises(JunoBenchError, match="pandas_1_reproduced.*annotations/x: 3 is not"):
+    with pytest.raises(JunoBenchError, match=r"pandas_1_reproduced.*annotations/x: 3 is not"):
         runtime_annotations(path)
     path.write_text(json.dumps({**record, "annotations": {"df": "pandas.DataFrame"}}) + "\n")
     assert runtime_annotations(path) == {"pandas_1_reproduced": {"df": "pandas.DataFrame"}}
