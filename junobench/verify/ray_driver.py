@@ -28,7 +28,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -862,11 +862,50 @@ async def serve(channel: _Channel) -> None:
         _ORPHANED = _ORPHANED or signum == ORPHANED
         inbox.put_nowait(("close",))
 
-    def on_signals() -> None:  # again after ray.init, whose handler of SIGTERM only prints and dies
-        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, ORPHANED):
-            loop.add_signal_handler(signum, stop, signum)
+    with _signals_to(loop, stop) as on_signals:
+        await _serve(channel, loop, inbox, on_signals)
 
+
+@contextlib.contextmanager
+def _signals_to(loop: asyncio.AbstractEventLoop, stop: Callable[[int], None]) -> Iterator[Callable[[], None]]:
+    """Within the block, SIGTERM, SIGHUP, SIGINT and :data:`ORPHANED` call ``stop(signum)``
+    in ``loop``; gives the function that sets this again (after ``ray.init``, whose handler
+    of SIGTERM only prints and dies). Not ``loop.add_signal_handler``: the loop's close gives
+    its signals their default action (death, for SIGUSR1), which a signal coming while this
+    process cleans up would meet; here the handlers stay until :func:`main` ignores them."""
+    import socket
+
+    reader, writer = socket.socketpair()
+    for end in (reader, writer):
+        end.setblocking(False)
+
+    def heard() -> None:  # the signals' numbers, written by Python's C handler
+        with contextlib.suppress(OSError):
+            for signum in reader.recv(64):
+                stop(signum)
+
+    def on_signals() -> None:
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, ORPHANED):
+            signal.signal(signum, _noted)
+
+    previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    loop.add_reader(reader.fileno(), heard)
     on_signals()
+    try:
+        yield on_signals
+    finally:
+        signal.set_wakeup_fd(previous)
+        loop.remove_reader(reader.fileno())
+        reader.close()
+        writer.close()
+
+
+def _noted(signum: int, frame: Any) -> None:
+    """A stop signal's Python handler: nothing (its number woke the loop, :func:`_signals_to`)."""
+
+
+async def _serve(channel: _Channel, loop: asyncio.AbstractEventLoop, inbox: asyncio.Queue[tuple[Any, ...]],
+                 on_signals: Callable[[], None]) -> None:
 
     def listen() -> None:
         while True:
