@@ -4,8 +4,9 @@ notebooks run (:func:`add_run_options`) and how a model is asked (:func:`add_mod
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from junobench.cli.config import configurable
@@ -308,6 +309,20 @@ def report_stopped(stopped: str | None, holds: str) -> bool:
         return False
     print(f"error: {stopped} ({holds}; run the same command again to resume)", file=sys.stderr)
     return True
+
+
+@contextlib.contextmanager
+def interrupted_saying(holds: str) -> Iterator[None]:
+    """Within the block, a run stopped by Ctrl-C, SIGTERM or SIGHUP whose KeyboardInterrupt
+    says how far it came (``2 of 4 notebooks done``) ends saying, besides, where what finished
+    was written (``holds``) and how to resume: ``interrupted by SIGTERM (2 of 4 notebooks
+    done; out.jsonl holds them; run the same command again to resume)``."""
+    try:
+        yield
+    except KeyboardInterrupt as stop:
+        if not str(stop):
+            raise
+        raise KeyboardInterrupt(f"{stop}; {holds}; run the same command again to resume") from None
 
 
 def add_licence_options(parser: argparse.ArgumentParser) -> None:

@@ -12,6 +12,7 @@ from junobench.cli.common import (
     add_source,
     executor_options,
     filters_from,
+    interrupted_saying,
     report_stopped,
     sandbox_from,
     status,
@@ -71,14 +72,15 @@ def _runtime_info(args: argparse.Namespace) -> int:
                                              ("max_object_chars", args.max_object_chars),
                                              ("max_notebook_chars", args.max_notebook_chars))
                if value is not None}
-    records = runtime_info(
-        args.cases or None, args.source, revision=args.revision,
-        versions=args.versions or ("reproduced", "fixed"), exclude=args.exclude,
-        jobs=args.jobs, timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
-        options=options, filters=filters_from(args), out=args.out,
-        progress=False if args.no_progress else None, env=args.env, executor=args.executor,
-        executor_options=executor_options(args), resume=not args.fresh,
-        pass_env=args.pass_env, style=args.style, signatures=args.signatures, sandbox=sandbox_from(args))
+    with interrupted_saying(f"{args.out} holds them"):
+        records = runtime_info(
+            args.cases or None, args.source, revision=args.revision,
+            versions=args.versions or ("reproduced", "fixed"), exclude=args.exclude,
+            jobs=args.jobs, timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
+            options=options, filters=filters_from(args), out=args.out,
+            progress=False if args.no_progress else None, env=args.env, executor=args.executor,
+            executor_options=executor_options(args), resume=not args.fresh,
+            pass_env=args.pass_env, style=args.style, signatures=args.signatures, sandbox=sandbox_from(args))
     counts = Counter(r["status"] for r in records)
     capped = [r["instance"] for r in records
               if r["capped"] or any("truncated" in s for s in (r["objects"] or {}).values())]

@@ -274,7 +274,10 @@ def runtime_info(
                                         found, digests, kept, style, signatures))
     except (asyncio.CancelledError, KeyboardInterrupt):  # Ctrl-C: the kernels are stopped
         save()
-        raise KeyboardInterrupt from None
+        raise KeyboardInterrupt(f"{len(done)} of {len(work)} notebooks done") from None
+    except BaseException:  # what finished is kept, whatever stopped the rest
+        save()
+        raise
     done.update({(r["case_id"], r["version"]): r for r in records})
     save()
     result = RuntimeRecords(records)
