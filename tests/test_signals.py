@@ -89,9 +89,11 @@ def test_sigterm_stops_verify_with_every_case_shown_and_written(tmp_path):
     edit_cell(snap, "pandas_1", "reproduced", 0,
               f"import os, pathlib, time\npathlib.Path({str(marker)!r}).write_text(str(os.getpid()))\n"
               "time.sleep(300)")
-    report = tmp_path / "r.json"
+    report, scratch = tmp_path / "r.json", tmp_path / "tmp"
+    scratch.mkdir()
     run = _run("verify", "--source", str(snap), "--jobs", "1", "--format", "json", "--report", str(report),
-               "--no-progress", "--sandbox", "none")  # the kernel writes its pid outside its copy
+               "--no-progress", "--sandbox", "none",  # the kernel writes its pid outside its copy
+               env={"TMPDIR": str(scratch)})
     wait_for(lambda: marker.exists() and marker.read_text().strip(), run)
     kernel = int(marker.read_text())
     out, err, took = stop(run, signal.SIGTERM)
@@ -106,6 +108,7 @@ def test_sigterm_stops_verify_with_every_case_shown_and_written(tmp_path):
     assert lines == [f"interrupted by SIGTERM (1 of 3 cases done; {report} holds every case; "
                      "run the same command again to resume)"], err
     assert gone(kernel), "the kernel outlived the run"
+    assert not list(scratch.iterdir()), "a case copy or kernel file was left"
 
 
 def test_a_tool_junobench_runs_ends_with_what_it_started(tmp_path):
