@@ -97,13 +97,29 @@ class DriverOptions(RaySettings):
     expected: int = 0
 
 
+#: Ray's switch of its C++ core's handler of fatal signals, SIGTERM among them (read when
+#: Ray is imported): that handler prints a stack and aborts the process.
+_NO_FAILURE_HANDLER = "RAY_DISABLE_FAILURE_SIGNAL_HANDLER"
+
+
 def require_ray() -> Any:
-    """The ``ray`` module, or a clear error when the ray extra is not installed."""
+    """The ``ray`` module, or a clear error when the ray extra is not installed. Imported
+    here first, Ray installs no handler of SIGTERM in this process once ``ray.init`` has
+    started its core: SIGTERM stops junobench (and its driver) as Ctrl-C does, at every
+    stage, instead of aborting it with a stack dump. Ray's workers, which import Ray
+    themselves, keep the handler."""
+    added = "ray" not in sys.modules and _NO_FAILURE_HANDLER not in os.environ
+    if added:
+        os.environ[_NO_FAILURE_HANDLER] = "1"
     try:
         import ray
+        import ray._private.ray_constants  # reads the switch
     except ImportError:
         raise JunoBenchError("--executor ray needs Ray, not installed",
                              hint="pip install 'junobench[ray]'") from None
+    finally:
+        if added:
+            del os.environ[_NO_FAILURE_HANDLER]
     return ray
 
 
@@ -824,8 +840,7 @@ class _Channel:
     """Pickled messages over the socket to junobench (one writer at a time)."""
 
     def __init__(self, connection: Connection) -> None:
-        from ray import cloudpickle
-
+        cloudpickle = require_ray().cloudpickle
         self.connection = connection
         self.dumps: Callable[[Any], bytes] = cloudpickle.dumps
         self.loads: Callable[[bytes], Any] = cloudpickle.loads
@@ -1033,15 +1048,21 @@ def abandon() -> None:
         below = descendants(os.getpid())
         sessions.update(m.group(0) for pid in below for m in _SESSION_PATH.finditer(command_line(pid)))
         kill_all(below)
-    # a session folder made before any process named it (Ray names it after this process)
-    options = _DRIVER.o.init_options if _DRIVER is not None else {}
+    for session in sessions:
+        remove_session(session)
+    end_sessions_of(os.getpid(), _DRIVER.o.init_options.get("_temp_dir") if _DRIVER is not None else None)
+
+
+def end_sessions_of(pid: int, temp_dir: str | None = None) -> None:
+    """End the Ray instances process ``pid`` started (what runs from their session folders,
+    killed; the folders removed): the sessions Ray named after it, in ``temp_dir`` (default:
+    Ray's temporary folder), made before any process named them."""
     with contextlib.suppress(Exception):
         from ray._common.utils import get_default_ray_temp_dir
 
-        base = Path(options.get("_temp_dir") or get_default_ray_temp_dir())  # type: ignore[no-untyped-call]
-        sessions.update(str(folder) for folder in base.glob(f"session_*_{os.getpid()}"))
-    for session in sessions:
-        remove_session(session)
+        base = Path(temp_dir or get_default_ray_temp_dir())  # type: ignore[no-untyped-call]
+        for folder in base.glob(f"session_*_{pid}"):
+            remove_session(str(folder))
 
 
 def _end_within(seconds: float) -> None:

@@ -146,9 +146,7 @@ class RayExecutor(Executor, RaySettings):
     # ------------------------------------------------------------------ the driver process
 
     async def __aenter__(self) -> RayExecutor:
-        from ray import cloudpickle  # also checks that Ray is installed
-
-        require_ray()
+        cloudpickle = require_ray().cloudpickle  # also checks that Ray is installed
         self._dumps, self._loads = cloudpickle.dumps, cloudpickle.loads
         self._loop = asyncio.get_running_loop()
         self._ready, self._closed = _heard_of(self._loop.create_future()), _heard_of(self._loop.create_future())
