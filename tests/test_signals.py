@@ -182,3 +182,17 @@ def test_sighup_stops_env_create_and_its_installer(tmp_path):
     assert err.strip().splitlines()[-1] == "interrupted by SIGHUP", err
     assert not [pid for pid in installers if alive(pid)], "the installer outlived junobench"
     assert not target.exists() or not any(target.iterdir()), "a half-made environment was left"
+
+
+def test_verify_stopped_before_it_knows_its_cases_prints_a_document_of_those_named(capsys):
+    """--format json prints one document whatever ends the run: here a case id the snapshot
+    lacks, found before anything runs; every case named is in it, not run, with the reason."""
+    from junobench.cli import main
+
+    assert main(["verify", "pandas_1", "nosuch_1", "--source", "sample", "--format", "json"]) == 1
+    out, err = capsys.readouterr()
+    document = json.loads(out)
+    assert {case: entry["status"] for case, entry in document["cases"].items()} == {
+        "pandas_1": "not run", "nosuch_1": "not run"}
+    assert "no case 'nosuch_1'" in document["stopped"]
+    assert [line for line in err.splitlines() if line.startswith("error:")] == [f"error: {document['stopped']}"]
