@@ -251,6 +251,10 @@ def add_executor(parser: argparse.ArgumentParser) -> None:
     configurable(group.add_argument("--max-case-size", metavar="SIZE",
                        help="Ray: most bytes of files one notebook's replay may send to its worker "
                        "(default: 64GiB)"))
+    configurable(group.add_argument("--liveness", type=float, metavar="SEC",
+                       help="Ray: seconds a worker may go without answering the driver's pings (one every "
+                       "2 s) before it is taken for frozen, killed and its notebook retried on another; "
+                       "the head's silence is timed by it too (default: 30)"))
     configurable(group.add_argument("--build-envs", action=argparse.BooleanOptionalAction, default=False,
                        help="Ray: run each notebook in a runtime environment of its pinned "
                        "requirements, built on the worker with uv (cached per requirement set)"))
@@ -262,7 +266,7 @@ def executor_options(args: argparse.Namespace) -> dict[str, Any]:
 
     options: dict[str, Any] = {}
     for option, key in (("ray_address", "address"), ("cpus_per_notebook", "cpus"),
-                        ("retries", "retries")):
+                        ("retries", "retries"), ("liveness", "liveness")):
         value = getattr(args, option, None)
         if value is not None:
             options[key] = value
@@ -274,7 +278,7 @@ def executor_options(args: argparse.Namespace) -> dict[str, Any]:
         options["build_envs"] = True
     if options and getattr(args, "executor", "local") != "ray":
         given = [k for k in ("ray_address", "cpus_per_notebook", "memory_per_notebook", "retries",
-                             "max_case_size", "build_envs")
+                             "max_case_size", "liveness", "build_envs")
                  if getattr(args, k, None) not in (None, False)]
         names = ", ".join(f"--{k.replace('_', '-')}" for k in given)
         raise JunoBenchError(f"{names} appl{'ies' if ',' not in names else 'y'} to --executor ray only")

@@ -52,6 +52,7 @@ from typing import Any
 from junobench.errors import JunoBenchError
 from junobench.verify.executor import Executor, ReplayOutcome, ReplayTask, not_run, wait_out
 from junobench.verify.ray_driver import (
+    PING_EVERY,
     DriverOptions,
     RaySettings,
     describe_fault,
@@ -102,6 +103,9 @@ class RayExecutor(Executor, RaySettings):
             raise JunoBenchError(f"--retries must be 0 or more, got {self.retries}")
         if self.max_case_size is not None and self.max_case_size <= 0:
             raise JunoBenchError(f"--max-case-size must be positive, got {self.max_case_size}")
+        if not self.liveness > 2 * PING_EVERY:  # NaN too
+            raise JunoBenchError(f"--liveness must be more than {2 * PING_EVERY:g} s (workers are pinged every "
+                                 f"{PING_EVERY:g} s), got {self.liveness:g}")
         self._slots = None
         self.expected = 0
         self.note: str | None = None
