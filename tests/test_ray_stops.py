@@ -269,6 +269,59 @@ def _writing(pid: int) -> bool:
         return False
 
 
+def test_mine_on_ray_refused_stopped_while_starting_or_done_leaves_nothing(places, tmp_path):
+    """mine --executor ray joins as verify's driver does, from junobench's own process: an
+    address that refuses is one line in seconds; SIGTERM while Ray starts its instance ends
+    it (junobench's handler, not Ray's); a whole run removes its instance's session folder."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shutil.copy(checkout(["pandas_1"], "sample", tmp_path / "snap") / "benchmark/pandas_1/pandas_1.ipynb", corpus)
+    env = own_instance(places)
+    with socket.create_server(("127.0.0.1", 0)) as closed:
+        port = closed.getsockname()[1]
+    mined = tmp_path / "mined"
+    run = _run("mine", str(corpus), "--out", str(mined), "--executor", "ray", "--ray-address", f"127.0.0.1:{port}",
+               "--no-progress", env=env)
+    _, err = run.communicate(timeout=120)
+    assert run.returncode == 1 and "connection refused" in one_line(err, f"error: 127.0.0.1:{port}"), err
+    run = _run("mine", str(corpus), "--out", str(mined), "--executor", "ray", "--no-progress", env=env)
+    wait_for(lambda: any(places["ray"].rglob("session_*")), run)  # ray.init is starting it
+    _, err, took = stop(run, signal.SIGTERM)
+    assert run.returncode == 143 and took < 20, (took, err)
+    one_line(err, "interrupted by SIGTERM")
+    assert left_behind(run, places) == {} and not mined.exists()
+    run = _run("mine", str(corpus), "--out", str(mined), "--executor", "ray", "--no-progress", env=env)
+    _, err = run.communicate(timeout=240)
+    assert run.returncode == 0 and "wrote 1 notebooks" in err, err
+    assert left_behind(run, places) == {}
+
+
+def test_sigterm_once_ray_runs_in_the_process_is_still_junobench_s(places):
+    """Ray's C++ core takes SIGTERM over in a process that starts it (a stack dump, then
+    abort): junobench imports Ray without that handler, so a stop signal that comes while
+    ``ray.init`` runs in a thread (as junobench's driver runs it) reaches junobench's own."""
+    code = ("import os, signal, sys, threading\n"
+            "from junobench.verify.ray_driver import require_ray\n"
+            "ray = require_ray()\n"
+            "signal.signal(signal.SIGTERM, lambda *_: os._exit(42))\n"
+            "def init():\n"
+            "    ray.init(include_dashboard=False, log_to_driver=False)\n"
+            "    print('started', flush=True)\n"
+            "    threading.Event().wait()\n"
+            "threading.Thread(target=init, daemon=True).start()\n"
+            "threading.Event().wait()\n")
+    run = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env={**os.environ, **own_instance(places)})
+    try:
+        assert run.stdout.readline() == "started\n", run.stderr.read()
+        run.send_signal(signal.SIGTERM)
+        _, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 42 and "SIGTERM received" not in err, (run.returncode, err[-2000:])
+
+
 def test_a_frozen_worker_is_noticed_by_its_heartbeat_and_its_notebook_retried(ray_cluster, tmp_path):
     from junobench.verify.ray_executor import RayExecutor
 
