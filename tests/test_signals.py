@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -196,3 +197,31 @@ def test_verify_stopped_before_it_knows_its_cases_prints_a_document_of_those_nam
         "pandas_1": "not run", "nosuch_1": "not run"}
     assert "no case 'nosuch_1'" in document["stopped"]
     assert [line for line in err.splitlines() if line.startswith("error:")] == [f"error: {document['stopped']}"]
+
+
+def test_the_ray_driver_hears_stop_signals_until_it_has_cleaned_up():
+    """The driver's stop signals wake its loop, and keep a handler once the loop has closed:
+    a second one (junobench's end is signalled twice: by the kernel, and by the driver's own
+    look at its parent) that comes while the driver removes what it started must not kill it
+    with the signal's default action (SIGUSR1's is death)."""
+    code = textwrap.dedent("""\
+        import asyncio, os, signal
+        from junobench.verify.ray_driver import ORPHANED, _signals_to
+
+        heard = []
+
+        async def serve():
+            loop = asyncio.get_running_loop()
+            with _signals_to(loop, heard.append):
+                os.kill(os.getpid(), ORPHANED)
+                while not heard:
+                    await asyncio.sleep(0.01)
+
+        asyncio.run(serve())
+        os.kill(os.getpid(), ORPHANED)  # the loop is closed: cleaning up
+        os.kill(os.getpid(), signal.SIGTERM)
+        print(heard, flush=True)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0 and done.stdout == f"[{int(signal.SIGUSR1)}]\n", (done.returncode, done.stderr)
