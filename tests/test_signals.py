@@ -48,10 +48,18 @@ def test_sigterm_and_sighup_interrupt_as_ctrl_c_and_output_is_held_whole():
     assert written == ["the whole document"] and stop.signum == signal.SIGTERM
 
 
-def _run(*argv: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen[str]:
+def _run(*argv: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+         background: bool = False) -> subprocess.Popen[str]:
+    """``junobench ARGV…`` in a process of its own; ``background``: as a shell's background
+    job (``&``) starts it, SIGINT ignored."""
     return subprocess.Popen([sys.executable, "-m", "junobench", *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=cwd,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+                            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+                            preexec_fn=_ignore_sigint if background else None)
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def wait_for(predicate, process: subprocess.Popen[str], seconds: float = 180) -> None:

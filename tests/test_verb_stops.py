@@ -52,9 +52,10 @@ def asleep(run: subprocess.Popen[str]) -> list[int]:
     return below
 
 
-def ended(run: subprocess.Popen[str], signum: int, scratch: Path, *, started: list[int] | None = None) -> str:
+def ended(run: subprocess.Popen[str], signum: int, scratch: Path, *,
+          started: list[int] | None = None) -> tuple[str, str]:
     """Stop ``run`` with ``signum``: it ends in seconds, says so on its last line, leaves no
-    process and nothing in its TMPDIR; its stderr."""
+    process and nothing in its TMPDIR; its stdout and stderr."""
     started = list(started or descendants(run.pid))
     out, err, took = stop(run, signum)
     assert run.returncode == 128 + signum, err
@@ -63,24 +64,32 @@ def ended(run: subprocess.Popen[str], signum: int, scratch: Path, *, started: li
     assert err.strip().splitlines()[-1].startswith(f"interrupted by {signal.Signals(signum).name}"), err
     assert not [pid for pid in started if alive(pid)], "a process outlived the verb"
     assert sorted(p.name for p in scratch.iterdir()) == [], "the verb left files in its TMPDIR"
-    return err
+    return out, err
 
 
 @pytest.mark.kernel
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_sigterm_stops_runtime_info_with_the_finished_records_written(tmp_path, scratch):
+@pytest.mark.parametrize("background", [False, True])
+def test_sigterm_stops_runtime_info_with_the_finished_records_written(tmp_path, scratch, background):
+    """Also run as a background job (SIGINT ignored: asyncio then leaves the stop to a
+    KeyboardInterrupt in its loop), with --format json: every notebook's state on stdout."""
     snap = checkout(["NBspecific_2", "pandas_1"], "sample", tmp_path / "snap")
     edit_cell(snap, "pandas_1", "reproduced", 0, HANG)
     out = tmp_path / "info.jsonl"
     run = _run("runtime-info", "--source", str(snap), "--jobs", "1", "--out", str(out), "--no-progress",
-               env={"TMPDIR": str(scratch)})
-    err = ended(run, signal.SIGTERM, scratch, started=asleep(run))
+               "--format", "json", env={"TMPDIR": str(scratch)}, background=background)
+    printed, err = ended(run, signal.SIGTERM, scratch, started=asleep(run))
     written = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["instance"], r["status"]) for r in written] == [
         ("NBspecific_2_reproduced", "ok"), ("NBspecific_2_fixed", "ok")]
     assert err.strip().splitlines()[-1] == (f"interrupted by SIGTERM (2 of 4 notebooks done; {out} holds them; "
                                             "run the same command again to resume)")
+    document = json.loads(printed)
+    assert document["out"] == str(out) and document["stopped"] == "interrupted"
+    assert {instance: state["status"] for instance, state in document["notebooks"].items()} == {
+        "NBspecific_2_reproduced": "ok", "NBspecific_2_fixed": "ok", "pandas_1_reproduced": "interrupted",
+        "pandas_1_fixed": "not run"}
 
 
 def _crashing(path: Path, source: str) -> str:
@@ -105,7 +114,7 @@ def test_sighup_stops_construct_reproduce_with_the_finished_rows_written(tmp_pat
                 ["fname", "ename", "evalue"])
     run = _run("construct", "reproduce", str(table), "--notebooks", str(notebooks), "--out", str(out),
                "--jobs", "1", "--no-progress", env={"TMPDIR": str(scratch)})
-    err = ended(run, signal.SIGHUP, scratch, started=asleep(run))
+    _, err = ended(run, signal.SIGHUP, scratch, started=asleep(run))
     rows = {row["fname"]: row["reproduced"] for row in read_table(out).records()}
     assert rows == {"quick.ipynb": "same exception", "slow.ipynb": None}
     assert err.strip().splitlines()[-1] == (f"interrupted by SIGHUP (1 of 2 rows done; {out} holds every row; "

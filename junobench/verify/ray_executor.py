@@ -374,7 +374,7 @@ class RayExecutor(Executor, RaySettings):
         async with self.slots:
             if self.lost is not None:
                 return _lost(task, self.lost)
-            self.begun.add(task.case or task.key)
+            self.begun.update({task.case or task.key, task.key})
             assert self._loop is not None
             key = next(self._ids)
             future: asyncio.Future[Any] = self._loop.create_future()
