@@ -82,6 +82,15 @@ def left_behind(run: subprocess.Popen[str], places: dict[str, Path]) -> dict[str
     return {what: items for what, items in found.items() if items}
 
 
+@contextlib.contextmanager
+def refusing_port() -> Iterator[int]:
+    """A port where connections are refused: bound by this process and not listening, so
+    that nothing else takes it meanwhile (a port closed again may be anyone's)."""
+    with socket.socket() as bound:
+        bound.bind(("", 0))
+        yield bound.getsockname()[1]
+
+
 def one_line(err: str, start: str) -> str:
     lines = [line for line in err.splitlines() if line.startswith(("error:", "interrupted"))]
     assert len(lines) == 1 and lines[0].startswith(start), err
@@ -97,16 +106,26 @@ def states(out: str) -> dict[str, str]:
 def test_an_address_that_is_no_cluster_or_hangs_ends_in_seconds_with_one_line(places):
     """Refused: one line saying so, at once. A listener that never answers: the probe
     bounds the wait, and SIGTERM meanwhile ends the run in seconds."""
-    with socket.create_server(("127.0.0.1", 0)) as closed:
-        port = closed.getsockname()[1]  # closed again below: nothing listens there
     env = own_instance(places)
-    run = _run("verify", "pandas_1", "pandas_2", "--source", "sample", "--executor", "ray", "--format", "json",
-               "--ray-address", f"127.0.0.1:{port}", "--no-progress", env=env)
-    out, err = run.communicate(timeout=120)
-    assert run.returncode == 1, err
-    assert "connection refused" in one_line(err, f"error: 127.0.0.1:{port}")
-    assert states(out) == {"pandas_1": "not run", "pandas_2": "not run"}
-    assert "connection refused" in json.loads(out)["stopped"]
+    with refusing_port() as port:
+        run = _run("verify", "pandas_1", "pandas_2", "--source", "sample", "--executor", "ray", "--format", "json",
+                   "--ray-address", f"127.0.0.1:{port}", "--no-progress", env=env)
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 1, err
+        assert "connection refused" in one_line(err, f"error: 127.0.0.1:{port}")
+        assert states(out) == {"pandas_1": "not run", "pandas_2": "not run"}
+        assert "connection refused" in json.loads(out)["stopped"]
+        assert left_behind(run, places) == {}
+        # runtime-info's document likewise: every notebook of the cases, not run
+        run = _run("runtime-info", "pandas_1", "--source", "sample", "--executor", "ray", "--format", "json",
+                   "--ray-address", f"127.0.0.1:{port}", "--out", str(places["tmp"].parent / "r.jsonl"),
+                   "--no-progress", env=env)
+        out, err = run.communicate(timeout=120)
+    assert run.returncode == 1 and "connection refused" in one_line(err, f"error: 127.0.0.1:{port}"), err
+    document = json.loads(out)
+    assert {key: value["status"] for key, value in document["notebooks"].items()} == {
+        "pandas_1_reproduced": "not run", "pandas_1_fixed": "not run"}
+    assert "connection refused" in document["stopped"]
     assert left_behind(run, places) == {}
 
     with socket.create_server(("", 0)) as silent:  # Ray takes 127.0.0.1 for this host's address
@@ -277,12 +296,11 @@ def test_mine_on_ray_refused_stopped_while_starting_or_done_leaves_nothing(place
     corpus.mkdir()
     shutil.copy(checkout(["pandas_1"], "sample", tmp_path / "snap") / "benchmark/pandas_1/pandas_1.ipynb", corpus)
     env = own_instance(places)
-    with socket.create_server(("127.0.0.1", 0)) as closed:
-        port = closed.getsockname()[1]
     mined = tmp_path / "mined"
-    run = _run("mine", str(corpus), "--out", str(mined), "--executor", "ray", "--ray-address", f"127.0.0.1:{port}",
-               "--no-progress", env=env)
-    _, err = run.communicate(timeout=120)
+    with refusing_port() as port:
+        run = _run("mine", str(corpus), "--out", str(mined), "--executor", "ray", "--ray-address",
+                   f"127.0.0.1:{port}", "--no-progress", env=env)
+        _, err = run.communicate(timeout=120)
     assert run.returncode == 1 and "connection refused" in one_line(err, f"error: 127.0.0.1:{port}"), err
     run = _run("mine", str(corpus), "--out", str(mined), "--executor", "ray", "--no-progress", env=env)
     wait_for(lambda: any(places["ray"].rglob("session_*")), run)  # ray.init is starting it
