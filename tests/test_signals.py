@@ -26,12 +26,21 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_sigterm_and_sighup_interrupt_as_ctrl_c_and_output_is_held_whole():
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        with pytest.raises(KeyboardInterrupt), stop_signals() as stop:
-            os.kill(os.getpid(), signum)
-            time.sleep(5)  # never reached: the handler raises at once
-        assert stop.signum == signum and stop.code == 128 + signum
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # given back after
+    """Whatever handled them before (Ray's handler of SIGTERM, which exits, in a process that
+    called ray.init) gives way for the block and comes back after."""
+    def as_ray_does(signum: int, frame: object) -> None:
+        sys.exit(signum)
+
+    before = signal.signal(signal.SIGTERM, as_ray_does)
+    try:
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            with pytest.raises(KeyboardInterrupt), stop_signals() as stop:
+                os.kill(os.getpid(), signum)
+                time.sleep(5)  # never reached: the handler raises at once
+            assert stop.signum == signum and stop.code == 128 + signum
+        assert signal.getsignal(signal.SIGTERM) is as_ray_does  # given back after
+    finally:
+        signal.signal(signal.SIGTERM, before)
     # a signal the user ignores (nohup ignores SIGHUP) stays ignored
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
