@@ -8,12 +8,12 @@ authentication required, or a token the cluster refuses; a Ray or Python version
 than the cluster's. ``ray.init`` then joins a cluster known to be there.
 
 >>> import socket
->>> with socket.socket() as closed:        # a port nothing listens on
-...     _ = closed.bind(("127.0.0.1", 0))
-...     port = closed.getsockname()[1]
->>> probe(f"127.0.0.1:{port}")             # doctest: +ELLIPSIS
+>>> held = socket.socket()                 # a port held, and nothing listens on it
+>>> held.bind(("127.0.0.1", 0))
+>>> probe(f"127.0.0.1:{held.getsockname()[1]}")     # doctest: +ELLIPSIS
 Traceback (most recent call last):
 junobench.errors.JunoBenchError: 127.0.0.1:...: cannot join the Ray cluster: connection refused (...)
+>>> held.close()
 """
 
 from __future__ import annotations
