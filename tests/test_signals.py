@@ -242,3 +242,24 @@ def test_the_ray_driver_hears_stop_signals_until_it_has_cleaned_up():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0 and done.stdout == f"[{int(signal.SIGUSR1)}]\n", (done.returncode, done.stderr)
+
+
+def test_a_cell_run_cancelled_leaves_no_failing_poll_behind():
+    """nbclient's poll of the kernel's life (every second) outlives a cell run cancelled by
+    Ctrl-C; once the replay has let go of the kernel client, the poll ends quietly instead
+    of failing in a task nobody awaits (a traceback on stderr after `interrupted`)."""
+    import asyncio
+
+    import nbformat
+
+    from junobench.verify.outputs import bounded_client
+
+    client = bounded_client(nbformat.v4.new_notebook(), max_output=0)
+
+    async def poll() -> bool:
+        client.task_poll_for_reply = asyncio.get_running_loop().create_future()
+        client.kc = None  # the replay let go of it
+        await asyncio.wait_for(client._async_poll_kernel_alive(), 30)
+        return bool(client.task_poll_for_reply.cancelled())
+
+    assert asyncio.run(poll())
