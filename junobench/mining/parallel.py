@@ -15,6 +15,7 @@ import contextlib
 import itertools
 import os
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,8 @@ from junobench.mining.summary import Summary
 
 #: Notebooks per batch sent to a worker.
 BATCH = 32
+#: Seconds a Ray instance started here may take to stop when the run is stopped.
+SHUTDOWN_LIMIT = 15.0
 
 
 @dataclass(frozen=True)
@@ -220,9 +223,12 @@ def _join_or_start(ray: Any, address: str | None) -> str | None:
     """``ray.init`` here, as the Ray driver of ``verify`` joins: a cluster to join is probed
     first (one that refuses, is no Ray cluster, wants a token or runs other versions is a
     one-line error within seconds); ``ray.init`` runs in a thread of its own, so that Ray
-    takes no stop signal over (Ctrl-C, SIGTERM and SIGHUP stop junobench at once, and an
-    instance it was starting ends), and that thread lives on: Ray's processes end with the
-    thread that started them. The session folder of an instance started here, if one was."""
+    takes no stop signal over, and that thread lives on: Ray's processes end with the
+    thread that started them. Stopped (Ctrl-C, SIGTERM, SIGHUP) while Ray starts an
+    instance, the start is let finish and the instance is then stopped: killed under
+    ``ray.init``, Ray would wait for its head's port while holding the interpreter (up to
+    30 s); stopped again meanwhile, it is killed at once. The session folder of an
+    instance started here, if one was."""
     from junobench.verify.ray_driver import _session_dir, _started_here, connect_error, end_sessions_of
     from junobench.verify.ray_probe import probe, resolve
 
@@ -231,6 +237,7 @@ def _join_or_start(ray: Any, address: str | None) -> str | None:
         probe(target, address)
     ready = threading.Event()
     failed: list[BaseException] = []
+    since = time.time()
 
     def init() -> None:
         try:
@@ -242,13 +249,26 @@ def _join_or_start(ray: Any, address: str | None) -> str | None:
 
     threading.Thread(target=init, name="junobench-ray-init", daemon=True).start()
     try:
-        ready.wait()
-    except BaseException:  # stopped meanwhile: what Ray started of an instance ends
-        end_sessions_of(os.getpid())
+        _until(ready)
+    except BaseException:
+        try:
+            _until(ready)
+            if not failed:
+                closing = threading.Thread(target=ray.shutdown, daemon=True)
+                closing.start()
+                closing.join(SHUTDOWN_LIMIT)
+        finally:  # what is left of the instance ends, whatever came meanwhile
+            end_sessions_of(os.getpid(), since)
         raise
     if failed:
         raise connect_error(failed[0], address) from None
     return _session_dir(ray) if _started_here(ray) else None
+
+
+def _until(event: threading.Event) -> None:
+    """Wait for ``event``, a stop signal heard within a moment whichever thread it reaches."""
+    while not event.wait(0.2):
+        pass
 
 
 def _with_bytes(job: Job, limits: Limits) -> Job:

@@ -27,6 +27,7 @@ import shutil
 import signal
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -66,6 +67,8 @@ T = TypeVar("T")
 
 #: The session folder of the Ray instance this process started, if it did.
 _SESSION: str | None = None
+#: When this module was imported (in the driver process: when the process started).
+_STARTED = time.time()
 
 
 @dataclass
@@ -1050,19 +1053,26 @@ def abandon() -> None:
         kill_all(below)
     for session in sessions:
         remove_session(session)
-    end_sessions_of(os.getpid(), _DRIVER.o.init_options.get("_temp_dir") if _DRIVER is not None else None)
+    end_sessions_of(os.getpid(), _STARTED, _DRIVER.o.init_options.get("_temp_dir") if _DRIVER is not None else None)
 
 
-def end_sessions_of(pid: int, temp_dir: str | None = None) -> None:
+def end_sessions_of(pid: int, since: float, temp_dir: str | None = None) -> None:
     """End the Ray instances process ``pid`` started (what runs from their session folders,
-    killed; the folders removed): the sessions Ray named after it, in ``temp_dir`` (default:
-    Ray's temporary folder), made before any process named them."""
+    killed; the folders removed), found before any of their processes named them: the
+    sessions Ray named after it, in ``temp_dir`` (default: Ray's temporary folder), made
+    since ``since`` (seconds since the epoch: when it started; an older session named
+    after the same process id is another's, whose process had the id before)."""
+    import datetime
+
     with contextlib.suppress(Exception):
         from ray._common.utils import get_default_ray_temp_dir
 
         base = Path(temp_dir or get_default_ray_temp_dir())  # type: ignore[no-untyped-call]
         for folder in base.glob(f"session_*_{pid}"):
-            remove_session(str(folder))
+            with contextlib.suppress(ValueError):
+                stamp = folder.name.removeprefix("session_").rsplit("_", 1)[0]  # 2026-11-29_02-04-16_721933
+                if datetime.datetime.strptime(stamp, "%Y-%m-%d_%H-%M-%S_%f").timestamp() >= since - 1:
+                    remove_session(str(folder))
 
 
 def _end_within(seconds: float) -> None:

@@ -56,6 +56,7 @@ from junobench.verify.ray_driver import (
     DriverOptions,
     RaySettings,
     describe_fault,
+    end_sessions_of,
     remove_session,
     require_ray,
     task_runtime_env,
@@ -68,6 +69,9 @@ __all__ = ["RayExecutor", "describe_fault", "remove_session", "require_ray"]
 START_TIMEOUT = 300.0
 #: Seconds the driver process may take to close (its workers, an instance it started).
 CLOSE_TIMEOUT = 60.0
+#: Seconds a driver stopped before it was ready may take to end before it is killed: Ray,
+#: its instance killed under ``ray.init``, may hold the driver's interpreter for 30 s.
+ABANDON_TIMEOUT = 10.0
 #: Seconds without a word from the driver after which it is taken for hung and killed.
 SILENCE = 120.0
 #: Seconds of waiting for the cluster after which a line says what the driver is doing
@@ -114,6 +118,7 @@ class RayExecutor(Executor, RaySettings):
         self.begun: set[str] = set()
         self.log: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
+        self._launched = 0.0  # when the driver process was started (seconds since the epoch)
         self._connection: Connection | None = None
         self._dumps: Callable[[Any], bytes] = _no_pickle
         self._loads: Callable[[bytes], Any] = _no_pickle
@@ -125,6 +130,7 @@ class RayExecutor(Executor, RaySettings):
         self._closed: asyncio.Future[None] | None = None
         self._session: str | None = None
         self._keep_log = False  # the driver itself failed: its log says why
+        self._closing = False  # junobench asked the driver to close
         self._heard = time.monotonic()  # when the driver last said something
         self._stuck = False
         self._watchdog: asyncio.Future[None] | None = None
@@ -163,6 +169,7 @@ class RayExecutor(Executor, RaySettings):
         package = str(Path(__file__).resolve().parents[2])
         env = dict(os.environ)
         env["PYTHONPATH"] = package + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+        self._launched = time.time()
         try:
             self._process = subprocess.Popen(
                 [sys.executable, "-m", "junobench.verify.ray_driver", str(theirs.fileno()), str(os.getpid())],
@@ -242,20 +249,24 @@ class RayExecutor(Executor, RaySettings):
         if self._watchdog is not None:
             self._watchdog.cancel()
         if process.poll() is None:
+            self._closing = True  # its end from now on is no failure (killed if it lingers)
             with contextlib.suppress(OSError):
                 self._send("close")
-            assert self._closed is not None
+            assert self._closed is not None and self._ready is not None
+            ready = self._ready.done() and not self._ready.cancelled() and self._ready.exception() is None
             with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(self._closed), CLOSE_TIMEOUT)
+                await asyncio.wait_for(asyncio.shield(self._closed), CLOSE_TIMEOUT if ready else ABANDON_TIMEOUT)
             try:
-                await asyncio.to_thread(process.wait, 10)
+                await asyncio.to_thread(process.wait, 10 if ready else 1)
             except subprocess.TimeoutExpired:
-                process.kill()
+                process.kill()  # what it started of an instance ends with it (Ray's fate sharing)
                 await asyncio.to_thread(process.wait)
         if self._connection is not None:
             self._connection.close()
         if self._session is not None:
             await asyncio.to_thread(remove_session, self._session)
+        # an instance the driver was starting when it ended: its session folder, named after it
+        await asyncio.to_thread(end_sessions_of, process.pid, self._launched, self.init_options.get("_temp_dir"))
         await asyncio.to_thread(sweep)  # what workers on this machine left when they died
         if self.lost is not None and self._session is not None:  # workers of a lost instance end soon after
             for _ in range(30):
@@ -322,7 +333,7 @@ class RayExecutor(Executor, RaySettings):
             self._keep_log = True
             self._lose(f"the Ray driver failed ({message[1].strip().splitlines()[-1]}; its log: {self.log})")
         elif kind in ("closed", "gone"):
-            if kind == "gone" and not self._closed.done():
+            if kind == "gone" and not self._closed.done() and not self._closing:
                 code = self._process.poll() if self._process is not None else None
                 if self._stuck:
                     self._keep_log = True
