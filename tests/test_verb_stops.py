@@ -29,7 +29,8 @@ from junobench.data.checkout import checkout
 from junobench.data.snapshot import resolve
 from junobench.data.tables import read_table, write_table
 
-HANG = "import time\ntime.sleep(300)"
+#: A cell that marks its working folder (a copy in the verb's TMPDIR), then sleeps.
+HANG = "import pathlib, time\npathlib.Path('hanging.marker').write_text('')\ntime.sleep(300)"
 
 
 @pytest.fixture
@@ -40,11 +41,14 @@ def scratch(tmp_path: Path) -> Path:
     return folder
 
 
-def asleep(run: subprocess.Popen[str]) -> list[int]:
-    """Once a kernel below ``run`` sleeps in a notebook's cell: the processes below ``run``."""
+def asleep(run: subprocess.Popen[str], scratch: Path) -> list[int]:
+    """Once the cell :data:`HANG` runs in a kernel below ``run`` (its marker is in the copy
+    the kernel works in, and the kernel sleeps): the processes below ``run``."""
     below: list[int] = []
 
     def sleeping() -> bool:
+        if not any(scratch.rglob("hanging.marker")):
+            return False
         below[:] = descendants(run.pid)
         return any(kernel_sleeping(pid) for pid in below)
 
@@ -79,7 +83,7 @@ def test_sigterm_stops_runtime_info_with_the_finished_records_written(tmp_path, 
     out = tmp_path / "info.jsonl"
     run = _run("runtime-info", "--source", str(snap), "--jobs", "1", "--out", str(out), "--no-progress",
                "--format", "json", env={"TMPDIR": str(scratch)}, background=background)
-    printed, err = ended(run, signal.SIGTERM, scratch, started=asleep(run))
+    printed, err = ended(run, signal.SIGTERM, scratch, started=asleep(run, scratch))
     written = [json.loads(line) for line in out.read_text().splitlines()]
     assert [(r["instance"], r["status"]) for r in written] == [
         ("NBspecific_2_reproduced", "ok"), ("NBspecific_2_fixed", "ok")]
@@ -114,7 +118,7 @@ def test_sighup_stops_construct_reproduce_with_the_finished_rows_written(tmp_pat
                 ["fname", "ename", "evalue"])
     run = _run("construct", "reproduce", str(table), "--notebooks", str(notebooks), "--out", str(out),
                "--jobs", "1", "--no-progress", env={"TMPDIR": str(scratch)})
-    _, err = ended(run, signal.SIGHUP, scratch, started=asleep(run))
+    _, err = ended(run, signal.SIGHUP, scratch, started=asleep(run, scratch))
     rows = {row["fname"]: row["reproduced"] for row in read_table(out).records()}
     assert rows == {"quick.ipynb": "same exception", "slow.ipynb": None}
     assert err.strip().splitlines()[-1] == (f"interrupted by SIGHUP (1 of 2 rows done; {out} holds every row; "
@@ -137,7 +141,7 @@ def test_sigterm_stops_add_case_while_it_runs_the_pair_and_leaves_the_snapshot_a
                str(pair["reproduced"]), "--fixed", str(pair["fixed"]), "--library", "pandas", "--root-cause",
                "API misuse", "--crash-type", "key error", "--stage", "data preparation", "--diagnosis",
                "A column is read by a wrong name.", "--no-progress", env={"TMPDIR": str(scratch)})
-    ended(run, signal.SIGTERM, scratch, started=asleep(run))
+    ended(run, signal.SIGTERM, scratch, started=asleep(run, scratch))
     assert tree_digest(snapshot) == before  # nothing added, no staging folder or journal left
     assert not [p.name for p in snapshot.iterdir() if p.name.startswith(".")]
 
@@ -158,7 +162,7 @@ def test_sigterm_stops_mine_execute_and_the_earlier_corpus_stays(tmp_path, scrat
     earlier = tree_digest(out)
     run = _run("mine", str(corpus), "--out", str(out), "--execute", "--jobs", "1", "--no-progress",
                env={"TMPDIR": str(scratch)})
-    ended(run, signal.SIGTERM, scratch, started=asleep(run))
+    ended(run, signal.SIGTERM, scratch, started=asleep(run, scratch))
     assert tree_digest(out) == earlier  # replaced only by a run that completes
 
 
