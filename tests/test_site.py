@@ -682,7 +682,7 @@ def test_the_site_shows_the_numbers_of_evaluate_for_an_inspect_log(tmp_path, mon
     from chat_server import ChatServer, target_of
     from inspect_ai import eval as inspect_eval
 
-    from junobench.detection.inspect_task import crash_detection
+    from junobench.inspect_tasks import crash_detection
 
     asked: dict[str, int] = {}
 

@@ -28,8 +28,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from junobench.data.export import file_digest
 from junobench.errors import JunoBenchError
-from junobench.hub.read_export import file_digest
 from junobench.mining.features import CONFIGS, DEFAULT_CONFIG, DESCRIPTIONS, KEYS, PARQUET, SPLIT, features
 from junobench.safety.atomic import locked, recover, remove_files, remove_tree, staging_folder, swap_in, write_text
 from junobench.safety.paths import read_regular, relative_name, unlisted_files

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from junobench.changes import SnapshotDiff
 from junobench.data.layout import RENAMED_CASES
 from junobench.errors import JunoBenchError
+from junobench.hub.changes import SnapshotDiff
 
 CHANGELOG = "CHANGELOG.md"
 CHANGELOG_TITLE = "# Changelog"
@@ -208,8 +208,8 @@ def _prepare(root: Path, repo_id: str, revision: str, version: str, tag: str, da
              previous: str | Path | None, hub: HubState, export_dir: Path, dry_run: bool,
              steps: list[str], *, licences: Any = None, licence_policy: str = "warn",
              step: Callable[[str], None] = lambda _: None) -> ReleaseResult:
+    from junobench.data.export import CARD
     from junobench.hub.push import plan
-    from junobench.hub.read_export import CARD
     from junobench.hub.write_export import export
 
     resumed = latest_entry(hub.changelog, version) if previous is None else None
@@ -263,7 +263,7 @@ def _prepare(root: Path, repo_id: str, revision: str, version: str, tag: str, da
 
 def _diff(root: Path, repo_id: str, hub: HubState, previous: str | Path | None) -> tuple[SnapshotDiff, str | None]:
     """The diff from the previous release to ``root``, and what it was compared with."""
-    from junobench.changes import compare, diff
+    from junobench.hub.changes import compare, diff
     from junobench.loader import load
 
     if previous is not None:
@@ -352,8 +352,8 @@ def read_hub(repo_id: str, revision: str, *, endpoint: str | None = None, dry_ru
     from huggingface_hub import HfApi
     from huggingface_hub import errors as hf_errors
 
+    from junobench.data.export import PARQUET
     from junobench.data.layout import DESC_TABLE
-    from junobench.hub.read_export import PARQUET
 
     api = HfApi(endpoint=endpoint)
     where = f"{repo_id}@{revision}"

@@ -221,9 +221,9 @@ def compare(old_cases: Sequence[Mapping[str, Any]], new_cases: Sequence[Mapping[
 def source_data_digests(source: str | Path, *, revision: str | None = None) -> dict[str, dict[str, str]] | None:
     """Case id → {data file: sha256} of a source: an export's recorded digests, or a local
     snapshot's files (None for a source that records none)."""
+    from junobench.data.export import is_export, read_manifest
     from junobench.data.release_files import data_digests
     from junobench.data.snapshot import hub_repo, resolve
-    from junobench.hub.read_export import is_export, read_manifest
 
     root = resolve(source, revision=revision)
     if is_export(root):
