@@ -34,11 +34,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, TypeVar
 
-from junobench.envs.kernel import KernelTarget
+from junobench.envs.kernel import STARTUP_TIMEOUT, KernelTarget
 from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
 from junobench.verify.executor import ReplayOutcome, ReplayTask, not_run, refused, task_files, without_places
-from junobench.verify.runner import STARTUP_TIMEOUT
 from junobench.verify.shipping import DEFAULT_LIMIT, Shipment, TooLarge, ship
 
 #: Seconds a cancelled task may take to stop its kernel before its worker is killed.
