@@ -43,7 +43,6 @@ _TAG = re.compile(r"^[A-Za-z0-9][\w.-]{0,99}\Z")
 class HubState:
     """What the Hub holds for the release's repo and branch (all None: nothing read)."""
 
-    reachable: bool
     exists: bool = False
     head: str | None = None            # the commit read (the branch's, else main's for a new branch)
     tags: list[str] = field(default_factory=list)
@@ -165,7 +164,7 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
                              + ", ".join(unverified[:20]) + (" …" if len(unverified) > 20 else ""), file=root,
                              hint="run `junobench verify --record` on them (or leave out --require-verified)")
     step(f"reading {repo_id} on the Hub")
-    hub = HubState(False, note="not read (offline dry run)") if offline else \
+    hub = HubState(note="not read (offline dry run)") if offline else \
         read_hub(repo_id, revision, endpoint=endpoint, dry_run=dry_run)
     if tag in hub.tags:
         raise JunoBenchError(f"the tag {tag} exists already in {repo_id}", file=f"{repo_id}@{tag}",
@@ -370,7 +369,7 @@ def read_hub(repo_id: str, revision: str, *, endpoint: str | None = None, dry_ru
         refs = api.list_repo_refs(repo_id, repo_type="dataset")
         siblings = {s.rfilename for s in info.siblings or []}
         head = info.sha or revision
-        state = HubState(True, True, info.sha, [t.name for t in refs.tags],
+        state = HubState(True, info.sha, [t.name for t in refs.tags],
                          has_export=all(p in siblings for p in PARQUET.values()) or DESC_TABLE in siblings,
                          files=sorted(siblings))
         state.card = _read(api, repo_id, head, "README.md") if "README.md" in siblings else None
@@ -381,7 +380,7 @@ def read_hub(repo_id: str, revision: str, *, endpoint: str | None = None, dry_ru
                       + ("it holds a release" if state.has_export else "it holds no export or snapshot"))
         return state
     except hf_errors.RepositoryNotFoundError:
-        return HubState(True, False, note=f"{repo_id} does not exist yet: a first release")
+        return HubState(False, note=f"{repo_id} does not exist yet: a first release")
     except Exception as error:
         if not _unreachable(error):
             if isinstance(error, hf_errors.HfHubHTTPError):
@@ -391,7 +390,7 @@ def read_hub(repo_id: str, revision: str, *, endpoint: str | None = None, dry_ru
         if not dry_run:
             raise JunoBenchError(f"the Hub is unreachable ({_first_line(error)})", file=where,
                                  hint="check your network, or HF_ENDPOINT") from None
-        return HubState(False, note=f"unreachable ({_first_line(error)}): the card and changelog are "
+        return HubState(note=f"unreachable ({_first_line(error)}): the card and changelog are "
                                     "compared with nothing")
 
 

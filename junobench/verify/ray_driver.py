@@ -106,10 +106,6 @@ def require_ray() -> Any:
     return ray
 
 
-class ClusterLost(Exception):
-    """No node of the cluster is left to run a notebook, or the cluster stopped answering."""
-
-
 def connect_error(error: BaseException, address: str | None) -> JunoBenchError:
     """The error of a failed ``ray.init``; it names token authentication, the usual cause
     of a cluster that is there but refuses us (Ray itself only says it failed to connect)."""
