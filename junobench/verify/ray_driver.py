@@ -702,6 +702,16 @@ def _tell(stage: Callable[[str], None] | None, text: str) -> None:
         stage(text)
 
 
+def settle(future: asyncio.Future[Any], *, result: Any = None, error: BaseException | None = None) -> None:
+    """Give ``future`` its result, or ``error``, unless it has one (or was cancelled)."""
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
 def in_thread(call: Callable[[], T], *, keep: bool = False) -> asyncio.Future[T]:
     """``call()`` in a daemon thread of its own, as a future of the running loop. Not the
     loop's executor: ``asyncio.run`` waits for its threads at the end, and a call into a
@@ -710,14 +720,6 @@ def in_thread(call: Callable[[], T], *, keep: bool = False) -> asyncio.Future[T]
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
 
-    def settle(result: Any, error: BaseException | None) -> None:
-        if future.done():
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)
-
     def run() -> None:
         result, failure = None, None
         try:
@@ -725,7 +727,7 @@ def in_thread(call: Callable[[], T], *, keep: bool = False) -> asyncio.Future[T]
         except BaseException as error:  # handed to the awaiting task
             failure = error
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            loop.call_soon_threadsafe(settle, result, failure)
+            loop.call_soon_threadsafe(lambda: settle(future, result=result, error=failure))
         if keep:
             threading.Event().wait()
 
