@@ -8,8 +8,10 @@ line and the helpers around them are called directly.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -168,6 +170,32 @@ def test_the_policy_refuses_limits_no_kernel_can_run_in():
         Sandbox(memory=(256 << 20) - 1)
     assert Sandbox(processes=8, memory=256 << 20, max_output=0).processes == 8
     assert Sandbox(processes=0, memory=0).memory == 0  # 0: no limit
+
+
+def test_a_checked_policy_cannot_be_changed_afterwards():
+    policy = Sandbox("bwrap", memory=1 << 30)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        policy.memory = -1  # type: ignore[misc]
+    assert len({Sandbox(), Sandbox(), Sandbox(network=True)}) == 2  # a policy is a value
+
+
+def test_the_documented_defaults_are_the_policy_s():
+    rows = {}
+    for line in (REPO / "docs" / "verify.md").read_text(encoding="utf-8").splitlines():
+        cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+        if len(cells) >= 3 and cells[0].startswith("`--"):
+            rows[cells[0].strip("`").split()[0]] = cells[1]
+    policy = Sandbox()
+    assert rows["--memory"] == format_size(policy.memory) == "4 GiB"
+    assert rows["--max-output"] == format_size(policy.max_output) == "10 MiB"
+    assert rows["--max-processes"] == str(policy.processes)
+    assert rows["--image"] == f"`{policy.image}`" and rows["--sandbox"] == f"`{policy.kind}`"
+    assert rows["--network"] == ("on" if policy.network else "off")
+
+
+def test_a_setting_named_to_pass_but_unset_keeps_junobench_s_value():
+    assert sandbox.confined_environ({}, keep=["OMP_NUM_THREADS"]) == sandbox.SANDBOX_SETTINGS
+    assert sandbox.confined_environ({"OMP_NUM_THREADS": "8"}, keep=["OMP_NUM_THREADS"])["OMP_NUM_THREADS"] == "8"
 
 
 def test_auto_resolves_to_bubblewrap_where_it_runs_and_explicit_sandboxes_stay(monkeypatch):
