@@ -217,6 +217,7 @@ def test_the_report_says_how_a_container_applies_its_limits(monkeypatch):
     assert "--pids-limit" in saved["enforcement"]["limits"]
     monkeypatch.setattr(sandbox.os, "geteuid", lambda: 1000)
     assert Sandbox("podman").enforcement()["identity"].startswith("the caller's uid")
+    assert f"uid {os.getuid()} outside (junobench's own, not root)" in Sandbox("bwrap").enforcement()["identity"]
     assert Sandbox("none").enforcement() == {} and Sandbox("auto").enforcement() == {}
     assert "enforcement" not in Sandbox("auto").to_json()
 
@@ -242,32 +243,26 @@ def test_why_no_cgroup_bounds_the_sandbox(monkeypatch, lines, said):
     assert sandbox.cgroup_problem.__wrapped__() == said
 
 
-def test_why_bubblewrap_cannot_run(monkeypatch):
+def test_why_bubblewrap_cannot_run(monkeypatch, tmp_path):
     check = sandbox.bwrap_problem.__wrapped__
     monkeypatch.setattr(sandbox.sys, "platform", "darwin")
     assert check() == "bubblewrap runs on Linux only, not darwin"
     monkeypatch.setattr(sandbox.sys, "platform", "linux")
     monkeypatch.setattr(sandbox.shutil, "which", lambda name: None)
     assert check() == "bubblewrap (bwrap) is not installed"
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name: "/usr/bin/bwrap")
-
-    def refusing(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[bytes]:
-        assert argv[0] == "/usr/bin/bwrap" and "--unshare-user" in argv
-        return subprocess.CompletedProcess(argv, 1, b"", b"bwrap: setting up uid map: Permission denied\n")
-
-    monkeypatch.setattr(sandbox.subprocess, "run", refusing)
-    assert check() == ("bwrap cannot make a sandbox (bwrap: setting up uid map: Permission denied; are user "
-                       "namespaces disabled?)")
-    monkeypatch.setattr(sandbox.subprocess, "run", lambda argv, **kw: subprocess.CompletedProcess(argv, 3, b"", b""))
-    assert check().startswith("bwrap cannot make a sandbox (exit status 3;")
-
-    def failing(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[bytes]:
-        raise OSError("exec format error")
-
-    monkeypatch.setattr(sandbox.subprocess, "run", failing)
-    assert check() == "bwrap did not run (exec format error)"
-    monkeypatch.setattr(sandbox.subprocess, "run", lambda argv, **kw: subprocess.CompletedProcess(argv, 0, b"", b""))
-    assert check() is None
+    fake = tmp_path / "bwrap"  # a stand-in that answers as a refusing bubblewrap would
+    monkeypatch.setattr(sandbox.shutil, "which", lambda name: str(fake))
+    for script, said in (
+            ('echo "bwrap: loading" >&2\necho "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n',
+             "bwrap cannot make a sandbox (bwrap: setting up uid map: Permission denied; are user namespaces "
+             "disabled?)"),
+            ("exit 3\n", "bwrap cannot make a sandbox (exit status 3; are user namespaces disabled?)"),
+            ('case "$*" in *--unshare-user*--die-with-parent*) exit 0;; esac\nexit 1\n', None)):
+        fake.write_text("#!/bin/sh\n" + script)
+        fake.chmod(0o755)
+        assert check() == said
+    fake.write_bytes(b"\x7fELF not really")
+    assert check().startswith("bwrap did not run ([Errno 8] Exec format error")
 
 
 def test_an_interpreter_says_where_it_lives_within_its_time(tmp_path, monkeypatch):
