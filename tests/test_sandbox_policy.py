@@ -288,6 +288,35 @@ def test_an_interpreter_says_where_it_lives_within_its_time(tmp_path, monkeypatc
     broken.chmod(0o755)
     with pytest.raises(JunoBenchError, match="cannot ask the interpreter where it lives"):
         interpreter_prefixes(str(broken))
+    failing = tmp_path / "failing" / "python"  # says something, but fails
+    failing.parent.mkdir()
+    failing.write_text('#!/bin/sh\necho \'["/srv/env", "/srv/env", "/srv/base", "/srv/base"]\'\nexit 1\n')
+    failing.chmod(0o755)
+    with pytest.raises(JunoBenchError, match="cannot ask the interpreter where it lives"):
+        interpreter_prefixes(str(failing))
+
+
+def test_what_this_bubblewrap_knows_decides_what_it_is_asked(tmp_path, monkeypatch):
+    fake = tmp_path / "bwrap"
+    fake.write_text('#!/bin/sh\necho "usage: bwrap [OPTIONS...] [--] COMMAND"\n'
+                    'echo "    --size BYTES       Set size of next tmpfs"\necho "    --disable-userns"\nexit 1\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    assert sandbox._bwrap_options.__wrapped__() == {"--size", "--disable-userns"}
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))
+    assert sandbox._bwrap_options.__wrapped__() == frozenset()
+    runtime = tmp_path / "rt"
+    runtime.mkdir()
+    monkeypatch.setattr(sandbox, "font_cache", lambda python: ())
+    monkeypatch.setattr(sandbox, "interpreter_prefixes", lambda python, timeout=60: ())
+    for known in (frozenset({"--size", "--disable-userns"}), frozenset()):
+        monkeypatch.setattr(sandbox, "_bwrap_options", lambda known=known: known)
+        for uid in (None, 1 << 30):
+            argv = bwrap_argv(["true"], Sandbox("bwrap", memory=1 << 30), python="/srv/bin/python", cwd="/w",
+                              writable=[], runtime=str(runtime), uid=uid)
+            assert ("--disable-userns" in argv) == ("--disable-userns" in known and uid is None)
+            assert ("--uid" in argv) == (uid is None)
+            assert ("--size" in argv) == ("--size" in known)
 
 
 def test_an_interpreter_living_in_the_root_or_the_home_is_refused(tmp_path, monkeypatch):
@@ -365,6 +394,19 @@ def test_every_bind_gets_parents_its_user_can_enter():
         "--tmpfs", "/tmp",
         "--perms", "0755", "--dir", "/a", "--perms", "0755", "--dir", "/a/b", "--ro-bind", "/a/b/c", "/a/b/c",
         "--bind", "/a/b/d", "/a/b/d", "--setenv", "X", "1", "--bind", "/tmp/w", "/tmp/w", "--", "--bind", "cmd"]
+
+
+def test_every_option_s_values_are_read_as_its_own_and_the_next_bind_still_gets_its_parents():
+    argv: list[str] = []
+    expected: list[str] = []
+    options = [*sandbox._ARITY.items(), ("--unshare-all", 0), ("--die-with-parent", 0), ("--share-net", 0)]
+    for number, (option, arity) in enumerate(options):
+        values = [f"/value{number}"] * arity  # (in the root: no parent to make)
+        bind = ["--bind", f"/o{number}/x", f"/o{number}/x"]
+        argv += [option, *values, *bind]
+        expected += [option, *values, "--perms", "0755", "--dir", f"/o{number}", *bind]
+    assert with_parents([*argv, "--", "cmd"]) == [*expected, "--", "cmd"]
+    assert with_parents(["--bind", "/a/b", "/a/b"]) == ["--perms", "0755", "--dir", "/a", "--bind", "/a/b", "/a/b"]
 
 
 def test_each_sandbox_as_root_has_a_uid_made_of_the_process_and_a_counter(monkeypatch):
