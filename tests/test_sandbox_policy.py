@@ -87,6 +87,7 @@ print(json.dumps({
         ("ssl", "/etc/ssl"))},
     "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit()),
     "new_userns": ctypes.CDLL(None, use_errno=True).unshare(0x10000000),
+    "seccomp": [line.split()[1] for line in open("/proc/self/status") if line.startswith("Seccomp:")],
 }))
 """
 
@@ -132,6 +133,9 @@ def test_a_sandboxed_process_sees_only_its_folders_and_writes_only_its_own(tmp_p
     assert seen["seen"] == {"cpu": True, "resolv": False, "outside": False, "ssl": os.path.exists("/etc/ssl")}
     assert len(seen["pids"]) <= 3  # its own PID namespace: the sandbox's first process, the shim's exec, itself
     assert seen["new_userns"] == -1  # no user namespace of its own inside
+    from junobench.envs.seccomp import seccomp_problem
+
+    assert seen["seccomp"] == (["2"] if seccomp_problem() is None else ["0"])  # its system calls filtered
     made = work / "made"
     assert made.read_text() == "by the notebook" and made.stat().st_uid == os.getuid()
 
