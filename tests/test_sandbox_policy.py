@@ -24,7 +24,6 @@ from junobench.envs.sandbox import (
     DEFAULT_MEMORY,
     SANDBOX_HOME,
     SANDBOX_UID,
-    SANDBOX_UIDS,
     Sandbox,
     bwrap_argv,
     bwrap_problem,
@@ -332,11 +331,16 @@ def test_an_interpreter_living_in_the_root_or_the_home_is_refused(tmp_path, monk
         with pytest.raises(JunoBenchError, match=f"prefix {prefix} is a folder the sandbox must not show"):
             bwrap_argv(["true"], Sandbox("bwrap"), python="/x/bin/python", cwd="/w", writable=[],
                        runtime=str(runtime))
-    monkeypatch.setattr(sandbox, "interpreter_prefixes", lambda python, timeout=60: ("/usr/lib/x", "/srv/env"))
+    prefixes = ("/usr/lib/x", "/srv/env", "/bin/x", "/opt/conda/envs/x")
+    monkeypatch.setattr(sandbox, "interpreter_prefixes", lambda python, timeout=60: prefixes)
     argv = bwrap_argv(["true"], Sandbox("bwrap"), python="/srv/env/bin/python", cwd="/w", writable=["/w", "/w"],
                       runtime=str(runtime))
     bound = [argv[i + 1] for i, word in enumerate(argv) if word == "--ro-bind"]
     assert "/srv/env" in bound and "/usr/lib/x" not in bound  # already seen through /usr
+    if os.path.islink("/bin"):  # /bin is a link here, recreated as one: what is below it is bound itself
+        assert "/bin/x" in bound
+    if not os.path.exists("/opt/conda"):  # a system folder this machine lacks binds nothing
+        assert "/opt/conda/envs/x" in bound
     assert [argv[i + 1] for i, word in enumerate(argv) if word == "--bind"] == ["/w"]
 
 
@@ -400,6 +404,27 @@ def test_every_bind_gets_parents_its_user_can_enter():
         "--bind", "/a/b/d", "/a/b/d", "--setenv", "X", "1", "--bind", "/tmp/w", "/tmp/w", "--", "--bind", "cmd"]
 
 
+@needs_bwrap
+def test_matplotlib_s_font_list_is_built_quietly_beside_others_and_never_through_a_link(tmp_path, monkeypatch,
+                                                                                      capfd):
+    pytest.importorskip("matplotlib")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    root = tmp_path / "cache" / "junobench" / "sandbox"
+    root.mkdir(parents=True)  # another interpreter's font list is there already
+    sandbox.font_cache.cache_clear()
+    try:
+        found = sandbox.font_cache(sys.executable)
+        assert found and all(f.parent.parent == root for f in found)
+        assert capfd.readouterr().err == ""  # the build's own output is not the user's
+        planted = found[0].parent / "fontlist-v999.json"
+        planted.symlink_to(tmp_path / "elsewhere.json")
+        (tmp_path / "elsewhere.json").write_text("{}")
+        sandbox.font_cache.cache_clear()
+        assert planted not in sandbox.font_cache(sys.executable) and sandbox.font_cache(sys.executable) == found
+    finally:
+        sandbox.font_cache.cache_clear()
+
+
 def test_every_option_s_values_are_read_as_its_own_and_the_next_bind_still_gets_its_parents():
     argv: list[str] = []
     expected: list[str] = []
@@ -417,8 +442,8 @@ def test_each_sandbox_as_root_has_a_uid_made_of_the_process_and_a_counter(monkey
     monkeypatch.setattr(sandbox.os, "geteuid", lambda: 0)
     first, second = sandbox_uid(Sandbox("bwrap")), sandbox_uid(Sandbox("bwrap"))
     assert first is not None and second is not None
-    for uid in (first, second):
-        assert (uid - SANDBOX_UIDS) >> 8 == os.getpid() & 0x3FFFFF
+    for uid in (first, second):  # 2^30 + the process id × 256 + a counter (docs/trust.md)
+        assert uid >> 8 == ((1 << 30) >> 8) + (os.getpid() & 0x3FFFFF)
     assert (second - first) % 256 == 1
 
 
@@ -440,8 +465,11 @@ def test_a_notebook_s_folders_are_handed_over_and_taken_back_without_following_l
     tool = folder / "sub" / "tool"
     tool.write_text("#!/bin/sh\n")
     tool.chmod(0o6755)
+    (folder / "shared").mkdir()
+    (folder / "shared").chmod(0o2775)  # a folder's setgid bit only says who owns what is made in it
     reclaim([folder], 123456)
     assert {p.lstat().st_uid for p in (folder, folder / "sub", tool)} == {os.getuid()}
+    assert stat.S_IMODE((folder / "shared").stat().st_mode) == 0o2775
     assert stat.S_IMODE(tool.stat().st_mode) == 0o755  # setuid and setgid cleared
     os.chown(tool, 123456, 123456)
     tool.chmod(0o4755)
