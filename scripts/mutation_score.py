@@ -87,7 +87,7 @@ ENDS: dict[str, str] = {
 #: bound that only saves time), the comment saying why.
 PRAGMA = "# pragma: no mutate"
 #: What a private copy of this project holds (enough to run its tests).
-PROJECT_FILES = ("junobench", "tests", "scripts", "data_cards", "conftest.py", "pyproject.toml")
+PROJECT_FILES = ("junobench", "tests", "scripts", "data_cards", "docs", "conftest.py", "pyproject.toml")
 
 _BINARY: dict[type[ast.operator], tuple[str, str]] = {
     ast.Add: ("+", "-"), ast.Sub: ("-", "+"), ast.Mult: ("*", "/"), ast.Div: ("/", "*"),
