@@ -14,7 +14,9 @@ from junobench import vocab
 from junobench.detection.compare import pair_rows
 from junobench.detection.evaluate import BREAKDOWNS, SMALL, SMALL_NOTE
 from junobench.detection.uncertainty import METRICS
+from junobench.diagnosis.endtoend import render_scores
 from junobench.diagnosis.endtoend import summary_rows as judged_rows
+from junobench.diagnosis.judgments import sheet_remarks
 from junobench.site.evaluation import Evaluation, missed_by_all, only_one_gets
 from junobench.site.pages import NavLink, Page
 from junobench.site.render import render_page
@@ -63,8 +65,10 @@ def summary_page(data: Any, evaluation: Evaluation) -> dict[str, bytes]:
     if evaluation.judged_scores:
         results = evaluation.judged_scores
         as_json = {name: r.to_dict() for name, r in results.items()}
-        files["evaluation/judgments.json"] = (json.dumps(as_json, indent=2, ensure_ascii=False) + "\n"
-                                              ).encode("utf-8")
+        assert evaluation.judgments is not None
+        # what `evaluate --judgments FILE --format json` prints
+        files["evaluation/judgments.json"] = render_scores(results, "json", sheet_remarks(evaluation.judgments)
+                                                           ).encode("utf-8")
         tests = []
         if len(results) > 1:
             from junobench.detection.compare import compare_reports
