@@ -336,13 +336,6 @@ def companion(judgments: Judgments) -> Judgments | None:
     return read_sheet(judgments.path, other)
 
 
-def sheet_remarks(judgments: Judgments, other: Judgments | None = None) -> list[str]:
-    """Where ``judgments`` and ``other`` (default: the other of CRANE-LLM's two sheets of
-    its workbook, when it holds both) disagree (:func:`disagreements`); none without one."""
-    other = other if other is not None else companion(judgments)
-    return disagreements(judgments, other) if other is not None else []
-
-
 def disagreements(first: Judgments, second: Judgments) -> list[str]:
     """Where two judgments of the same answers (such as CRANE-LLM's ``Final_evaluation``
     and ``Detection_only`` sheets) disagree on whether the crash was detected: one note,

@@ -14,9 +14,8 @@ from junobench import vocab
 from junobench.detection.compare import pair_rows
 from junobench.detection.evaluate import BREAKDOWNS, SMALL, SMALL_NOTE
 from junobench.detection.uncertainty import METRICS
-from junobench.diagnosis.endtoend import render_scores
+from junobench.diagnosis.endtoend import remarks, render_scores
 from junobench.diagnosis.endtoend import summary_rows as judged_rows
-from junobench.diagnosis.judgments import sheet_remarks
 from junobench.site.evaluation import Evaluation, missed_by_all, only_one_gets
 from junobench.site.pages import NavLink, Page
 from junobench.site.render import render_page
@@ -44,6 +43,11 @@ def pages(data: Any) -> Iterable[Page]:
                partial(grid_page, data, evaluation))
 
 
+def report_json(report: Any) -> bytes:
+    """A set's report as ``junobench evaluate PRED --format json`` prints it."""
+    return (json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
 def summary_page(data: Any, evaluation: Evaluation) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     sets = []
@@ -66,9 +70,8 @@ def summary_page(data: Any, evaluation: Evaluation) -> dict[str, bytes]:
         results = evaluation.judged_scores
         as_json = {name: r.to_dict() for name, r in results.items()}
         assert evaluation.judgments is not None
-        # what `evaluate --judgments FILE --format json` prints
-        files["evaluation/judgments.json"] = render_scores(results, "json", sheet_remarks(evaluation.judgments)
-                                                           ).encode("utf-8")
+        files["evaluation/judgments.json"] = render_scores(
+            results, "json", remarks(evaluation.judgments)).encode("utf-8")
         tests = []
         if len(results) > 1:
             from junobench.detection.compare import compare_reports
