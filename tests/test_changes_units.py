@@ -26,6 +26,8 @@ CODE = {
     "a": ["import pandas as pd", "df = pd.read_csv('train.csv')", "df['price'].plot()",
           "model = fit(df.drop(columns=['id']))"],
     "b": ["import numpy as np", "x = np.arange(12).reshape(3, 4)", "y = x @ x.T", "print(np.linalg.inv(y))"],
+    "a2": ["import pandas as pd", "df = pd.read_csv('train.csv')", "df['price'].plot()",
+           "model = fit(df.drop(columns=['id', 'date']))"],  # "a" with one cell edited
     "c": ["from sklearn.svm import SVC", "clf = SVC(kernel='rbf')", "clf.fit(features, labels)",
           "scores = clf.decision_function(test)"],
 }
@@ -79,6 +81,15 @@ def test_one_case_is_matched_once_and_the_same_id_wins_a_tie():
     assert match_cases(eids, [case("x_2", eid="E", code="a")]) == [(1, 0)]
 
 
+def test_a_case_keeps_its_id_over_a_closer_copy_under_another_id():
+    assert match_cases([case("a_1", code="a2")], [case("a_1", code="a"), case("b_1", code="a2")]) == [(0, 0)]
+
+
+def test_each_case_is_in_one_pair_at_most_even_where_ids_repeat():
+    assert match_cases([case("a_1", code="a")], [case("a_1", code="a"), case("a_1", code="a")]) == [(0, 0)]
+    assert match_cases([case("a_1"), case("a_1")], [case("a_1")]) == [(1, 0)]
+
+
 def test_ids_sort_by_library_then_number():
     new = [case(name) for name in ("x_10", "x", "X_2", "x_0", "a_3")]
     assert [c["case_id"] for c in compare([], new).added] == ["a_3", "x", "x_0", "X_2", "x_10"]
@@ -122,6 +133,8 @@ def test_a_dataset_is_named_by_its_name_else_its_url_else_its_title():
     lines = _dataset_changes([], [{"title": "Only a title"}, {"url": "https://x", "title": "T"}, {"name": "n"}])
     assert lines == ["'Only a title' added (no licence)", "'https://x' added (no licence)", "'n' added (no licence)"]
     assert _dataset_changes([{"name": "n", "license": "CC0"}], []) == ["'n' removed"]
+    held = {"name": "n", "files": ["a.csv"]}
+    assert _dataset_changes([held], [dict(held, files=["a.csv", "b.csv"])]) == ["'n' files added: b.csv"]
 
 
 @pytest.mark.parametrize(("old", "new", "said"), [
@@ -130,6 +143,7 @@ def test_a_dataset_is_named_by_its_name_else_its_url_else_its_title():
     (["a"], ["a", "b", "c"], "2 code cell(s) added"),
     (["a", "b", "c"], ["X"], "code cell 0 edited; 2 code cell(s) removed"),
     (["a", "b"], ["a", "B"], "code cell 1 edited"),
+    (["a", "b"], ["A", "B"], "code cells 0, 1 edited"),
     (["a", "b"], ["a", "b"], None),
 ])
 def test_what_changed_in_a_notebook_s_code(old, new, said):
@@ -165,6 +179,23 @@ def test_input_data_is_compared_where_both_sides_hold_it():
                               "a_1, a_2"]
     records_only = compare(old, new)
     assert records_only.notes[0].endswith(": a_1, a_2")
+
+
+def test_a_dataset_s_file_list_is_compared_where_both_sides_say_what_they_hold():
+    before = [{"name": "d", "title": "D", "url": None, "license": "CC0", "modifications": [], "files": ["x.csv"]}]
+    after = [dict(before[0], files=["x.csv", "y.csv"])]
+    old, new = [case("a_1", eid="E1", datasets=before)], [case("a_1", eid="E1", datasets=after)]
+    added = "dataset 'd' files added: y.csv"
+
+    def lines(old_data: Any, new_data: Any) -> list[str]:
+        changed = compare(old, new, old_data, new_data).changed
+        return changed[0].lines() if changed else []
+
+    assert added in lines(None, None)  # records alone: their lists are all there is
+    assert added in lines({"a_1": {"x.csv": "1"}}, {"a_1": {"x.csv": "1", "y.csv": "2"}})
+    for old_data, new_data in (({"a_1": {"x.csv": "1"}}, None), (None, {"a_1": {"x.csv": "1"}}),
+                               ({"a_1": {"x.csv": "1"}}, {}), ({}, {"a_1": {"x.csv": "1"}})):
+        assert added not in lines(old_data, new_data)  # one side holds no data: its list says nothing
 
 
 def test_the_cases_whose_data_is_not_compared_are_named_up_to_eight():
