@@ -88,6 +88,10 @@ def test_a_case_keeps_its_id_over_a_closer_copy_under_another_id():
 def test_each_case_is_in_one_pair_at_most_even_where_ids_repeat():
     assert match_cases([case("a_1", code="a")], [case("a_1", code="a"), case("a_1", code="a")]) == [(0, 0)]
     assert match_cases([case("a_1"), case("a_1")], [case("a_1")]) == [(1, 0)]
+    # equally alike, the copy under the same id is taken, also once the first pair of that id is made
+    old = [case("a_1", code="a"), case("a_1", code="a")]
+    new = [case("b_1", code="a"), case("a_1", code="a"), case("a_1", code="a")]
+    assert sorted(match_cases(old, new)) == [(0, 2), (1, 1)]
 
 
 def test_ids_sort_by_library_then_number():
