@@ -60,6 +60,13 @@ def features() -> dict[str, Any]:
     }
 
 
+@cache
+def schemas() -> dict[str, Any]:
+    """Config name → the Arrow schema of its features (computed once: ``datasets`` builds it
+    anew on every access)."""
+    return {config: found.arrow_schema for config, found in features().items()}
+
+
 def parquet_path(config: str, shard: int = 0, shards: int = 1) -> str:
     """A config's parquet file, relative to the output folder (POSIX)."""
     return f"{config}/{SPLIT}-{shard:05d}-of-{shards:05d}.parquet"

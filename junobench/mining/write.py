@@ -30,7 +30,7 @@ from typing import Any
 
 from junobench.errors import JunoBenchError
 from junobench.hub.read_export import file_digest
-from junobench.mining.features import CONFIGS, DEFAULT_CONFIG, DESCRIPTIONS, KEYS, PARQUET, SPLIT, features
+from junobench.mining.features import CONFIGS, DEFAULT_CONFIG, DESCRIPTIONS, KEYS, PARQUET, SPLIT, schemas
 from junobench.safety.atomic import locked, recover, remove_files, remove_tree, staging_folder, swap_in, write_text
 from junobench.safety.paths import read_regular, relative_name, unlisted_files
 
@@ -49,7 +49,7 @@ def record_batch(config: str, rows: list[dict[str, Any]]) -> Any:
     (ten times faster than ``RecordBatch.from_pylist`` on rows of images)."""
     import pyarrow as pa
 
-    schema = features()[config].arrow_schema
+    schema = schemas()[config]
     return pa.RecordBatch.from_arrays([pa.array([row[f.name] for row in rows], type=f.type) for f in schema],
                                       schema=schema)
 
@@ -89,7 +89,7 @@ class CorpusWriter:
         import pyarrow.parquet as pq
 
         self.folder = folder
-        self.schemas = {config: features()[config].arrow_schema for config in CONFIGS}
+        self.schemas = dict(schemas())
         self.writers: dict[str, Any] = {}
         self.pending: dict[str, list[Any]] = {config: [] for config in CONFIGS}
         self.waiting: dict[str, int] = dict.fromkeys(CONFIGS, 0)
