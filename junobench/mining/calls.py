@@ -105,14 +105,13 @@ _PLAIN_FIELDS = frozenset({"ctx", "id", "attr", "arg", "asname", "conversion", "
 _FIELDS: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
 
 
-def _node_fields(kind: type) -> Callable[[Any], tuple[Any, ...]]:
+def _node_fields(kind: type[ast.AST]) -> Callable[[Any], tuple[Any, ...]]:
     """A function giving the values of the fields of a node of ``kind`` that may hold nodes."""
     names = [name for name in kind._fields if name not in _PLAIN_FIELDS]
     if len(names) > 1:
         return operator.attrgetter(*names)
-    if names:
-        return lambda node, name=names[0]: (getattr(node, name, None),)
-    return lambda node: ()
+    one = operator.attrgetter(*names) if names else None
+    return lambda node: () if one is None else (one(node),)
 
 # A resolved expression: (dotted name, typed) where typed says the name starts with an
 # object type of the mapping (``matplotlib.Axes``) rather than a module path.
