@@ -45,6 +45,8 @@ _SHOWS = frozenset({"show"})
 _BINDS = re.compile(r"\b(?:import|def|class|for|with|global)\b"
                     r"|(?:^|;)[ \t]*\(?[A-Za-z_][\w \t,()]*(?::[^=\n]*)?(?<![=!<>+\-*/%&|^@])=(?!=)",
                     re.MULTILINE)
+#: What any match of :data:`_BINDS` holds (looked for first: a search for plain text is cheap).
+_BINDING_TEXT = ("=", "import", "def", "class", "for", "with", "global")
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,7 @@ class CodeReader:
         names it binds, the functions it defines), not its own calls: for a cell without
         figures, at a fraction of the cost."""
         result = CellCalls()
-        if not calls and not _BINDS.search(source):
+        if not calls and not (any(text in source for text in _BINDING_TEXT) and _BINDS.search(source)):
             return result  # nothing a later cell needs: not parsed
         text, _, _ = python_source(source)
         if text is None:
