@@ -26,7 +26,7 @@ from junobench.mining.rows import Execution, Item, Limits, Mined, mine_notebook
 from junobench.mining.summary import Summary
 
 #: Notebooks per batch sent to a worker.
-BATCH = 64
+BATCH = 32
 
 
 @dataclass(frozen=True)

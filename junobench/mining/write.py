@@ -82,8 +82,9 @@ class _Digest:
 class CorpusWriter:
     """Streams mined rows (Arrow record batches) into the three parquet files of
     ``folder`` (a staging folder), in row groups of :data:`ROW_GROUP` rows whatever the
-    batches' sizes: the same rows give the same files. Each file's digest is taken as it
-    is written (:attr:`digests`, once closed)."""
+    batches' sizes. The same rows in the same record batches give the same files (the rows
+    are the same whatever the batches, but the parquet writer's pages follow the batches'
+    edges). Each file's digest is taken as it is written (:attr:`digests`, once closed)."""
 
     def __init__(self, folder: Path) -> None:
         import pyarrow.parquet as pq
