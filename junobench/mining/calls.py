@@ -45,8 +45,13 @@ _SHOWS = frozenset({"show"})
 _BINDS = re.compile(r"\b(?:import|def|class|for|with|global)\b"
                     r"|(?:^|;)[ \t]*\(?[A-Za-z_][\w \t,()]*(?::[^=\n]*)?(?<![=!<>+\-*/%&|^@])=(?!=)",
                     re.MULTILINE)
-#: What any match of :data:`_BINDS` holds (looked for first: a search for plain text is cheap).
-_BINDING_TEXT = ("=", "import", "def", "class", "for", "with", "global")
+
+
+def _may_bind(source: str) -> bool:
+    """Whether :data:`_BINDS` finds anything in ``source``; the text any match holds is
+    looked for first (a search for plain text is cheap, the pattern's is not)."""
+    return ("=" in source or "import" in source or "def" in source or "class" in source or "for" in source
+            or "with" in source or "global" in source) and _BINDS.search(source) is not None
 
 
 @dataclass(frozen=True)
@@ -137,7 +142,7 @@ class CodeReader:
         names it binds, the functions it defines), not its own calls: for a cell without
         figures, at a fraction of the cost."""
         result = CellCalls()
-        if not calls and not (any(text in source for text in _BINDING_TEXT) and _BINDS.search(source)):
+        if not calls and not _may_bind(source):
             return result  # nothing a later cell needs: not parsed
         text, _, _ = python_source(source)
         if text is None:

@@ -25,6 +25,7 @@ import json
 import os
 import re
 from collections.abc import Iterator, Mapping
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ def record_batch(config: str, rows: list[dict[str, Any]]) -> Any:
     import pyarrow as pa
 
     schema = schemas()[config]
-    return pa.RecordBatch.from_arrays([pa.array([row[f.name] for row in rows], type=f.type) for f in schema],
+    return pa.RecordBatch.from_arrays([pa.array(list(map(itemgetter(f.name), rows)), type=f.type) for f in schema],
                                       schema=schema)
 
 
