@@ -499,10 +499,8 @@ class _Writer:
         self.out = Path(out)
         self.result = result
         self.last = time.monotonic()
-        self.dirty = False
 
     def changed(self) -> None:
-        self.dirty = True
         if time.monotonic() - self.last >= WRITE_EVERY:
             self.flush()
 
@@ -511,7 +509,6 @@ class _Writer:
 
         write_table(self.out, self.result.rows, self.result.columns)
         self.last = time.monotonic()
-        self.dirty = False
 
 
 def _library_column(columns: Sequence[str], wanted: str | None, table: str | Path) -> str:

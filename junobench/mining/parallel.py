@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import itertools
 import os
 import threading
@@ -135,7 +136,9 @@ def _in_processes(batches: Iterator[list[Job]], limits: Limits, workers: int) ->
     spool = tempfile.mkdtemp(prefix="junobench-mine-", dir=_shared_memory())
     numbers = itertools.count()
     try:
-        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context) as pool:
+        # A worker's collector need not go through what it was forked with (the imports,
+        # the caller's objects) again and again: frozen, it sees only what mining makes.
+        with concurrent.futures.ProcessPoolExecutor(workers, mp_context=context, initializer=gc.freeze) as pool:
             try:
                 yield from _bounded(
                     lambda batch: pool.submit(_mine_to_file, batch, limits, os.path.join(spool, str(next(numbers)))),

@@ -40,12 +40,12 @@ from junobench.runtime.info import payload_problem
 from junobench.runtime.names import target_names
 from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS, summarise
 from junobench.safety.atomic import check_file_target
+from junobench.verify import DEFAULT_TIMEOUT, replay_task
 from junobench.verify.executor import Executor, entered_for, gather_all
 from junobench.verify.judge import OK, TIMEOUT, RunLog
 from junobench.verify.report import INTERRUPTED, NOT_RUN
 from junobench.verify.resume import inputs_digest
 from junobench.verify.runner import require_run_extra, run_sync
-from junobench.verify.session import DEFAULT_TIMEOUT, replay_task
 from junobench.verify.spec import DATA_ABSENT, CaseSpec, case_specs
 
 #: MIME type of the inspection's result in the kernel's display output.

@@ -35,11 +35,10 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, TypeVar
 
-from junobench.envs.kernel import KernelTarget
+from junobench.envs.kernel import STARTUP_TIMEOUT, KernelTarget
 from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
 from junobench.verify.executor import ReplayOutcome, ReplayTask, not_run, refused, task_files, without_places
-from junobench.verify.runner import STARTUP_TIMEOUT
 from junobench.verify.shipping import DEFAULT_LIMIT, Shipment, TooLarge, ship
 
 #: Seconds a cancelled task may take to stop its kernel before its worker is killed.
@@ -124,10 +123,6 @@ def require_ray() -> Any:
         if added:
             del os.environ[_NO_FAILURE_HANDLER]
     return ray
-
-
-class ClusterLost(Exception):
-    """No node of the cluster is left to run a notebook, or the cluster stopped answering."""
 
 
 def connect_error(error: BaseException, address: str | None) -> JunoBenchError:
@@ -726,6 +721,16 @@ def _tell(stage: Callable[[str], None] | None, text: str) -> None:
         stage(text)
 
 
+def settle(future: asyncio.Future[Any], *, result: Any = None, error: BaseException | None = None) -> None:
+    """Give ``future`` its result, or ``error``, unless it has one (or was cancelled)."""
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
 def in_thread(call: Callable[[], T], *, keep: bool = False) -> asyncio.Future[T]:
     """``call()`` in a daemon thread of its own, as a future of the running loop. Not the
     loop's executor: ``asyncio.run`` waits for its threads at the end, and a call into a
@@ -734,14 +739,6 @@ def in_thread(call: Callable[[], T], *, keep: bool = False) -> asyncio.Future[T]
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
 
-    def settle(result: Any, error: BaseException | None) -> None:
-        if future.done():
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)
-
     def run() -> None:
         result, failure = None, None
         try:
@@ -749,7 +746,7 @@ def in_thread(call: Callable[[], T], *, keep: bool = False) -> asyncio.Future[T]
         except BaseException as error:  # handed to the awaiting task
             failure = error
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            loop.call_soon_threadsafe(settle, result, failure)
+            loop.call_soon_threadsafe(lambda: settle(future, result=result, error=failure))
         if keep:
             threading.Event().wait()
 

@@ -59,6 +59,7 @@ from junobench.verify.ray_driver import (
     end_sessions_of,
     remove_session,
     require_ray,
+    settle,
     task_runtime_env,
 )
 from junobench.verify.ray_worker import living_workers, sweep
@@ -309,22 +310,22 @@ class RayExecutor(Executor, RaySettings):
         self._heard = time.monotonic()
         assert self._ready is not None and self._closed is not None
         if kind == "ready":
-            _settle(self._ready, result=message[1])
+            settle(self._ready, result=message[1])
         elif kind == "stage":
             self.stage = message[1]
         elif kind == "failed":
-            _settle(self._ready, error=message[1])
+            settle(self._ready, error=message[1])
         elif kind in ("done", "cancelled", "crashed"):
             entry = self._pending.pop(message[1], None)
             if entry is not None:
                 task, future = entry
                 if kind == "done":
-                    _settle(future, result=message[2])
+                    settle(future, result=message[2])
                 elif kind == "cancelled":
-                    _settle(future, error=asyncio.CancelledError())
+                    settle(future, error=asyncio.CancelledError())
                 else:
                     why = f"the Ray driver failed on this task: {message[2].strip().splitlines()[-1]}"
-                    _settle(future, result=_lost(task, why))
+                    settle(future, result=_lost(task, why))
         elif kind == "jobs":  # nodes left: fewer replays at once, and the summary says so
             self.jobs, self.note = message[1], message[2]
         elif kind == "lost":
@@ -346,9 +347,9 @@ class RayExecutor(Executor, RaySettings):
                 else:
                     self._keep_log = True
                     self._lose(f"the Ray driver process ended (exit code {code}; its log: {self.log})")
-                _settle(self._ready, error=JunoBenchError(
+                settle(self._ready, error=JunoBenchError(
                     "the Ray driver ended before joining the cluster", hint=f"see its log {self.log}"))
-            _settle(self._closed, result=None)
+            settle(self._closed, result=None)
 
     def _log_text(self) -> str:
         try:
@@ -371,7 +372,7 @@ class RayExecutor(Executor, RaySettings):
             self.lost = why
             self.stopped = f"the Ray cluster was lost: {why}"
         for task, future in self._pending.values():
-            _settle(future, result=_lost(task, self.lost))
+            settle(future, result=_lost(task, self.lost))
         self._pending.clear()
 
     # ------------------------------------------------------------------ replays
@@ -419,15 +420,6 @@ def _heard_of(future: asyncio.Future[Any]) -> asyncio.Future[Any]:
 
 def _no_pickle(value: Any) -> Any:
     raise RuntimeError("use the executor inside `async with executor:`")
-
-
-def _settle(future: asyncio.Future[Any], *, result: Any = None, error: BaseException | None = None) -> None:
-    if future.done():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
 
 
 def _lost(task: ReplayTask, why: str) -> ReplayOutcome:
