@@ -15,9 +15,10 @@ fresh process:
   local run (the manifest's sha256 of every file).
 
 Each phase runs ``--repeat`` times, interleaved; the best time counts (noise on a shared
-machine only ever adds time). Prints the times, their ratios, notebooks/s, RSS, the output's
-size per notebook, and the extrapolation to KGTorrent's 248,761 notebooks (time on this
-machine, on a cluster of a given size, disk).
+machine only ever adds time), printed with the machine's load average as it started. Prints
+the times, their ratios, notebooks/s, RSS, the output's size per notebook, and the
+extrapolation to KGTorrent's 248,761 notebooks (time on this machine, on a cluster of a
+given size, disk).
 
     python scripts/benchmark_mine.py [--notebooks 10000] [--corpus DIR] [--jobs 2] [--repeat 2] [--ray]
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -86,11 +88,12 @@ print(json.dumps({"seconds": seconds, "code": code, "rss_mib": rss, "self_mib": 
 
 
 def run(code: str, *args: str) -> dict:
+    load = os.getloadavg()[0]
     result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO / "scripts",
                             check=False)
     if result.returncode != 0:
         raise SystemExit(f"failed: {result.stderr[-2000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return {**json.loads(result.stdout.strip().splitlines()[-1]), "load": load}
 
 
 def mine(corpus: Path, out: Path, jobs: int, *extra: str) -> dict:
@@ -135,30 +138,32 @@ def main() -> int:
     quarter = subset(corpus, work / "quarter", count // 4)
     corpus_bytes = sum(p.stat().st_size for p in corpus.rglob("*.ipynb"))
 
-    floors: dict[str, list[float]] = {"msgspec": [], "json": [], f"msgspec, {args.jobs} processes": []}
+    floors: dict[str, list[dict]] = {"msgspec": [], "json": [], f"msgspec, {args.jobs} processes": []}
     floor_cpu: list[float] = []
     mined: list[dict] = []
     small: list[dict] = []
     for _ in range(args.repeat):
         measured = run(FLOOR, str(corpus), "msgspec", "1")
-        floors["msgspec"].append(measured["seconds"])
+        floors["msgspec"].append(measured)
         floor_cpu.append(measured["cpu"])
-        floors["json"].append(run(FLOOR, str(corpus), "json", "1")["seconds"])
-        floors[f"msgspec, {args.jobs} processes"].append(run(FLOOR, str(corpus), "msgspec", str(args.jobs))["seconds"])
+        floors["json"].append(run(FLOOR, str(corpus), "json", "1"))
+        floors[f"msgspec, {args.jobs} processes"].append(run(FLOOR, str(corpus), "msgspec", str(args.jobs)))
         mined.append(mine(corpus, work / "out", args.jobs))
         small.append(mine(quarter, work / "out-quarter", args.jobs))
     best = min(mined, key=lambda m: m["seconds"])
     best_small = min(small, key=lambda m: m["seconds"])
-    floor = min(floors["msgspec"])
+    fastest = {name: min(times, key=lambda m: m["seconds"]) for name, times in floors.items()}
+    floor = fastest["msgspec"]["seconds"]
     print(f"corpus: {count:,} notebooks, {corpus_bytes / 2**20:,.0f} MiB, {best['rows']['figures']:,} figures, "
           f"{best['rows']['cells']:,} cells; {args.jobs} jobs; best of {args.repeat}")
-    for name, times in floors.items():
+    for name, found in fastest.items():
         pad = " " * max(1, 26 - len(name))
-        print(f"floor ({name}):{pad}{min(times):7.2f} s  {count / min(times):8,.0f} notebooks/s")
+        print(f"floor ({name}):{pad}{found['seconds']:7.2f} s  {count / found['seconds']:8,.0f} notebooks/s  "
+              f"(load {found['load']:.1f})")
     print(f"mine ({args.jobs} jobs):                  {best['seconds']:7.2f} s  {count / best['seconds']:8,.0f} "
-          f"notebooks/s  = {best['seconds'] / floor:.2f}x the msgspec floor, "
-          f"{best['seconds'] / min(floors[f'msgspec, {args.jobs} processes']):.2f}x on {args.jobs} processes, "
-          f"{best['seconds'] / min(floors['json']):.2f}x the json floor")
+          f"notebooks/s  (load {best['load']:.1f}) = {best['seconds'] / floor:.2f}x the msgspec floor, "
+          f"{best['seconds'] / fastest[f'msgspec, {args.jobs} processes']['seconds']:.2f}x on {args.jobs} "
+          f"processes, {best['seconds'] / fastest['json']['seconds']:.2f}x the json floor")
     print(f"CPU time: mine {best['cpu']:.1f} CPU-s (all its processes), the msgspec floor {min(floor_cpu):.1f} "
           f"CPU-s: {best['cpu'] / min(floor_cpu):.2f}x, {best['cpu'] / args.jobs / min(floor_cpu):.2f}x per core "
           f"(what the wall-clock ratio is on {args.jobs} otherwise idle cores)")

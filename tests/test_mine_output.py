@@ -20,6 +20,7 @@ from make_corpus import CHARTS, SIZES, notebook
 
 from junobench.data.export import file_digest
 from junobench.mining import Limits, mine
+from junobench.mining.features import schemas, written_schemas
 from junobench.mining.write import MANIFEST, PARQUET
 
 #: sha256 of each config's rows (see :func:`rows_digest`), as mine wrote them when recorded.
@@ -195,3 +196,14 @@ def test_a_fixed_corpus_gives_the_recorded_rows(golden: Path, tmp_path: Path, jo
     assert manifest == {name: file_digest(tmp_path / "out" / name) for name in manifest}  # taken while writing
     croissant = (tmp_path / "out" / "croissant.json").read_text()
     assert all(manifest[path]["sha256"] in croissant for path in PARQUET.values())
+
+
+def test_the_workers_schemas_are_those_the_files_are_written_with() -> None:
+    """Workers build record batches from the schemas made without ``datasets``; the files are
+    written with ``datasets``' (its metadata, the image as ``datasets.Image`` stores one)."""
+    from datasets import Image
+
+    written = written_schemas()
+    assert {config: schema.remove_metadata() for config, schema in written.items()} == schemas()
+    assert all(b"huggingface" in schema.metadata for schema in written.values())
+    assert schemas()["figures"].field("image").type == Image().pa_type

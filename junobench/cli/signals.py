@@ -71,9 +71,10 @@ def stop_signals() -> Iterator[Stop]:
             return interrupt(signal.SIGINT, frame)
         raise KeyboardInterrupt
 
-    # one the user ignores (nohup ignores SIGHUP) stays ignored
+    # one the user ignores (nohup ignores SIGHUP) stays ignored; another handler (Ray's of
+    # SIGTERM in a process that called ray.init) gives way for the block
     previous = {signum: signal.signal(signum, as_interrupt) for signum in STOPS
-                if signal.getsignal(signum) is signal.SIG_DFL}
+                if signal.getsignal(signum) is signal.SIG_DFL or callable(signal.getsignal(signum))}
     try:
         yield stop
     finally:

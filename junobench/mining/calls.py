@@ -22,8 +22,9 @@ the evidence rules of :mod:`.kinds` read. IPython magics and shell lines are bla
 from __future__ import annotations
 
 import ast
+import operator
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -44,6 +45,13 @@ _SHOWS = frozenset({"show"})
 _BINDS = re.compile(r"\b(?:import|def|class|for|with|global)\b"
                     r"|(?:^|;)[ \t]*\(?[A-Za-z_][\w \t,()]*(?::[^=\n]*)?(?<![=!<>+\-*/%&|^@])=(?!=)",
                     re.MULTILINE)
+
+
+def _may_bind(source: str) -> bool:
+    """Whether :data:`_BINDS` finds anything in ``source``; the text any match holds is
+    looked for first (a search for plain text is cheap, the pattern's is not)."""
+    return ("=" in source or "import" in source or "def" in source or "class" in source or "for" in source
+            or "with" in source or "global" in source) and _BINDS.search(source) is not None
 
 
 @dataclass(frozen=True)
@@ -99,8 +107,18 @@ _LEAVES = frozenset({ast.Name, ast.Constant, *(kind for base in (ast.expr_contex
 _PLAIN_FIELDS = frozenset({"ctx", "id", "attr", "arg", "asname", "conversion", "is_async", "kind", "level",
                            "lineno", "module", "n", "s", "simple", "tag", "type_comment", "name", "names",
                            "kwd_attrs"})
-#: A node type's fields that hold nodes, lists of nodes (or None), found once per type.
-_FIELDS: dict[type, tuple[str, ...]] = {}
+#: A node type's fields that hold nodes, lists of nodes (or None): a function giving their
+#: values, made once per type.
+_FIELDS: dict[type, Callable[[Any], tuple[Any, ...]]] = {}
+
+
+def _node_fields(kind: type[ast.AST]) -> Callable[[Any], tuple[Any, ...]]:
+    """A function giving the values of the fields of a node of ``kind`` that may hold nodes."""
+    names = [name for name in kind._fields if name not in _PLAIN_FIELDS]
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    one = operator.attrgetter(*names) if names else None
+    return lambda node: () if one is None else (one(node),)
 
 # A resolved expression: (dotted name, typed) where typed says the name starts with an
 # object type of the mapping (``matplotlib.Axes``) rather than a module path.
@@ -124,7 +142,7 @@ class CodeReader:
         names it binds, the functions it defines), not its own calls: for a cell without
         figures, at a fraction of the cost."""
         result = CellCalls()
-        if not calls and not _BINDS.search(source):
+        if not calls and not _may_bind(source):
             return result  # nothing a later cell needs: not parsed
         text, _, _ = python_source(source)
         if text is None:
@@ -327,25 +345,47 @@ class _Visitor:
             return
         found: list[ast.Call] = []
         evidence = self.result.evidence
-        stack: list[Any] = [n for n in nodes if type(n) not in _LEAVES]
-        while stack:  # ast.walk, without its generators: this loop is most of the analysis' time
-            node = stack.pop()
+        leaves = _LEAVES
+        stack: list[Any] = [n for n in nodes if type(n) not in leaves]
+        pop, push, extend = stack.pop, stack.append, stack.extend
+        # ast.walk, without its generators: this loop is most of the analysis' time. Calls,
+        # attributes and subscripts (most of the nodes) are taken apart here, their children
+        # pushed in the order of their fields (a keyword argument's value in its place).
+        while stack:
+            node = pop()
             kind = type(node)
             if kind is ast.Call:
                 found.append(node)
-            elif kind is ast.Attribute:
+                if type(node.func) not in leaves:
+                    push(node.func)
+                if node.args:
+                    extend([v for v in node.args if type(v) not in leaves])
+                for keyword in node.keywords:
+                    if type(keyword.value) not in leaves:
+                        push(keyword.value)
+                continue
+            if kind is ast.Attribute:
                 evidence.attributes.append(node.attr)
-            elif kind is ast.Subscript and type(node.slice) is ast.Constant and isinstance(node.slice.value, str):
-                evidence.keys.append(node.slice.value)
+                if type(node.value) not in leaves:
+                    push(node.value)
+                continue
+            if kind is ast.Subscript:
+                key = node.slice
+                if type(key) is ast.Constant and isinstance(key.value, str):
+                    evidence.keys.append(key.value)
+                if type(node.value) not in leaves:
+                    push(node.value)
+                if type(key) not in leaves:
+                    push(key)
+                continue
             fields = _FIELDS.get(kind)
             if fields is None:
-                fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _PLAIN_FIELDS)
-            for name in fields:
-                value = getattr(node, name, None)
+                fields = _FIELDS[kind] = _node_fields(kind)
+            for value in fields(node):
                 if type(value) is list:
-                    stack.extend([v for v in value if v is not None and type(v) not in _LEAVES])
-                elif value is not None and type(value) not in _LEAVES:
-                    stack.append(value)
+                    extend([v for v in value if v is not None and type(v) not in leaves])
+                elif value is not None and type(value) not in leaves:
+                    push(value)
         found.sort(key=lambda c: (c.lineno, c.col_offset))
         for call in found:
             self.call(call)

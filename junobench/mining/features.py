@@ -1,6 +1,7 @@
-"""The three configs of a mined corpus, as ``datasets`` features: ``notebooks``, ``cells``,
-``figures`` (its ``image`` a :class:`datasets.Image`, so that stock ``load_dataset`` gives
-decoded pictures and the Hub's viewer shows them).
+"""The three configs of a mined corpus: ``notebooks``, ``cells``, ``figures``. Their columns
+are Arrow schemas (:func:`schemas`: what the workers build rows with, ``datasets`` not
+imported), and ``datasets`` features derived from them (``image`` a :class:`datasets.Image`,
+so that stock ``load_dataset`` gives decoded pictures and the Hub's viewer shows them).
 
 >>> sorted(features())
 ['cells', 'figures', 'notebooks']
@@ -17,6 +18,8 @@ CONFIGS: tuple[str, ...] = ("notebooks", "cells", "figures")
 #: The default config of the card (what the Hub's viewer opens first): the pictures.
 DEFAULT_CONFIG = "figures"
 SPLIT = "train"
+#: The column of ``figures`` that holds the picture (a :class:`datasets.Image`).
+IMAGE_COLUMN = "image"
 #: The key of each config's rows (unique in a mined corpus).
 KEYS: dict[str, tuple[str, ...]] = {"notebooks": ("notebook",), "cells": ("notebook", "cell"),
                                     "figures": ("figure",)}
@@ -33,31 +36,52 @@ DESCRIPTIONS: dict[str, str] = {
 
 
 @cache
-def features() -> dict[str, Any]:
-    """Config name → its ``datasets.Features``."""
-    from datasets import Features, Image, List, Value
+def schemas() -> dict[str, Any]:
+    """Config name → the Arrow schema of its rows, without ``datasets`` (the worker processes
+    build their record batches from it before ``datasets`` is imported, or without it).
+    The ``image`` column is stored as ``datasets.Image`` stores an image."""
+    import pyarrow as pa
 
-    text, number, big = Value("string"), Value("int32"), Value("int64")
-    call = {"library": text, "function": text, "text": text, "line": number, "via": text}
+    text, number, big, texts = pa.string(), pa.int32(), pa.int64(), pa.list_(pa.string())
+    call = pa.struct([("library", text), ("function", text), ("text", text), ("line", number), ("via", text)])
     return {
-        "notebooks": Features({
-            "notebook": text, "case_id": text, "version": text, "language": text, "kernel": text,
-            "nbformat": number, "bytes": big, "cells": number, "code_cells": number, "markdown_cells": number,
-            "markdown_words": number, "imports": List(text), "outputs": List({"mime": text, "count": number}),
-            "figures": number, "executed": Value("bool"), "execution": text, "error": text, "problems": List(text),
-        }),
-        "cells": Features({
-            "notebook": text, "cell": number, "cell_type": text, "source": text, "execution_count": number,
-            "headings": List(text), "words": number, "outputs": List(text), "figures": number, "error": text,
-        }),
-        "figures": Features({
-            "figure": text, "notebook": text, "case_id": text, "version": text, "cell": number, "output": number,
-            "image": Image(), "mime": text, "width": number, "height": number, "bytes": big, "text": text,
-            "code": text, "calls": List(call), "unknown_calls": List(text), "library": text, "kind": text,
-            "purpose": text, "purpose_reason": text, "stage": text, "stage_reason": text, "executed": Value("bool"),
-            "markdown": text, "heading": text, "problem": text,
-        }),
+        "notebooks": pa.schema([
+            ("notebook", text), ("case_id", text), ("version", text), ("language", text), ("kernel", text),
+            ("nbformat", number), ("bytes", big), ("cells", number), ("code_cells", number),
+            ("markdown_cells", number), ("markdown_words", number), ("imports", texts),
+            ("outputs", pa.list_(pa.struct([("mime", text), ("count", number)]))), ("figures", number),
+            ("executed", pa.bool_()), ("execution", text), ("error", text), ("problems", texts),
+        ]),
+        "cells": pa.schema([
+            ("notebook", text), ("cell", number), ("cell_type", text), ("source", text), ("execution_count", number),
+            ("headings", texts), ("words", number), ("outputs", texts), ("figures", number), ("error", text),
+        ]),
+        "figures": pa.schema([
+            ("figure", text), ("notebook", text), ("case_id", text), ("version", text), ("cell", number),
+            ("output", number), (IMAGE_COLUMN, pa.struct([("bytes", pa.binary()), ("path", text)])), ("mime", text),
+            ("width", number), ("height", number), ("bytes", big), ("text", text), ("code", text),
+            ("calls", pa.list_(call)), ("unknown_calls", texts), ("library", text), ("kind", text),
+            ("purpose", text), ("purpose_reason", text), ("stage", text), ("stage_reason", text),
+            ("executed", pa.bool_()), ("markdown", text), ("heading", text), ("problem", text),
+        ]),
     }
+
+
+@cache
+def features() -> dict[str, Any]:
+    """Config name → its ``datasets.Features``: those of :func:`schemas`, the ``image``
+    column a :class:`datasets.Image`."""
+    from datasets import Features, Image
+
+    found = {config: Features.from_arrow_schema(schema) for config, schema in schemas().items()}
+    found["figures"][IMAGE_COLUMN] = Image()
+    return found
+
+
+def written_schemas() -> dict[str, Any]:
+    """Config name → the Arrow schema its parquet file is written with: :func:`schemas`'
+    with ``datasets``' metadata of its features (what ``load_dataset`` reads them as)."""
+    return {config: found.arrow_schema for config, found in features().items()}
 
 
 def parquet_path(config: str, shard: int = 0, shards: int = 1) -> str:

@@ -101,6 +101,7 @@ def mine(
                         rerun=rerun, data=data, env=env, executor=executor, options=executor_options, jobs=jobs,
                         timeout=timeout, pass_env=pass_env, sandbox=sandbox, limits=limits, progress=progress)
         summary = Summary()
+        mapping = chart_kinds().version  # read here once, before any worker is forked
         with replacing(out) as staging:
             writer = CorpusWriter(staging)
             try:
@@ -115,7 +116,7 @@ def mine(
             except BaseException:
                 writer.abort()
                 raise
-            finish(staging, rows, summary.to_dict(), mapping=chart_kinds().version, inputs=listed,
+            finish(staging, rows, summary.to_dict(), mapping=mapping, inputs=listed,
                    repo_id=repo_id, version=_version(), digests=writer.digests)
     finally:
         if spool is not None:

@@ -209,8 +209,9 @@ def _outputs(item: Item, cell: Cell, analysis: CellCalls, kinds: ChartKinds, lim
 
 
 def _headings(text: str) -> list[str]:
-    found = [(m.start(), m.group(2)) for m in _HEADING.finditer(text)]
-    found += [(m.start(), _TAG.sub("", m.group(1)).strip()) for m in _HTML_HEADING.finditer(text)]
+    found = [(m.start(), m.group(2)) for m in _HEADING.finditer(text)] if "#" in text else []
+    if "<" in text:
+        found += [(m.start(), _TAG.sub("", m.group(1)).strip()) for m in _HTML_HEADING.finditer(text)]
     return [heading for _, heading in sorted(found) if heading]
 
 

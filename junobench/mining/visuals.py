@@ -139,18 +139,22 @@ def decode_base64(raw: bytes) -> tuple[bytes | None, str | None]:
     """The bytes of a JSON string (or list of strings) of base64, or why it does not decode.
     Line breaks are allowed (notebooks save base64 wrapped over lines); anything else that is
     not base64 is malformed."""
-    payload: bytes | memoryview
-    escape = raw.find(b"\\")
-    if raw[:1] == b'"' and raw[-1:] == b'"' and (escape < 0 or escape == len(raw) - 3):
-        # a JSON string without escapes but, maybe, the line break that ends it: no decoding needed
-        payload = memoryview(raw)[1:-1 if escape < 0 else -3]
-    else:
+    if raw[:1] == b'"' and raw[-1:] == b'"':
+        # a JSON string without escapes but, maybe, the one that ends it (a line break): no
+        # decoding needed. A backslash is outside the alphabet: only when the strict decoding
+        # fails is the string searched for one (then it is decoded as JSON).
+        end = len(raw) - (3 if raw[-3:-2] == b"\\" else 1)
         try:
-            value = _text(raw)
-        except (msgspec.DecodeError, ValueError) as error:
-            return None, f"the data is not a JSON string ({_short(error)})"
-        text = value if isinstance(value, str) else "".join(value)
-        payload = _WHITESPACE.sub("", text).encode("ascii", "replace")
+            return _strict_base64(memoryview(raw)[1:end]), None
+        except (binascii.Error, ValueError) as error:
+            if raw.find(b"\\", 1, end) < 0:
+                return None, f"malformed base64 ({_short(error)})"
+    try:
+        value = _text(raw)
+    except (msgspec.DecodeError, ValueError) as error:
+        return None, f"the data is not a JSON string ({_short(error)})"
+    text = value if isinstance(value, str) else "".join(value)
+    payload = _WHITESPACE.sub("", text).encode("ascii", "replace")
     try:
         return _strict_base64(payload), None
     except (binascii.Error, ValueError) as error:

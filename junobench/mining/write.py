@@ -25,12 +25,14 @@ import json
 import os
 import re
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
 from junobench.data.export import file_digest
 from junobench.errors import JunoBenchError
-from junobench.mining.features import CONFIGS, PARQUET, features
+from junobench.mining.features import CONFIGS, PARQUET, schemas
 from junobench.safety.atomic import locked, recover, remove_files, remove_tree, staging_folder, swap_in, write_text
 from junobench.safety.paths import read_regular, relative_name, unlisted_files
 
@@ -49,8 +51,8 @@ def record_batch(config: str, rows: list[dict[str, Any]]) -> Any:
     (ten times faster than ``RecordBatch.from_pylist`` on rows of images)."""
     import pyarrow as pa
 
-    schema = features()[config].arrow_schema
-    return pa.RecordBatch.from_arrays([pa.array([row[f.name] for row in rows], type=f.type) for f in schema],
+    schema = schemas()[config]
+    return pa.RecordBatch.from_arrays([pa.array(list(map(itemgetter(f.name), rows)), type=f.type) for f in schema],
                                       schema=schema)
 
 
@@ -82,22 +84,57 @@ class _Digest:
 class CorpusWriter:
     """Streams mined rows (Arrow record batches) into the three parquet files of
     ``folder`` (a staging folder), in row groups of :data:`ROW_GROUP` rows whatever the
-    batches' sizes: the same rows give the same files. Each file's digest is taken as it
-    is written (:attr:`digests`, once closed)."""
+    batches' sizes. The same rows in the same record batches give the same files (the rows
+    are the same whatever the batches, but the parquet writer's pages follow the batches'
+    edges). Each file's digest is taken as it is written (:attr:`digests`, once closed).
+
+    The files' schemas carry ``datasets``' metadata, and ``datasets`` takes a second or so
+    to import: it is imported in a thread from the first rows on (the worker processes
+    have started by then: none is forked while an import is under way), the rows held
+    until the files are open."""
 
     def __init__(self, folder: Path) -> None:
-        import pyarrow.parquet as pq
-
+        schemas()  # pyarrow imported, the schemas made: worker processes forked from here on share them
         self.folder = folder
-        self.schemas = {config: features()[config].arrow_schema for config in CONFIGS}
+        self.schemas: dict[str, Any] = {}
         self.writers: dict[str, Any] = {}
         self.pending: dict[str, list[Any]] = {config: [] for config in CONFIGS}
         self.waiting: dict[str, int] = dict.fromkeys(CONFIGS, 0)
         self.rows: dict[str, int] = dict.fromkeys(CONFIGS, 0)
         self.reading: dict[str, _Digest] = {}
         self.digests: dict[str, dict[str, Any]] = {}
+        self.preparing: Future[dict[str, Any]] | None = None
+
+    def add(self, batches: Mapping[str, Any]) -> None:
+        """Append record batches (config → batch) of mined rows."""
+        for config, batch in batches.items():
+            if batch.num_rows:
+                self.pending[config].append(batch)
+                self.waiting[config] += batch.num_rows
+        if not self._open(wait=False):
+            return
         for config in CONFIGS:
-            path = folder / PARQUET[config]
+            if self.waiting[config] >= ROW_GROUP[config]:
+                self._flush(config, whole=True)
+
+    def _open(self, *, wait: bool) -> bool:
+        """Whether the files are open; opened when their schemas are ready (``wait``: once
+        they are)."""
+        if self.writers:
+            return True
+        if self.preparing is None:
+            from junobench.mining.features import written_schemas
+
+            pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="junobench-mine-schemas")
+            self.preparing = pool.submit(written_schemas)
+            pool.shutdown(wait=False)
+        if not wait and not self.preparing.done():
+            return False
+        import pyarrow.parquet as pq
+
+        self.schemas = self.preparing.result()
+        for config in CONFIGS:
+            path = self.folder / PARQUET[config]
             path.parent.mkdir(parents=True, exist_ok=True)
             # Images are PNG/JPEG already: compressing them again costs time and saves nothing.
             compression = {column: "NONE" if column == "image.bytes" else "ZSTD"
@@ -106,15 +143,7 @@ class CorpusWriter:
                 path, self.schemas[config], compression=compression, use_dictionary=False,
                 write_statistics=[c for c in compression if c != "image.bytes"])
             self.reading[config] = _Digest(path)
-
-    def add(self, batches: Mapping[str, Any]) -> None:
-        """Append record batches (config → batch) of mined rows."""
-        for config, batch in batches.items():
-            if batch.num_rows:
-                self.pending[config].append(batch)
-                self.waiting[config] += batch.num_rows
-            if self.waiting[config] >= ROW_GROUP[config]:
-                self._flush(config, whole=True)
+        return True
 
     def _flush(self, config: str, *, whole: bool = False) -> None:
         """Write the pending rows (with ``whole``: only whole row groups, the rest kept)."""
@@ -135,6 +164,7 @@ class CorpusWriter:
 
     def close(self) -> dict[str, int]:
         """Write what is pending and close the files; the row count of each config."""
+        self._open(wait=True)
         for config in CONFIGS:
             self._flush(config)
             self.writers[config].close()

@@ -202,7 +202,7 @@ class LocalExecutor(Executor):
 
     async def run(self, task: ReplayTask) -> ReplayOutcome:
         async with self.slots:
-            self.begun.add(task.case or task.key)
+            self.begun.update({task.case or task.key, task.key})
             if self._pool is not None:
                 return await self._run_pooled(task, self._pool)
             scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=f"junobench-{task.key}-"))

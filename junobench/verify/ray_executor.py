@@ -52,6 +52,7 @@ from typing import Any
 from junobench.errors import JunoBenchError
 from junobench.verify.executor import Executor, ReplayOutcome, ReplayTask, not_run, wait_out
 from junobench.verify.ray_driver import (
+    PING_EVERY,
     DriverOptions,
     RaySettings,
     describe_fault,
@@ -103,6 +104,9 @@ class RayExecutor(Executor, RaySettings):
             raise JunoBenchError(f"--retries must be 0 or more, got {self.retries}")
         if self.max_case_size is not None and self.max_case_size <= 0:
             raise JunoBenchError(f"--max-case-size must be positive, got {self.max_case_size}")
+        if not self.liveness > 2 * PING_EVERY:  # NaN too
+            raise JunoBenchError(f"--liveness must be more than {2 * PING_EVERY:g} s (workers are pinged every "
+                                 f"{PING_EVERY:g} s), got {self.liveness:g}")
         self._slots = None
         self.expected = 0
         self.note: str | None = None
@@ -147,9 +151,7 @@ class RayExecutor(Executor, RaySettings):
     # ------------------------------------------------------------------ the driver process
 
     async def __aenter__(self) -> RayExecutor:
-        from ray import cloudpickle  # also checks that Ray is installed
-
-        require_ray()
+        cloudpickle = require_ray().cloudpickle  # also checks that Ray is installed
         self._dumps, self._loads = cloudpickle.dumps, cloudpickle.loads
         self._loop = asyncio.get_running_loop()
         self._ready, self._closed = _heard_of(self._loop.create_future()), _heard_of(self._loop.create_future())
@@ -373,7 +375,7 @@ class RayExecutor(Executor, RaySettings):
         async with self.slots:
             if self.lost is not None:
                 return _lost(task, self.lost)
-            self.begun.add(task.case or task.key)
+            self.begun.update({task.case or task.key, task.key})
             assert self._loop is not None
             key = next(self._ids)
             future: asyncio.Future[Any] = self._loop.create_future()

@@ -212,10 +212,27 @@ def _last_line(tail: str) -> str:
 
 
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion, also from inside a running event loop (Jupyter)."""
+    """Run a coroutine to completion, also from inside a running event loop (Jupyter).
+    Interrupted where asyncio does not turn Ctrl-C into a cancellation (SIGINT ignored, as
+    in a background job, and a stop signal raising KeyboardInterrupt in the loop), the tasks
+    left are cancelled and awaited before the loop closes: what they end with as they stop
+    (a kernel that dies as it is stopped) is theirs to handle, not a traceback on stderr."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coroutine)
+        runner_class = getattr(asyncio, "Runner", None)
+        if runner_class is None:  # Python 3.10 (its Ctrl-C is a KeyboardInterrupt in the loop as it is)
+            return asyncio.run(coroutine)
+        with runner_class() as runner:
+            try:
+                result: T = runner.run(coroutine)
+                return result
+            except KeyboardInterrupt:
+                loop = runner.get_loop()
+                left = asyncio.all_tasks(loop)
+                for task in left:
+                    task.cancel()
+                loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+                raise
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coroutine).result()
