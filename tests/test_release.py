@@ -167,6 +167,26 @@ def test_an_invalid_snapshot_or_no_version_is_refused(hub, snapshot, tmp_path) -
     assert not (snapshot / "VERSION").exists() and hub.requests == []
 
 
+def test_an_unreachable_hub_stops_a_release_but_not_a_dry_run(snapshot, tmp_path) -> None:
+    import socket
+
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        address = f"http://127.0.0.1:{closed.getsockname()[1]}"
+
+    class Nowhere:
+        url = address
+
+    run = cli(Nowhere(), tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.0.0",
+              "--dry-run")
+    assert run.returncode == 0, run.stderr
+    assert "unreachable (" in run.stdout and "compared with nothing" in run.stdout
+    before = tree_digest(snapshot)
+    run = cli(Nowhere(), tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.0.0")
+    assert run.returncode == 1 and "the Hub is unreachable" in run.stderr and "Traceback" not in run.stderr
+    assert tree_digest(snapshot) == before  # nothing written
+
+
 def test_a_repo_without_a_release_is_compared_with_nothing(hub, snapshot, tmp_path, in_process) -> None:
     commit_export(snapshot, [], REPO, revision=None, private=False, message="a card", endpoint=hub.url,
                   extra={"README.md": b"# someone's bench\n"})
