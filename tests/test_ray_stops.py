@@ -143,7 +143,7 @@ def test_an_address_that_is_no_cluster_or_hangs_ends_in_seconds_with_one_line(pl
 
         wait_for(knocked, run)  # the driver is joining: the probe waits for an answer
         out, err, took = stop(run, signal.SIGTERM)
-    assert run.returncode == 143 and took < 15, (took, err)
+    assert run.returncode == 143 and took < 40, (took, err)
     one_line(err, "interrupted by SIGTERM (0 of 1 cases done")
     assert states(out) == {"pandas_1": "not run"}
     assert left_behind(run, places) == {}
@@ -206,7 +206,7 @@ def test_stopped_while_it_starts_its_own_instance(places):
             run.communicate()
         else:
             out, err, took = stop(run, signum)
-            assert run.returncode == 129 and took < 20, (took, err)
+            assert run.returncode == 129 and took < 40, (took, err)
             one_line(err, "interrupted by SIGHUP")
             assert states(out) == {"pandas_1": "not run"}
         assert left_behind(run, places) == {}, signum
@@ -223,7 +223,7 @@ def test_sigterm_mid_run_on_its_own_instance_and_junobench_killed_on_a_joined_on
     wait_for(lambda: marker.exists() and marker.read_text().strip(), run)
     kernel = int(marker.read_text())
     out, err, took = stop(run, signal.SIGTERM)
-    assert run.returncode == 143 and took < 30, (took, err)
+    assert run.returncode == 143 and took < 40, (took, err)
     one_line(err, "interrupted by SIGTERM (1 of 3 cases done")
     assert states(out) == {"NBspecific_2": "passed", "pandas_1": "interrupted", "pandas_2": "not run"}
     assert json.loads(report.read_text()) == json.loads(out)
@@ -305,7 +305,7 @@ def test_mine_on_ray_refused_stopped_while_starting_or_done_leaves_nothing(place
     run = _run("mine", str(corpus), "--out", str(mined), "--executor", "ray", "--no-progress", env=env)
     wait_for(lambda: any(places["ray"].rglob("session_*")), run)  # ray.init is starting it
     _, err, took = stop(run, signal.SIGTERM)
-    assert run.returncode == 143 and took < 20, (took, err)
+    assert run.returncode == 143 and took < 40, (took, err)
     one_line(err, "interrupted by SIGTERM")
     assert left_behind(run, places) == {} and not mined.exists()
     run = _run("mine", str(corpus), "--out", str(mined), "--executor", "ray", "--no-progress", env=env)

@@ -82,7 +82,7 @@ def wait_for(predicate, process: subprocess.Popen[str], seconds: float = 180) ->
         time.sleep(0.1)
 
 
-def stop(process: subprocess.Popen[str], signum: int, seconds: float = 30) -> tuple[str, str, float]:
+def stop(process: subprocess.Popen[str], signum: int, seconds: float = 45) -> tuple[str, str, float]:
     """Send ``signum``; stdout, stderr, and the seconds the process took to end."""
     children = descendants(process.pid)
     sent = time.monotonic()
