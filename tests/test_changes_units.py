@@ -68,6 +68,8 @@ def test_cases_are_matched_by_eid_then_by_code_then_by_id_without_code():
 def test_two_eids_that_differ_are_two_cases_whatever_their_code():
     assert match_cases([case("a_1", eid="E1", code="a")], [case("a_1", eid="E2", code="a")]) == []
     assert match_cases([case("a_1", eid="E1")], [case("a_1", eid="E2")]) == []  # not even without code
+    assert match_cases([case("a_1", eid="E1")], [case("a_1")]) == [(0, 0)]  # one eid: the id decides
+    assert match_cases([case("a_1")], [case("a_1", eid="E1")]) == [(0, 0)]
 
 
 def test_one_case_is_matched_once_and_the_same_id_wins_a_tie():
@@ -148,6 +150,8 @@ def test_a_dataset_is_named_by_its_name_else_its_url_else_its_title():
     (["a", "b", "c"], ["X"], "code cell 0 edited; 2 code cell(s) removed"),
     (["a", "b"], ["a", "B"], "code cell 1 edited"),
     (["a", "b"], ["A", "B"], "code cells 0, 1 edited"),
+    (["k", "a", "b"], ["k", "A", "B", "C"], "code cells 1, 2, 3 edited; 1 code cell(s) added"),
+    (["k", "a", "b", "c"], ["k", "X"], "code cell 1 edited; 2 code cell(s) removed"),
     (["a", "b"], ["a", "b"], None),
 ])
 def test_what_changed_in_a_notebook_s_code(old, new, said):

@@ -99,6 +99,7 @@ def test_two_releases_with_changelog_card_diff_and_tags(hub, snapshot, tmp_path,
     assert "## 1.1.0 (2026-02-03)" in out and "root cause: data confusion → API misuse" in out
     assert f"--- {REPO}@{first}/README.md" in out and "-version: 1.0.0" in out and "+version: 1.1.0" in out
     assert "dry run: nothing was written or sent" in out
+    assert "once tagged, write 1.1.0 into VERSION of the snapshot" in out
 
     # the release itself: one commit on top of the first, tagged; the changelog grows
     run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.1.0",
@@ -119,6 +120,7 @@ def test_two_releases_with_changelog_card_diff_and_tags(hub, snapshot, tmp_path,
     run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--date", "2026-03-04")
     assert run.returncode == 0, run.stderr
     assert "already holds version 1.1.0 (not tagged)" in run.stdout
+    assert "once tagged" not in run.stdout  # the snapshot's VERSION says 1.1.0 already
     assert len(repo.commits) == commits and repo.tags["v1.1.0"] == second
     assert hub.head_tree("dataset", REPO)["CHANGELOG.md"].decode() == changelog
 
@@ -163,6 +165,35 @@ def test_an_invalid_snapshot_or_no_version_is_refused(hub, snapshot, tmp_path) -
     run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.0.0")
     assert run.returncode == 1 and "the snapshot is not valid" in run.stderr
     assert not (snapshot / "VERSION").exists() and hub.requests == []
+
+
+def test_an_unreachable_hub_stops_a_release_but_not_a_dry_run(snapshot, tmp_path) -> None:
+    import socket
+
+    with socket.socket() as closed:  # a port nothing listens on
+        closed.bind(("127.0.0.1", 0))
+        address = f"http://127.0.0.1:{closed.getsockname()[1]}"
+
+    class Nowhere:
+        url = address
+
+    run = cli(Nowhere(), tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.0.0",
+              "--dry-run")
+    assert run.returncode == 0, run.stderr
+    assert "unreachable (" in run.stdout and "compared with nothing" in run.stdout
+    before = tree_digest(snapshot)
+    run = cli(Nowhere(), tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.0.0")
+    assert run.returncode == 1 and "the Hub is unreachable" in run.stderr and "Traceback" not in run.stderr
+    assert tree_digest(snapshot) == before  # nothing written
+
+
+def test_a_repo_without_a_release_is_compared_with_nothing(hub, snapshot, tmp_path, in_process) -> None:
+    commit_export(snapshot, [], REPO, revision=None, private=False, message="a card", endpoint=hub.url,
+                  extra={"README.md": b"# someone's bench\n"})
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.0.0", "--dry-run")
+    assert run.returncode == 0, run.stderr
+    assert "it holds no export or snapshot" in run.stdout
+    assert "compared with: nothing (first release): 10 added, 0 removed" in run.stdout
 
 
 @pytest.mark.slow

@@ -71,6 +71,7 @@ def test_a_release_with_an_added_a_removed_and_a_renumbered_case(hub, snapshot, 
     assert record == {"releases": [{"version": "1.1.0", "date": "2026-02-03", "renamed": {"pandas_2": "pandas_1"},
                                     "removed": ["pandas_1"]}]}
     assert (snapshot / "renamed_cases.json").read_bytes() == tree["renamed_cases.json"]
+    released_record = tree["renamed_cases.json"]
     # the card and croissant.json say which cases are not verified
     card = tree["README.md"].decode()
     assert "Not every case of this version is verified" in card
@@ -107,3 +108,8 @@ def test_a_release_with_an_added_a_removed_and_a_renumbered_case(hub, snapshot, 
     assert loaded.returncode == 0, loaded.stderr[-3000:]
     counts = json.loads(loaded.stdout.strip().splitlines()[-1])
     assert counts["cases"] == 10 and counts["notebooks"] == 20 and "pandas_2" in counts["ids"]
+
+    # a snapshot that lost its copy of the record: the next release keeps the Hub's entries
+    (snapshot / "renamed_cases.json").unlink()
+    run(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.2.0", "--date", "2026-03-04")
+    assert hub.head_tree("dataset", REPO, "v1.2.0")["renamed_cases.json"] == released_record
