@@ -155,6 +155,59 @@ def test_mining_is_deterministic_whatever_the_jobs(tmp_path: Path, monkeypatch) 
     assert one.rows["figures"] == one.summary.figures > 40
 
 
+def test_rows_wait_for_the_files_and_give_the_same_files(tmp_path: Path, monkeypatch) -> None:
+    """The writer opens its files once ``datasets`` is imported (in a thread): rows that come
+    before are held, at most ``HELD_FIGURES`` figures (then ``add`` waits for the import),
+    and the files are those of a writer that had its schemas at once."""
+    from make_corpus import make_corpus
+
+    import junobench.mining.write as write
+    from junobench.hub.read_export import file_digest
+    from junobench.mining.features import written_schemas
+    from junobench.mining.parallel import Job, mine_batch
+    from junobench.mining.rows import Item, Limits
+
+    make_corpus(tmp_path / "corpus", 24, seed=3)
+    paths = sorted((tmp_path / "corpus").rglob("*.ipynb"))
+    batches = [mine_batch([Job(Item(p.name), p) for p in paths[i:i + 4]], Limits()).batches
+               for i in range(0, len(paths), 4)]
+
+    def files(folder: Path) -> dict:
+        return {name: file_digest(folder / name) for name in PARQUET.values()}
+
+    at_once = write.CorpusWriter(tmp_path / "at-once")
+    for batch in batches:
+        at_once.add(batch)
+    at_once.close()
+
+    class Importing:
+        """An import that is not over until the writer waits for it."""
+
+        waited = False
+
+        def done(self) -> bool:
+            return False
+
+        def result(self) -> dict:
+            self.waited = True
+            return written_schemas()
+
+    monkeypatch.setattr(write, "HELD_FIGURES", 12)
+    writer = write.CorpusWriter(tmp_path / "held")
+    writer.preparing = importing = Importing()  # type: ignore[assignment]
+    index = 0
+    while writer.waiting["figures"] + batches[index]["figures"].num_rows < 12:
+        writer.add(batches[index])
+        index += 1
+    assert index and not writer.writers and not importing.waited  # held, nothing written
+    writer.add(batches[index])
+    assert importing.waited and writer.writers  # past the bound: it waited, the files are open
+    for batch in batches[index + 1:]:
+        writer.add(batch)
+    writer.close()
+    assert files(tmp_path / "held") == files(tmp_path / "at-once")
+
+
 @pytest.fixture(scope="module")
 def corpus_mined(tmp_path_factory) -> Path:
     from make_corpus import make_corpus
