@@ -49,7 +49,7 @@ _LAZY: dict[str, str] = {
     "ls": "junobench.browse",
     "show": "junobench.browse",
     "format_case": "junobench.browse",
-    "diff": "junobench.changes",
+    "diff": "junobench.hub.changes",
 }
 
 

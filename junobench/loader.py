@@ -2,7 +2,7 @@
 
 The one place that knows every kind of source: a snapshot directory or the bundled
 sample (records prepared by :mod:`junobench.data`), an export (read by
-:mod:`junobench.hub.read_export`), or a Hub dataset repo holding either.
+:mod:`junobench.data.export`), or a Hub dataset repo holding either.
 
 >>> import junobench
 >>> cases = junobench.load("sample", "cases", library=["pandas", "numpy"])
@@ -20,9 +20,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from junobench.data.export import is_export, read_export
 from junobench.data.filters import Criteria, apply_filters, matching_indices, normalise_filters
 from junobench.data.snapshot import DEFAULT_SOURCE, fingerprint, resolve
-from junobench.hub.read_export import is_export, read_export
 
 if TYPE_CHECKING:
     import datasets

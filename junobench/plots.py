@@ -15,7 +15,7 @@ needed); pass ``ax=`` to draw into an axes of your own figure instead.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -179,16 +179,22 @@ def save_plots(stats: Stats, out_dir: str | Path, *, dimensions: Sequence[str] =
                formats: Sequence[str] = ("png", "svg"), dpi: int = 200) -> list[Path]:
     """Write ``<dimension>.<format>`` into ``out_dir`` (created) for each dimension; each
     file is written beside and moved into place. Returns the paths written."""
+    return save_charts(((d, plot_dimension(stats, d)) for d in dimensions), out_dir, formats=formats, dpi=dpi)
+
+
+def save_charts(charts: Iterable[tuple[str, Any]], out_dir: str | Path, *, formats: Sequence[str] = ("png", "svg"),
+                dpi: int = 200) -> list[Path]:
+    """Write ``<name>.<format>`` into ``out_dir`` (created first) for each ``(name, figure)``
+    of ``charts``, each beside and moved into place. Returns the paths written."""
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise JunoBenchError(f"cannot create the plot directory: {error.strerror}", file=out) from None
     written = []
-    for dimension in dimensions:
-        fig = plot_dimension(stats, dimension)
+    for name, fig in charts:
         for fmt in formats:
-            path = out / f"{dimension}.{fmt}"
+            path = out / f"{name}.{fmt}"
             _save(fig, path, fmt, dpi)
             written.append(path)
     return written

@@ -5,7 +5,7 @@ when junobench is stopped (Ctrl-C, SIGTERM, SIGHUP), or the tool passes its time
 the whole group is killed — the tool and whatever it started (uv's builds, pyright's
 Node.js) — not only the tool, whose children would live on.
 
->>> run(["true"], capture_output=True).returncode   # doctest: +SKIP
+>>> run(["true"], capture_output=True).returncode
 0
 """
 

@@ -27,8 +27,8 @@ from junobench.data import layout
 from junobench.data.notebook import read_notebook
 from junobench.data.snapshot import resolve
 from junobench.runtime.extract import Inspection, request_for
+from junobench.verify import replay_in_copy
 from junobench.verify.runner import run_sync
-from junobench.verify.session import replay_in_copy
 from junobench.verify.spec import case_specs
 
 

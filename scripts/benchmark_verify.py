@@ -33,8 +33,7 @@ from junobench.envs.create import create_environment
 from junobench.envs.kernel import env_kernel
 from junobench.envs.sandbox import Sandbox
 from junobench.selection import select
-from junobench.verify import VerifyReport, case_specs
-from junobench.verify.session import verify_specs
+from junobench.verify import VerifyReport, case_specs, verify_specs
 
 SHARE_GOAL = 0.10
 SPEEDUP_TARGET = 1.6

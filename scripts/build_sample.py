@@ -64,9 +64,9 @@ from junobench.envs.environment import SNAPSHOT_FOLDER, SPEC_FILE, packaged  # n
 from junobench.envs.kernel import KernelTarget, env_kernel  # noqa: E402
 from junobench.envs.requirements import requirements_of  # noqa: E402
 from junobench.safety.atomic import remove_tree, staging_folder, swap_in  # noqa: E402
+from junobench.verify import default_jobs  # noqa: E402
 from junobench.verify.judge import ERROR, OK, RunLog  # noqa: E402
 from junobench.verify.runner import replay  # noqa: E402
-from junobench.verify.session import default_jobs  # noqa: E402
 
 SAMPLE = REPO / "junobench" / "sample"
 SAMPLE_README = HERE / "sample_cases" / "README.md"

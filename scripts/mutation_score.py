@@ -14,16 +14,17 @@ listed apart), else it *survives*. The tests must pass on the unchanged module f
 
 Targets (``--group``): ``estimator`` (the library-cause estimator), ``metrics`` (the
 crash-detection metrics: ``metrics.py``, ``uncertainty.py``, ``compare.py``),
-``diagnosis`` (the ``junobench.diagnosis`` modules) and ``croissant`` (the Croissant
-metadata of an export), or any
+``diagnosis`` (the ``junobench.diagnosis`` modules), ``croissant`` (the Croissant
+metadata of an export), ``sandbox`` (the sandbox's policy and command lines) and
+``changes`` (the diff between two versions of the benchmark), or any
 module with ``--target FILE --tests TEST...``. With ``--sample N`` a seeded random N of
 each target's mutants run (all of them otherwise), so a long target can be scored in
 minutes; the score is then that of the sample. Prints each group's score and lists
 every surviving mutant (file, line, the change); exits 1 when a score is below
 ``--threshold`` (default 0.9).
 
-    python scripts/mutation_score.py [--group estimator|metrics|diagnosis|croissant ...] [--sample N] [--seed S]
-        [--timeout SECONDS] [--jobs N] [--lines FIRST-LAST]
+    python scripts/mutation_score.py [--group estimator|metrics|diagnosis|croissant|sandbox|changes ...]
+        [--sample N] [--seed S] [--timeout SECONDS] [--jobs N] [--lines FIRST-LAST]
 
 Not part of the test suite (it runs the suite's files hundreds of times); one test runs
 it on a tiny module.
@@ -73,6 +74,11 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
          "tests/test_diagnosis_annotation.py", "tests/test_diagnosis_judge.py"),
     ),
     "croissant": (("junobench/hub/croissant.py",), ("tests/test_croissant.py",)),
+    # (the sandbox's kernels are tested in tests/test_containment.py, minutes a mutant:
+    # its policy, command lines and what a process run in it sees are what catch bugs)
+    "sandbox": (("junobench/envs/sandbox.py",), ("tests/test_sandbox_policy.py", "tests/test_sandbox.py")),
+    "changes": (("junobench/hub/changes.py",),
+                ("tests/test_changes_units.py", "tests/test_identity.py", "tests/test_diff.py")),
 }
 #: Modules scored only above a line (the rest is another concern, tested elsewhere): the
 #: library-cause module's table reading and scoring of labelled tables, below the
@@ -84,7 +90,7 @@ ENDS: dict[str, str] = {
 #: bound that only saves time), the comment saying why.
 PRAGMA = "# pragma: no mutate"
 #: What a private copy of this project holds (enough to run its tests).
-PROJECT_FILES = ("junobench", "tests", "scripts", "data_cards", "conftest.py", "pyproject.toml")
+PROJECT_FILES = ("junobench", "tests", "scripts", "data_cards", "docs", "conftest.py", "pyproject.toml")
 
 _BINARY: dict[type[ast.operator], tuple[str, str]] = {
     ast.Add: ("+", "-"), ast.Sub: ("-", "+"), ast.Mult: ("*", "/"), ast.Div: ("/", "*"),

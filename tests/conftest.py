@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
 import time
 import warnings
@@ -26,6 +27,14 @@ from junobench.data.tables import read_table, write_table
 settings.register_profile("junobench", deadline=None,
                           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 settings.load_profile("junobench")
+
+# The suite stops the processes it starts with SIGINT and SIGHUP, which a process inherits
+# ignored from a suite run in the background (a shell's `&` ignores SIGINT) or under nohup
+# (SIGHUP): they get their usual meaning back here, however the suite was started. (Tests
+# of a verb run as a background job ignore them in that verb's process on purpose.)
+for _signum in (signal.SIGINT, signal.SIGHUP):
+    if signal.getsignal(_signum) is signal.SIG_IGN:
+        signal.signal(_signum, signal.default_int_handler if _signum == signal.SIGINT else signal.SIG_DFL)
 
 REPO = Path(__file__).resolve().parent.parent
 # The scripts' folder, where scripts (and tests loading them) find their shared helpers,

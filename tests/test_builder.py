@@ -13,10 +13,31 @@ from typing import Any
 import datasets
 import pytest
 
+from junobench import vocab
 from junobench.data.build import build
-from junobench.data.cases import notebook_rows
 from junobench.data.records import JunoBench
+from junobench.data.schema import LABEL_FIELDS
 from junobench.data.snapshot import fingerprint, sample_path
+
+
+def notebook_rows(case: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """The two ``notebooks`` records of a ``cases`` record, row by row (the reference the
+    builder's column-wise table is held to)."""
+    labels = {key: case[key] for key in LABEL_FIELDS}
+    for version in vocab.EVALUATED_VERSIONS:
+        runs = case["execution_order"][version]
+        crash = version == "reproduced"
+        yield {
+            "instance": vocab.instance_id(case["case_id"], version),
+            "case_id": case["case_id"],
+            "version": version,
+            "crash": crash,
+            **labels,
+            "exception": case["exception"] if crash else None,
+            "executed_cells": runs[:-1],
+            "target_cell": runs[-1],
+            "diagnosis": case["diagnosis"] if crash else None,
+        }
 
 
 class StockJunoBench(datasets.GeneratorBasedBuilder, JunoBench):

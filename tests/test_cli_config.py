@@ -103,3 +103,21 @@ def test_help_lists_every_verb_once_under_who_uses_it():
     heads = [out.index(title) for title, _ in VERB_GROUPS]
     assert heads == sorted(heads) and out.index("research") < out.index("  ls ") < out.index("run:")
     assert out.index("maintain") < out.index("construct")
+
+
+def test_the_ray_liveness_is_an_option_in_seconds(places):
+    """--liveness (or liveness in junobench.toml) is the seconds a Ray worker may stay silent;
+    a deadline no ping can meet, or one for the local executor, is refused."""
+    from junobench.cli.common import executor_options
+    from junobench.verify import make_executor
+
+    _, work = places
+    options = executor_options(parse("verify", "--executor", "ray", "--liveness", "12"))
+    assert options == {"liveness": 12.0} and make_executor("ray", **options).liveness == 12.0
+    (work / "junobench.toml").write_text('executor = "ray"\nliveness = 45\n')
+    assert executor_options(parse("verify")) == {"liveness": 45.0}
+    with pytest.raises(JunoBenchError, match=r"--liveness must be more than 4 s \(workers are pinged every 2 s\)"):
+        make_executor("ray", **executor_options(parse("verify", "--liveness", "3")))
+    (work / "junobench.toml").unlink()
+    with pytest.raises(JunoBenchError, match="--liveness applies to --executor ray only"):
+        executor_options(parse("verify", "--liveness", "12"))

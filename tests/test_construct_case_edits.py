@@ -280,7 +280,7 @@ def test_remove_case_killed_half_way_is_finished_by_the_next_command(snapshot: P
 def test_renumber_keeps_its_map_in_the_snapshot_and_export_carries_it(snapshot: Path,
                                                                        tmp_path: Path,
                                                                        capsys) -> None:
-    from junobench.hub.read_export import read_manifest
+    from junobench.data.export import read_manifest
 
     remove_case(snapshot, "NBspecific_1")
     code, _, err = run_cli(capsys, "construct", "renumber", str(snapshot))

@@ -11,8 +11,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
+from junobench.data.export import CARD, CROISSANT, MANIFEST, PARQUET, file_digest
 from junobench.hub.check import check
-from junobench.hub.read_export import CARD, CROISSANT, MANIFEST, PARQUET, file_digest
 from junobench.hub.write_export import export
 
 mlc = pytest.importorskip("mlcroissant", reason="the croissant extra is not installed")

@@ -80,10 +80,12 @@ def test_detect_writes_runs_per_task_that_evaluate_reads(tmp_path):
 
 
 @pytest.mark.skipif(os.name != "posix", reason="interrupts the run with SIGINT")
-def test_resume_after_interruption_does_not_repeat_finished_instances(tmp_path):
-    """SIGINT while requests are in flight (the server holds those of the last three
-    tasks until the run is interrupted: a state, not a moment, however loaded the
-    machine) exits 130 with the finished tasks written; the rerun asks only the rest."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_resume_after_interruption_does_not_repeat_finished_instances(tmp_path, signum):
+    """SIGINT (or SIGTERM, as a scheduler sends) while requests are in flight (the server
+    holds those of the last three tasks until the run is interrupted: a state, not a
+    moment, however loaded the machine) exits 128 + the signal's number with the finished
+    tasks written; the rerun asks only the rest."""
     tasks = fixture_tasks(6)
     task_file, _ = write_tasks(tasks, [], tmp_path / "tasks.jsonl", tmp_path / "truth.jsonl")
     out = tmp_path / "pred.jsonl"
@@ -102,12 +104,13 @@ def test_resume_after_interruption_does_not_repeat_finished_instances(tmp_path):
                 if time.monotonic() > deadline:
                     pytest.fail("three tasks were not written while the rest were held")
                 time.sleep(0.02)
-            first.send_signal(signal.SIGINT)
+            first.send_signal(signum)
             _, err = first.communicate(timeout=300)
         finally:
             if first.poll() is None:
                 first.kill()
-        assert first.returncode == 130, err
+        assert first.returncode == 128 + signum, err
+        assert err.strip().splitlines()[-1].startswith("interrupted"), err
         done_first = finished_instances(out)
         assert done_first == {t["id"] for t in tasks[:3]}
         asked_first = len(server.requests)

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from snapshot_files import edit_cell
 
 import junobench
-from junobench.changes import code_cells, compare
 from junobench.cli import main
 from junobench.data import layout
 from junobench.data.snapshot import resolve
 from junobench.data.tables import read_table, write_table
+from junobench.hub.changes import code_cells, compare
 from junobench.hub.write_export import export
 
 

@@ -106,12 +106,11 @@ SKIPPED_EXAMPLES = {
     "junobench/envs/kernel.py": "starts a Jupyter kernel",
     "junobench/construct/reproduce.py": "starts kernels on a sampled table and notebooks of one's own",
     "junobench/verify/__init__.py": "starts Jupyter kernels",
-    "junobench/verify/pool.py": "starts Jupyter kernels",
     "junobench/verify/executor.py": "starts a Jupyter kernel",
     "junobench/verify/runner.py": "starts a Jupyter kernel",
     "junobench/verify/ray_executor.py": "joins a Ray cluster",
     "junobench/detection/detect.py": "asks a model behind an LLM endpoint",
-    "junobench/release.py": "releases a snapshot of one's own (mybench)",
+    "junobench/hub/release.py": "releases a snapshot of one's own (mybench)",
 }
 
 

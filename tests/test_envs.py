@@ -14,11 +14,11 @@ from junobench.envs.check import kernel_environment
 from junobench.envs.create import MANIFEST, create_environment, read_manifest, show_environment
 from junobench.envs.environment import packaged
 from junobench.envs.installer import current_python, python_version
-from junobench.envs.kernel import env_kernel, own_kernel, start_kernel
+from junobench.envs.kernel import env_kernel, kernel_env, own_kernel, start_kernel
 from junobench.errors import JunoBenchError
 from junobench.selection import select
 from junobench.verify import verify
-from junobench.verify.runner import kernel_env, run_sync
+from junobench.verify.runner import run_sync
 from tests.cli_run import run_cli
 from tests.conftest import shared_environment
 

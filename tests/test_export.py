@@ -18,9 +18,9 @@ from snapshot_files import tree_digest  # tests/ is on sys.path under pytest
 
 import junobench
 from junobench.data.build import build
+from junobench.data.export import CARD, CROISSANT, MANIFEST, PARQUET
 from junobench.data.records import FEATURES
 from junobench.data.tables import read_table, write_table
-from junobench.hub.read_export import CARD, CROISSANT, MANIFEST, PARQUET
 from junobench.hub.write_export import export
 
 CASES = PARQUET["cases"]
@@ -160,8 +160,8 @@ def test_check_passes_then_names_the_damaged_file(exported, tmp_path, capsys):
 
 
 def test_check_reports_a_card_without_configs_and_a_wrong_schema(exported, tmp_path):
+    from junobench.data.export import file_digest
     from junobench.hub.check import check
-    from junobench.hub.read_export import file_digest
 
     copy = tmp_path / "copy"
     for name in tree_digest(exported):

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from junobench.data.cases import parse_case_folder
+from junobench.data.export import CARD, CROISSANT, MANIFEST, PARQUET, read_manifest
 from junobench.data.metadata import read_metadata
 from junobench.data.notebook import NotebookError, parse_notebook
 from junobench.data.records import FOLDER_SCHEMA
@@ -28,7 +29,6 @@ from junobench.data.tables import read_desc, read_table, write_table
 from junobench.detection.layouts import read_predictions
 from junobench.errors import JunoBenchError
 from junobench.hub.check import check
-from junobench.hub.read_export import CARD, CROISSANT, MANIFEST, PARQUET, read_manifest
 from junobench.hub.write_export import export
 
 FUZZ = settings(max_examples=120,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from junobench.changes import compare, match_cases
+from junobench.hub.changes import compare, match_cases
 
 WORDS = [f"{a}{b}" for a in ("read", "fit", "plot", "merge", "drop", "scale", "split", "train", "load", "sum")
          for b in ("_csv", "_rows", "_cols", "_model", "_data", "_axis", "_table", "_grid", "_mean", "_all")]

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 from make_corpus import CHARTS, SIZES, notebook
 
-from junobench.hub.read_export import file_digest
+from junobench.data.export import file_digest
 from junobench.mining import Limits, mine
 from junobench.mining.features import schemas, written_schemas
 from junobench.mining.write import MANIFEST, PARQUET

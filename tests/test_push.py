@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from hub_server import HubServer  # tests/ is on sys.path under pytest
 
-from junobench.hub.read_export import CARD, CROISSANT, MANIFEST, PARQUET, file_digest
+from junobench.data.export import CARD, CROISSANT, MANIFEST, PARQUET, file_digest
 from junobench.hub.write_export import export
 
 TOKEN = "hf_junobenchTestToken1234567890"

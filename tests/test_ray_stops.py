@@ -82,6 +82,15 @@ def left_behind(run: subprocess.Popen[str], places: dict[str, Path]) -> dict[str
     return {what: items for what, items in found.items() if items}
 
 
+@contextlib.contextmanager
+def refusing_port() -> Iterator[int]:
+    """A port where connections are refused: bound by this process and not listening, so
+    that nothing else takes it meanwhile (a port closed again may be anyone's)."""
+    with socket.socket() as bound:
+        bound.bind(("", 0))
+        yield bound.getsockname()[1]
+
+
 def one_line(err: str, start: str) -> str:
     lines = [line for line in err.splitlines() if line.startswith(("error:", "interrupted"))]
     assert len(lines) == 1 and lines[0].startswith(start), err
@@ -97,16 +106,26 @@ def states(out: str) -> dict[str, str]:
 def test_an_address_that_is_no_cluster_or_hangs_ends_in_seconds_with_one_line(places):
     """Refused: one line saying so, at once. A listener that never answers: the probe
     bounds the wait, and SIGTERM meanwhile ends the run in seconds."""
-    with socket.create_server(("127.0.0.1", 0)) as closed:
-        port = closed.getsockname()[1]  # closed again below: nothing listens there
     env = own_instance(places)
-    run = _run("verify", "pandas_1", "pandas_2", "--source", "sample", "--executor", "ray", "--format", "json",
-               "--ray-address", f"127.0.0.1:{port}", "--no-progress", env=env)
-    out, err = run.communicate(timeout=120)
-    assert run.returncode == 1, err
-    assert "connection refused" in one_line(err, f"error: 127.0.0.1:{port}")
-    assert states(out) == {"pandas_1": "not run", "pandas_2": "not run"}
-    assert "connection refused" in json.loads(out)["stopped"]
+    with refusing_port() as port:
+        run = _run("verify", "pandas_1", "pandas_2", "--source", "sample", "--executor", "ray", "--format", "json",
+                   "--ray-address", f"127.0.0.1:{port}", "--no-progress", env=env)
+        out, err = run.communicate(timeout=120)
+        assert run.returncode == 1, err
+        assert "connection refused" in one_line(err, f"error: 127.0.0.1:{port}")
+        assert states(out) == {"pandas_1": "not run", "pandas_2": "not run"}
+        assert "connection refused" in json.loads(out)["stopped"]
+        assert left_behind(run, places) == {}
+        # runtime-info's document likewise: every notebook of the cases, not run
+        run = _run("runtime-info", "pandas_1", "--source", "sample", "--executor", "ray", "--format", "json",
+                   "--ray-address", f"127.0.0.1:{port}", "--out", str(places["tmp"].parent / "r.jsonl"),
+                   "--no-progress", env=env)
+        out, err = run.communicate(timeout=120)
+    assert run.returncode == 1 and "connection refused" in one_line(err, f"error: 127.0.0.1:{port}"), err
+    document = json.loads(out)
+    assert {key: value["status"] for key, value in document["notebooks"].items()} == {
+        "pandas_1_reproduced": "not run", "pandas_1_fixed": "not run"}
+    assert "connection refused" in document["stopped"]
     assert left_behind(run, places) == {}
 
     with socket.create_server(("", 0)) as silent:  # Ray takes 127.0.0.1 for this host's address
@@ -267,6 +286,58 @@ def _writing(pid: int) -> bool:
         return "pipe_write" in Path(f"/proc/{pid}/wchan").read_text()
     except OSError:
         return False
+
+
+def test_mine_on_ray_refused_stopped_while_starting_or_done_leaves_nothing(places, tmp_path):
+    """mine --executor ray joins as verify's driver does, from junobench's own process: an
+    address that refuses is one line in seconds; SIGTERM while Ray starts its instance ends
+    it (junobench's handler, not Ray's); a whole run removes its instance's session folder."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    shutil.copy(checkout(["pandas_1"], "sample", tmp_path / "snap") / "benchmark/pandas_1/pandas_1.ipynb", corpus)
+    env = own_instance(places)
+    mined = tmp_path / "mined"
+    with refusing_port() as port:
+        run = _run("mine", str(corpus), "--out", str(mined), "--executor", "ray", "--ray-address",
+                   f"127.0.0.1:{port}", "--no-progress", env=env)
+        _, err = run.communicate(timeout=120)
+    assert run.returncode == 1 and "connection refused" in one_line(err, f"error: 127.0.0.1:{port}"), err
+    run = _run("mine", str(corpus), "--out", str(mined), "--executor", "ray", "--no-progress", env=env)
+    wait_for(lambda: any(places["ray"].rglob("session_*")), run)  # ray.init is starting it
+    _, err, took = stop(run, signal.SIGTERM)
+    assert run.returncode == 143 and took < 20, (took, err)
+    one_line(err, "interrupted by SIGTERM")
+    assert left_behind(run, places) == {} and not mined.exists()
+    run = _run("mine", str(corpus), "--out", str(mined), "--executor", "ray", "--no-progress", env=env)
+    _, err = run.communicate(timeout=240)
+    assert run.returncode == 0 and "wrote 1 notebooks" in err, err
+    assert left_behind(run, places) == {}
+
+
+def test_sigterm_once_ray_runs_in_the_process_is_still_junobench_s(places):
+    """Ray's C++ core takes SIGTERM over in a process that starts it (a stack dump, then
+    abort): junobench imports Ray without that handler, so a stop signal that comes while
+    ``ray.init`` runs in a thread (as junobench's driver runs it) reaches junobench's own."""
+    code = ("import os, signal, sys, threading\n"
+            "from junobench.verify.ray_driver import require_ray\n"
+            "ray = require_ray()\n"
+            "signal.signal(signal.SIGTERM, lambda *_: os._exit(42))\n"
+            "def init():\n"
+            "    ray.init(include_dashboard=False, log_to_driver=False)\n"
+            "    print('started', flush=True)\n"
+            "    threading.Event().wait()\n"
+            "threading.Thread(target=init, daemon=True).start()\n"
+            "threading.Event().wait()\n")
+    run = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env={**os.environ, **own_instance(places)})
+    try:
+        assert run.stdout.readline() == "started\n", run.stderr.read()
+        run.send_signal(signal.SIGTERM)
+        _, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert run.returncode == 42 and "SIGTERM received" not in err, (run.returncode, err[-2000:])
 
 
 def test_a_frozen_worker_is_noticed_by_its_heartbeat_and_its_notebook_retried(ray_cluster, tmp_path):

@@ -16,12 +16,12 @@ from snapshot_files import tree_digest
 from test_diff import edit_rows
 
 from junobench.data import layout
+from junobench.data.export import CARD, CROISSANT
 from junobench.data.snapshot import resolve
 from junobench.errors import JunoBenchError
 from junobench.hub.push import commit_export, plan
-from junobench.hub.read_export import CARD, CROISSANT
+from junobench.hub.release import latest_entry, merge_changelog
 from junobench.hub.write_export import export
-from junobench.release import latest_entry, merge_changelog
 
 TOKEN = "hf_junobenchReleaseToken123456789"
 REPO = "someone/bench"
@@ -205,7 +205,7 @@ def test_a_push_between_reading_the_hub_and_the_commit_fails_the_release(hub, sn
                                                                          monkeypatch) -> None:
     """The release commits on top of the head it read: a push in between makes the Hub
     refuse the commit, and nothing is tagged or written into the snapshot."""
-    import junobench.release as release_module
+    import junobench.hub.release as release_module
 
     out = export("sample", tmp_path / "first").out
     commit_export(out, plan(out), REPO, revision=None, private=False, message="first", endpoint=hub.url)

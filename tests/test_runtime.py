@@ -17,8 +17,8 @@ from junobench.detection import prompt
 from junobench.detection.tasks import read_tasks, read_truth, truth_path
 from junobench.runtime import read_runtime_info, runtime_info, runtime_texts
 from junobench.runtime.extract import Inspection, request_for
+from junobench.verify import replay_in_copy
 from junobench.verify.runner import run_sync
-from junobench.verify.session import replay_in_copy
 from junobench.verify.spec import case_specs
 
 pytest.importorskip("nbclient", reason="runtime-info needs the run extra")

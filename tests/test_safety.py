@@ -287,7 +287,7 @@ def test_credential_like_variables_are_recognised():
 
 
 def test_the_kernel_environment_is_scrubbed(monkeypatch):
-    from junobench.verify.runner import kernel_env
+    from junobench.envs.kernel import kernel_env
 
     monkeypatch.setenv("HF_TOKEN", "hf_secret")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-secret")

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -25,12 +26,21 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_sigterm_and_sighup_interrupt_as_ctrl_c_and_output_is_held_whole():
-    for signum in (signal.SIGTERM, signal.SIGHUP):
-        with pytest.raises(KeyboardInterrupt), stop_signals() as stop:
-            os.kill(os.getpid(), signum)
-            time.sleep(5)  # never reached: the handler raises at once
-        assert stop.signum == signum and stop.code == 128 + signum
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # given back after
+    """Whatever handled them before (Ray's handler of SIGTERM, which exits, in a process that
+    called ray.init) gives way for the block and comes back after."""
+    def as_ray_does(signum: int, frame: object) -> None:
+        sys.exit(signum)
+
+    before = signal.signal(signal.SIGTERM, as_ray_does)
+    try:
+        for signum in (signal.SIGTERM, signal.SIGHUP):
+            with pytest.raises(KeyboardInterrupt), stop_signals() as stop:
+                os.kill(os.getpid(), signum)
+                time.sleep(5)  # never reached: the handler raises at once
+            assert stop.signum == signum and stop.code == 128 + signum
+        assert signal.getsignal(signal.SIGTERM) is as_ray_does  # given back after
+    finally:
+        signal.signal(signal.SIGTERM, before)
     # a signal the user ignores (nohup ignores SIGHUP) stays ignored
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
     try:
@@ -47,10 +57,18 @@ def test_sigterm_and_sighup_interrupt_as_ctrl_c_and_output_is_held_whole():
     assert written == ["the whole document"] and stop.signum == signal.SIGTERM
 
 
-def _run(*argv: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen[str]:
+def _run(*argv: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+         background: bool = False) -> subprocess.Popen[str]:
+    """``junobench ARGV…`` in a process of its own; ``background``: as a shell's background
+    job (``&``) starts it, SIGINT ignored."""
     return subprocess.Popen([sys.executable, "-m", "junobench", *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, cwd=cwd,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+                            env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})},
+                            preexec_fn=_ignore_sigint if background else None)
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def wait_for(predicate, process: subprocess.Popen[str], seconds: float = 180) -> None:
@@ -89,9 +107,11 @@ def test_sigterm_stops_verify_with_every_case_shown_and_written(tmp_path):
     edit_cell(snap, "pandas_1", "reproduced", 0,
               f"import os, pathlib, time\npathlib.Path({str(marker)!r}).write_text(str(os.getpid()))\n"
               "time.sleep(300)")
-    report = tmp_path / "r.json"
+    report, scratch = tmp_path / "r.json", tmp_path / "tmp"
+    scratch.mkdir()
     run = _run("verify", "--source", str(snap), "--jobs", "1", "--format", "json", "--report", str(report),
-               "--no-progress", "--sandbox", "none")  # the kernel writes its pid outside its copy
+               "--no-progress", "--sandbox", "none",  # the kernel writes its pid outside its copy
+               env={"TMPDIR": str(scratch)})
     wait_for(lambda: marker.exists() and marker.read_text().strip(), run)
     kernel = int(marker.read_text())
     out, err, took = stop(run, signal.SIGTERM)
@@ -106,6 +126,7 @@ def test_sigterm_stops_verify_with_every_case_shown_and_written(tmp_path):
     assert lines == [f"interrupted by SIGTERM (1 of 3 cases done; {report} holds every case; "
                      "run the same command again to resume)"], err
     assert gone(kernel), "the kernel outlived the run"
+    assert not list(scratch.iterdir()), "a case copy or kernel file was left"
 
 
 def test_a_tool_junobench_runs_ends_with_what_it_started(tmp_path):
@@ -179,3 +200,66 @@ def test_sighup_stops_env_create_and_its_installer(tmp_path):
     assert err.strip().splitlines()[-1] == "interrupted by SIGHUP", err
     assert not [pid for pid in installers if alive(pid)], "the installer outlived junobench"
     assert not target.exists() or not any(target.iterdir()), "a half-made environment was left"
+
+
+def test_verify_stopped_before_it_knows_its_cases_prints_a_document_of_those_named(capsys):
+    """--format json prints one document whatever ends the run: here a case id the snapshot
+    lacks, found before anything runs; every case named is in it, not run, with the reason."""
+    from junobench.cli import main
+
+    assert main(["verify", "pandas_1", "nosuch_1", "--source", "sample", "--format", "json"]) == 1
+    out, err = capsys.readouterr()
+    document = json.loads(out)
+    assert {case: entry["status"] for case, entry in document["cases"].items()} == {
+        "pandas_1": "not run", "nosuch_1": "not run"}
+    assert "no case 'nosuch_1'" in document["stopped"]
+    assert [line for line in err.splitlines() if line.startswith("error:")] == [f"error: {document['stopped']}"]
+
+
+def test_the_ray_driver_hears_stop_signals_until_it_has_cleaned_up():
+    """The driver's stop signals wake its loop, and keep a handler once the loop has closed:
+    a second one (junobench's end is signalled twice: by the kernel, and by the driver's own
+    look at its parent) that comes while the driver removes what it started must not kill it
+    with the signal's default action (SIGUSR1's is death)."""
+    code = textwrap.dedent("""\
+        import asyncio, os, signal
+        from junobench.verify.ray_driver import ORPHANED, _signals_to
+
+        heard = []
+
+        async def serve():
+            loop = asyncio.get_running_loop()
+            with _signals_to(loop, heard.append):
+                os.kill(os.getpid(), ORPHANED)
+                while not heard:
+                    await asyncio.sleep(0.01)
+
+        asyncio.run(serve())
+        os.kill(os.getpid(), ORPHANED)  # the loop is closed: cleaning up
+        os.kill(os.getpid(), signal.SIGTERM)
+        print(heard, flush=True)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0 and done.stdout == f"[{int(signal.SIGUSR1)}]\n", (done.returncode, done.stderr)
+
+
+def test_a_cell_run_cancelled_leaves_no_failing_poll_behind():
+    """nbclient's poll of the kernel's life (every second) outlives a cell run cancelled by
+    Ctrl-C; once the replay has let go of the kernel client, the poll ends quietly instead
+    of failing in a task nobody awaits (a traceback on stderr after `interrupted`)."""
+    import asyncio
+
+    import nbformat
+
+    from junobench.verify.outputs import bounded_client
+
+    client = bounded_client(nbformat.v4.new_notebook(), max_output=0)
+
+    async def poll() -> bool:
+        client.task_poll_for_reply = asyncio.get_running_loop().create_future()
+        client.kc = None  # the replay let go of it
+        await asyncio.wait_for(client._async_poll_kernel_alive(), 30)
+        return bool(client.task_poll_for_reply.cancelled())
+
+    assert asyncio.run(poll())

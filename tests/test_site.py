@@ -618,7 +618,7 @@ def test_the_reference_site_shows_the_numbers_of_evaluate(reference_site, refere
     judged = capsys.readouterr().out
     assert (out / "evaluation" / "judgments.json").read_text(encoding="utf-8") == judged
     rows = cells(out / "evaluation.html", "judged-scores")
-    for k, (name, scores) in enumerate(json.loads(judged).items(), start=1):
+    for k, (name, scores) in enumerate(json.loads(judged)["settings"].items(), start=1):
         check_scores(rows[f"judged-{k}"], scores)
         assert rows[f"judged-{k}"]["reasoning_wrong"] == str(scores["reasoning_wrong"]), name
     # the breakdowns of a set's page are evaluate --by's
@@ -682,7 +682,7 @@ def test_the_site_shows_the_numbers_of_evaluate_for_an_inspect_log(tmp_path, mon
     from chat_server import ChatServer, target_of
     from inspect_ai import eval as inspect_eval
 
-    from junobench.detection.inspect_task import crash_detection
+    from junobench.inspect_tasks import crash_detection
 
     asked: dict[str, int] = {}
 

@@ -21,10 +21,10 @@ from snapshot_files import tree_digest  # tests/ is on sys.path under pytest
 
 import junobench
 from junobench.data.checkout import checkout
+from junobench.data.export import MANIFEST, PARQUET, file_digest
 from junobench.data.snapshot import sample_path
 from junobench.data.tables import read_table, write_table
 from junobench.errors import JunoBenchError
-from junobench.hub.read_export import MANIFEST, PARQUET, file_digest
 from junobench.hub.write_export import export
 
 CASES = PARQUET["cases"]

@@ -19,12 +19,10 @@ from snapshot_files import edit_cell, tree_digest  # tests/ is on sys.path under
 
 from junobench.cli import main
 from junobench.data.checkout import checkout
-from junobench.envs.kernel import own_kernel
-from junobench.verify import case_specs, verify
+from junobench.envs.kernel import KernelPool, kernel_env, own_kernel
+from junobench.verify import case_specs, verify, verify_specs
 from junobench.verify.executor import LocalExecutor
-from junobench.verify.pool import KernelPool
-from junobench.verify.runner import kernel_env, run_sync
-from junobench.verify.session import verify_specs
+from junobench.verify.runner import run_sync
 
 pytest.importorskip("nbclient", reason="verify needs the run extra")
 pytestmark = pytest.mark.kernel

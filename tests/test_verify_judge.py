@@ -12,10 +12,9 @@ from hypothesis import strategies as st
 
 from junobench.data.snapshot import sample_path
 from junobench.errors import JunoBenchError
-from junobench.verify import DATA_ABSENT, case_specs, verify
+from junobench.verify import DATA_ABSENT, case_specs, verify, verify_specs
 from junobench.verify.judge import ERROR, OK, TIMEOUT, RunLog, StepOutcome, judge, same_exception
 from junobench.verify.report import CaseResult, VerifyReport
-from junobench.verify.session import verify_specs
 
 
 def log(*steps: tuple, planned: int | None = None, **kw) -> RunLog:

@@ -4,8 +4,9 @@ notebooks run (:func:`add_run_options`) and how a model is asked (:func:`add_mod
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from junobench.cli.config import configurable
@@ -250,6 +251,10 @@ def add_executor(parser: argparse.ArgumentParser) -> None:
     configurable(group.add_argument("--max-case-size", metavar="SIZE",
                        help="Ray: most bytes of files one notebook's replay may send to its worker "
                        "(default: 64GiB)"))
+    configurable(group.add_argument("--liveness", type=float, metavar="SEC",
+                       help="Ray: seconds a worker may go without answering the driver's pings (one every "
+                       "2 s) before it is taken for frozen, killed and its notebook retried on another; "
+                       "the head's silence is timed by it too (default: 30)"))
     configurable(group.add_argument("--build-envs", action=argparse.BooleanOptionalAction, default=False,
                        help="Ray: run each notebook in a runtime environment of its pinned "
                        "requirements, built on the worker with uv (cached per requirement set)"))
@@ -261,7 +266,7 @@ def executor_options(args: argparse.Namespace) -> dict[str, Any]:
 
     options: dict[str, Any] = {}
     for option, key in (("ray_address", "address"), ("cpus_per_notebook", "cpus"),
-                        ("retries", "retries")):
+                        ("retries", "retries"), ("liveness", "liveness")):
         value = getattr(args, option, None)
         if value is not None:
             options[key] = value
@@ -273,7 +278,7 @@ def executor_options(args: argparse.Namespace) -> dict[str, Any]:
         options["build_envs"] = True
     if options and getattr(args, "executor", "local") != "ray":
         given = [k for k in ("ray_address", "cpus_per_notebook", "memory_per_notebook", "retries",
-                             "max_case_size", "build_envs")
+                             "max_case_size", "liveness", "build_envs")
                  if getattr(args, k, None) not in (None, False)]
         names = ", ".join(f"--{k.replace('_', '-')}" for k in given)
         raise JunoBenchError(f"{names} appl{'ies' if ',' not in names else 'y'} to --executor ray only")
@@ -308,6 +313,20 @@ def report_stopped(stopped: str | None, holds: str) -> bool:
         return False
     print(f"error: {stopped} ({holds}; run the same command again to resume)", file=sys.stderr)
     return True
+
+
+@contextlib.contextmanager
+def interrupted_saying(holds: str) -> Iterator[None]:
+    """Within the block, a run stopped by Ctrl-C, SIGTERM or SIGHUP whose KeyboardInterrupt
+    says how far it came (``2 of 4 notebooks done``) ends saying, besides, where what finished
+    was written (``holds``) and how to resume: ``interrupted by SIGTERM (2 of 4 notebooks
+    done; out.jsonl holds them; run the same command again to resume)``."""
+    try:
+        yield
+    except KeyboardInterrupt as stop:
+        if not str(stop):
+            raise
+        raise KeyboardInterrupt(f"{stop}; {holds}; run the same command again to resume") from None
 
 
 def add_licence_options(parser: argparse.ArgumentParser) -> None:

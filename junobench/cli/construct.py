@@ -467,16 +467,17 @@ def _reproduce(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 
 
 def _run_reproduce(args: argparse.Namespace) -> int:
-    from junobench.cli.common import executor_options, report_stopped, sandbox_from
+    from junobench.cli.common import executor_options, interrupted_saying, report_stopped, sandbox_from
     from junobench.construct.reproduce import DEFAULT_TIMEOUT, reproduce
 
-    result = reproduce(
-        args.table, args.notebooks, out=args.out, data=args.data, env=args.env, executor=args.executor,
-        jobs=args.jobs, timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
-        notebook_column=args.notebook_column, exception_column=args.exception_column,
-        message_column=args.message_column, resume=not args.fresh,
-        progress=False if args.no_progress else None, executor_options=executor_options(args),
-        quota=args.quota, library_column=args.library_column, sandbox=sandbox_from(args))
+    with interrupted_saying(f"{args.out} holds every row"):
+        result = reproduce(
+            args.table, args.notebooks, out=args.out, data=args.data, env=args.env, executor=args.executor,
+            jobs=args.jobs, timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
+            notebook_column=args.notebook_column, exception_column=args.exception_column,
+            message_column=args.message_column, resume=not args.fresh,
+            progress=False if args.no_progress else None, executor_options=executor_options(args),
+            quota=args.quota, library_column=args.library_column, sandbox=sandbox_from(args))
     counts = ", ".join(f"{n} {outcome}" for outcome, n in result.counts().items())
     reused = f", {result.reused} kept from the earlier run" if result.reused else ""
     status(f"wrote {len(result.rows)} rows to {args.out}: {counts}{reused} "

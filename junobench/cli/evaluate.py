@@ -299,8 +299,8 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _judgments(args: argparse.Namespace) -> int:
-    from junobench.diagnosis.endtoend import notes, render_scores, score_judgments
-    from junobench.diagnosis.judgments import companion, disagreements, read_judgments
+    from junobench.diagnosis.endtoend import notes, remarks, render_scores, score_judgments
+    from junobench.diagnosis.judgments import read_judgments
     from junobench.errors import JunoBenchError
 
     if args.predictions:
@@ -311,12 +311,10 @@ def _judgments(args: argparse.Namespace) -> int:
     if filters_from(args):
         raise JunoBenchError("filters do not apply to --judgments")
     judgments = read_judgments(args.judgments, sheet=args.sheet)
-    other = (read_judgments(args.detection_only) if args.detection_only
-             else companion(judgments))
-    remarks = disagreements(judgments, other) if other is not None else []
+    disagreeing = remarks(judgments, args.detection_only)
     results = score_judgments(judgments, settings=args.setting, source=args.source,
                               revision=args.revision, resamples=args.resamples, seed=args.seed)
-    for note in [*notes(results), *remarks]:
+    for note in [*notes(results), *disagreeing]:
         print(f"warning: {note}", file=sys.stderr)
-    print(render_scores(results, args.format, remarks), end="")
+    print(render_scores(results, args.format, disagreeing), end="")
     return 0

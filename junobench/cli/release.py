@@ -11,7 +11,7 @@ from junobench.cli.common import add_licence_options, licence_policy_from, step_
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from junobench.changes import FORMATS
+    from junobench.hub.changes import FORMATS
 
     parser = subparsers.add_parser(
         "diff", help="what changed from one version of the benchmark to another",
@@ -59,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from junobench.changes import diff
+    from junobench.hub.changes import diff
 
     result = diff(args.old, args.new, old_revision=args.old_revision, new_revision=args.new_revision,
                   progress=step_lines(args))
@@ -68,7 +68,7 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _release(args: argparse.Namespace) -> int:
-    from junobench.release import release
+    from junobench.hub.release import release
 
     result = release(args.snapshot, args.repo_id, version=args.version, revision=args.revision,
                      tag=args.tag, previous=args.previous, out=Path(args.out) if args.out else None,

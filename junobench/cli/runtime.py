@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections import Counter
+from typing import Any
 
 from junobench.cli.common import (
     add_filters,
@@ -12,10 +14,13 @@ from junobench.cli.common import (
     add_source,
     executor_options,
     filters_from,
+    interrupted_saying,
     report_stopped,
     sandbox_from,
     status,
 )
+from junobench.cli.signals import held
+from junobench.errors import JunoBenchError
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -59,8 +64,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--fresh", action="store_true",
                         help="extract every notebook again, even those --out already has a record for")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.add_argument("--format", choices=("text", "json"), default="text",
+                        help="json: one document on stdout when the run ends, however it ends: every "
+                        "notebook's status (ok, failed, skipped; interrupted or not run for a run "
+                        "stopped early) and why the run stopped, if it did (default: status lines only)")
     add_run_options(parser)
     parser.set_defaults(handler=_runtime_info)
+
+
+def _print_document(out: str, notebooks: dict[str, dict[str, Any]], stopped: str | None) -> None:
+    """The ``--format json`` document, printed whole whatever signal comes meanwhile."""
+    with held():
+        print(json.dumps({"out": out, "notebooks": notebooks, "stopped": stopped}, indent=2, ensure_ascii=False),
+              flush=True)
 
 
 def _runtime_info(args: argparse.Namespace) -> int:
@@ -71,14 +87,30 @@ def _runtime_info(args: argparse.Namespace) -> int:
                                              ("max_object_chars", args.max_object_chars),
                                              ("max_notebook_chars", args.max_notebook_chars))
                if value is not None}
-    records = runtime_info(
-        args.cases or None, args.source, revision=args.revision,
-        versions=args.versions or ("reproduced", "fixed"), exclude=args.exclude,
-        jobs=args.jobs, timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
-        options=options, filters=filters_from(args), out=args.out,
-        progress=False if args.no_progress else None, env=args.env, executor=args.executor,
-        executor_options=executor_options(args), resume=not args.fresh,
-        pass_env=args.pass_env, style=args.style, signatures=args.signatures, sandbox=sandbox_from(args))
+    from junobench import vocab
+    from junobench.verify.report import NOT_RUN
+
+    versions = args.versions or ("reproduced", "fixed")
+    with interrupted_saying(f"{args.out} holds them"):
+        try:
+            records = runtime_info(
+                args.cases or None, args.source, revision=args.revision, versions=versions, exclude=args.exclude,
+                jobs=args.jobs, timeout=DEFAULT_TIMEOUT if args.timeout is None else args.timeout,
+                options=options, filters=filters_from(args), out=args.out,
+                progress=False if args.no_progress else None, env=args.env, executor=args.executor,
+                executor_options=executor_options(args), resume=not args.fresh,
+                pass_env=args.pass_env, style=args.style, signatures=args.signatures, sandbox=sandbox_from(args))
+        except (KeyboardInterrupt, JunoBenchError) as stop:
+            if args.format == "json":  # one stopped before it knew its notebooks: those named, not run
+                why = "interrupted" if isinstance(stop, KeyboardInterrupt) else str(stop)
+                named = {vocab.instance_id(case, version): {"status": NOT_RUN, "problem": f"the run stopped ({why}) "
+                                                            "before it"}
+                         for case in dict.fromkeys(args.cases) for version in dict.fromkeys(versions)}
+                _print_document(args.out, getattr(stop, "states", named), why)
+            raise
+    if args.format == "json":
+        _print_document(args.out, {r["instance"]: {"status": r["status"], "problem": r["problem"]} for r in records},
+                        records.stopped)
     counts = Counter(r["status"] for r in records)
     capped = [r["instance"] for r in records
               if r["capped"] or any("truncated" in s for s in (r["objects"] or {}).values())]

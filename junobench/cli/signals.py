@@ -7,8 +7,14 @@ finished, and junobench exits with ``128 + the signal's number``. :func:`held` h
 every stop signal while a verb prints its result (a JSON document is printed whole), and
 stops the verb just after.
 
->>> with stop_signals() as stop:   # doctest: +SKIP
-...     run()                       # KeyboardInterrupt on SIGINT, SIGTERM or SIGHUP
+>>> import os, signal, time
+>>> try:
+...     with stop_signals():
+...         os.kill(os.getpid(), signal.SIGTERM)    # as a scheduler stops a job
+...         time.sleep(30)
+... except KeyboardInterrupt:
+...     print("stopped as by Ctrl-C")
+stopped as by Ctrl-C
 """
 
 from __future__ import annotations
@@ -65,9 +71,10 @@ def stop_signals() -> Iterator[Stop]:
             return interrupt(signal.SIGINT, frame)
         raise KeyboardInterrupt
 
-    # one the user ignores (nohup ignores SIGHUP) stays ignored
+    # one the user ignores (nohup ignores SIGHUP) stays ignored; another handler (Ray's of
+    # SIGTERM in a process that called ray.init) gives way for the block
     previous = {signum: signal.signal(signum, as_interrupt) for signum in STOPS
-                if signal.getsignal(signum) is signal.SIG_DFL}
+                if signal.getsignal(signum) is signal.SIG_DFL or callable(signal.getsignal(signum))}
     try:
         yield stop
     finally:

@@ -109,14 +109,14 @@ def _verify(args: argparse.Namespace) -> int:
     except (KeyboardInterrupt, JunoBenchError) as stop:
         # A run stopped early (report.Interrupted, report.RunFailed) shows every case, those
         # it did not finish as such, then says why; one stopped before it knew its cases
-        # shows none (--format json: a document with no case).
+        # shows none (--format json: a document of the cases named, not run).
         stopped: VerifyReport | None = getattr(stop, "report", None)
         if stopped is not None:
             _show(stopped, args)
         elif args.format == "json":
             with held():
-                print(json.dumps({"environment": None, "cases": {}, "stopped": str(stop) or "interrupted"},
-                                 indent=2), flush=True)
+                print(json.dumps(_named_not_run(args.cases, str(stop) or "interrupted").to_json(), indent=2,
+                                 ensure_ascii=False), flush=True)
         if stopped is not None and isinstance(stop, KeyboardInterrupt):
             raise KeyboardInterrupt(_unfinished(stopped, args)) from None
         raise
@@ -142,6 +142,14 @@ def _show(report: VerifyReport, args: argparse.Namespace) -> None:
         else:
             print(render(report.rows(), args.format, TABLE_COLUMNS), end="", flush=True)
         print(report.summary(), file=sys.stderr)
+
+
+def _named_not_run(cases: list[str], why: str) -> VerifyReport:
+    """The report of a run stopped (``why``) before it knew its cases: those named, not run."""
+    from junobench.verify.report import NOT_RUN, CaseResult, VerifyReport
+
+    left = [CaseResult.left(case, NOT_RUN, f"the run stopped ({why}) before it") for case in dict.fromkeys(cases)]
+    return VerifyReport(left, stopped=why)
 
 
 def _unfinished(report: VerifyReport, args: argparse.Namespace) -> str:

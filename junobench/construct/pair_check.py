@@ -34,10 +34,9 @@ def check_pair(root: Path, case_id: str, fields: Mapping[str, Any],
     the libraries it needs as installed, the sandbox), else a :class:`JunoBenchError`
     naming what went wrong, and the pins of ``snapshot``'s environment the kernels'
     interpreter does not meet."""
-    from junobench.verify import runner_for
+    from junobench.verify import DEFAULT_TIMEOUT, runner_for, verify_specs
     from junobench.verify.report import PASSED
     from junobench.verify.runner import require_run_extra
-    from junobench.verify.session import DEFAULT_TIMEOUT, verify_specs
     from junobench.verify.spec import case_spec
 
     require_run_extra()

@@ -5,7 +5,7 @@ Folders, the notebooks named after the case, the ``nb_name`` of ``benchmark_desc
 and the ``instance`` of the diagnosis table are renamed together, committed through one
 journal (:mod:`~junobench.construct.transaction`): a run killed half-way is finished by
 the next editing command. Which published ids changed is not recorded here: a case keeps
-its identity through its eid or its code (:func:`junobench.changes.match_cases`), and
+its identity through its eid or its code (:func:`junobench.hub.changes.match_cases`), and
 ``junobench release`` records the renames and removals of published ids in the
 release's ``renamed_cases.json`` (so that ids never published, such as a case added
 and renumbered since, do not appear there).

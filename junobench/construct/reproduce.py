@@ -19,6 +19,7 @@ Ray); a rerun with the same output keeps the rows that have a verdict.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -168,8 +169,12 @@ def reproduce(
     try:
         run_sync(_run_all(runner, candidates, datasets, timeout, progress, result, writer, on_row,
                           None if data is None else str(Path(data).resolve()), limits))
-    except BaseException:
+    except (asyncio.CancelledError, KeyboardInterrupt):  # Ctrl-C: the kernels are stopped
         writer.flush()  # what finished is kept for the next run
+        done = sum(1 for row in rows if row.get("reproduced"))
+        raise KeyboardInterrupt(f"{done} of {len(rows)} rows done") from None
+    except BaseException:
+        writer.flush()
         raise
     result.seconds = time.perf_counter() - started
     result.executor = runner.describe()
@@ -494,10 +499,8 @@ class _Writer:
         self.out = Path(out)
         self.result = result
         self.last = time.monotonic()
-        self.dirty = False
 
     def changed(self) -> None:
-        self.dirty = True
         if time.monotonic() - self.last >= WRITE_EVERY:
             self.flush()
 
@@ -506,7 +509,6 @@ class _Writer:
 
         write_table(self.out, self.result.rows, self.result.columns)
         self.last = time.monotonic()
-        self.dirty = False
 
 
 def _library_column(columns: Sequence[str], wanted: str | None, table: str | Path) -> str:

@@ -8,7 +8,8 @@ diagnosis tables (:mod:`.tables`), parsing notebooks and execution orders
 parallel preparation (:mod:`.preparation`) and the build report (:mod:`.report`), the
 ``datasets`` builder (:mod:`.records`), preparing and caching the records
 (:mod:`.build`, :mod:`.cache`), reading prepared records back without ``datasets``
-(:mod:`.prepared`), the label filters (:mod:`.filters`), copying cases into
+(:mod:`.prepared`), reading an export's records (:mod:`.export`: the Hub layout
+:mod:`junobench.hub` writes), the label filters (:mod:`.filters`), copying cases into
 a new snapshot (:mod:`.checkout`) and checking one (:mod:`.validate`). Nothing here
 imports the Hub side, detection, verify or the CLI.
 """

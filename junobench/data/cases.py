@@ -8,7 +8,7 @@ returned as :class:`~junobench.errors.Problem` objects naming file and case.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -207,14 +207,6 @@ def complete_record(folder_record: dict[str, Any], row: DescRow, diagnoses: dict
     return record
 
 
-def build_case(root: str | Path, row: DescRow, diagnoses: dict[str, str]) -> CaseResult:
-    """One case's whole record from its folder and its table row."""
-    result = parse_case_folder(root, row.case_id)
-    if result.record is not None:
-        result.record = complete_record(result.record, row, diagnoses)
-    return result
-
-
 def _datasets_from_metadata(root: Path, case_id: str, files: list[Path], absent: list[str],
                             problems: list[Problem]) -> list[dict[str, Any]]:
     """Input datasets described by metadata ``files``; data files absent on disk are left out."""
@@ -246,21 +238,3 @@ def _datasets_from_metadata(root: Path, case_id: str, files: list[Path], absent:
         absent.append("input data")
     return out
 
-
-def notebook_rows(case: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    """The two ``notebooks`` records of a ``cases`` record."""
-    labels = {key: case[key] for key in LABEL_FIELDS}
-    for version in vocab.EVALUATED_VERSIONS:
-        runs = case["execution_order"][version]
-        crash = version == "reproduced"
-        yield {
-            "instance": vocab.instance_id(case["case_id"], version),
-            "case_id": case["case_id"],
-            "version": version,
-            "crash": crash,
-            **labels,
-            "exception": case["exception"] if crash else None,
-            "executed_cells": runs[:-1],
-            "target_cell": runs[-1],
-            "diagnosis": case["diagnosis"] if crash else None,
-        }

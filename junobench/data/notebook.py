@@ -58,8 +58,6 @@ def _may_name_cell(frame: str) -> bool:
 
 
 _ARROW_LINE = re.compile(r"^\s*-*>\s*(\d+)", re.MULTILINE)
-_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Iteration))\b:?")
-_HEADER = re.compile(r"^([A-Za-z_][\w.]*)\s+Traceback \(most recent call last\)")
 _STRING_LITERAL = re.compile(r"""'(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*\"""", re.DOTALL)
 
 
@@ -491,16 +489,3 @@ def _line_number(digits: str) -> int | None:
     """A line number from a traceback; None when it is too large to be one."""
     return int(digits) if len(digits) <= 9 else None
 
-
-def exception_of(traceback: Any) -> str | None:
-    """Exception class named by a traceback: its last ``Name: message`` line or header."""
-    lines = [ln for frame in parse_traceback(traceback) for ln in frame.splitlines() if ln.strip()]
-    for line in reversed(lines):
-        match = _EXCEPTION_LINE.match(line.strip())
-        if match:
-            return match.group(1).rsplit(".", 1)[-1]
-    for line in lines:
-        match = _HEADER.match(line.strip())
-        if match:
-            return match.group(1).rsplit(".", 1)[-1]
-    return None

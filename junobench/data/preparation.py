@@ -402,8 +402,9 @@ NOTEBOOK_SOURCE_COLUMNS = ["case_id", *LABEL_FIELDS, "exception", "diagnosis", "
 def notebook_table(cases: pa.Table, schema: pa.Schema) -> pa.Table:
     """The notebooks records of a table of cases records, column by column.
 
-    The same rows as :func:`junobench.data.cases.notebook_rows` applied to each case (a
-    reproduced then a fixed row per case), without a Python object per row.
+    Per case a reproduced then a fixed row: the case's labels, its exception and
+    diagnosis on the reproduced row only, its execution order's last run as the target and
+    the runs before it as the executed cells; without a Python object per row.
     """
     count = cases.num_rows
     parts = []

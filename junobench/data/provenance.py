@@ -39,7 +39,6 @@ from junobench.safety.paths import check_not_linked_out, read_regular
 FORMAT = "junobench-provenance/1"
 FILE = layout.PROVENANCE_FILE
 VERIFIED, NOT_VERIFIED, FAILED, NOT_RECORDED = "verified", "not verified", "failed", "not recorded"
-STATUSES: tuple[str, ...] = (VERIFIED, NOT_VERIFIED, FAILED, NOT_RECORDED)
 _MAX_BYTES = 1 << 20
 _HINT = "see docs/construction.md (provenance); `junobench verify --record` writes it anew"
 

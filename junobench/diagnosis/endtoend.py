@@ -37,7 +37,9 @@ from junobench.diagnosis.judgments import (
     REASONING_WRONG,
     WRONG,
     Judgments,
+    companion,
     decision,
+    disagreements,
     read_judgments,
 )
 from junobench.errors import JunoBenchError
@@ -159,6 +161,14 @@ def known_notebooks(source: str | Path | None = None, revision: str | None = Non
 
     _, known = load_labels(source, revision=revision)
     return known, f"{source} ({len(known)} notebooks)"
+
+
+def remarks(judgments: Judgments, detection_only: str | Path | None = None) -> list[str]:
+    """Where ``judgments`` and its detection-only companion (``detection_only``, or the
+    sheet beside it in the same workbook) disagree on whether a crash was detected: one
+    remark per notebook, as ``evaluate --judgments`` warns and its JSON ``notes`` carry."""
+    other = read_judgments(detection_only) if detection_only else companion(judgments)
+    return disagreements(judgments, other) if other is not None else []
 
 
 def notes(results: Mapping[str, DiagnosisScore]) -> list[str]:

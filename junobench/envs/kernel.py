@@ -1,19 +1,23 @@
-"""How a kernel for an environment is started: the one place that knows.
+"""How a kernel for an environment is started, started ahead and stopped: the one place
+that knows.
 
 A :class:`KernelTarget` names the interpreter a notebook's kernel runs in: junobench's own
 (:func:`own_kernel`) or that of an environment made by ``junobench env create``
 (:func:`env_kernel`). :func:`start_kernel` starts an IPython kernel of that interpreter in
-a working directory, with an environment dictionary, inside a sandbox
-(:mod:`junobench.envs.sandbox`; by default ``auto`` with its default limits: a caller that
-says nothing still gets one), and returns it connected and ready. A confined kernel talks
-over Unix sockets in a runtime folder of its own; the client's sockets refuse messages
-larger than the output kept per cell (plus a margin), so that a kernel cannot make
-junobench itself hold what it prints. Verify's runner and its pool call it here; a remote
-worker calls it the same way.
+a working directory, with an environment dictionary (:func:`kernel_env`), inside a
+sandbox (:mod:`junobench.envs.sandbox`; by default ``auto`` with its default limits: a
+caller that says nothing still gets one), and returns it connected and ready;
+:meth:`StartedKernel.shutdown` kills it. A :class:`KernelPool` keeps a few kernels
+starting ahead, so that start-up overlaps execution. A confined kernel talks over Unix
+sockets in a runtime folder of its own; the client's sockets refuse messages larger than
+the output kept per cell (plus a margin), so that a kernel cannot make junobench itself
+hold what it prints. Verify's runner, its local executor and a remote worker start their
+kernels here.
 
 >>> target = own_kernel()                                             # doctest: +SKIP
 >>> kernel = run_sync(start_kernel(target, cwd=".", env=dict(os.environ)))  # doctest: +SKIP
 >>> run_sync(kernel.shutdown())                                       # doctest: +SKIP
+>>> pool = KernelPool(target, size=2, notebooks=10, env=kernel_env())      # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -29,7 +33,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping
+from collections import deque
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import ExitStack, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,10 +54,26 @@ from junobench.envs.sandbox import (
     stop_argv,
 )
 from junobench.errors import JunoBenchError
+from junobench.safety.env import scrub
 from junobench.safety.paths import read_bounded
 
 #: The kernel name clients ask for (any name resolves to the target's spec).
 KERNEL_NAME = "python3"
+#: How long a kernel may take to start and answer (seconds).
+STARTUP_TIMEOUT = 120
+#: Environment defaults for the kernel: single-threaded maths libraries (parallel kernels
+#: do not oversubscribe the cores), a fixed hash seed, no debugger start-up chatter.
+KERNEL_ENV_DEFAULTS: dict[str, str] = {
+    "PYTHONHASHSEED": "0",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "PYDEVD_DISABLE_FILE_VALIDATION": "1",
+}
+#: Name of the working directory inside each pooled kernel's scratch folder.
+WORK_DIR = "case"
+#: A pooled kernel's own output, beside the working directory.
+KERNEL_LOG = "kernel.log"
 #: Largest message a client socket takes beyond the output kept per cell (headers, an
 #: error's traceback); a larger one is refused by ZeroMQ before it is read into memory.
 MESSAGE_MARGIN = 1 << 20
@@ -130,6 +151,18 @@ class KernelTarget:
             for leak in ("PYTHONHOME", "PYTHONPATH"):  # never junobench's own packages
                 env.pop(leak, None)
         return env
+
+
+def kernel_env(base: Mapping[str, str] | None = None, *, keep: Iterable[str] = ()) -> dict[str, str]:
+    """The kernel's environment: ``base`` (default: ours) without its credential-like
+    variables (:mod:`junobench.safety.env`; those named in ``keep`` stay), plus
+    :data:`KERNEL_ENV_DEFAULTS` where unset; ``MPLBACKEND`` is dropped so figures render
+    inline as in Jupyter."""
+    env = scrub(os.environ if base is None else base, keep=keep)
+    env.pop("MPLBACKEND", None)
+    for key, value in KERNEL_ENV_DEFAULTS.items():
+        env.setdefault(key, value)
+    return env
 
 
 def own_kernel() -> KernelTarget:
@@ -251,7 +284,7 @@ def kernel_manager_class(target: KernelTarget, argv: list[str] | None = None) ->
 
 
 async def start_kernel(target: KernelTarget, *, cwd: str | Path, env: Mapping[str, str],
-                       log: str | Path | None = None, timeout: float = 120, sandbox: Sandbox | None = None,
+                       log: str | Path | None = None, timeout: float = STARTUP_TIMEOUT, sandbox: Sandbox | None = None,
                        writable: Iterable[str | Path] = (), pass_env: Iterable[str] = ()) -> StartedKernel:
     """Start a kernel of ``target`` working in ``cwd`` with environment ``env`` (its own
     stdout/stderr appended to ``log``, default discarded) in ``sandbox`` (default: the
@@ -315,6 +348,89 @@ async def start_kernel(target: KernelTarget, *, cwd: str | Path, env: Mapping[st
     kernel.pid = _pid(manager)
     kernel.seconds = time.perf_counter() - started
     return kernel
+
+
+class KernelPool:
+    """Up to ``size`` kernels of ``target`` started ahead for ``notebooks`` notebooks, their
+    folders in ``scratch`` (default: the temporary directory), each in ``sandbox`` (default:
+    the default one) with its folder writable.
+
+    Each kernel starts in a new, empty working directory and is handed out once, to one
+    notebook, which copies its case folder there; a kernel is never reused. While
+    notebooks run, the pool keeps ``size`` kernels starting or ready, never more than the
+    notebooks still to come. :meth:`close` kills the kernels nobody took and removes their
+    directories."""
+
+    def __init__(self, target: KernelTarget, *, size: int, notebooks: int, env: Mapping[str, str],
+                 startup_timeout: float = STARTUP_TIMEOUT, scratch: Path | None = None,
+                 sandbox: Sandbox | None = None, pass_env: Sequence[str] = ()) -> None:
+        self.target = target
+        self.sandbox = sandbox or Sandbox()
+        self.pass_env = tuple(pass_env)
+        self.size = max(0, size)
+        self.remaining = notebooks  # kernels still to hand out
+        self.env = dict(env)
+        self.startup_timeout = startup_timeout
+        self.scratch = None if scratch is None else str(scratch)
+        self._starting: deque[asyncio.Task[StartedKernel]] = deque()
+        self._closed = False
+
+    def _fill(self) -> None:
+        while not self._closed and len(self._starting) < min(self.size, self.remaining):
+            self._starting.append(asyncio.ensure_future(self._start()))
+
+    async def _start(self, attempts: int = 2) -> StartedKernel:
+        """A kernel in a new empty folder; one that dies while starting (a busy machine,
+        a port taken meanwhile) is tried once more."""
+        for attempt in range(1, attempts + 1):
+            scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix="junobench-kernel-",
+                                                      dir=self.scratch))
+            work = scratch / WORK_DIR
+            work.mkdir()
+            try:
+                # the whole scratch folder is the task's: its other files go beside the case
+                return await start_kernel(self.target, cwd=work, env=self.env, log=scratch / KERNEL_LOG,
+                                          timeout=self.startup_timeout, sandbox=self.sandbox, writable=[scratch],
+                                          pass_env=self.pass_env)
+            except RuntimeError:
+                await asyncio.to_thread(shutil.rmtree, scratch, True)
+                if attempt == attempts:
+                    raise
+            except BaseException:
+                await asyncio.to_thread(shutil.rmtree, scratch, True)
+                raise
+        raise AssertionError("unreachable")
+
+    async def acquire(self) -> StartedKernel:
+        """A started kernel for one notebook (its ``cwd`` is empty and its own); the caller
+        shuts it down and removes ``Path(kernel.cwd).parent`` when done."""
+        if self._closed:
+            raise RuntimeError("the kernel pool is closed")
+        asked = time.perf_counter()
+        self._fill()
+        task = self._starting.popleft() if self._starting else asyncio.ensure_future(self._start())
+        self.remaining = max(0, self.remaining - 1)
+        self._fill()  # the next kernel starts while this one is used
+        kernel = await task
+        if not await kernel.km.is_alive():  # died while it waited: never hand out a dead kernel
+            await kernel.shutdown()
+            await asyncio.to_thread(shutil.rmtree, Path(kernel.cwd).parent, True)
+            kernel = await self._start()
+        kernel.waited = time.perf_counter() - asked
+        return kernel
+
+    async def close(self) -> None:
+        """Kill every kernel not handed out and remove its directory."""
+        self._closed = True
+        while self._starting:
+            task = self._starting.popleft()
+            task.cancel()
+            try:
+                kernel = await task
+            except BaseException:  # cancelled or failed to start: nothing left running
+                continue
+            await kernel.shutdown()
+            await asyncio.to_thread(shutil.rmtree, Path(kernel.cwd).parent, True)
 
 
 def _open_log(kernel: StartedKernel, log: str | Path | None) -> IO[bytes]:

@@ -1,5 +1,7 @@
-"""Records → the Hugging Face Hub: writing an export (parquet, dataset card, checksums;
-:mod:`.write_export`, :mod:`.card`), reading one back (:mod:`.read_export`, used by
-:func:`junobench.load`), checking it against its manifest (:mod:`.check`) and pushing
-it to a dataset repo as one commit (:mod:`.push`). Builds on :mod:`junobench.data`.
+"""Records → the Hugging Face Hub: writing an export (parquet, dataset card, Croissant,
+checksums; :mod:`.write_export`, :mod:`.card`, :mod:`.croissant`), checking it against its
+manifest (:mod:`.check`), pushing it to a dataset repo as one commit (:mod:`.push`), what
+changed between two releases (:mod:`.changes`) and a release itself (:mod:`.release`).
+Builds on :mod:`junobench.data` (which reads an export back: :mod:`junobench.data.export`)
+and :func:`junobench.load`.
 """

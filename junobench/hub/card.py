@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from junobench import vocab
+from junobench.data.export import CONFIG_NAMES, DEFAULT_CONFIG, PARQUET, SPLIT
 from junobench.data.layout import PACKAGE_DIR
 from junobench.errors import JunoBenchError
-from junobench.hub.read_export import CONFIG_NAMES, DEFAULT_CONFIG, PARQUET, SPLIT
 from junobench.safety.paths import require_regular
 from junobench.safety.text import markdown_link, markdown_text
 

@@ -21,8 +21,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from junobench.errors import JunoBenchError, Problem
-from junobench.hub.read_export import (
+from junobench.data.export import (
     CARD,
     CONFIG_NAMES,
     CROISSANT,
@@ -33,6 +32,7 @@ from junobench.hub.read_export import (
     file_digest,
     read_manifest,
 )
+from junobench.errors import JunoBenchError, Problem
 from junobench.safety.paths import is_within, link_root, require_regular, require_utf8_path
 
 #: Files that may sit in an export directory without being listed: the Hub client's

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from junobench import vocab
+from junobench.data.export import CONFIG_NAMES, CROISSANT, PARQUET
 from junobench.data.licences import lookup
-from junobench.hub.read_export import CONFIG_NAMES, CROISSANT, PARQUET
 
 __all__ = ["CROISSANT", "croissant", "rai_fields", "validate_with_mlcroissant"]
 CONFORMS_TO = "http://mlcommons.org/croissant/1.0"

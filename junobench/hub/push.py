@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from junobench.data.export import MANIFEST, file_digest, read_manifest
 from junobench.errors import JunoBenchError
-from junobench.hub.read_export import MANIFEST, file_digest, read_manifest
 
 
 @dataclass(frozen=True)
@@ -147,7 +147,7 @@ def commit_export(root: Path, uploads: list[Upload], repo_id: str, *, revision: 
 def stale_files(present: Iterable[str], kept: Iterable[str]) -> list[str]:
     """The files of ``present`` (a repo's) that an export writes and that ``kept`` (the new
     commit's) lacks; files an export never writes (a licence, images) stay."""
-    from junobench.hub.read_export import is_export_name
+    from junobench.data.export import is_export_name
 
     keep = set(kept) | {MANIFEST}
     return sorted(name for name in present if name not in keep and is_export_name(name))

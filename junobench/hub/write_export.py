@@ -1,6 +1,6 @@
 """``junobench export``: a snapshot's records as parquet + dataset card + checksums.
 
-The export is the Hub layout of :mod:`junobench.hub.read_export`, readable by stock
+The export is the Hub layout of :mod:`junobench.data.export`, readable by stock
 ``datasets.load_dataset(dir, "cases")``. Rows and features are exactly the builder's.
 Exporting the same snapshot twice gives byte-identical files. The export is written into
 a new directory beside ``out`` and moved into place only when complete: a failed export
@@ -26,8 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from junobench.errors import JunoBenchError
-from junobench.hub.read_export import (
+from junobench.data.export import (
     CARD,
     CONFIG_NAMES,
     CROISSANT,
@@ -39,6 +38,7 @@ from junobench.hub.read_export import (
     is_export_name,
     read_manifest,
 )
+from junobench.errors import JunoBenchError
 from junobench.safety.atomic import (
     locked,
     recover,

@@ -28,7 +28,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -278,7 +278,3 @@ def chart_kinds() -> ChartKinds:
     """The mapping shipped with junobench (read once)."""
     return load_kinds(MAPPING_FILE)
 
-
-def kinds_for(purposes: Sequence[str]) -> list[str]:
-    """``purposes`` in the mapping's order (for tables and plots)."""
-    return sorted(purposes, key=lambda p: PURPOSES.index(p) if p in PURPOSES else len(PURPOSES))

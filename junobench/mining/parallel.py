@@ -15,6 +15,7 @@ import contextlib
 import gc
 import itertools
 import os
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,16 +196,13 @@ def _read_spooled(spooled: _Spooled) -> MinedBatch:
 
 def _on_ray(batches: Iterator[list[Job]], limits: Limits, workers: int,
             address: str | None) -> Iterator[MinedBatch]:
-    from junobench.verify.ray_driver import require_ray
+    from junobench.verify.ray_driver import remove_session, require_ray
 
     ray = require_ray()
     started = False
+    session = None
     if not ray.is_initialized():
-        try:
-            ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="error")
-        except Exception as error:  # Ray raises many types for a cluster it cannot reach
-            raise JunoBenchError(f"cannot join or start the Ray cluster ({str(error)[:200]})",
-                                 hint="check --ray-address / RAY_ADDRESS") from None
+        session = _join_or_start(ray, address)
         started = True
     try:
         remote = ray.remote(num_cpus=1, max_retries=2)(mine_batch)
@@ -217,6 +215,43 @@ def _on_ray(batches: Iterator[list[Job]], limits: Limits, workers: int,
     finally:
         if started:
             ray.shutdown()
+        if session is not None:
+            remove_session(session)
+
+
+def _join_or_start(ray: Any, address: str | None) -> str | None:
+    """``ray.init`` here, as the Ray driver of ``verify`` joins: a cluster to join is probed
+    first (one that refuses, is no Ray cluster, wants a token or runs other versions is a
+    one-line error within seconds); ``ray.init`` runs in a thread of its own, so that Ray
+    takes no stop signal over (Ctrl-C, SIGTERM and SIGHUP stop junobench at once, and an
+    instance it was starting ends), and that thread lives on: Ray's processes end with the
+    thread that started them. The session folder of an instance started here, if one was."""
+    from junobench.verify.ray_driver import _session_dir, _started_here, connect_error, end_sessions_of
+    from junobench.verify.ray_probe import probe, resolve
+
+    target = resolve(address)
+    if target is not None:
+        probe(target, address)
+    ready = threading.Event()
+    failed: list[BaseException] = []
+
+    def init() -> None:
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level="error")
+        except BaseException as error:  # handed to the caller
+            failed.append(error)
+        ready.set()
+        threading.Event().wait()
+
+    threading.Thread(target=init, name="junobench-ray-init", daemon=True).start()
+    try:
+        ready.wait()
+    except BaseException:  # stopped meanwhile: what Ray started of an instance ends
+        end_sessions_of(os.getpid())
+        raise
+    if failed:
+        raise connect_error(failed[0], address) from None
+    return _session_dir(ray) if _started_here(ray) else None
 
 
 def _with_bytes(job: Job, limits: Limits) -> Job:

@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from junobench.errors import JunoBenchError
 from junobench.mining.summary import Summary
 
 #: Kinds shown one by one in a chart; the others summed up as one bar.
@@ -48,18 +47,9 @@ def charts(summary: Summary) -> dict[str, Any]:
 def save_summary_plots(summary: Summary, out_dir: str | Path, *, formats: Sequence[str] = ("png", "svg"),
                        dpi: int = 150) -> list[Path]:
     """Write ``<chart>.<format>`` into ``out_dir`` (created) for each chart of :func:`charts`."""
-    from junobench.plots import save_figure
+    from junobench.plots import save_charts
 
-    out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise JunoBenchError(f"cannot create the plot directory: {error.strerror}", file=out) from None
-    written = []
-    for name, figure in charts(summary).items():
-        for fmt in formats:
-            written.append(save_figure(figure, out / f"{name}.{fmt}", dpi=dpi))
-    return written
+    return save_charts(charts(summary).items(), out_dir, formats=formats, dpi=dpi)
 
 
 def _top(counts: Counter[str]) -> dict[str, int]:

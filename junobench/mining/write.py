@@ -30,9 +30,9 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from junobench.data.export import file_digest
 from junobench.errors import JunoBenchError
-from junobench.hub.read_export import file_digest
-from junobench.mining.features import CONFIGS, DEFAULT_CONFIG, DESCRIPTIONS, KEYS, PARQUET, SPLIT, schemas
+from junobench.mining.features import CONFIGS, PARQUET, schemas
 from junobench.safety.atomic import locked, recover, remove_files, remove_tree, staging_folder, swap_in, write_text
 from junobench.safety.paths import read_regular, relative_name, unlisted_files
 
@@ -284,10 +284,3 @@ _TEMPORARY = re.compile(r"^(?:[^/]+/)?\.[^/]+\.tmp$")
 def _is_own_folder(folder: Path) -> bool:
     """Whether a folder a killed run left beside the output holds only what mine writes."""
     return not [n for n in unlisted_files(folder, set(FILES)) if not _TEMPORARY.match(n)]
-
-
-def config_rows(rows: Mapping[str, int]) -> dict[str, Any]:
-    """What the card says of each config: its description, row count, key and file."""
-    return {config: {"description": DESCRIPTIONS[config], "rows": rows.get(config, 0), "key": KEYS[config],
-                     "file": PARQUET[config], "default": config == DEFAULT_CONFIG, "split": SPLIT}
-            for config in CONFIGS}

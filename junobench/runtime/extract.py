@@ -40,11 +40,12 @@ from junobench.runtime.info import payload_problem
 from junobench.runtime.names import target_names
 from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS, summarise
 from junobench.safety.atomic import check_file_target
+from junobench.verify import DEFAULT_TIMEOUT, replay_task
 from junobench.verify.executor import Executor, entered_for, gather_all
 from junobench.verify.judge import OK, TIMEOUT, RunLog
+from junobench.verify.report import INTERRUPTED, NOT_RUN
 from junobench.verify.resume import inputs_digest
 from junobench.verify.runner import require_run_extra, run_sync
-from junobench.verify.session import DEFAULT_TIMEOUT, replay_task
 from junobench.verify.spec import DATA_ABSENT, CaseSpec, case_specs
 
 #: MIME type of the inspection's result in the kernel's display output.
@@ -269,17 +270,47 @@ def runtime_info(
         if on_record is not None:
             on_record(record)
 
+    def left(why: str) -> dict[str, dict[str, Any]]:
+        return notebook_states(work, done, runner.begun, why)
+
     try:
         records = run_sync(_extract_all(root, work, categories, options, runner, timeout, progress, finished,
                                         found, digests, kept, style, signatures))
     except (asyncio.CancelledError, KeyboardInterrupt):  # Ctrl-C: the kernels are stopped
         save()
-        raise KeyboardInterrupt from None
+        stop = KeyboardInterrupt(f"{len(done)} of {len(work)} notebooks done")
+        stop.states = left("interrupted")  # type: ignore[attr-defined]
+        raise stop from None
+    except JunoBenchError as error:  # a cluster it cannot join
+        save()
+        error.states = left(str(error))  # type: ignore[attr-defined]
+        raise
+    except BaseException:  # what finished is kept, whatever stopped the rest
+        save()
+        raise
     done.update({(r["case_id"], r["version"]): r for r in records})
     save()
     result = RuntimeRecords(records)
     result.stopped = runner.stopped
     return result
+
+
+def notebook_states(work: Sequence[tuple[CaseSpec, str]], done: Mapping[tuple[str, str], Mapping[str, Any]],
+                    begun: Iterable[str], why: str) -> dict[str, dict[str, Any]]:
+    """Instance → ``{"status", "problem"}`` of every notebook of a run stopped early (``why``):
+    a record's, else ``interrupted`` (its replay had begun) or ``not run``."""
+    started = set(begun)
+    states = {}
+    for spec, version in work:
+        instance = vocab.instance_id(spec.case_id, version)
+        record = done.get((spec.case_id, version))
+        if record is not None:
+            states[instance] = {"status": record["status"], "problem": record["problem"]}
+        elif instance in started:
+            states[instance] = {"status": INTERRUPTED, "problem": f"the run stopped ({why}) while it ran"}
+        else:
+            states[instance] = {"status": NOT_RUN, "problem": f"the run stopped ({why}) before it"}
+    return states
 
 
 def _inputs(spec: CaseSpec, version: str, timeout: float | None, context: str) -> str | None:

@@ -38,14 +38,13 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from junobench.data.notebook import Step
-from junobench.envs.kernel import KernelTarget, StartedKernel, own_kernel
+from junobench.envs.kernel import KernelPool, KernelTarget, StartedKernel, kernel_env, own_kernel
 from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
 from junobench.safety.paths import link_root
 from junobench.verify.case_files import Entry, copy_entries, survey, workspace_name
 from junobench.verify.judge import RunLog
-from junobench.verify.pool import KernelPool
-from junobench.verify.runner import kernel_env, replay
+from junobench.verify.runner import replay
 
 #: The Hugging Face Hub's own address (a worker is told the Hub's address only when it differs).
 DEFAULT_HUB = "https://huggingface.co"
@@ -172,7 +171,7 @@ class Executor:
 class LocalExecutor(Executor):
     """Kernels on this machine, ``jobs`` at a time, each in a temporary copy of its files;
     ``pool`` kernels (default: ``jobs + 1``; 0: none) are started ahead so that start-up
-    overlaps execution (:class:`~junobench.verify.pool.KernelPool`). One more than the
+    overlaps execution (:class:`~junobench.envs.kernel.KernelPool`). One more than the
     jobs because a kernel takes about as long to start as a short notebook takes to run:
     measured on the sample, the share of time waiting for a kernel fell from 16% to 6%
     (1 job) and to 10% (2 jobs), most of what is left being the first start."""
@@ -203,7 +202,7 @@ class LocalExecutor(Executor):
 
     async def run(self, task: ReplayTask) -> ReplayOutcome:
         async with self.slots:
-            self.begun.add(task.case or task.key)
+            self.begun.update({task.case or task.key, task.key})
             if self._pool is not None:
                 return await self._run_pooled(task, self._pool)
             scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=f"junobench-{task.key}-"))

@@ -9,8 +9,12 @@ that ended before :func:`bind` ran, which the kernel would never signal).
 :func:`descendants` and :func:`kill_all` end what a process started (an abandoned Ray
 instance, a worker's kernels), by process id.
 
->>> descendants(os.getpid())   # doctest: +SKIP
-[4242, 4243]
+>>> import subprocess, sys
+>>> child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+>>> child.pid in descendants(os.getpid())
+True
+>>> kill_all([child.pid]); child.wait() != 0
+True
 """
 
 from __future__ import annotations

@@ -119,6 +119,16 @@ def bounded_client(notebook: Any, *, max_output: int, **options: Any) -> Any:
             self.received = 0
             self.marker: Any = None
 
+        async def _async_check_alive(self) -> None:
+            # nbclient's poll of the kernel's life outlives a cell run that was cancelled
+            # (Ctrl-C): once the replay has let go of the kernel client, the poll ends there
+            # instead of failing on the missing client, an error nobody would retrieve
+            from nbclient.exceptions import DeadKernelError
+
+            if self.kc is None:
+                raise DeadKernelError("the replay has ended")
+            await super()._async_check_alive()
+
         def watch(self) -> None:
             """Watch the kernel client's IOPub and shell sockets for a connection dropped over
             a refused message."""

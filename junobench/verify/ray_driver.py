@@ -28,17 +28,16 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, TypeVar
 
-from junobench.envs.kernel import KernelTarget
+from junobench.envs.kernel import STARTUP_TIMEOUT, KernelTarget
 from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
 from junobench.verify.executor import ReplayOutcome, ReplayTask, not_run, refused, task_files, without_places
-from junobench.verify.runner import STARTUP_TIMEOUT
 from junobench.verify.shipping import DEFAULT_LIMIT, Shipment, TooLarge, ship
 
 #: Seconds a cancelled task may take to stop its kernel before its worker is killed.
@@ -97,18 +96,30 @@ class DriverOptions(RaySettings):
     expected: int = 0
 
 
+#: Ray's switch of its C++ core's handler of fatal signals, SIGTERM among them (read when
+#: Ray is imported): that handler prints a stack and aborts the process.
+_NO_FAILURE_HANDLER = "RAY_DISABLE_FAILURE_SIGNAL_HANDLER"
+
+
 def require_ray() -> Any:
-    """The ``ray`` module, or a clear error when the ray extra is not installed."""
+    """The ``ray`` module, or a clear error when the ray extra is not installed. Imported
+    here first, Ray installs no handler of SIGTERM in this process once ``ray.init`` has
+    started its core: SIGTERM stops junobench (and its driver) as Ctrl-C does, at every
+    stage, instead of aborting it with a stack dump. Ray's workers, which import Ray
+    themselves, keep the handler."""
+    added = "ray" not in sys.modules and _NO_FAILURE_HANDLER not in os.environ
+    if added:
+        os.environ[_NO_FAILURE_HANDLER] = "1"
     try:
         import ray
+        import ray._private.ray_constants  # reads the switch
     except ImportError:
         raise JunoBenchError("--executor ray needs Ray, not installed",
                              hint="pip install 'junobench[ray]'") from None
+    finally:
+        if added:
+            del os.environ[_NO_FAILURE_HANDLER]
     return ray
-
-
-class ClusterLost(Exception):
-    """No node of the cluster is left to run a notebook, or the cluster stopped answering."""
 
 
 def connect_error(error: BaseException, address: str | None) -> JunoBenchError:
@@ -707,6 +718,16 @@ def _tell(stage: Callable[[str], None] | None, text: str) -> None:
         stage(text)
 
 
+def settle(future: asyncio.Future[Any], *, result: Any = None, error: BaseException | None = None) -> None:
+    """Give ``future`` its result, or ``error``, unless it has one (or was cancelled)."""
+    if future.done():
+        return
+    if error is not None:
+        future.set_exception(error)
+    else:
+        future.set_result(result)
+
+
 def in_thread(call: Callable[[], T], *, keep: bool = False) -> asyncio.Future[T]:
     """``call()`` in a daemon thread of its own, as a future of the running loop. Not the
     loop's executor: ``asyncio.run`` waits for its threads at the end, and a call into a
@@ -715,14 +736,6 @@ def in_thread(call: Callable[[], T], *, keep: bool = False) -> asyncio.Future[T]
     loop = asyncio.get_running_loop()
     future: asyncio.Future[T] = loop.create_future()
 
-    def settle(result: Any, error: BaseException | None) -> None:
-        if future.done():
-            return
-        if error is not None:
-            future.set_exception(error)
-        else:
-            future.set_result(result)
-
     def run() -> None:
         result, failure = None, None
         try:
@@ -730,7 +743,7 @@ def in_thread(call: Callable[[], T], *, keep: bool = False) -> asyncio.Future[T]
         except BaseException as error:  # handed to the awaiting task
             failure = error
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-            loop.call_soon_threadsafe(settle, result, failure)
+            loop.call_soon_threadsafe(lambda: settle(future, result=result, error=failure))
         if keep:
             threading.Event().wait()
 
@@ -824,8 +837,7 @@ class _Channel:
     """Pickled messages over the socket to junobench (one writer at a time)."""
 
     def __init__(self, connection: Connection) -> None:
-        from ray import cloudpickle
-
+        cloudpickle = require_ray().cloudpickle
         self.connection = connection
         self.dumps: Callable[[Any], bytes] = cloudpickle.dumps
         self.loads: Callable[[bytes], Any] = cloudpickle.loads
@@ -862,11 +874,50 @@ async def serve(channel: _Channel) -> None:
         _ORPHANED = _ORPHANED or signum == ORPHANED
         inbox.put_nowait(("close",))
 
-    def on_signals() -> None:  # again after ray.init, whose handler of SIGTERM only prints and dies
-        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, ORPHANED):
-            loop.add_signal_handler(signum, stop, signum)
+    with _signals_to(loop, stop) as on_signals:
+        await _serve(channel, loop, inbox, on_signals)
 
+
+@contextlib.contextmanager
+def _signals_to(loop: asyncio.AbstractEventLoop, stop: Callable[[int], None]) -> Iterator[Callable[[], None]]:
+    """Within the block, SIGTERM, SIGHUP, SIGINT and :data:`ORPHANED` call ``stop(signum)``
+    in ``loop``; gives the function that sets this again (after ``ray.init``, whose handler
+    of SIGTERM only prints and dies). Not ``loop.add_signal_handler``: the loop's close gives
+    its signals their default action (death, for SIGUSR1), which a signal coming while this
+    process cleans up would meet; here the handlers stay until :func:`main` ignores them."""
+    import socket
+
+    reader, writer = socket.socketpair()
+    for end in (reader, writer):
+        end.setblocking(False)
+
+    def heard() -> None:  # the signals' numbers, written by Python's C handler
+        with contextlib.suppress(OSError):
+            for signum in reader.recv(64):
+                stop(signum)
+
+    def on_signals() -> None:
+        for signum in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT, ORPHANED):
+            signal.signal(signum, _noted)
+
+    previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    loop.add_reader(reader.fileno(), heard)
     on_signals()
+    try:
+        yield on_signals
+    finally:
+        signal.set_wakeup_fd(previous)
+        loop.remove_reader(reader.fileno())
+        reader.close()
+        writer.close()
+
+
+def _noted(signum: int, frame: Any) -> None:
+    """A stop signal's Python handler: nothing (its number woke the loop, :func:`_signals_to`)."""
+
+
+async def _serve(channel: _Channel, loop: asyncio.AbstractEventLoop, inbox: asyncio.Queue[tuple[Any, ...]],
+                 on_signals: Callable[[], None]) -> None:
 
     def listen() -> None:
         while True:
@@ -994,15 +1045,21 @@ def abandon() -> None:
         below = descendants(os.getpid())
         sessions.update(m.group(0) for pid in below for m in _SESSION_PATH.finditer(command_line(pid)))
         kill_all(below)
-    # a session folder made before any process named it (Ray names it after this process)
-    options = _DRIVER.o.init_options if _DRIVER is not None else {}
+    for session in sessions:
+        remove_session(session)
+    end_sessions_of(os.getpid(), _DRIVER.o.init_options.get("_temp_dir") if _DRIVER is not None else None)
+
+
+def end_sessions_of(pid: int, temp_dir: str | None = None) -> None:
+    """End the Ray instances process ``pid`` started (what runs from their session folders,
+    killed; the folders removed): the sessions Ray named after it, in ``temp_dir`` (default:
+    Ray's temporary folder), made before any process named them."""
     with contextlib.suppress(Exception):
         from ray._common.utils import get_default_ray_temp_dir
 
-        base = Path(options.get("_temp_dir") or get_default_ray_temp_dir())  # type: ignore[no-untyped-call]
-        sessions.update(str(folder) for folder in base.glob(f"session_*_{os.getpid()}"))
-    for session in sessions:
-        remove_session(session)
+        base = Path(temp_dir or get_default_ray_temp_dir())  # type: ignore[no-untyped-call]
+        for folder in base.glob(f"session_*_{pid}"):
+            remove_session(str(folder))
 
 
 def _end_within(seconds: float) -> None:

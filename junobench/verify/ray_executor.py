@@ -52,11 +52,13 @@ from typing import Any
 from junobench.errors import JunoBenchError
 from junobench.verify.executor import Executor, ReplayOutcome, ReplayTask, not_run, wait_out
 from junobench.verify.ray_driver import (
+    PING_EVERY,
     DriverOptions,
     RaySettings,
     describe_fault,
     remove_session,
     require_ray,
+    settle,
     task_runtime_env,
 )
 from junobench.verify.ray_worker import living_workers, sweep
@@ -102,6 +104,9 @@ class RayExecutor(Executor, RaySettings):
             raise JunoBenchError(f"--retries must be 0 or more, got {self.retries}")
         if self.max_case_size is not None and self.max_case_size <= 0:
             raise JunoBenchError(f"--max-case-size must be positive, got {self.max_case_size}")
+        if not self.liveness > 2 * PING_EVERY:  # NaN too
+            raise JunoBenchError(f"--liveness must be more than {2 * PING_EVERY:g} s (workers are pinged every "
+                                 f"{PING_EVERY:g} s), got {self.liveness:g}")
         self._slots = None
         self.expected = 0
         self.note: str | None = None
@@ -146,9 +151,7 @@ class RayExecutor(Executor, RaySettings):
     # ------------------------------------------------------------------ the driver process
 
     async def __aenter__(self) -> RayExecutor:
-        from ray import cloudpickle  # also checks that Ray is installed
-
-        require_ray()
+        cloudpickle = require_ray().cloudpickle  # also checks that Ray is installed
         self._dumps, self._loads = cloudpickle.dumps, cloudpickle.loads
         self._loop = asyncio.get_running_loop()
         self._ready, self._closed = _heard_of(self._loop.create_future()), _heard_of(self._loop.create_future())
@@ -296,22 +299,22 @@ class RayExecutor(Executor, RaySettings):
         self._heard = time.monotonic()
         assert self._ready is not None and self._closed is not None
         if kind == "ready":
-            _settle(self._ready, result=message[1])
+            settle(self._ready, result=message[1])
         elif kind == "stage":
             self.stage = message[1]
         elif kind == "failed":
-            _settle(self._ready, error=message[1])
+            settle(self._ready, error=message[1])
         elif kind in ("done", "cancelled", "crashed"):
             entry = self._pending.pop(message[1], None)
             if entry is not None:
                 task, future = entry
                 if kind == "done":
-                    _settle(future, result=message[2])
+                    settle(future, result=message[2])
                 elif kind == "cancelled":
-                    _settle(future, error=asyncio.CancelledError())
+                    settle(future, error=asyncio.CancelledError())
                 else:
                     why = f"the Ray driver failed on this task: {message[2].strip().splitlines()[-1]}"
-                    _settle(future, result=_lost(task, why))
+                    settle(future, result=_lost(task, why))
         elif kind == "jobs":  # nodes left: fewer replays at once, and the summary says so
             self.jobs, self.note = message[1], message[2]
         elif kind == "lost":
@@ -333,9 +336,9 @@ class RayExecutor(Executor, RaySettings):
                 else:
                     self._keep_log = True
                     self._lose(f"the Ray driver process ended (exit code {code}; its log: {self.log})")
-                _settle(self._ready, error=JunoBenchError(
+                settle(self._ready, error=JunoBenchError(
                     "the Ray driver ended before joining the cluster", hint=f"see its log {self.log}"))
-            _settle(self._closed, result=None)
+            settle(self._closed, result=None)
 
     def _log_text(self) -> str:
         try:
@@ -358,7 +361,7 @@ class RayExecutor(Executor, RaySettings):
             self.lost = why
             self.stopped = f"the Ray cluster was lost: {why}"
         for task, future in self._pending.values():
-            _settle(future, result=_lost(task, self.lost))
+            settle(future, result=_lost(task, self.lost))
         self._pending.clear()
 
     # ------------------------------------------------------------------ replays
@@ -372,7 +375,7 @@ class RayExecutor(Executor, RaySettings):
         async with self.slots:
             if self.lost is not None:
                 return _lost(task, self.lost)
-            self.begun.add(task.case or task.key)
+            self.begun.update({task.case or task.key, task.key})
             assert self._loop is not None
             key = next(self._ids)
             future: asyncio.Future[Any] = self._loop.create_future()
@@ -406,15 +409,6 @@ def _heard_of(future: asyncio.Future[Any]) -> asyncio.Future[Any]:
 
 def _no_pickle(value: Any) -> Any:
     raise RuntimeError("use the executor inside `async with executor:`")
-
-
-def _settle(future: asyncio.Future[Any], *, result: Any = None, error: BaseException | None = None) -> None:
-    if future.done():
-        return
-    if error is not None:
-        future.set_exception(error)
-    else:
-        future.set_result(result)
 
 
 def _lost(task: ReplayTask, why: str) -> ReplayOutcome:

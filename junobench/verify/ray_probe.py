@@ -7,9 +7,13 @@ there that is not a Ray cluster (not gRPC, or no Ray head behind it); token
 authentication required, or a token the cluster refuses; a Ray or Python version other
 than the cluster's. ``ray.init`` then joins a cluster known to be there.
 
->>> probe("127.0.0.1:6390")   # doctest: +SKIP
+>>> import socket
+>>> held = socket.socket()                 # a port held, and nothing listens on it
+>>> held.bind(("127.0.0.1", 0))
+>>> probe(f"127.0.0.1:{held.getsockname()[1]}")     # doctest: +ELLIPSIS
 Traceback (most recent call last):
-JunoBenchError: 127.0.0.1:6390: cannot join the Ray cluster: connection refused (...)
+junobench.errors.JunoBenchError: 127.0.0.1:...: cannot join the Ray cluster: connection refused (...)
+>>> held.close()
 """
 
 from __future__ import annotations

@@ -25,13 +25,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from junobench.envs.kernel import KernelTarget, StartedKernel, own_kernel
+from junobench.envs.kernel import KernelPool, KernelTarget, StartedKernel, kernel_env, own_kernel
 from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
 from junobench.verify.executor import WORKSPACE, ReplayTask, Workspace, execute, fetch_cases
 from junobench.verify.judge import RunLog
-from junobench.verify.pool import KernelPool
-from junobench.verify.runner import kernel_env, run_sync
+from junobench.verify.runner import run_sync
 from junobench.verify.shipping import receive
 
 #: Prefix of a worker's own folder in the temporary directory.
@@ -201,7 +200,7 @@ def replay_on_worker(task: ReplayTask, chunks: Sequence[Any], target: KernelTarg
 class ReplayWorker:
     """A long-lived Ray worker (an async actor) for one slot: it replays one notebook at a
     time, each in a fresh kernel of ``target``, and starts the next notebook's kernel while
-    the current one runs (verify's :class:`~junobench.verify.pool.KernelPool`, size 1).
+    the current one runs (verify's :class:`~junobench.envs.kernel.KernelPool`, size 1).
 
     The driver pings it every few seconds (:meth:`ping`); a worker not pinged for
     ``orphaned`` seconds takes its driver for gone (ended with its cluster's head, or

@@ -23,35 +23,27 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import math
-import os
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
 from junobench.data.notebook import Step
-from junobench.envs.kernel import KERNEL_NAME, KernelTarget, StartedKernel, own_kernel, start_kernel
+from junobench.envs.kernel import (
+    KERNEL_NAME,
+    STARTUP_TIMEOUT,
+    KernelTarget,
+    StartedKernel,
+    kernel_env,
+    own_kernel,
+    start_kernel,
+)
 from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
-from junobench.safety.env import scrub
 from junobench.verify.judge import ERROR, OK, TAMPERED, TIMEOUT, RunLog, StepOutcome
 from junobench.verify.outputs import bounded_client, refused_reply
 
 T = TypeVar("T")
-
-#: How long a kernel may take to start and answer (seconds).
-STARTUP_TIMEOUT = 120
-
-#: Environment defaults for the kernel: single-threaded maths libraries (parallel kernels
-#: do not oversubscribe the cores), a fixed hash seed, no debugger start-up chatter.
-KERNEL_ENV_DEFAULTS: dict[str, str] = {
-    "PYTHONHASHSEED": "0",
-    "OMP_NUM_THREADS": "1",
-    "OPENBLAS_NUM_THREADS": "1",
-    "MKL_NUM_THREADS": "1",
-    "PYDEVD_DISABLE_FILE_VALIDATION": "1",
-}
-
 
 def require_run_extra() -> None:
     """Fail clearly when the packages for running notebooks are not installed."""
@@ -64,18 +56,6 @@ def require_run_extra() -> None:
     if missing:
         raise JunoBenchError(f"running notebooks needs {', '.join(missing)}, not installed",
                              hint="pip install 'junobench[run]'")
-
-
-def kernel_env(base: Mapping[str, str] | None = None, *, keep: Iterable[str] = ()) -> dict[str, str]:
-    """The kernel's environment: ``base`` (default: ours) without its credential-like
-    variables (:mod:`junobench.safety.env`; those named in ``keep`` stay), plus
-    :data:`KERNEL_ENV_DEFAULTS` where unset; ``MPLBACKEND`` is dropped so figures render
-    inline as in Jupyter."""
-    env = scrub(os.environ if base is None else base, keep=keep)
-    env.pop("MPLBACKEND", None)
-    for key, value in KERNEL_ENV_DEFAULTS.items():
-        env.setdefault(key, value)
-    return env
 
 
 async def replay(
@@ -105,7 +85,7 @@ async def replay(
     awaited with the nbclient ``NotebookClient`` once every step has run without error,
     before the kernel stops (to inspect the kernel's state, e.g. :mod:`junobench.runtime`).
     ``RunLog.kernel_seconds`` is the time spent waiting for the kernel. The kernel's
-    environment is ``env`` (default: ours) without credentials (:func:`kernel_env`), but
+    environment is ``env`` (default: ours) without credentials (:func:`~junobench.envs.kernel.kernel_env`), but
     for the variables named in ``pass_env`` (a pooled ``kernel`` has the pool's). The kernel
     runs in ``sandbox`` (default: the default :class:`~junobench.envs.sandbox.Sandbox`; a
     pooled ``kernel`` is in the pool's), where ``cwd`` and ``writable`` are the only folders
@@ -232,10 +212,27 @@ def _last_line(tail: str) -> str:
 
 
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
-    """Run a coroutine to completion, also from inside a running event loop (Jupyter)."""
+    """Run a coroutine to completion, also from inside a running event loop (Jupyter).
+    Interrupted where asyncio does not turn Ctrl-C into a cancellation (SIGINT ignored, as
+    in a background job, and a stop signal raising KeyboardInterrupt in the loop), the tasks
+    left are cancelled and awaited before the loop closes: what they end with as they stop
+    (a kernel that dies as it is stopped) is theirs to handle, not a traceback on stderr."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coroutine)
+        runner_class = getattr(asyncio, "Runner", None)
+        if runner_class is None:  # Python 3.10 (its Ctrl-C is a KeyboardInterrupt in the loop as it is)
+            return asyncio.run(coroutine)
+        with runner_class() as runner:
+            try:
+                result: T = runner.run(coroutine)
+                return result
+            except KeyboardInterrupt:
+                loop = runner.get_loop()
+                left = asyncio.all_tasks(loop)
+                for task in left:
+                    task.cancel()
+                loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+                raise
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coroutine).result()

@@ -14,6 +14,7 @@ from junobench import vocab
 from junobench.detection.compare import pair_rows
 from junobench.detection.evaluate import BREAKDOWNS, SMALL, SMALL_NOTE
 from junobench.detection.uncertainty import METRICS
+from junobench.diagnosis.endtoend import remarks, render_scores
 from junobench.diagnosis.endtoend import summary_rows as judged_rows
 from junobench.site.evaluation import Evaluation, missed_by_all, only_one_gets
 from junobench.site.pages import NavLink, Page
@@ -68,8 +69,9 @@ def summary_page(data: Any, evaluation: Evaluation) -> dict[str, bytes]:
     if evaluation.judged_scores:
         results = evaluation.judged_scores
         as_json = {name: r.to_dict() for name, r in results.items()}
-        files["evaluation/judgments.json"] = (json.dumps(as_json, indent=2, ensure_ascii=False) + "\n"
-                                              ).encode("utf-8")
+        assert evaluation.judgments is not None
+        files["evaluation/judgments.json"] = render_scores(
+            results, "json", remarks(evaluation.judgments)).encode("utf-8")
         tests = []
         if len(results) > 1:
             from junobench.detection.compare import compare_reports

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -221,9 +221,9 @@ def compare(old_cases: Sequence[Mapping[str, Any]], new_cases: Sequence[Mapping[
 def source_data_digests(source: str | Path, *, revision: str | None = None) -> dict[str, dict[str, str]] | None:
     """Case id → {data file: sha256} of a source: an export's recorded digests, or a local
     snapshot's files (None for a source that records none)."""
+    from junobench.data.export import is_export, read_manifest
     from junobench.data.release_files import data_digests
     from junobench.data.snapshot import hub_repo, resolve
-    from junobench.hub.read_export import is_export, read_manifest
 
     root = resolve(source, revision=revision)
     if is_export(root):
@@ -273,22 +273,10 @@ def match_cases(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any
     """
     from junobench.data.similarity import THRESHOLD, case_similarity
 
-    pairs: list[tuple[int, int]] = []
-    taken_old: set[int] = set()
-    taken_new: set[int] = set()
-    by_eid: dict[str, list[int]] = {}
-    for i, case in enumerate(old):
-        if _eid(case):
-            by_eid.setdefault(_eid(case), []).append(i)
-    for j, case in enumerate(new):
-        same = [i for i in by_eid.get(_eid(case) or "\0", []) if i not in taken_old]
-        if same:
-            i = next((i for i in same if old[i]["case_id"] == case["case_id"]), same[0])
-            pairs.append((i, j))
-            taken_old.add(i)
-            taken_new.add(j)
-    rest_old = [i for i in range(len(old)) if i not in taken_old]
-    rest_new = [j for j in range(len(new)) if j not in taken_new]
+    taken = _Pairs()
+    _match_eids(old, new, taken)
+    rest_old = [i for i in range(len(old)) if i not in taken.old]
+    rest_new = [j for j in range(len(new)) if j not in taken.new]
     old_prints = {i: _prints(old[i]) for i in rest_old}
     new_prints = {j: _prints(new[j]) for j in rest_new}
 
@@ -306,29 +294,45 @@ def match_cases(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any
     by_id = {old[i]["case_id"]: i for i in rest_old}
     same_id = [(by_id[new[j]["case_id"]], j) for j in rest_new if new[j]["case_id"] in by_id]
     found = candidates([i for i, _ in same_id], [j for _, j in same_id])
-    found = [c for c in found if old[c[2]]["case_id"] == new[c[3]]["case_id"]]  # the common case first
-    for _, _, i, j in found:
-        if i not in taken_old and j not in taken_new:
-            pairs.append((i, j))
-            taken_old.add(i)
-            taken_new.add(j)
-    for _, _, i, j in candidates([i for i in rest_old if i not in taken_old],
-                                 [j for j in rest_new if j not in taken_new]):
-        if i not in taken_old and j not in taken_new:
-            pairs.append((i, j))
-            taken_old.add(i)
-            taken_new.add(j)
+    taken.take_all(c for c in found if old[c[2]]["case_id"] == new[c[3]]["case_id"])  # the common case first
+    taken.take_all(candidates([i for i in rest_old if i not in taken.old],
+                              [j for j in rest_new if j not in taken.new]))
     for j in rest_new:  # records without code: the same case id, where neither has an eid
-        found_id = by_id.get(new[j]["case_id"])
-        if found_id is None:
-            continue
-        i = found_id
-        if (j not in taken_new and i not in taken_old and not old_prints[i]
-                and not new_prints[j] and not (_eid(old[i]) and _eid(new[j]))):
-            pairs.append((i, j))
-            taken_old.add(i)
-            taken_new.add(j)
-    return pairs
+        same = by_id.get(new[j]["case_id"])
+        if same is not None and not old_prints[same] and not new_prints[j] and not (_eid(old[same]) and _eid(new[j])):
+            taken.take(same, j)
+    return taken.pairs
+
+
+def _match_eids(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]], taken: _Pairs) -> None:
+    """Pair the cases of the same eid (the one of the same case id first)."""
+    by_eid: dict[str, list[int]] = {}
+    for i, case in enumerate(old):
+        if _eid(case):
+            by_eid.setdefault(_eid(case), []).append(i)
+    for j, case in enumerate(new):
+        same = [i for i in by_eid.get(_eid(case) or "\0", []) if i not in taken.old]
+        if same:
+            taken.take(next((i for i in same if old[i]["case_id"] == case["case_id"]), same[0]), j)
+
+
+class _Pairs:
+    """Index pairs taken so far; an index is taken once."""
+
+    def __init__(self) -> None:
+        self.pairs: list[tuple[int, int]] = []
+        self.old: set[int] = set()
+        self.new: set[int] = set()
+
+    def take(self, i: int, j: int) -> None:
+        if i not in self.old and j not in self.new:
+            self.pairs.append((i, j))
+            self.old.add(i)
+            self.new.add(j)
+
+    def take_all(self, found: Iterable[tuple[float, bool, int, int]]) -> None:
+        for _, _, i, j in found:
+            self.take(i, j)
 
 
 def _eid(case: Mapping[str, Any]) -> str:

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from junobench.changes import SnapshotDiff
 from junobench.data.layout import RENAMED_CASES
 from junobench.errors import JunoBenchError
+from junobench.hub.changes import SnapshotDiff
 
 CHANGELOG = "CHANGELOG.md"
 CHANGELOG_TITLE = "# Changelog"
@@ -43,7 +43,6 @@ _TAG = re.compile(r"^[A-Za-z0-9][\w.-]{0,99}\Z")
 class HubState:
     """What the Hub holds for the release's repo and branch (all None: nothing read)."""
 
-    reachable: bool
     exists: bool = False
     head: str | None = None            # the commit read (the branch's, else main's for a new branch)
     tags: list[str] = field(default_factory=list)
@@ -116,9 +115,52 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
     each step as it starts.
     """
     step = progress or (lambda _: None)
-    from junobench.data.release_files import VERSION_FILE, check_version, dataset_version
+    from junobench.data.release_files import VERSION_FILE, dataset_version
+    from junobench.data.validate import snapshot_root
+
+    _check_request(snapshot, repo_id, offline=offline, dry_run=dry_run)
+    root = snapshot_root(snapshot)
+    recorded = dataset_version(root)
+    version, tag, date = _names(root, version, recorded, tag, date)
+    if not dry_run:
+        _require_token(repo_id)
+    step("validating the snapshot")
+    validation = _validated(root, licences, licence_policy)
+    unverified = _unverified(root)
+    if unverified and require_verified:
+        raise JunoBenchError(f"{len(unverified)} case(s) have no recorded passing verification: "
+                             + _first(unverified, 20), file=root,
+                             hint="run `junobench verify --record` on them (or leave out --require-verified)")
+    step(f"reading {repo_id} on the Hub")
+    hub = HubState(note="not read (offline dry run)") if offline else \
+        read_hub(repo_id, revision, endpoint=endpoint, dry_run=dry_run)
+    if tag in hub.tags:
+        raise JunoBenchError(f"the tag {tag} exists already in {repo_id}", file=f"{repo_id}@{tag}",
+                             hint="a release is never moved: release a new version")
+    steps = _validation_steps(validation, unverified)
+    temporary = None if out is not None else tempfile.TemporaryDirectory(prefix="junobench-release-")
+    try:
+        export_dir = Path(temporary.name) / "export" if temporary is not None else Path(str(out))
+        result = _prepare(root, repo_id, revision, version, tag, date, previous, hub, export_dir, dry_run, steps,
+                          licences=licences, licence_policy=licence_policy, step=step)
+        if version != recorded:
+            result.steps.append(f"once tagged, write {version} into {VERSION_FILE} of the snapshot")
+        if not dry_run:
+            step(f"sending one commit of {len(result.files)} file(s) to {repo_id} and tagging it {tag}")
+            _publish(result, private=private, endpoint=endpoint)
+            _record_release(root, result, recorded)
+        if temporary is not None:
+            result.export_dir = None
+        return result
+    finally:
+        if temporary is not None:
+            temporary.cleanup()
+
+
+def _check_request(snapshot: str | Path, repo_id: str, *, offline: bool, dry_run: bool) -> None:
+    """Refuse what no release can be: a repo id that is not one, offline outside a dry
+    run, the bundled sample."""
     from junobench.data.snapshot import is_repo_id
-    from junobench.data.validate import check, snapshot_root
 
     if not is_repo_id(repo_id):
         raise JunoBenchError(f"not a Hub repo id: {repo_id!r}", hint="use owner/name, e.g. someone/junobench")
@@ -128,9 +170,15 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
     if str(snapshot) == "sample":
         raise JunoBenchError("the bundled sample is not released", file="sample",
                              hint="copy it first: junobench checkout --source sample --dest DIR CASE…")
-    root = snapshot_root(snapshot)
-    recorded = dataset_version(root)
-    version = check_version(version, file=root / VERSION_FILE) if version else recorded
+
+
+def _names(root: Path, given: str | None, recorded: str | None, tag: str | None,
+           date: str | None) -> tuple[str, str, str]:
+    """The release's version (``given``, checked, else the snapshot's ``recorded`` one), tag
+    (default ``v<version>``) and date (default: today, UTC), each refused when it is not one."""
+    from junobench.data.release_files import VERSION_FILE, check_version
+
+    version = check_version(given, file=root / VERSION_FILE) if given else recorded
     if version is None:
         raise JunoBenchError("the snapshot declares no version", file=root / VERSION_FILE,
                              hint="pass --version MAJOR.MINOR.PATCH (it is written into VERSION)")
@@ -144,72 +192,67 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
         datetime.date.fromisoformat(date)
     except ValueError:
         raise JunoBenchError(f"not a date: {date!r}", hint="use YYYY-MM-DD") from None
+    return version, tag, date
 
-    if not dry_run:
-        from huggingface_hub import get_token
 
-        if get_token() is None:
-            raise JunoBenchError("no Hugging Face token found", file=repo_id,
-                                 hint="log in with `hf auth login` or set HF_TOKEN (a token with write "
-                                      "access), or add --dry-run")
-    step("validating the snapshot")
+def _require_token(repo_id: str) -> None:
+    from huggingface_hub import get_token
+
+    if get_token() is None:
+        raise JunoBenchError("no Hugging Face token found", file=repo_id,
+                             hint="log in with `hf auth login` or set HF_TOKEN (a token with write "
+                                  "access), or add --dry-run")
+
+
+def _validated(root: Path, licences: Any, licence_policy: str) -> Any:
+    """The snapshot's validation (licences warned of here: the export applies the policy);
+    a snapshot with problems is refused."""
+    from junobench.data.validate import check
+
     validation = check(root, licences=licences, licence_policy="off" if licence_policy == "off" else "warn")
     if validation.problems:
         shown = "; ".join(str(p) for p in validation.problems[:3])
         raise JunoBenchError(f"the snapshot is not valid ({len(validation.problems)} problem(s): {shown})",
                              file=root, hint="fix them first: see `junobench validate`")
+    return validation
 
-    unverified = _unverified(root)
-    if unverified and require_verified:
-        raise JunoBenchError(f"{len(unverified)} case(s) have no recorded passing verification: "
-                             + ", ".join(unverified[:20]) + (" …" if len(unverified) > 20 else ""), file=root,
-                             hint="run `junobench verify --record` on them (or leave out --require-verified)")
-    step(f"reading {repo_id} on the Hub")
-    hub = HubState(False, note="not read (offline dry run)") if offline else \
-        read_hub(repo_id, revision, endpoint=endpoint, dry_run=dry_run)
-    if tag in hub.tags:
-        raise JunoBenchError(f"the tag {tag} exists already in {repo_id}", file=f"{repo_id}@{tag}",
-                             hint="a release is never moved: release a new version")
 
-    steps: list[str] = [f"validated: {validation.cases} cases"
-                         + (f", {len(validation.warnings)} warning(s) (see `junobench validate`)"
-                            if validation.warnings else ", no warning")]
-    found = sorted({w.problem for w in validation.warnings if "licence" in w.problem})
-    steps += [f"warning: {problem}" for problem in found]
+def _validation_steps(validation: Any, unverified: list[str]) -> list[str]:
+    """The report's first lines: the validation, its licence warnings, the unverified cases."""
+    steps = [f"validated: {validation.cases} cases"
+             + (f", {len(validation.warnings)} warning(s) (see `junobench validate`)"
+                if validation.warnings else ", no warning")]
+    steps += [f"warning: {problem}" for problem in sorted({w.problem for w in validation.warnings
+                                                           if "licence" in w.problem})]
     if unverified:
         steps.append(f"warning: {len(unverified)} case(s) not verified (no passing `junobench verify --record` "
                      f"or add-case run recorded in their provenance; the card says so): "
-                     + ", ".join(unverified[:20]) + (" …" if len(unverified) > 20 else ""))
-    temporary = None if out is not None else tempfile.TemporaryDirectory(prefix="junobench-release-")
-    try:
-        export_dir = Path(temporary.name) / "export" if temporary is not None else Path(str(out))
-        result = _prepare(root, repo_id, revision, version, tag, date, previous, hub, export_dir, dry_run, steps,
-                          licences=licences, licence_policy=licence_policy, step=step)
-        if version != recorded:
-            result.steps.append(f"once tagged, write {version} into {VERSION_FILE} of the snapshot")
-        if not dry_run:
-            step(f"sending one commit of {len(result.files)} file(s) to {repo_id} and tagging it {tag}")
-            _publish(result, private=private, endpoint=endpoint)
-            from junobench.safety.atomic import write_bytes, write_text
+                     + _first(unverified, 20))
+    return steps
 
-            if version != recorded:  # the snapshot records the version it was released as
-                write_text(root / VERSION_FILE, version + "\n")
-            if result.renamed is not None and result.renamed != _own_renamed(root):
-                write_bytes(root / RENAMED_CASES, result.renamed)  # the record the release holds
-        if temporary is not None:
-            result.export_dir = None
-        return result
-    finally:
-        if temporary is not None:
-            temporary.cleanup()
+
+def _first(names: list[str], most: int) -> str:
+    return ", ".join(names[:most]) + (" …" if len(names) > most else "")
+
+
+def _record_release(root: Path, result: ReleaseResult, recorded: str | None) -> None:
+    """Once published, the snapshot records the version it was released as and the
+    renamed-cases record the release holds."""
+    from junobench.data.release_files import VERSION_FILE
+    from junobench.safety.atomic import write_bytes, write_text
+
+    if result.version != recorded:
+        write_text(root / VERSION_FILE, result.version + "\n")
+    if result.renamed is not None and result.renamed != _own_renamed(root):
+        write_bytes(root / RENAMED_CASES, result.renamed)
 
 
 def _prepare(root: Path, repo_id: str, revision: str, version: str, tag: str, date: str,
              previous: str | Path | None, hub: HubState, export_dir: Path, dry_run: bool,
              steps: list[str], *, licences: Any = None, licence_policy: str = "warn",
              step: Callable[[str], None] = lambda _: None) -> ReleaseResult:
+    from junobench.data.export import CARD
     from junobench.hub.push import plan
-    from junobench.hub.read_export import CARD
     from junobench.hub.write_export import export
 
     resumed = latest_entry(hub.changelog, version) if previous is None else None
@@ -263,7 +306,7 @@ def _prepare(root: Path, repo_id: str, revision: str, version: str, tag: str, da
 
 def _diff(root: Path, repo_id: str, hub: HubState, previous: str | Path | None) -> tuple[SnapshotDiff, str | None]:
     """The diff from the previous release to ``root``, and what it was compared with."""
-    from junobench.changes import compare, diff
+    from junobench.hub.changes import compare, diff
     from junobench.loader import load
 
     if previous is not None:
@@ -352,8 +395,8 @@ def read_hub(repo_id: str, revision: str, *, endpoint: str | None = None, dry_ru
     from huggingface_hub import HfApi
     from huggingface_hub import errors as hf_errors
 
+    from junobench.data.export import PARQUET
     from junobench.data.layout import DESC_TABLE
-    from junobench.hub.read_export import PARQUET
 
     api = HfApi(endpoint=endpoint)
     where = f"{repo_id}@{revision}"
@@ -370,7 +413,7 @@ def read_hub(repo_id: str, revision: str, *, endpoint: str | None = None, dry_ru
         refs = api.list_repo_refs(repo_id, repo_type="dataset")
         siblings = {s.rfilename for s in info.siblings or []}
         head = info.sha or revision
-        state = HubState(True, True, info.sha, [t.name for t in refs.tags],
+        state = HubState(True, info.sha, [t.name for t in refs.tags],
                          has_export=all(p in siblings for p in PARQUET.values()) or DESC_TABLE in siblings,
                          files=sorted(siblings))
         state.card = _read(api, repo_id, head, "README.md") if "README.md" in siblings else None
@@ -381,7 +424,7 @@ def read_hub(repo_id: str, revision: str, *, endpoint: str | None = None, dry_ru
                       + ("it holds a release" if state.has_export else "it holds no export or snapshot"))
         return state
     except hf_errors.RepositoryNotFoundError:
-        return HubState(True, False, note=f"{repo_id} does not exist yet: a first release")
+        return HubState(False, note=f"{repo_id} does not exist yet: a first release")
     except Exception as error:
         if not _unreachable(error):
             if isinstance(error, hf_errors.HfHubHTTPError):
@@ -391,7 +434,7 @@ def read_hub(repo_id: str, revision: str, *, endpoint: str | None = None, dry_ru
         if not dry_run:
             raise JunoBenchError(f"the Hub is unreachable ({_first_line(error)})", file=where,
                                  hint="check your network, or HF_ENDPOINT") from None
-        return HubState(False, note=f"unreachable ({_first_line(error)}): the card and changelog are "
+        return HubState(note=f"unreachable ({_first_line(error)}): the card and changelog are "
                                     "compared with nothing")
 
 
