@@ -162,7 +162,7 @@ def test_rows_wait_for_the_files_and_give_the_same_files(tmp_path: Path, monkeyp
     from make_corpus import make_corpus
 
     import junobench.mining.write as write
-    from junobench.hub.read_export import file_digest
+    from junobench.data.export import file_digest
     from junobench.mining.features import written_schemas
     from junobench.mining.parallel import Job, mine_batch
     from junobench.mining.rows import Item, Limits
