@@ -82,6 +82,50 @@ def test_a_function_defined_in_a_cell_without_figures_draws_later() -> None:
     assert (call.function, call.via) == ("kdeplot", "dist")
 
 
+def test_cells_of_imports_read_without_parsing_are_read_as_parsed(monkeypatch) -> None:
+    """Cells of plain imports are read without ``ast.parse``; what they bind is what the
+    parse gives, whatever their spelling (dotted, aliased, starred, keywords, magics,
+    comments, what Python refuses)."""
+    import random
+
+    import junobench.mining.calls as calls
+
+    random.seed(7)
+    modules = ["os", "numpy", "matplotlib.pyplot", "sklearn.metrics", "a.b.c", "class", "None", "match", "_x"]
+    names = ["np", "plt", "confusion_matrix", "True", "case", "*", "b", "x.y"]
+
+    def line() -> str:
+        space = random.choice([" ", "  ", "\t"])
+
+        def alias() -> str:
+            return f"{space}as{space}{random.choice(names)}" if random.random() < 0.4 else ""
+
+        if random.random() < 0.8:
+            found = random.choice([
+                f"import{space}" + ", ".join(random.choice(modules) + alias() for _ in range(random.randint(1, 3))),
+                f"from{space}{random.choice(modules)}{space}import{space}"
+                + ", ".join(random.choice(names) + alias() for _ in range(random.randint(1, 3)))])
+        else:
+            found = random.choice(["%matplotlib inline", "  # a comment", "", "pass", "  pass", "import os;",
+                                   "from . import x", "import os . path", "import os \\", "from a import (b)",
+                                   "x = 1", "import é", "import os,", "import os  # \0",
+                                   "import os  # \ud800", "import os  # café"])
+        return found + random.choice(["", "", "", "", "  # why", " "])
+
+    def read(text: str, *, fast: bool) -> tuple:
+        reader = calls.CodeReader()
+        with monkeypatch.context() as patch:
+            if not fast:
+                patch.setattr(calls, "_imports_only", lambda text: None)
+            found = reader.read(text, calls=False)
+        return reader.aliases, reader.star, reader.modules, found.imports, found.parsed
+
+    cells = ["\n".join(line() for _ in range(random.randint(1, 6))) for _ in range(3000)]
+    unparsed = [cell for cell in cells if calls._imports_only(calls.python_source(cell)[0] or "") is not None]
+    assert len(unparsed) > 150 and any(read(cell, fast=False)[2] for cell in unparsed)
+    assert [read(cell, fast=True) for cell in cells] == [read(cell, fast=False) for cell in cells]
+
+
 def test_the_mapping_is_versioned_and_checked(tmp_path: Path) -> None:
     kinds = chart_kinds()
     assert kinds.version and PURPOSES[-1] == "other"

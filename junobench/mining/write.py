@@ -68,12 +68,14 @@ class _Digest:
         self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
         self.sha256 = hashlib.sha256()
         self.size = 0
+        self.block = bytearray(1 << 20)  # read into, again and again: no new memory for each read
 
     def update(self) -> None:
         """Digest what was appended since the last call."""
-        while block := os.pread(self.fd, 16 << 20, self.size):
-            self.sha256.update(block)
-            self.size += len(block)
+        view = memoryview(self.block)
+        while count := os.preadv(self.fd, [self.block], self.size):
+            self.sha256.update(view[:count])
+            self.size += count
 
     def close(self) -> dict[str, Any]:
         """``{"sha256": hex, "size": bytes}`` of the whole file (:func:`file_digest`'s form)."""
