@@ -82,6 +82,50 @@ def test_a_function_defined_in_a_cell_without_figures_draws_later() -> None:
     assert (call.function, call.via) == ("kdeplot", "dist")
 
 
+def test_cells_of_imports_read_without_parsing_are_read_as_parsed(monkeypatch) -> None:
+    """Cells of plain imports are read without ``ast.parse``; what they bind is what the
+    parse gives, whatever their spelling (dotted, aliased, starred, keywords, magics,
+    comments, what Python refuses)."""
+    import random
+
+    import junobench.mining.calls as calls
+
+    random.seed(7)
+    modules = ["os", "numpy", "matplotlib.pyplot", "sklearn.metrics", "a.b.c", "class", "None", "match", "_x"]
+    names = ["np", "plt", "confusion_matrix", "True", "case", "*", "b", "x.y"]
+
+    def line() -> str:
+        space = random.choice([" ", "  ", "\t"])
+
+        def alias() -> str:
+            return f"{space}as{space}{random.choice(names)}" if random.random() < 0.4 else ""
+
+        if random.random() < 0.8:
+            found = random.choice([
+                f"import{space}" + ", ".join(random.choice(modules) + alias() for _ in range(random.randint(1, 3))),
+                f"from{space}{random.choice(modules)}{space}import{space}"
+                + ", ".join(random.choice(names) + alias() for _ in range(random.randint(1, 3)))])
+        else:
+            found = random.choice(["%matplotlib inline", "  # a comment", "", "pass", "  pass", "import os;",
+                                   "from . import x", "import os . path", "import os \\", "from a import (b)",
+                                   "x = 1", "import é", "import os,", "import os  # \0",
+                                   "import os  # \ud800", "import os  # café"])
+        return found + random.choice(["", "", "", "", "  # why", " "])
+
+    def read(text: str, *, fast: bool) -> tuple:
+        reader = calls.CodeReader()
+        with monkeypatch.context() as patch:
+            if not fast:
+                patch.setattr(calls, "_imports_only", lambda text: None)
+            found = reader.read(text, calls=False)
+        return reader.aliases, reader.star, reader.modules, found.imports, found.parsed
+
+    cells = ["\n".join(line() for _ in range(random.randint(1, 6))) for _ in range(3000)]
+    unparsed = [cell for cell in cells if calls._imports_only(calls.python_source(cell)[0] or "") is not None]
+    assert len(unparsed) > 150 and any(read(cell, fast=False)[2] for cell in unparsed)
+    assert [read(cell, fast=True) for cell in cells] == [read(cell, fast=False) for cell in cells]
+
+
 def test_the_mapping_is_versioned_and_checked(tmp_path: Path) -> None:
     kinds = chart_kinds()
     assert kinds.version and PURPOSES[-1] == "other"
@@ -153,6 +197,59 @@ def test_mining_is_deterministic_whatever_the_jobs(tmp_path: Path, monkeypatch) 
     assert json.loads((tmp_path / "one" / MANIFEST).read_text()) == json.loads((tmp_path / "two" / MANIFEST)
                                                                               .read_text())
     assert one.rows["figures"] == one.summary.figures > 40
+
+
+def test_rows_wait_for_the_files_and_give_the_same_files(tmp_path: Path, monkeypatch) -> None:
+    """The writer opens its files once ``datasets`` is imported (in a thread): rows that come
+    before are held, at most ``HELD_FIGURES`` figures (then ``add`` waits for the import),
+    and the files are those of a writer that had its schemas at once."""
+    from make_corpus import make_corpus
+
+    import junobench.mining.write as write
+    from junobench.data.export import file_digest
+    from junobench.mining.features import written_schemas
+    from junobench.mining.parallel import Job, mine_batch
+    from junobench.mining.rows import Item, Limits
+
+    make_corpus(tmp_path / "corpus", 24, seed=3)
+    paths = sorted((tmp_path / "corpus").rglob("*.ipynb"))
+    batches = [mine_batch([Job(Item(p.name), p) for p in paths[i:i + 4]], Limits()).batches
+               for i in range(0, len(paths), 4)]
+
+    def files(folder: Path) -> dict:
+        return {name: file_digest(folder / name) for name in PARQUET.values()}
+
+    at_once = write.CorpusWriter(tmp_path / "at-once")
+    for batch in batches:
+        at_once.add(batch)
+    at_once.close()
+
+    class Importing:
+        """An import that is not over until the writer waits for it."""
+
+        waited = False
+
+        def done(self) -> bool:
+            return False
+
+        def result(self) -> dict:
+            self.waited = True
+            return written_schemas()
+
+    monkeypatch.setattr(write, "HELD_FIGURES", 12)
+    writer = write.CorpusWriter(tmp_path / "held")
+    writer.preparing = importing = Importing()  # type: ignore[assignment]
+    index = 0
+    while writer.waiting["figures"] + batches[index]["figures"].num_rows < 12:
+        writer.add(batches[index])
+        index += 1
+    assert index and not writer.writers and not importing.waited  # held, nothing written
+    writer.add(batches[index])
+    assert importing.waited and writer.writers  # past the bound: it waited, the files are open
+    for batch in batches[index + 1:]:
+        writer.add(batch)
+    writer.close()
+    assert files(tmp_path / "held") == files(tmp_path / "at-once")
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ the evidence rules of :mod:`.kinds` read. IPython magics and shell lines are bla
 from __future__ import annotations
 
 import ast
+import keyword
 import operator
 import re
 from collections.abc import Callable, Iterable
@@ -45,6 +46,42 @@ _SHOWS = frozenset({"show"})
 _BINDS = re.compile(r"\b(?:import|def|class|for|with|global)\b"
                     r"|(?:^|;)[ \t]*\(?[A-Za-z_][\w \t,()]*(?::[^=\n]*)?(?<![=!<>+\-*/%&|^@])=(?!=)",
                     re.MULTILINE)
+
+
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+_DOTTED = rf"{_NAME}(?:\.{_NAME})*"
+_AS = rf"(?:[ \t]+as[ \t]+{_NAME})?"
+#: A line of a cell of imports as they are usually written: ``import a.b as c, d``, ``from
+#: a.b import c as d, e``, ``from a import *``; a blank or comment line; ``pass`` (a magic).
+_IMPORT_LINE = re.compile(rf"(?:import[ \t]+(?P<names>{_DOTTED}{_AS}(?:[ \t]*,[ \t]*{_DOTTED}{_AS})*)"
+                          rf"|from[ \t]+(?P<module>{_DOTTED})[ \t]+import[ \t]+"
+                          rf"(?P<imported>\*|{_NAME}{_AS}(?:[ \t]*,[ \t]*{_NAME}{_AS})*)|pass)?[ \t]*(?:#.*)?")
+
+
+def _imports_only(text: str) -> list[ast.stmt] | None:
+    """The statements of a cell whose every line is a plain import (or blank, a comment, a
+    magic's ``pass``): what ``ast.parse`` gives for it, without parsing; None for any other
+    cell (it is parsed)."""
+    if "import" not in text or not text.isascii() or "\0" in text:
+        return None  # nothing imported; or text the parser may refuse (a null byte, a lone surrogate)
+    body: list[ast.stmt] = []
+    for line in text.split("\n"):
+        match = _IMPORT_LINE.fullmatch(line)
+        if match is None:
+            return None
+        names, module, imported = match.group("names", "module", "imported")
+        if names is None and module is None:
+            if line.lstrip().startswith("pass"):
+                body.append(ast.Pass())
+            continue
+        aliases = [part.split() for part in (names or imported).split(",")]
+        words = [word for alias in aliases for word in alias[::2]] + ([module] if module else [])
+        if any(keyword.iskeyword(part) for word in words for part in word.split(".")):
+            return None  # ``import class``: a syntax error, which ast.parse reports
+        found = [ast.alias(name=alias[0], asname=alias[2] if len(alias) == 3 else None) for alias in aliases]
+        body.append(ast.Import(names=found) if names is not None
+                    else ast.ImportFrom(module=module, names=found, level=0))
+    return body
 
 
 def _may_bind(source: str) -> bool:
@@ -148,12 +185,14 @@ class CodeReader:
         if text is None:
             result.parsed = False
             return result
-        try:
-            tree = ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            result.parsed = False
-            return result
-        _Visitor(self, result, calls).visit_body(tree.body)
+        body = _imports_only(text)
+        if body is None:
+            try:
+                body = ast.parse(text).body
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                result.parsed = False
+                return result
+        _Visitor(self, result, calls).visit_body(body)
         return result
 
     # ------------------------------------------------------------------ resolving

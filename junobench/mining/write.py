@@ -44,6 +44,9 @@ FILES: frozenset[str] = frozenset({CARD, CROISSANT, MANIFEST, *PARQUET.values()}
 #: Rows per parquet row group: 100 figures (what the Hub's viewer reads at a time for
 #: images), many more of the small rows.
 ROW_GROUP: dict[str, int] = {"notebooks": 5000, "cells": 20000, "figures": 100}
+#: Figures held at most while the files cannot be opened yet (``datasets`` being imported):
+#: past them, the writer waits for the import.
+HELD_FIGURES = 1000
 
 
 def record_batch(config: str, rows: list[dict[str, Any]]) -> Any:
@@ -65,12 +68,14 @@ class _Digest:
         self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
         self.sha256 = hashlib.sha256()
         self.size = 0
+        self.block = bytearray(1 << 20)  # read into, again and again: no new memory for each read
 
     def update(self) -> None:
         """Digest what was appended since the last call."""
-        while block := os.pread(self.fd, 16 << 20, self.size):
-            self.sha256.update(block)
-            self.size += len(block)
+        view = memoryview(self.block)
+        while count := os.preadv(self.fd, [self.block], self.size):
+            self.sha256.update(view[:count])
+            self.size += count
 
     def close(self) -> dict[str, Any]:
         """``{"sha256": hex, "size": bytes}`` of the whole file (:func:`file_digest`'s form)."""
@@ -91,7 +96,7 @@ class CorpusWriter:
     The files' schemas carry ``datasets``' metadata, and ``datasets`` takes a second or so
     to import: it is imported in a thread from the first rows on (the worker processes
     have started by then: none is forked while an import is under way), the rows held
-    until the files are open."""
+    until the files are open (at most :data:`HELD_FIGURES` figures, then it waits)."""
 
     def __init__(self, folder: Path) -> None:
         schemas()  # pyarrow imported, the schemas made: worker processes forked from here on share them
@@ -111,7 +116,7 @@ class CorpusWriter:
             if batch.num_rows:
                 self.pending[config].append(batch)
                 self.waiting[config] += batch.num_rows
-        if not self._open(wait=False):
+        if not self._open(wait=self.waiting["figures"] >= HELD_FIGURES):
             return
         for config in CONFIGS:
             if self.waiting[config] >= ROW_GROUP[config]:
@@ -146,21 +151,27 @@ class CorpusWriter:
         return True
 
     def _flush(self, config: str, *, whole: bool = False) -> None:
-        """Write the pending rows (with ``whole``: only whole row groups, the rest kept)."""
+        """Write the pending rows (with ``whole``: only whole row groups, the rest kept), a
+        row group at a time: the batches written are let go of as it goes (rows held while
+        the files could not be opened are not all in memory at once)."""
         import pyarrow as pa
 
-        if not self.pending[config]:
-            return
-        table = pa.Table.from_batches(self.pending[config], schema=self.schemas[config])
         size = ROW_GROUP[config]
-        cut = table.num_rows - table.num_rows % size if whole else table.num_rows
-        if cut:
+        pending = self.pending[config]
+        while pending and (self.waiting[config] >= size or not whole):
+            count, taken = 0, 0
+            while taken < len(pending) and count < size:
+                count += pending[taken].num_rows
+                taken += 1
+            table = pa.Table.from_batches(pending[:taken], schema=self.schemas[config])
+            cut = min(size, table.num_rows)
             self.writers[config].write_table(table.slice(0, cut), row_group_size=size)
             self.rows[config] += cut
-            self.reading[config].update()
-        rest = table.slice(cut)
-        self.pending[config] = rest.to_batches() if rest.num_rows else []
-        self.waiting[config] = rest.num_rows
+            self.waiting[config] -= cut
+            rest = table.slice(cut)
+            pending[:taken] = rest.to_batches() if rest.num_rows else []
+            del table, rest
+        self.reading[config].update()
 
     def close(self) -> dict[str, int]:
         """Write what is pending and close the files; the row count of each config."""
