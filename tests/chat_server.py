@@ -90,6 +90,17 @@ class ChatServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
+    @property
+    def inspect_args(self) -> dict[str, Any]:
+        """Keyword arguments for ``inspect_ai.eval`` that send its model to this server.
+
+        Inspect memoizes a model by name and arguments, not by ``OPENAI_BASE_URL``: without
+        the base URL in the arguments, an earlier test's model (pointing at a server since
+        closed) would be reused, and its refused requests retried with back-off for hours.
+        A few retries bound any other failure.
+        """
+        return {"model_base_url": self.url, "max_retries": 2}
+
     def __enter__(self) -> ChatServer:
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(timeout=30)

@@ -150,7 +150,7 @@ def test_inspect_scorer_judges_each_epoch_and_reduces_as_crane(tmp_path, monkeyp
         (log,) = inspect_eval(crash_detection(source="sample", library="pandas", runs=2,
                                               judge="self", judge_passes=3),
                               model="openai/diagnosis-tiny", model_args={"responses_api": False},
-                              log_dir=str(tmp_path), display="none")
+                              log_dir=str(tmp_path), display="none", **server.inspect_args)
     assert log.status == "success", log.error
     judged = [b for b in server.requests if "Ground truth:" in b["messages"][-1]["content"]]
     assert len(judged) == len(items) * 2 * 3  # every epoch's answer, 3 passes

@@ -83,7 +83,7 @@ def test_inspect_runs_the_task_end_to_end_and_evaluate_scores_its_log(openai_env
     with ChatServer(detector) as server:
         openai_env(server)
         (log,) = inspect_eval(crash_detection(source="sample", runs=3), model="openai/tiny",
-                              log_dir=str(tmp_path / "logs"), display="none")
+                              log_dir=str(tmp_path / "logs"), display="none", **server.inspect_args)
     assert log.status == "success", log.error
     assert len(prompts(server)) == 20 * 3  # 20 notebooks, 3 epochs
     # The model got the built-in prompt, unchanged (here through the Responses API, which
@@ -126,7 +126,7 @@ def test_filters_and_runs_are_task_options(openai_env, tmp_path):
         openai_env(server)
         (log,) = inspect_eval(crash_detection(source="sample", library="pandas,numpy", runs=2),
                               model="openai/tiny", model_args={"responses_api": False},
-                              log_dir=str(tmp_path), display="none")
+                              log_dir=str(tmp_path), display="none", **server.inspect_args)
     assert log.status == "success", log.error
     assert log.eval.config.epochs == 2
     ids = {str(s.id) for s in read_eval_log(log.location).samples}

@@ -701,7 +701,7 @@ def test_the_site_shows_the_numbers_of_evaluate_for_an_inspect_log(tmp_path, mon
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         monkeypatch.setenv("OPENAI_API_KEY", "test-key")
         (log,) = inspect_eval(crash_detection(source="sample", runs=3), model="openai/tiny",
-                              log_dir=str(tmp_path / "logs"), display="none")
+                              log_dir=str(tmp_path / "logs"), display="none", **server.inspect_args)
     assert log.status == "success", log.error
     out = tmp_path / "site"
     site("sample", out, [log.location])
