@@ -80,12 +80,13 @@ TEST_WORKERS ?= 3
 test: sandbox browser install
 	@$(MAKE) --no-print-directory -j 3 lint docs suite
 
-# The test suite alone (what `make test` runs beside lint and the docs). A test past its
+# The test suite alone (what `make test` runs beside lint and the docs; the 25 slowest
+# tests are listed at the end, for keeping it within its time). A test past its
 # time limit ends its worker (pytest-timeout's thread method); xdist then runs that test's
 # module again on a new worker, so one restart at most: a test that hangs twice ends the
 # run, failed, instead of costing the limit again on each of a dozen workers.
 suite: install
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --max-worker-restart 1
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --max-worker-restart 1 --durations 25
 
 # The edit loop: lint and the tests that start no kernel, no Ray and nothing slow, on two
 # workers, stopping at the first failure (about 1.5 minutes on two cores; `make test` is
