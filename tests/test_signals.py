@@ -72,14 +72,23 @@ def _ignore_sigint() -> None:
 
 
 def wait_for(predicate, process: subprocess.Popen[str], seconds: float = 180) -> None:
-    """Until ``predicate()`` holds (the run reached the state a test stops it in)."""
+    """Until ``predicate()`` holds (the run reached the state a test stops it in). A
+    predicate that walks the run's folders may meet one the run removes meanwhile
+    (FileNotFoundError): that is "not yet", and it is asked again."""
     deadline = time.monotonic() + seconds
-    while not predicate():
+    while not _holds(predicate):
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
             _, err = process.communicate()
             raise AssertionError(f"the state never came (exit {process.returncode}): {err[-2000:]}")
         time.sleep(0.1)
+
+
+def _holds(predicate) -> bool:
+    try:
+        return bool(predicate())
+    except FileNotFoundError:
+        return False
 
 
 def stop(process: subprocess.Popen[str], signum: int, seconds: float = 45) -> tuple[str, str, float]:

@@ -47,10 +47,7 @@ def asleep(run: subprocess.Popen[str], scratch: Path) -> list[int]:
     below: list[int] = []
 
     def sleeping() -> bool:
-        try:
-            if not any(scratch.rglob("hanging.marker")):
-                return False
-        except FileNotFoundError:  # a folder of the run removed while walked: look again
+        if not any(scratch.rglob("hanging.marker")):
             return False
         below[:] = descendants(run.pid)
         return any(kernel_sleeping(pid) for pid in below)
