@@ -21,6 +21,7 @@ from junobench.data.report import BuildReport
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.errors import JunoBenchError
 from junobench.loader import load, load_rows
+from junobench.safety.text import first_line
 
 #: Columns of ``ls``'s table and CSV, in order (every one a ``cases`` field).
 LS_COLUMNS: tuple[str, ...] = (
@@ -96,7 +97,7 @@ def format_case(case: dict[str, Any]) -> str:
     ]
     out += [f"  {name:<15} {value}" for name, value in labels if value]
     line = f", line {case['crash_line']} of the target cell" if case["crash_line"] else ""
-    out += ["", f"Crash: {case['exception']}: {_first_line(case['evalue'])}{line}"]
+    out += ["", f"Crash: {case['exception']}: {first_line(case['evalue'])}{line}"]
     if case["diagnosis"]:
         out += ["", "Diagnosis:", *textwrap.wrap(case["diagnosis"], 88, initial_indent="  ",
                                                  subsequent_indent="  ")]
@@ -131,10 +132,6 @@ def _runs(runs: list[dict[str, Any]]) -> list[str]:
         lines.append(f"  {step:>3}. code cell {run['code_cell_index']} ({label}){target}")
         lines.append(textwrap.indent(run["source"].rstrip() or "(empty)", "       "))
     return lines
-
-
-def _first_line(text: str | None) -> str:
-    return (text or "").strip().splitlines()[0] if (text or "").strip() else ""
 
 
 def public_record(case: dict[str, Any], *, with_notebooks: bool = False) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import signal
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -74,13 +75,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
 #: The test modules that start Ray (a test marked ``ray``; every ``ray_cluster`` user is).
 #: ``make test``'s workers run them one after the other on one worker, which shares one Ray
 #: instance between them: two Ray instances at once on two cores slow each other's runs
-#: two- to threefold. Collection fails when a
-#: module that starts Ray is missing here.
+#: two- to threefold. As that one worker's run bounds the suite's, a Ray module holds Ray
+#: tests and little else (a local test beside a Ray one goes in another module, which
+#: runs on the other workers). Collection fails when a module that starts Ray is missing here.
 RAY_MODULES = frozenset({
-    "tests/test_construct_reproduce.py", "tests/test_containment.py", "tests/test_executor.py",
-    "tests/test_hostile_probes.py", "tests/test_mine_ray.py", "tests/test_ray_faults.py", "tests/test_ray_joined.py",
-    "tests/test_ray_stopped.py", "tests/test_ray_stops.py",
-    "tests/test_verify_ray.py",
+    "tests/test_construct_reproduce_ray.py", "tests/test_containment_ray.py", "tests/test_executor.py",
+    "tests/test_hostile_probes_ray.py", "tests/test_mine_ray.py", "tests/test_ray_faults.py",
+    "tests/test_ray_joined.py", "tests/test_ray_stopped.py", "tests/test_ray_stops.py", "tests/test_verify_ray.py",
 })
 
 
@@ -250,7 +251,40 @@ def shared_environment(name: str, source: str | Path = "sample", **kwargs):
         return create_environment(TEST_ENVS / f"{name}-{key}", selection, **kwargs)
 
 
+def shared_run(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """The folder ``make`` fills, made once per test run however many workers ask for it:
+    the first to ask makes it (under a lock, in the run's temporary folder that every
+    pytest-xdist worker shares), the others wait for it and reuse it. A test on the Ray
+    worker can so compare with a local run that another worker made meanwhile."""
+    from filelock import FileLock
+
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder, done = shared / name, shared / f"{name}.done"
+    with FileLock(str(shared / f"{name}.lock")):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
+
+
 @pytest.fixture(scope="session")
 def sample_env():
     """The bundled sample's pinned environment (numpy 1.26.4, pandas 2.1.4, …), made once."""
     return shared_environment("sample")
+
+
+@pytest.fixture(scope="session")
+def sample_mined_rerun(tmp_path_factory, sample_env) -> Path:
+    """What ``junobench mine sample --rerun`` writes, every notebook run on local kernels in
+    the sample's pinned environment: made once per test run (:func:`shared_run`)."""
+    from junobench.cli import main
+
+    def make(folder: Path) -> None:
+        code = main(["mine", "sample", "--rerun", "--env", str(sample_env.path), "--no-progress",
+                     "--timeout", "120", "--out", str(folder / "mined")])
+        assert code == 0, "mine sample --rerun failed"
+
+    return shared_run(tmp_path_factory, "sample-mined-rerun", make) / "mined"

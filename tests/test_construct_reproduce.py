@@ -3,7 +3,7 @@
 The candidates are the bundled sample's original notebooks (data under ``../input/<slug>/``
 as on Kaggle), some edited: they reproduce, raise another exception, crash earlier, do not
 crash, miss their data or a module, or cannot be run at all. The same table is classified
-under the local executor and under Ray.
+under the local executor here and under Ray in tests/test_construct_reproduce_ray.py.
 """
 
 from __future__ import annotations
@@ -145,26 +145,6 @@ def test_reproduce_classifies_each_candidate_locally(candidates, tmp_path, capsy
     assert result.reused == 11 and not result.outcomes
     _check(read_table(out).records())
     assert out.read_bytes() != b"" and before
-
-
-#: Rows whose verdicts depend on what travels to a Ray worker and how it runs there: the
-#: /kaggle paths and the data (present, absent), a crashing cell run twice, another exception.
-ON_RAY = ["absolute_paths.ipynb", "sklearn_1.ipynb", "NBspecific_2.ipynb", "other_exception.ipynb", "absent.ipynb"]
-
-
-def test_reproduce_under_ray_gives_the_same_classification(candidates, ray_cluster, tmp_path):
-    all_rows, notebooks, data = candidates
-    table, out = tmp_path / "some.xlsx", tmp_path / "triaged.xlsx"
-    write_table(table, [r for r in read_table(all_rows).records() if r["fname"] in ON_RAY],
-                ["fname", "eid", "ename", "evalue"])
-    result = reproduce(table, notebooks, out=out, data=data, executor="ray", timeout=60, progress=False)
-    assert result.executor.startswith("ray")
-    rows = {r["fname"]: r for r in read_table(out).records()}
-    assert {name: row["reproduced"] for name, row in rows.items()} == {name: EXPECTED[name] for name in ON_RAY}
-    assert "/kaggle paths" in rows["absolute_paths.ipynb"]["reproduced_detail"]
-    assert "FileNotFoundError" in rows["sklearn_1.ipynb"]["reproduced_detail"]
-    assert "recorded: attributeerror" in rows["other_exception.ipynb"]["reproduced_detail"]
-    assert "so the crashing cell ran twice" in rows["NBspecific_2.ipynb"]["reproduced_detail"]
 
 
 def test_rerun_replays_only_rows_without_a_verdict(candidates, tmp_path):

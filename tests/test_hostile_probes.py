@@ -1,5 +1,5 @@
 """Containment, tried as a hostile notebook author would, as root and as an unprivileged user,
-on local kernels and on Ray.
+on local kernels (the Ray runs: tests/test_hostile_probes_ray.py, with the Ray modules).
 
 A snapshot is built whose notebooks try, in their first cells: writing the kernel's
 settings (``/proc/sys``, ``/proc/sysrq-trigger``), reading ``/proc/keys`` and
@@ -45,7 +45,9 @@ pytestmark = [pytest.mark.kernel, pytest.mark.slow,
 
 SECRET = "hf_probe_secret_in_the_environment_51c2"
 HOST_SECRET = "hf_probe_secret_in_the_home_folder_9e07"
-MARK = "987651"  # in the command line of every process a notebook starts
+#: In the command line of every process a notebook starts; one per executor, as the local
+#: and the Ray runs (tests/test_hostile_probes_ray.py) may run at the same time.
+MARKS = {"local": "987651", "ray": "987653"}
 CTRL_C_MARK = "987652"
 
 PRELUDE = '''
@@ -231,21 +233,22 @@ def _first(snapshot: Path, case_id: str, version: str, index: int = 0) -> str:
     return str([c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"][index].source)
 
 
-def hostile_snapshot(root: Path, *, root_run: bool) -> Path:
+def hostile_snapshot(root: Path, *, root_run: bool, mark: str) -> Path:
     """The sample's cases with the probes (see the module docstring) in their notebooks;
-    ``root_run``: junobench will run as root (the notebook checks its uid outside)."""
+    ``root_run``: junobench will run as root (the notebook checks its uid outside);
+    ``mark`` in the command line of every process the notebooks start."""
     snapshot = checkout(["NBspecific_2", "pandas_2", "pandas_1", "NBspecific_1", "seaborn_1"], "sample",
                         root / "snapshot")
     home = root / "home"
-    probes = fill(PROBES, secret=SECRET, home=home, mark=MARK, root_run=root_run)
+    probes = fill(PROBES, secret=SECRET, home=home, mark=mark, root_run=root_run)
 
     def prepend(case_id: str, version: str, code: str, index: int = 0) -> None:
         edit_cell(snapshot, case_id, version, index, code + "\n" + _first(snapshot, case_id, version, index))
 
     prepend("NBspecific_2", "reproduced", probes + fill(REPLACE, how="link", home=home))
     prepend("NBspecific_2", "fixed", probes + fill(REPLACE, how="fifo", home=home))
-    prepend("pandas_2", "reproduced", fill(PIN_MEMORY, mark=MARK))
-    prepend("pandas_2", "fixed", fill(PRELUDE, mark=MARK) + fill(REPLACE, how="zero", home=home))
+    prepend("pandas_2", "reproduced", fill(PIN_MEMORY, mark=mark))
+    prepend("pandas_2", "fixed", fill(PRELUDE, mark=mark) + fill(REPLACE, how="zero", home=home))
     target = case_specs(snapshot, ["pandas_1"])[0].target
     assert target is not None
     edit_cell(snapshot, "pandas_1", "reproduced", target, 'raise KeyError("x" * 12_000_000)')
@@ -275,7 +278,7 @@ def _own(root: Path, as_user: bool) -> None:
                 os.lchown(path, uid, gid)
 
 
-def _leftovers(mark: str = MARK) -> list[str]:
+def _leftovers(mark: str) -> list[str]:
     ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True, check=True).stdout
     return [line for line in ps.splitlines() if mark in line and "ps -eo" not in line]
 
@@ -299,7 +302,7 @@ def _run(wrap: Callable[[list[str]], list[str]], args: list[str], env: dict[str,
                           timeout=timeout, check=False)
 
 
-def _check_clean(done: subprocess.CompletedProcess[str], root: Path, *written: Path) -> None:
+def _check_clean(done: subprocess.CompletedProcess[str], root: Path, mark: str, *written: Path) -> None:
     for text, what in [(done.stdout, "stdout"), (done.stderr, "stderr"),
                        *((p.read_text(errors="replace"), p.name) for p in written)]:
         assert SECRET not in text and HOST_SECRET not in text, f"a secret in {what}"
@@ -307,20 +310,27 @@ def _check_clean(done: subprocess.CompletedProcess[str], root: Path, *written: P
     assert rss < 500 << 20, f"junobench itself peaked at {rss >> 20} MiB"
     assert sorted(os.listdir(root / "tmp")) == [], "folders left in the temporary folder"
     deadline = time.monotonic() + 20
-    while _leftovers() and time.monotonic() < deadline:
+    while _leftovers(mark) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert _leftovers() == [], "processes outlived junobench"
+    assert _leftovers(mark) == [], "processes outlived junobench"
 
 
 @pytest.mark.parametrize("as_user", [False, True], ids=["as-root-or-self", "unprivileged"])
-@pytest.mark.parametrize("executor", ["local", pytest.param("ray", marks=pytest.mark.ray)])
-def test_a_hostile_notebook_s_every_probe_fails_or_ends_in_its_verdict(as_user, executor):
+def test_a_hostile_notebook_s_every_probe_fails_or_ends_in_its_verdict(as_user):
+    check_hostile_run(as_user, "local")
+
+
+def check_hostile_run(as_user: bool, executor: str) -> None:
+    """verify (and, on local kernels, runtime-info) of the hostile snapshot on ``executor``,
+    as root (or the user running the tests) or as an unprivileged user: the verdicts, and
+    nothing leaked or left."""
+    mark = MARKS[executor]
     if as_user and os.geteuid() != 0:
         pytest.skip("the unprivileged run is made by a root test run (it already runs unprivileged)")
     root, wrap = _prepare(as_user)
     try:
         env = _environment(root)
-        snapshot = hostile_snapshot(root, root_run=os.geteuid() == 0 and not as_user)
+        snapshot = hostile_snapshot(root, root_run=os.geteuid() == 0 and not as_user, mark=mark)
         report = root / "report.json"
         args = ["verify", "--source", str(snapshot), "--jobs", "2", "--no-progress", "--report", str(report),
                 "--memory", "512MiB", "--max-processes", "64", "--max-output", "1MiB", "--timeout", "60"]
@@ -347,7 +357,7 @@ def test_a_hostile_notebook_s_every_probe_fails_or_ends_in_its_verdict(as_user, 
         assert cases["seaborn_1"]["status"] == "passed", cases["seaborn_1"]
         for case in cases.values():
             assert case["sandbox"] == "bwrap, network off"
-        _check_clean(done, root, report)
+        _check_clean(done, root, mark, report)
 
         if executor == "local":  # the runtime-information inspection's answer, forged
             records = root / "runtime.jsonl"
@@ -361,7 +371,7 @@ def test_a_hostile_notebook_s_every_probe_fails_or_ends_in_its_verdict(as_user, 
                 "seaborn_1_fixed": "failed", "seaborn_1_reproduced": "failed"}
             for version in ("reproduced", "fixed"):
                 assert "the kernel's answer" in found[f"seaborn_1_{version}"]["problem"]
-            _check_clean(done, root, records)
+            _check_clean(done, root, mark, records)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

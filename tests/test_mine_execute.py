@@ -187,3 +187,18 @@ def test_rerun_replaces_the_saved_outputs_by_the_runs(sample_env, tmp_path) -> N
     assert rerun.runs == {"saved/saved.ipynb": "error"} and rerun.rows["figures"] == 0
     [row] = rows(tmp_path / "rerun", "notebooks", ["error", "executed"])
     assert row["executed"] and row["error"].startswith("ValueError: stops here (code cell 0)")
+
+
+def test_mine_rerun_on_the_bundled_sample_draws_its_figures(sample_mined_rerun) -> None:
+    """``junobench mine sample --rerun``: every notebook of the sample run (sandboxed, in its
+    pinned environment) and mined from what it drew (the same run on Ray:
+    tests/test_mine_ray.py)."""
+    runs = rows(sample_mined_rerun, "notebooks", ["notebook", "executed"])
+    assert len(runs) == 30 and all(row["executed"] for row in runs)
+    figures = rows(sample_mined_rerun, "figures")
+    # in the pinned environment the fixed notebooks of matplotlib_1 and seaborn_1 draw their figures
+    assert {(f["notebook"], f["executed"]) for f in figures} >= {
+        ("matplotlib_1/matplotlib_1_fixed.ipynb", True), ("seaborn_1/seaborn_1_fixed.ipynb", True)}
+    assert all(f["image"]["bytes"].startswith(b"\x89PNG") for f in figures)
+    assert all(f["calls"] and f["kind"] for f in figures), [(f["notebook"], f["kind"]) for f in figures]
+

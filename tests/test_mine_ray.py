@@ -22,21 +22,17 @@ def table(out: Path, config: str) -> list[dict]:
     return pq.read_table(out / PARQUET[config]).to_pylist()
 
 
-def test_mine_rerun_on_ray_gives_the_local_rows(ray_cluster, sample_env, tmp_path, capsys):
-    local, remote = tmp_path / "local", tmp_path / "ray"
-    common = ["sample", "--rerun", "--env", str(sample_env.path), "--no-progress", "--timeout", "120"]
-    code, _, err = run_cli(capsys, "mine", *common, "--out", str(local))
-    assert code == 0, err
-    code, _, err = run_cli(capsys, "mine", *common, "--out", str(remote), "--executor", "ray", "--retries", "1")
+def test_mine_rerun_on_ray_gives_the_local_rows(ray_cluster, sample_env, tmp_path, capsys, request):
+    remote = tmp_path / "ray"
+    code, _, err = run_cli(capsys, "mine", "sample", "--rerun", "--env", str(sample_env.path), "--no-progress",
+                           "--timeout", "120", "--out", str(remote), "--executor", "ray", "--retries", "1")
     assert code == 0, err
     assert "ran 30 notebooks (ray" in err
+    # the same run on local kernels (tests/conftest.py), asked for only now: usually made
+    # meanwhile by another worker (tests/test_mine_execute.py)
+    local = request.getfixturevalue("sample_mined_rerun")
     for config in PARQUET:
         assert table(remote, config) == table(local, config), config
-    figures = table(local, "figures")
-    # in the pinned environment the fixed notebooks of matplotlib_1 and seaborn_1 draw their figures
-    assert {(f["notebook"], f["executed"]) for f in figures} >= {
-        ("matplotlib_1/matplotlib_1_fixed.ipynb", True), ("seaborn_1/seaborn_1_fixed.ipynb", True)}
-    assert all(f["image"]["bytes"].startswith(b"\x89PNG") for f in figures)
 
 
 def test_mining_on_ray_writes_the_same_files_as_locally(ray_cluster, tmp_path):

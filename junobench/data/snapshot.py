@@ -26,6 +26,7 @@ from junobench.data.digests import ContentDigests, MemoRow, ReadDigests
 from junobench.envs.environment import SNAPSHOT_FOLDER, environment_files
 from junobench.errors import JunoBenchError
 from junobench.safety.paths import is_dir_entry, link_inside, require_utf8_path
+from junobench.safety.text import first_line
 
 DEFAULT_SOURCE = layout.DEFAULT_SOURCE
 SAMPLE = "sample"
@@ -170,7 +171,7 @@ def _hub_errors(repo_id: str, revision: str | None) -> Iterator[None]:
                              hint="accept its terms on the Hub and log in") from None
     except (hf_errors.LocalEntryNotFoundError, hf_errors.HfHubHTTPError, OSError) as error:
         raise JunoBenchError(
-            f"the Hugging Face Hub is unreachable and no cached copy exists ({_first_line(error)})",
+            f"the Hugging Face Hub is unreachable and no cached copy exists ({first_line(error)})",
             file=where,
             hint=f"use --source {SAMPLE} for the bundled sample, or --source DIR for a local snapshot",
         ) from None
@@ -211,11 +212,6 @@ def fetch_case(repo_id: str, case_id: str, *, revision: str | None = None,
         raise JunoBenchError(f"no case folder {case_id} in the dataset repo", file=f"{repo_id}/{folder.name}",
                              case=case_id)
     return folder
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0] if text else type(error).__name__
 
 
 #: One file of a fingerprint: its path in the snapshot, its size and its content

@@ -37,6 +37,7 @@ from junobench.detection.uncertainty import (
 )
 from junobench.detection.votes import DEFAULT_VOTE, VOTES, vote
 from junobench.errors import JunoBenchError
+from junobench.safety.text import shortened
 
 #: Breakdown name → (record field it groups by, column title).
 BREAKDOWNS: dict[str, tuple[str, str]] = {
@@ -294,7 +295,7 @@ def score(
 def _excerpt(raw: Any) -> str:
     text = raw if isinstance(raw, str) else repr(raw)
     text = " ".join(text.split())
-    return text if len(text) <= _EXCERPT else text[: _EXCERPT - 1] + "…"
+    return shortened(text, _EXCERPT)
 
 
 # --------------------------------------------------------------------------- I/O

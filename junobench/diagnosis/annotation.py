@@ -38,6 +38,7 @@ from junobench import vocab
 from junobench.diagnosis.judgments import CORRECT, OUTCOMES, WRONG, Judgments, outcome
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_path, write_text
+from junobench.safety.text import shortened
 
 SHEET = "Judgments"
 COLUMNS: tuple[str, ...] = ("item", "set", "instance", "ground-truth diagnosis",
@@ -217,7 +218,7 @@ def export_sheet(items: Sequence[Item], sheet: str | Path, key: str | Path, *,
 def _text(value: str) -> str:
     """Text an Excel cell can hold: control characters dropped, cut at the cell limit."""
     clean = "".join(c for c in value if c in "\n\t" or ord(c) >= 32)
-    return clean if len(clean) <= _CELL_LIMIT else clean[: _CELL_LIMIT - 1] + "…"
+    return shortened(clean, _CELL_LIMIT)
 
 
 @dataclass

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from junobench.safety.text import shortened
+
 #: Label fields compared (record field → what the release notes call it).
 LABELS: dict[str, str] = {
     "library_label": "library", "root_cause": "root cause", "crash_type": "crash type",
@@ -522,4 +524,4 @@ def word_diff(old: Any, new: Any, *, context: int = 6) -> str:
 
 def _short(value: Any, limit: int = 80) -> str:
     text = "(none)" if value is None else " ".join(str(value).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shortened(text, limit)

@@ -34,6 +34,7 @@ from junobench.data.export import (
 )
 from junobench.errors import JunoBenchError, Problem
 from junobench.safety.paths import is_within, link_root, require_regular, require_utf8_path
+from junobench.safety.text import first_line
 
 #: Files that may sit in an export directory without being listed: the Hub client's
 #: download bookkeeping.
@@ -113,13 +114,13 @@ def _check_card(root: Path, problems: list[Problem]) -> None:
     try:
         data = DatasetCard.load(path).data
     except Exception as error:  # the card parser raises ValueError, yaml errors, ...
-        problems.append(Problem(f"the card's YAML does not parse ({_first_line(error)})", CARD))
+        problems.append(Problem(f"the card's YAML does not parse ({first_line(error)})", CARD))
         return
     try:
         configs = MetadataConfigs.from_dataset_card_data(data)
         infos = DatasetInfosDict.from_dataset_card_data(data)
     except Exception as error:
-        problems.append(Problem(f"the card's configs or dataset_info are malformed ({_first_line(error)})",
+        problems.append(Problem(f"the card's configs or dataset_info are malformed ({first_line(error)})",
                                 CARD))
         return
     for config in CONFIG_NAMES:
@@ -162,7 +163,7 @@ def _check_parquet(root: Path, config: str, rows: int | None, problems: list[Pro
         count = parquet.metadata.num_rows
         parquet.read()  # decodes every page: a damaged page fails here
     except Exception as error:  # pyarrow raises ArrowInvalid, OSError, ... on damaged files
-        problems.append(Problem(f"not a readable parquet file ({_first_line(error)})", name))
+        problems.append(Problem(f"not a readable parquet file ({first_line(error)})", name))
         return
     features = FEATURES[config]
     if schema.remove_metadata() != features.arrow_schema.remove_metadata():
@@ -197,7 +198,7 @@ def _check_croissant(root: Path, problems: list[Problem]) -> None:
     try:
         data = json.loads(read_regular(path, limit=64 << 20).decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
-        problems.append(Problem(f"not readable JSON ({_first_line(error)})", CROISSANT, hint="re-export"))
+        problems.append(Problem(f"not readable JSON ({first_line(error)})", CROISSANT, hint="re-export"))
         return
     if not isinstance(data, dict) or data.get("conformsTo") != CONFORMS_TO:
         problems.append(Problem(f"does not declare conformsTo {CONFORMS_TO}", CROISSANT, hint="re-export"))
@@ -263,8 +264,3 @@ def _regular(path: Path, name: str, problems: list[Problem]) -> bool:
         problems.append(Problem(f"cannot read ({error.strerror or error})", name))
         return False
     return True
-
-
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__

@@ -27,6 +27,7 @@ from typing import Any
 
 from junobench.data.export import MANIFEST, file_digest, read_manifest
 from junobench.errors import JunoBenchError
+from junobench.safety.text import first_line
 
 
 @dataclass(frozen=True)
@@ -162,17 +163,12 @@ def hub_call(where: str, what: str) -> Iterator[None]:
         yield
     except HfHubHTTPError as error:
         status = error.response.status_code if error.response is not None else "?"
-        raise JunoBenchError(f"the Hub refused {what} (HTTP {status}: {_first_line(error)})", file=where,
+        raise JunoBenchError(f"the Hub refused {what} (HTTP {status}: {first_line(error)})", file=where,
                              hint="check the repo id and that your token has write access") from None
     except ValueError as error:  # the client's own checks, e.g. the card's YAML refused by the Hub
-        raise JunoBenchError(f"{what} failed: {_first_line(error)}", file=where) from None
+        raise JunoBenchError(f"{what} failed: {first_line(error)}", file=where) from None
     except Exception as error:
         if type(error).__module__.split(".")[0] in ("httpx", "httpx2", "requests", "urllib3"):
-            raise JunoBenchError(f"the Hub is unreachable ({_first_line(error)})", file=where,
+            raise JunoBenchError(f"the Hub is unreachable ({first_line(error)})", file=where,
                                  hint="check your network, or HF_ENDPOINT") from None
         raise
-
-
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__

@@ -32,6 +32,7 @@ from typing import Any
 from junobench.data.layout import RENAMED_CASES
 from junobench.errors import JunoBenchError
 from junobench.hub.changes import SnapshotDiff
+from junobench.safety.text import first_line
 
 CHANGELOG = "CHANGELOG.md"
 CHANGELOG_TITLE = "# Changelog"
@@ -428,13 +429,13 @@ def read_hub(repo_id: str, revision: str, *, endpoint: str | None = None, dry_ru
     except Exception as error:
         if not _unreachable(error):
             if isinstance(error, hf_errors.HfHubHTTPError):
-                raise JunoBenchError(f"the Hub refused reading the repo ({_first_line(error)})", file=where,
+                raise JunoBenchError(f"the Hub refused reading the repo ({first_line(error)})", file=where,
                                      hint="check the repo id, the revision and your token") from None
             raise
         if not dry_run:
-            raise JunoBenchError(f"the Hub is unreachable ({_first_line(error)})", file=where,
+            raise JunoBenchError(f"the Hub is unreachable ({first_line(error)})", file=where,
                                  hint="check your network, or HF_ENDPOINT") from None
-        return HubState(note=f"unreachable ({_first_line(error)}): the card and changelog are "
+        return HubState(note=f"unreachable ({first_line(error)}): the card and changelog are "
                                     "compared with nothing")
 
 
@@ -481,8 +482,3 @@ def _publish(result: ReleaseResult, *, private: bool, endpoint: str | None) -> N
     with hub_call(f"{result.repo_id}@{commit.oid}", f"the tag {result.tag}"):
         HfApi(endpoint=endpoint).create_tag(result.repo_id, tag=result.tag, revision=commit.oid,
                                             tag_message=f"JunoBench {result.version}", repo_type="dataset")
-
-
-def _first_line(error: BaseException) -> str:
-    lines = str(error).strip().splitlines()
-    return lines[0] if lines else type(error).__name__

@@ -31,6 +31,7 @@ from typing import Any, cast
 
 from junobench.mining.kinds import CellEvidence, ChartKinds, chart_kinds
 from junobench.pysource import python_source
+from junobench.safety.text import shortened
 
 #: Characters kept of a call as written (``df.groupby(…).mean().plot.bar``).
 TEXT_LIMIT = 200
@@ -505,7 +506,7 @@ def _text(node: ast.expr) -> str:
             text = ast.unparse(node)
         except (ValueError, RecursionError):
             return "?"
-    return text if len(text) <= TEXT_LIMIT else text[: TEXT_LIMIT - 1] + "…"
+    return shortened(text, TEXT_LIMIT)
 
 
 def _dotted(node: ast.expr) -> str | None:

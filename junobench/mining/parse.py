@@ -22,6 +22,7 @@ from typing import Any
 import msgspec
 
 from junobench.errors import JunoBenchError
+from junobench.safety.text import first_line
 
 
 class _Output(msgspec.Struct):
@@ -115,7 +116,7 @@ def parse(raw: bytes) -> ParsedNotebook:
     try:
         top = _notebook(raw)
     except (msgspec.DecodeError, ValueError, RecursionError) as error:
-        raise JunoBenchError(f"not a notebook: {_reason(error)}") from None
+        raise JunoBenchError(f"not a notebook: {first_line(error, 160)}") from None
     if top.nbformat in (1, 2, 3):
         return parse(_upgraded(raw))
     if top.cells is None:
@@ -155,7 +156,7 @@ def _read_cell(position: int, chunk: msgspec.Raw) -> Cell:
     try:
         raw = _cell(chunk)
     except (msgspec.DecodeError, ValueError, RecursionError) as error:
-        return Cell(position, "unreadable", "", problems=[f"cell {position}: not a cell ({_reason(error)})"])
+        return Cell(position, "unreadable", "", problems=[f"cell {position}: not a cell ({first_line(error, 160)})"])
     kind = raw.cell_type if isinstance(raw.cell_type, str) else "unreadable"
     cell = Cell(position, kind, _source(raw.source))
     if not isinstance(raw.source, str | list) or (isinstance(raw.source, list) and not all(
@@ -168,7 +169,7 @@ def _read_cell(position: int, chunk: msgspec.Raw) -> Cell:
         try:
             output = _output(item)
         except (msgspec.DecodeError, ValueError, RecursionError) as error:
-            cell.problems.append(f"cell {position}, output {number}: not an output ({_reason(error)})")
+            cell.problems.append(f"cell {position}, output {number}: not an output ({first_line(error, 160)})")
             cell.outputs.append(Output("unreadable"))
             continue
         kind = output.output_type if isinstance(output.output_type, str) else "unreadable"
@@ -212,10 +213,5 @@ def _upgraded(raw: bytes) -> bytes:
     try:
         notebook = nbformat.reads(raw.decode("utf-8"), as_version=4)
     except Exception as error:  # nbformat raises many types for malformed old notebooks
-        raise JunoBenchError(f"not a notebook: cannot upgrade it to nbformat 4 ({_reason(error)})") from None
+        raise JunoBenchError(f"not a notebook: cannot upgrade it to nbformat 4 ({first_line(error, 160)})") from None
     return json.dumps(notebook, ensure_ascii=False).encode("utf-8")
-
-
-def _reason(error: BaseException) -> str:
-    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return text if len(text) <= 160 else text[:159] + "…"

@@ -26,6 +26,7 @@ from typing import Any
 from junobench import vocab
 from junobench.errors import JunoBenchError
 from junobench.mining.kinds import PURPOSES
+from junobench.safety.text import shortened
 
 SHEET = "Figures"
 LISTS = "Lists"
@@ -149,7 +150,7 @@ def _thumbnail(row: Mapping[str, Any]) -> Any:
 
 def _text(value: str) -> str:
     clean = "".join(c for c in value if c in "\n\t" or ord(c) >= 32)
-    return clean if len(clean) <= _CELL_LIMIT else clean[: _CELL_LIMIT - 1] + "…"
+    return shortened(clean, _CELL_LIMIT)
 
 
 @dataclass

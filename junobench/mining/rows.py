@@ -29,6 +29,7 @@ from junobench.mining.calls import CellCalls, CodeReader
 from junobench.mining.kinds import ChartKinds, chart_kinds
 from junobench.mining.parse import Cell, ParsedNotebook, parse
 from junobench.mining.visuals import MAX_OUTPUT_BYTES, MAX_PIXELS, TEXTUAL, is_visual, visual_of
+from junobench.safety.text import shortened
 
 #: Characters kept of the markdown text that precedes a figure.
 MARKDOWN_LIMIT = 4000
@@ -218,4 +219,4 @@ def _headings(text: str) -> list[str]:
 def _cut(text: str | None) -> str | None:
     if text is None:
         return None
-    return text if len(text) <= MARKDOWN_LIMIT else text[: MARKDOWN_LIMIT - 1] + "…"
+    return shortened(text, MARKDOWN_LIMIT)

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 
 import msgspec
 
+from junobench.safety.text import first_line
+
 #: Raster image types kept as they are (the ``datasets.Image`` feature stores their bytes).
 RASTER: dict[str, str] = {"image/png": "PNG", "image/jpeg": "JPEG", "image/gif": "GIF", "image/webp": "WEBP"}
 SVG = "image/svg+xml"
@@ -118,7 +120,7 @@ def visual_of(data: Mapping[str, bytes], *, max_bytes: int = MAX_OUTPUT_BYTES,
             raise ValueError("not a JSON object")
         text = bytes(raw).decode("utf-8")
     except (UnicodeDecodeError, ValueError, msgspec.DecodeError) as error:
-        return Visual(mime, size=len(raw), problem=f"{mime}: the specification is not JSON ({_short(error)})")
+        return Visual(mime, size=len(raw), problem=f"{mime}: the specification is not JSON ({first_line(error, 120)})")
     return Visual(mime, text=text, size=len(raw))
 
 
@@ -148,17 +150,17 @@ def decode_base64(raw: bytes) -> tuple[bytes | None, str | None]:
             return _strict_base64(memoryview(raw)[1:end]), None
         except (binascii.Error, ValueError) as error:
             if raw.find(b"\\", 1, end) < 0:
-                return None, f"malformed base64 ({_short(error)})"
+                return None, f"malformed base64 ({first_line(error, 120)})"
     try:
         value = _text(raw)
     except (msgspec.DecodeError, ValueError) as error:
-        return None, f"the data is not a JSON string ({_short(error)})"
+        return None, f"the data is not a JSON string ({first_line(error, 120)})"
     text = value if isinstance(value, str) else "".join(value)
     payload = _WHITESPACE.sub("", text).encode("ascii", "replace")
     try:
         return _strict_base64(payload), None
     except (binascii.Error, ValueError) as error:
-        return None, f"malformed base64 ({_short(error)})"
+        return None, f"malformed base64 ({first_line(error, 120)})"
 
 
 _WHITESPACE = re.compile(r"[\r\n]+")
@@ -190,9 +192,9 @@ def image_size(data: bytes, max_pixels: int) -> tuple[tuple[int, int] | str, str
         try:
             image = Image.open(io.BytesIO(data))
         except (Image.DecompressionBombError, Image.DecompressionBombWarning) as error:
-            return f"a decompression bomb ({_short(error)})", None
+            return f"a decompression bomb ({first_line(error, 120)})", None
         except Exception as error:  # Pillow raises many types for data it cannot read
-            return f"the data is not an image ({_short(error).split(' <', 1)[0]})", None
+            return f"the data is not an image ({first_line(error, 120).split(' <', 1)[0]})", None
     width, height = image.size
     if width * height > max_pixels:
         return _over(width, height, max_pixels), image.format
@@ -241,7 +243,7 @@ def _svg(raw: bytes, max_pixels: int) -> Visual:
     try:
         value = _text(raw)
     except (msgspec.DecodeError, ValueError) as error:
-        return Visual(SVG, size=len(raw), problem=f"{SVG}: the data is not a JSON string ({_short(error)})")
+        return Visual(SVG, size=len(raw), problem=f"{SVG}: the data is not a JSON string ({first_line(error, 120)})")
     text = value if isinstance(value, str) else "".join(value)
     problem, size = svg_check(text)
     if problem is not None:
@@ -254,7 +256,7 @@ def _svg(raw: bytes, max_pixels: int) -> Visual:
     try:
         png = resvg_py.svg_to_bytes(svg_string=_in_pixels(text, size), width=width, height=height)
     except (ValueError, RuntimeError, OverflowError) as error:
-        return Visual(SVG, text=text, size=len(text), problem=f"{SVG}: cannot be drawn ({_short(error)})")
+        return Visual(SVG, text=text, size=len(text), problem=f"{SVG}: cannot be drawn ({first_line(error, 120)})")
     drawn, _ = image_size(bytes(png), max_pixels)
     if isinstance(drawn, str):
         return Visual(SVG, text=text, size=len(text), problem=f"{SVG}: drawn as {drawn}")
@@ -271,7 +273,7 @@ def svg_check(text: str) -> tuple[str | None, tuple[float, float] | None]:
     try:
         root = ElementTree.fromstring(text)
     except (ElementTree.ParseError, ValueError, RecursionError) as error:
-        return f"not well-formed XML ({_short(error)})", None
+        return f"not well-formed XML ({first_line(error, 120)})", None
     if _local(root.tag) != "svg":
         return f"its root element is <{_local(root.tag)}>, not <svg>", None
     for element in root.iter():
@@ -343,11 +345,6 @@ def _fit(size: tuple[float, float] | None, max_pixels: int) -> tuple[int | None,
 
 
 # --------------------------------------------------------------------------- text
-
-
-def _short(error: BaseException) -> str:
-    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return text if len(text) <= 120 else text[:119] + "…"
 
 
 def _size(count: int) -> str:

@@ -15,6 +15,8 @@
 - :func:`markdown_text` / :func:`markdown_link`: text for a Markdown or HTML page (the
   dataset card) with Markdown and HTML characters escaped, and links only to checked
   ``http(s)`` URLs (:func:`safe_url`).
+- :func:`shortened` and :func:`first_line`: a value or an error's message cut to a bound for
+  a one-line note (``…`` marks the cut).
 - :func:`visible_controls`: text for a page with its control characters and its
   bidirectional embedding, override and isolate characters shown as ``‹U+202E›`` marks,
   so that code reads as it runs (a right-to-left override can make code look other than
@@ -28,6 +30,8 @@
 'red \\\\x1b[31mtext\\\\x1b[0m'
 >>> markdown_link("Iris <b>", "javascript:alert(1)")
 'Iris &lt;b&gt;'
+>>> shortened("x" * 10, 5), first_line(ValueError("bad value\\nat line 2")), first_line(KeyError())
+('xxxx…', 'bad value', 'KeyError')
 >>> visible_controls("access = 'user\\u202e \\u2066# admin\\u2069\\u2066'\\x07")
 "access = 'user‹U+202E› ‹U+2066›# admin‹U+2069›‹U+2066›'‹U+0007›"
 """
@@ -159,3 +163,16 @@ def visible_controls(text: str) -> str:
     each of :data:`BIDI_CONTROLS` shown as a ``‹U+XXXX›`` mark (plain characters: safe in
     HTML text and attribute values alike)."""
     return _SHOWN_CONTROLS.sub(lambda m: f"\u2039U+{ord(m.group()):04X}\u203a", text)
+
+
+def shortened(text: str, limit: int) -> str:
+    """``text`` when it has at most ``limit`` characters, else its first ``limit - 1`` and ``…``."""
+    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+
+
+def first_line(what: object, limit: int | None = None) -> str:
+    """The first line of an error's message (its class name when the message is empty), or
+    of a text (``""`` for none), cut to ``limit`` characters (:func:`shortened`)."""
+    text = str(what if what is not None else "").strip()
+    line = text.splitlines()[0] if text else (type(what).__name__ if isinstance(what, BaseException) else "")
+    return line if limit is None else shortened(line, limit)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from junobench.errors import JunoBenchError
+from junobench.safety.text import first_line
 
 #: Seconds the probe of a cluster's address may take in all (separate from the start-up limit).
 CONNECT_TIMEOUT = 10.0
@@ -185,7 +186,7 @@ def _cluster_metadata(target: str, address: str, timeout: float, found: bool) ->
             what = "the cluster requires token authentication (auth required), which is off here"
         raise _fail(address, what, f"set RAY_AUTH_MODE=token and the cluster's token in {TOKENS}") from None
     except ray.exceptions.RayError as error:
-        raise _fail(address, f"not a Ray cluster (no Ray head answered: {_first_line(error)})",
+        raise _fail(address, f"not a Ray cluster (no Ray head answered: {first_line(error, 200)})",
                     "check the port: a Ray head listens on 6379 unless told otherwise") from None
     if not raw:
         raise _fail(address, "not a Ray cluster (its head holds no cluster metadata)", "check --ray-address")
@@ -215,9 +216,4 @@ def compare_versions(metadata: dict[str, Any], address: str) -> None:
         raise _fail(address, f"version mismatch: the cluster runs Ray {theirs[0]} on Python {theirs[1]}, "
                     f"this machine Ray {ours[0]} on Python {ours[1]}",
                     "install the cluster's versions of Ray and Python here, or join another cluster")
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip().splitlines()
-    return text[0][:200] if text else type(error).__name__
 

@@ -9,6 +9,7 @@ from functools import partial
 from typing import Any
 
 from junobench import vocab
+from junobench.safety.text import first_line
 from junobench.site.pages import NavLink, Page
 from junobench.site.render import render_page
 
@@ -30,7 +31,7 @@ def nav(data: Any) -> list[NavLink]:
 
 
 def pages(data: Any) -> Iterable[Page]:
-    rows = [{k: case.get(k) for k in ROW_FIELDS} | {"evalue": _first_line(case.get("evalue"))}
+    rows = [{k: case.get(k) for k in ROW_FIELDS} | {"evalue": first_line(case.get("evalue"), 160)}
             for case in data.cases]
     inputs = {"rows": rows, "title": data.title, "source": data.source, "filters": data.filters,
               "evaluation": data.evaluation is not None}
@@ -56,9 +57,3 @@ def distributions(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         out.append({"field": name, "title": title, "counts": [(v, counts[v]) for v in values],
                     "most": max(counts.values())})
     return out
-
-
-def _first_line(text: object) -> str:
-    lines = str(text or "").strip().splitlines()
-    line = lines[0] if lines else ""
-    return line if len(line) <= 160 else line[:159] + "…"
