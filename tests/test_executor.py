@@ -356,9 +356,11 @@ def test_waiting_for_a_free_cpu_is_not_a_fault(ray_cluster, tmp_path):
     ray_cluster.get(holder.ready.remote())
 
     async def main():
-        async with RayExecutor(retries=0, deadline=4, jobs=1, sandbox=UNCONFINED) as executor:
+        # the deadline: what a kernel's start and one cell take on a loaded machine (load 16
+        # on 2 cores took more than 4 s), below the time the replay waits to be placed
+        async with RayExecutor(retries=0, deadline=12, jobs=1, sandbox=UNCONFINED) as executor:
             run = asyncio.ensure_future(executor.run(one_cell_task(tmp_path / "case", "1 + 1")))
-            await asyncio.sleep(10)  # past the deadline, the worker still unplaced
+            await asyncio.sleep(15)  # past the deadline, the worker still unplaced
             assert not run.done()
             ray_cluster.kill(holder)
             return await run

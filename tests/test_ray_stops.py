@@ -67,8 +67,22 @@ def until(predicate, seconds: float = 15) -> bool:
 
 
 def drivers_of(pid: int) -> list[int]:
+    """The Ray driver of junobench's process ``pid``, and any process forked from it (which
+    has the driver's command line until it runs another program)."""
     return [p for p in processes_with("junobench.verify.ray_driver") if Path(f"/proc/{p}/cmdline").exists()
             and Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[-2:-1] == [str(pid).encode()]]
+
+
+def driver_of(pid: int) -> int | None:
+    """The Ray driver junobench's process ``pid`` started (its child), or None."""
+    children = []
+    for found in drivers_of(pid):
+        try:
+            if parent_of(found) == pid:
+                children.append(found)
+        except OSError:  # ended meanwhile
+            continue
+    return children[0] if len(children) == 1 else None
 
 
 def left_behind(run: subprocess.Popen[str], places: dict[str, Path]) -> dict[str, list[str]]:
@@ -219,8 +233,9 @@ def test_a_driver_held_while_it_starts_its_instance_is_killed_when_the_run_is_st
     the session folder Ray named after it and the driver's log."""
     run = _run("verify", "pandas_1", "--source", "sample", "--executor", "ray", "--format", "json",
                "--no-progress", env=own_instance(places))
-    wait_for(lambda: any(places["ray"].rglob("session_*")) and bool(drivers_of(run.pid)), run)
-    (driver,) = drivers_of(run.pid)
+    wait_for(lambda: any(places["ray"].rglob("session_*")) and driver_of(run.pid) is not None, run)
+    driver = driver_of(run.pid)
+    assert driver is not None
     os.kill(driver, signal.SIGSTOP)  # as Ray holds it: alive, and deaf to junobench
     out, err, took = stop(run, signal.SIGTERM)
     assert run.returncode == 143 and took < 40, (took, err)  # a hang guard: the grace is 10 s
@@ -257,7 +272,8 @@ def test_sigterm_mid_run_on_its_own_instance_and_junobench_killed_on_a_joined_on
     wait_for(lambda: marker.exists() and marker.read_text().strip(), run)
     kernel = int(marker.read_text())
     worker = parent_of(kernel)
-    (driver,) = drivers_of(run.pid)
+    driver = driver_of(run.pid)
+    assert driver is not None
     run.kill()
     run.communicate()
     assert gone(driver) and gone(kernel) and gone(worker), "the driver, its kernel or its worker outlived junobench"
