@@ -11,6 +11,15 @@ from pathlib import Path
 _SLEEP_CALLS = {"x86_64": {35, 230}, "aarch64": {101, 115}}
 
 
+def process_mark(prefix: str) -> str:
+    """A number for the command lines of the processes a test's notebooks start, found by
+    ``ps`` afterwards: a six-digit ``prefix`` and this process's id, zero-padded, so that
+    marks of equal length never hold one another, whether the other test runs in this
+    test run or in another one on the same machine."""
+    assert len(prefix) == 6 and prefix.isdigit(), prefix
+    return f"{prefix}{os.getpid():08d}"
+
+
 def alive(pid: int) -> bool:
     """Whether process ``pid`` still runs (a zombie does not: it is no leftover kernel)."""
     try:

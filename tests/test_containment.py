@@ -22,7 +22,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from snapshot_files import edit_cell, tree_digest  # tests/ is on sys.path under pytest
+from processes import process_mark  # tests/ is on sys.path under pytest
+from snapshot_files import edit_cell, tree_digest
 
 from junobench.data.checkout import checkout
 from junobench.envs.sandbox import Sandbox, bwrap_problem
@@ -33,10 +34,10 @@ pytestmark = [pytest.mark.kernel,
               pytest.mark.skipif(bwrap_problem() is not None, reason=f"no bubblewrap sandbox: {bwrap_problem()}")]
 
 SECRET = "hf_containment_secret_6ad1f0"
-MARK = "987650"  # in the command line of every process a notebook tries to leave behind
+MARK = process_mark("987650")  # in the command line of every process a notebook tries to leave behind
 #: The same for the cancelled runs, one per executor: no mark holds another, as the local and
 #: the Ray runs (tests/test_containment_ray.py) may run at the same time.
-CANCEL_MARKS = {"local": "987663", "ray": "987664"}
+CANCEL_MARKS = {"local": process_mark("987663"), "ray": process_mark("987664")}
 
 ATTACKS = '''
 import glob, os, socket, subprocess, sys, time

@@ -33,6 +33,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import unprivileged  # tests/ is on sys.path under pytest
+from processes import process_mark
 from snapshot_files import edit_cell
 
 from junobench.data.checkout import checkout
@@ -46,9 +47,10 @@ pytestmark = [pytest.mark.kernel, pytest.mark.slow,
 SECRET = "hf_probe_secret_in_the_environment_51c2"
 HOST_SECRET = "hf_probe_secret_in_the_home_folder_9e07"
 #: In the command line of every process a notebook starts; one per executor, as the local
-#: and the Ray runs (tests/test_hostile_probes_ray.py) may run at the same time.
-MARKS = {"local": "987651", "ray": "987653"}
-CTRL_C_MARK = "987652"
+#: and the Ray runs (tests/test_hostile_probes_ray.py) may run at the same time
+#: (:func:`processes.process_mark`: another test run on the machine has marks of its own).
+MARKS = {"local": process_mark("987651"), "ray": process_mark("987653")}
+CTRL_C_MARK = process_mark("987652")
 
 PRELUDE = '''
 import ctypes, errno, glob, os, signal, stat, subprocess, sys
