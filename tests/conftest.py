@@ -105,17 +105,36 @@ def _module(nodeid: str) -> str:
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist, when it is installed
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """``--dist loadfile`` as ``make test`` runs it: each module whole on one worker (its
-    module fixtures made once), and the :data:`RAY_MODULES` together, as one unit."""
+    module fixtures made once), and the :data:`RAY_MODULES` together, as one unit, given out
+    first (the longest unit), then the modules of :data:`FIRST_MODULES`, then the others."""
     if config.getvalue("dist") != "loadfile":
         return None
+    from collections import OrderedDict
+
     from xdist.scheduler import LoadScopeScheduling
 
+    class Queue(OrderedDict):
+        def popitem(self, last: bool = True) -> tuple[str, dict[str, bool]]:  # how xdist takes the next unit
+            for scope in ("ray", *FIRST_MODULES):
+                if scope in self:
+                    return scope, self.pop(scope)
+            return super().popitem(last)
+
     class ModulesAndRay(LoadScopeScheduling):
+        def __init__(self, config: pytest.Config, log: object) -> None:
+            super().__init__(config, log)
+            self.workqueue = Queue()
+
         def _split_scope(self, nodeid: str) -> str:
             module = _module(nodeid)
             return "ray" if module in RAY_MODULES else module
 
     return ModulesAndRay(config, log)
+
+
+#: Modules given out right after the Ray unit: those that make a result a Ray test waits for
+#: (:func:`shared_run`), so that it is ready, or nearly, when the Ray worker asks.
+FIRST_MODULES = ("tests/test_mine_execute.py",)
 
 
 @pytest.fixture(autouse=True)
