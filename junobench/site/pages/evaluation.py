@@ -43,11 +43,6 @@ def pages(data: Any) -> Iterable[Page]:
                partial(grid_page, data, evaluation))
 
 
-def report_json(report: Any) -> bytes:
-    """A set's report as ``junobench evaluate PRED --format json`` prints it."""
-    return (json.dumps(report.to_dict(), indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-
-
 def summary_page(data: Any, evaluation: Evaluation) -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     sets = []
