@@ -16,8 +16,6 @@ says in the cell's output and opens again for the next cell.
 from __future__ import annotations
 
 import ast
-import asyncio
-import functools
 from typing import Any
 
 from junobench.envs.kernel import MESSAGE_MARGIN
@@ -106,166 +104,16 @@ def bounded_client(notebook: Any, *, max_output: int, **options: Any) -> Any:
     """An nbclient ``NotebookClient`` for ``notebook`` (``options`` as nbclient's) that
     keeps at most ``max_output`` bytes of output per cell run (0: no limit). Call its
     ``new_run()`` before each cell run."""
-    from nbclient import NotebookClient
-    from nbformat.v4 import new_output
-
-    class BoundedClient(NotebookClient):
-        limit = max_output
-
-        def set_max_output(self, limit: int) -> None:
-            self.limit = limit
-
-        def new_run(self) -> None:
-            self.received = 0
-            self.marker: Any = None
-
-        async def _async_check_alive(self) -> None:
-            # nbclient's poll of the kernel's life outlives a cell run that was cancelled
-            # (Ctrl-C): once the replay has let go of the kernel client, the poll ends there
-            # instead of failing on the missing client, an error nobody would retrieve
-            from nbclient.exceptions import DeadKernelError
-
-            if self.kc is None:
-                raise DeadKernelError("the replay has ended")
-            await super()._async_check_alive()
-
-        def watch(self) -> None:
-            """Watch the kernel client's IOPub and shell sockets for a connection dropped over
-            a refused message."""
-            import zmq
-
-            kc: Any = self.kc
-            self.monitor = kc.iopub_channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
-            if getattr(self, "shell_monitor", None) is None:
-                self.shell_monitor = kc.shell_channel.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
-
-        def unwatch(self) -> None:
-            """Stop watching the shell socket (before the kernel client goes)."""
-            monitor: Any = getattr(self, "shell_monitor", None)
-            self.shell_monitor = None
-            if monitor is not None:
-                kc: Any = self.kc
-                if kc is not None:
-                    kc.shell_channel.socket.disable_monitor()
-                monitor.close(linger=0)
-
-        async def probe(self, timeout: float) -> None:
-            """Ask the kernel the probe once before any cell (what a fresh kernel answers),
-            then with every cell it runs. A kernel that dies or does not answer within
-            ``timeout`` seconds leaves nothing to compare with (its cells say the rest)."""
-            import queue
-
-            kc: Any = self.kc
-            km: Any = self.km
-            msg_id = kc.execute("", silent=True, store_history=False, user_expressions={PROBE_KEY: PROBE})
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + timeout
-            self.expected: dict[str, Any] | None = None
-            while loop.time() < deadline:
-                try:
-                    reply = await kc.get_shell_msg(timeout=1.0)
-                except queue.Empty:
-                    if not await km.is_alive():
-                        break
-                    continue
-                if reply.get("parent_header", {}).get("msg_id") == msg_id:
-                    self.expected = probe_value(reply.get("content"))
-                    break
-            kc.execute = functools.partial(kc.execute, user_expressions={PROBE_KEY: PROBE})
-
-        def tampered(self, reply: dict[str, Any]) -> list[str]:
-            """What a cell changed of how the kernel runs code, by the probe's answer in its
-            (successful) ``reply``; nothing before :meth:`probe` or when nothing changed."""
-            if getattr(self, "expected", None) is None:  # no probe, or a kernel that never answered it
-                return []
-            return changes(self.expected, probe_value(reply.get("content")))
-
-        async def run(self, cell: Any, index: int, limited: Any = lambda: None) -> bool:
-            """Run ``cell`` as ``async_execute_cell`` does; True when the kernel's reply never
-            came because it was refused, larger than the client takes, the kernel alive (its
-            output then says so). A connection that drops because the kernel died, or a
-            limit (``limited()`` says which) ended it, is a dead kernel."""
-            from nbclient.exceptions import DeadKernelError
-
-            monitor: Any = getattr(self, "shell_monitor", None)
-            running = asyncio.ensure_future(self.async_execute_cell(cell, index))
-            if monitor is None:
-                await running
-                return False
-            dropped = asyncio.ensure_future(monitor.poll())
-            try:
-                await asyncio.wait({running, dropped}, return_when=asyncio.FIRST_COMPLETED)
-            except BaseException:
-                running.cancel()
-                dropped.cancel()
-                await asyncio.gather(running, dropped, return_exceptions=True)
-                raise
-            if running.done():
-                dropped.cancel()
-                await asyncio.gather(dropped, return_exceptions=True)
-                running.result()
-                return False
-            running.cancel()
-            await asyncio.gather(running, return_exceptions=True)
-            while await monitor.poll(0):
-                await monitor.recv_multipart()
-            km: Any = self.km
-            for _ in range(DEATH_WAIT):  # a dying kernel's connection drops too: give it the time to end
-                if limited() is not None or not await km.is_alive():
-                    raise DeadKernelError("the kernel died")
-                await asyncio.sleep(0.05)
-            note = new_output("stream", name="stderr", text=f"[junobench: {refused_reply(self.limit)}]\n")
-            cell.setdefault("outputs", []).append(note)
-            return True
-
-        async def recover(self, cell: Any) -> None:
-            """After a cell run: when a message was refused, mark ``cell``'s output as cut
-            and connect IOPub again (the refused connection stays down)."""
-            monitor: Any = getattr(self, "monitor", None)
-            refused = False
-            while monitor is not None and await monitor.poll(0):
-                await monitor.recv_multipart()
-                refused = True
-            if not refused:
-                return
-            if self.marker is None:
-                self.marker = new_output("stream", name="stderr", text="")
-                cell.setdefault("outputs", []).append(self.marker)
-            self.marker["text"] = (f"[junobench: output cut: a message larger than {format_size(self.limit)} "
-                                   "was refused]\n")
-            kc: Any = self.kc
-            kc.iopub_channel.socket.disable_monitor()
-            monitor.close(linger=0)
-            kc.iopub_channel.close()
-            kc._iopub_channel = None  # the client makes a new channel on first use
-            kc.iopub_channel.start()
-            self.watch()
-
-        def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
-            kind = msg.get("msg_type")
-            if not self.limit or kind == "status":
-                return super().process_message(msg, cell, cell_index)
-            size = content_size(msg.get("content"))
-            self.received += size
-            if self.received <= self.limit:
-                return super().process_message(msg, cell, cell_index)
-            if self.marker is None:
-                self.marker = new_output("stream", name="stderr", text="")
-                cell.setdefault("outputs", []).append(self.marker)
-            kept = self.limit
-            self.marker["text"] = marker_text(kept, self.received - kept)
-            if kind in ALWAYS_KEPT:
-                if kind == "error":
-                    _trim_error(msg.get("content", {}))
-                return super().process_message(msg, cell, cell_index)
-            return None
+    from junobench.verify.client import BoundedClient
 
     client = BoundedClient(notebook, **options)
+    client.set_max_output(max_output)
     client.new_run()
     return client
 
 
-def _trim_error(content: dict[str, Any]) -> None:
+def trim_error(content: dict[str, Any]) -> None:
+    """An error's value and traceback lines cut to :data:`ERROR_TEXT` characters each."""
     if isinstance(content.get("evalue"), str):
         content["evalue"] = content["evalue"][:ERROR_TEXT]
     trace = content.get("traceback")
