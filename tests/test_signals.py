@@ -261,7 +261,7 @@ def test_a_cell_run_cancelled_leaves_no_failing_poll_behind():
 
     import nbformat
 
-    from junobench.verify.outputs import bounded_client
+    from junobench.verify.client import bounded_client
 
     client = bounded_client(nbformat.v4.new_notebook(), max_output=0)
 

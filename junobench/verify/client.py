@@ -1,6 +1,7 @@
-"""The nbclient client a replay runs a notebook's cells with (:func:`junobench.verify.outputs.bounded_client`
-makes it): the output of each cell run bounded as it arrives, a message too large refused and
-said, the kernel's probe answered with every cell. Needs nbclient (the ``run`` extra).
+"""The nbclient client a replay runs a notebook's cells with (:func:`bounded_client` makes
+it; :mod:`junobench.verify.outputs` holds the bounds it applies): the output of each cell
+run bounded as it arrives, a message too large refused and said, the kernel's probe
+answered with every cell. Needs nbclient (the ``run`` extra).
 """
 
 from __future__ import annotations
@@ -174,3 +175,13 @@ class BoundedClient(NotebookClient):
                 trim_error(msg.get("content", {}))
             return super().process_message(msg, cell, cell_index)
         return None
+
+
+def bounded_client(notebook: Any, *, max_output: int, **options: Any) -> BoundedClient:
+    """An nbclient ``NotebookClient`` for ``notebook`` (``options`` as nbclient's) that
+    keeps at most ``max_output`` bytes of output per cell run (0: no limit). Call its
+    ``new_run()`` before each cell run."""
+    client = BoundedClient(notebook, **options)
+    client.set_max_output(max_output)
+    client.new_run()
+    return client

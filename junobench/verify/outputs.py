@@ -1,7 +1,7 @@
 """The output a replay keeps of each cell run: bounded as it arrives, and marked when cut.
 
-A kernel is untrusted: it may print a gigabyte. :func:`bounded_client` makes an nbclient
-``NotebookClient`` that counts the bytes of every message a cell run sends on IOPub
+A kernel is untrusted: it may print a gigabyte. :func:`junobench.verify.client.bounded_client`
+makes an nbclient ``NotebookClient`` that counts the bytes of every message a cell run sends on IOPub
 (outputs, display updates, widget messages) and, past ``max_output``, keeps none of them
 but the error (trimmed) and the idle status, appending one line that says how much was
 cut. The client's sockets refuse any single message larger than the limit plus a margin
@@ -98,18 +98,6 @@ def content_size(value: Any, depth: int = 0) -> int:
     if isinstance(value, list | tuple):
         return sum(content_size(v, depth + 1) for v in value)
     return 8
-
-
-def bounded_client(notebook: Any, *, max_output: int, **options: Any) -> Any:
-    """An nbclient ``NotebookClient`` for ``notebook`` (``options`` as nbclient's) that
-    keeps at most ``max_output`` bytes of output per cell run (0: no limit). Call its
-    ``new_run()`` before each cell run."""
-    from junobench.verify.client import BoundedClient
-
-    client = BoundedClient(notebook, **options)
-    client.set_max_output(max_output)
-    client.new_run()
-    return client
 
 
 def trim_error(content: dict[str, Any]) -> None:

@@ -41,7 +41,7 @@ from junobench.envs.kernel import (
 from junobench.envs.sandbox import Sandbox
 from junobench.errors import JunoBenchError
 from junobench.verify.judge import ERROR, OK, TAMPERED, TIMEOUT, RunLog, StepOutcome
-from junobench.verify.outputs import bounded_client, refused_reply
+from junobench.verify.outputs import refused_reply
 
 T = TypeVar("T")
 
@@ -93,6 +93,8 @@ async def replay(
     that a limit ended says so in ``RunLog.failure`` (``out of memory: …``).
     """
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
+    from junobench.verify.client import bounded_client
 
     policy = sandbox or Sandbox()
     pass_env = tuple(pass_env)
