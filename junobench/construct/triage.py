@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from junobench.data.notebook import CodeCell, Step, execution_order
+from junobench.safety.text import first_line
 from junobench.verify.judge import OK, TIMEOUT, RunLog, StepOutcome, same_exception
 
 #: The replay crashed at the crashing cell with the recorded exception class.
@@ -205,5 +206,5 @@ def _where(step: StepOutcome, crash: int, position: int, planned: int) -> str:
 
 
 def _exc(step: StepOutcome) -> str:
-    value = (step.evalue or "").strip().splitlines()
-    return f"{step.ename}: {value[0][:200]}" if value and value[0] else str(step.ename)
+    value = first_line(step.evalue)
+    return f"{step.ename}: {value[:200]}" if value else str(step.ename)

@@ -40,6 +40,7 @@ from junobench.runtime.info import payload_problem
 from junobench.runtime.names import target_names
 from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS, summarise
 from junobench.safety.atomic import check_file_target
+from junobench.safety.text import first_line
 from junobench.verify import DEFAULT_TIMEOUT, replay_task
 from junobench.verify.executor import Executor, entered_for, gather_all
 from junobench.verify.judge import OK, TIMEOUT, RunLog
@@ -447,8 +448,8 @@ def run_problem(log: RunLog) -> str | None:
             limit = f" after {log.timeout:g}s" if log.timeout else ""
             return f"code cell {step.code_cell_index} timed out{limit}, before the target"
         if step.status != OK:
-            value = (step.evalue or "").strip().splitlines()
-            detail = f"{step.ename}: {value[0]}" if value and value[0] else str(step.ename)
+            value = first_line(step.evalue)
+            detail = f"{step.ename}: {value}" if value else str(step.ename)
             return f"code cell {step.code_cell_index} raised {detail}, before the target"
     if log.input_error is not None:
         return f"input error: {log.input_error}"

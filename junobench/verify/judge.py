@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from junobench.safety.text import first_line
+
 #: Status of one run of a cell.
 OK, ERROR, TIMEOUT = "ok", "error", "timeout"
 #: How a verdict on a notebook that ran out of memory starts.
@@ -173,7 +175,7 @@ def _where(index: int, target: int, *, first_run: bool) -> str:
 
 
 def _exc(step: StepOutcome) -> str:
-    value = (step.evalue or "").strip().splitlines()
+    value = first_line(step.evalue)
     if step.ename is None:  # an error junobench saw but could not read (a reply too large)
-        return f"an error ({value[0]})" if value and value[0] else "an error"
-    return f"{step.ename}: {value[0]}" if value and value[0] else str(step.ename)
+        return f"an error ({value})" if value else "an error"
+    return f"{step.ename}: {value}" if value else str(step.ename)
