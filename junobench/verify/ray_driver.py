@@ -921,23 +921,33 @@ def _noted(signum: int, frame: Any) -> None:
 
 async def _serve(channel: _Channel, loop: asyncio.AbstractEventLoop, inbox: asyncio.Queue[tuple[Any, ...]],
                  on_signals: Callable[[], None]) -> None:
+    threading.Thread(target=_listen, args=(channel, loop, inbox), daemon=True).start()
+    driver = await _start(channel, inbox, on_signals)
+    if driver is not None:
+        await _run_jobs(channel, driver, inbox)
 
-    def listen() -> None:
-        while True:
-            try:
-                message = channel.receive()
-            except (EOFError, OSError):  # junobench ended
-                global _ORPHANED
-                _ORPHANED = True
-                message = ("close",)
-            loop.call_soon_threadsafe(inbox.put_nowait, message)
-            if message[0] == "close":
-                return
 
-    threading.Thread(target=listen, daemon=True).start()
+def _listen(channel: _Channel, loop: asyncio.AbstractEventLoop, inbox: asyncio.Queue[tuple[Any, ...]]) -> None:
+    """junobench's messages into ``inbox``, until "close" (or junobench's end, which closes)."""
+    while True:
+        try:
+            message = channel.receive()
+        except (EOFError, OSError):  # junobench ended
+            global _ORPHANED
+            _ORPHANED = True
+            message = ("close",)
+        loop.call_soon_threadsafe(inbox.put_nowait, message)
+        if message[0] == "close":
+            return
+
+
+async def _start(channel: _Channel, inbox: asyncio.Queue[tuple[Any, ...]],
+                 on_signals: Callable[[], None]) -> ClusterDriver | None:
+    """The driver, started as the first message says and announced "ready"; None when it
+    could not start (junobench is told why) or junobench closed first."""
     first = await inbox.get()
     if first[0] != "start":
-        return
+        return None
     driver = ClusterDriver(first[1])
     global _DRIVER
     _DRIVER = driver
@@ -953,14 +963,20 @@ async def _serve(channel: _Channel, loop: asyncio.AbstractEventLoop, inbox: asyn
         starting.result()
     except JunoBenchError as error:
         channel.send("failed", error)
-        return
+        return None
     finally:
         if stopping.done() and not stopping.cancelled():
-            inbox.put_nowait(stopping.result())  # stopped as it got ready: closed below
+            inbox.put_nowait(stopping.result())  # stopped as it got ready: closed by _run_jobs
     global _SESSION
     _SESSION = driver.session if driver.owned else None
     channel.send("ready", {"jobs": driver.jobs, "note": driver.note, "session": driver.session,
                            "owned": driver.owned})
+    return driver
+
+
+async def _run_jobs(channel: _Channel, driver: ClusterDriver, inbox: asyncio.Queue[tuple[Any, ...]]) -> None:
+    """Run and cancel replays as junobench asks, report each, until "close"; then cancel
+    what runs and close the driver."""
     running: dict[int, asyncio.Task[ReplayOutcome]] = {}
 
     def finished(key: int, job: asyncio.Task[ReplayOutcome]) -> None:
