@@ -32,6 +32,7 @@ from junobench.data import layout
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_open
 from junobench.safety.paths import open_regular, read_regular, relative_name
+from junobench.safety.text import shortened
 
 CARD = "README.md"
 MANIFEST = "checksums.json"
@@ -127,9 +128,9 @@ def _manifest_problem(data: dict[str, Any]) -> str | None:
         return "'files' must map each path to its sha256 and size"
     for name, entry in files.items():
         if relative_name(name) != name:
-            return f"'files' lists {_shown(name)}, which is not a relative path inside the export"
+            return f"'files' lists {shortened(repr(name), 81)}, which is not a relative path inside the export"
         if not is_export_name(name):
-            return f"'files' lists {_shown(name)}, which is not a file an export writes"
+            return f"'files' lists {shortened(repr(name), 81)}, which is not a file an export writes"
         if not (isinstance(entry, dict) and isinstance(entry.get("sha256"), str)
                 and _SHA256.match(entry["sha256"]) and _count(entry.get("size"))):
             return f"'files' entry {name!r} must be {{\"sha256\": 64 hex digits, \"size\": bytes}}"
@@ -162,11 +163,6 @@ def _strings(value: Any) -> bool:
 
 def _count(value: Any) -> bool:
     return type(value) is int and value >= 0
-
-
-def _shown(name: Any) -> str:
-    text = repr(name)
-    return text if len(text) <= 80 else text[:80] + "…"
 
 
 def verify_file(root: Path, name: str, data: bytes | None = None) -> bytes:

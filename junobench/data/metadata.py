@@ -22,6 +22,7 @@ from junobench.data.layout import PACKAGE_DIR
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import write_text
 from junobench.safety.paths import read_regular
+from junobench.safety.text import shortened
 from junobench.utf8 import is_utf8
 
 SCHEMA_FILE = PACKAGE_DIR / "schemas" / "dataset_metadata.schema.json"
@@ -51,7 +52,7 @@ def validate_metadata(data: Any) -> list[str]:
     except RecursionError:
         return ["(top level): nested too deeply"]
     if errors:
-        return [f"{'/'.join(map(str, e.absolute_path)) or '(top level)'}: {_short(e.message)}"
+        return [f"{'/'.join(map(str, e.absolute_path)) or '(top level)'}: {shortened(e.message, 301)}"
                 for e in errors]
     # valid by the schema, so shallow
     return [f"{where}: {text!r} is not UTF-8 text (a file name's bytes? rename the file)"
@@ -70,10 +71,6 @@ def _not_utf8(value: Any, where: str = "") -> Iterator[tuple[str, str]]:
     elif isinstance(value, list):
         for index, item in enumerate(value):
             yield from _not_utf8(item, f"{where}/{index}" if where else str(index))
-
-
-def _short(message: str, limit: int = 300) -> str:
-    return message if len(message) <= limit else message[:limit] + "…"
 
 
 def load_metadata_json(path: str | Path, *, case: str | None = None) -> Any:
@@ -95,7 +92,7 @@ def load_metadata_json(path: str | Path, *, case: str | None = None) -> Any:
     except (UnicodeDecodeError, UnicodeEncodeError, ValueError, RecursionError) as error:
         reason = ("nested too deeply" if isinstance(error, RecursionError) else
                   "a \\u escape is a lone surrogate, not a character"
-                  if isinstance(error, UnicodeEncodeError) else _short(str(error)))
+                  if isinstance(error, UnicodeEncodeError) else shortened(str(error), 301))
         raise JunoBenchError(f"dataset metadata is not valid JSON ({reason})", file=path,
                              case=case, hint="fix the file; see junobench/schemas/") from None
     return data

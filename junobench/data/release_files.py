@@ -25,6 +25,7 @@ from pathlib import Path
 from junobench.data import layout
 from junobench.errors import JunoBenchError
 from junobench.safety.paths import is_dir_entry, open_regular, read_regular
+from junobench.safety.text import shortened
 
 #: The dataset's version file at a snapshot's root.
 VERSION_FILE = layout.VERSION_FILE
@@ -37,8 +38,7 @@ _MAX_VERSION_BYTES = 256
 def check_version(text: str, *, file: str | Path | None = None) -> str:
     """``text`` when it is a version (see :data:`VERSION_PATTERN`), else a :class:`JunoBenchError`."""
     if not VERSION_PATTERN.match(text):
-        shown = text if len(text) <= 40 else text[:40] + "…"
-        raise JunoBenchError(f"not a dataset version: {shown!r}", file=file,
+        raise JunoBenchError(f"not a dataset version: {shortened(text, 41)!r}", file=file,
                              hint="write MAJOR.MINOR.PATCH, e.g. 1.1.0")
     return text
 

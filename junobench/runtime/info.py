@@ -34,6 +34,7 @@ from junobench.errors import JunoBenchError
 from junobench.jsonl import read_instance_records
 from junobench.runtime import crane
 from junobench.runtime.summarise import CATEGORIES
+from junobench.safety.text import shortened
 
 _HINT = "write it with `junobench runtime-info --out FILE.jsonl`"
 _NESTED = ("column_values",)  # dict fields shown one entry per line
@@ -91,8 +92,8 @@ def payload_problem(payload: Any, style: str = "junobench") -> str | None:
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path)
-    message = error.message if len(error.message) <= 200 else error.message[:200] + "…"
-    return f"the kernel's answer is not what the inspection returns{f' at {where}' if where else ''}: {message}"
+    return (f"the kernel's answer is not what the inspection returns{f' at {where}' if where else ''}: "
+            f"{shortened(error.message, 201)}")
 
 
 def drop_categories(record: Mapping[str, Any], exclude: Iterable[str]) -> dict[str, Any]:
