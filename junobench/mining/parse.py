@@ -22,7 +22,7 @@ from typing import Any
 import msgspec
 
 from junobench.errors import JunoBenchError
-from junobench.safety.text import first_line
+from junobench.safety.text import first_line, multiline
 
 
 class _Output(msgspec.Struct):
@@ -158,7 +158,7 @@ def _read_cell(position: int, chunk: msgspec.Raw) -> Cell:
     except (msgspec.DecodeError, ValueError, RecursionError) as error:
         return Cell(position, "unreadable", "", problems=[f"cell {position}: not a cell ({first_line(error, 160)})"])
     kind = raw.cell_type if isinstance(raw.cell_type, str) else "unreadable"
-    cell = Cell(position, kind, _source(raw.source))
+    cell = Cell(position, kind, multiline(raw.source))
     if not isinstance(raw.source, str | list) or (isinstance(raw.source, list) and not all(
             isinstance(s, str) for s in raw.source)):
         cell.problems.append(f"cell {position}: its source is not text")
@@ -178,14 +178,6 @@ def _read_cell(position: int, chunk: msgspec.Raw) -> Cell:
         cell.outputs.append(Output(kind, {k: bytes(v) for k, v in (output.data or {}).items()},
                                    _str(output.ename), _str(output.evalue)))
     return cell
-
-
-def _source(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return "".join(s for s in value if isinstance(s, str))
-    return ""
 
 
 def _str(value: Any) -> str | None:

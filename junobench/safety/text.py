@@ -17,6 +17,8 @@
   ``http(s)`` URLs (:func:`safe_url`).
 - :func:`shortened` and :func:`first_line`: a value or an error's message cut to a bound for
   a one-line note (``…`` marks the cut).
+- :func:`multiline`: a notebook's multiline field (a string, or a list of strings) as one
+  string, whatever a hostile notebook put there.
 - :func:`visible_controls`: text for a page with its control characters and its
   bidirectional embedding, override and isolate characters shown as ``‹U+202E›`` marks,
   so that code reads as it runs (a right-to-left override can make code look other than
@@ -168,6 +170,20 @@ def visible_controls(text: str) -> str:
 def shortened(text: str, limit: int) -> str:
     """``text`` when it has at most ``limit`` characters, else its first ``limit - 1`` and ``…``."""
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
+
+
+def multiline(value: object) -> str:
+    """A notebook's multiline string field (a string, or a list of strings: nbformat saves
+    both) as one string; the parts that are not strings left out, ``""`` for any other value.
+
+    >>> multiline(["a\\n", "b"]), multiline("c"), multiline(["d", 1]), multiline(None)
+    ('a\\nb', 'c', 'd', '')
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(part for part in value if isinstance(part, str))
+    return ""
 
 
 def first_line(what: object, limit: int | None = None) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
+from junobench.safety.text import multiline
 from junobench.site import sanitize
 
 #: Characters of one text or HTML output shown; the rest is cut with a note (a page stays
@@ -92,7 +93,7 @@ def read_cells(text: str | None) -> list[Cell]:
         count = raw.get("execution_count")
         attachments = raw.get("attachments")
         out.append(Cell(
-            position=position, kind=str(kind), source=_text(raw.get("source")),
+            position=position, kind=str(kind), source=multiline(raw.get("source")),
             count=count if type(count) is int else None,
             code_index=code_index if kind == "code" else None,
             outputs=tuple(o for o in outputs if isinstance(o, dict)) if isinstance(outputs, list) else (),
@@ -100,15 +101,6 @@ def read_cells(text: str | None) -> list[Cell]:
         ))
         code_index += kind == "code"
     return out
-
-
-def _text(value: object) -> str:
-    """A multiline string field (a string, or a list of strings) as one string."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        return "".join(part for part in value if isinstance(part, str))
-    return ""
 
 
 # --------------------------------------------------------------------------- code
@@ -189,7 +181,7 @@ def render_outputs(cell: Cell, images: Images) -> list[Output]:
 def render_output(output: Mapping[str, Any], images: Images) -> Output:
     kind = output.get("output_type")
     if kind == "stream":
-        text, note = _cut(_text(output.get("text")))
+        text, note = _cut(multiline(output.get("text")))
         css = "stream stderr" if output.get("name") == "stderr" else "stream"
         return Output("stream", Markup('<pre class="{}">{}</pre>').format(css, Markup(sanitize.ansi_html(text)))
                       + note)
@@ -207,7 +199,7 @@ def error_html(output: Mapping[str, Any]) -> Markup:
     exception line when there is no traceback)."""
     traceback = output.get("traceback")
     lines = [line for line in traceback if isinstance(line, str)] if isinstance(traceback, list) else []
-    text = "\n".join(lines) if lines else f"{_text(output.get('ename'))}: {_text(output.get('evalue'))}"
+    text = "\n".join(lines) if lines else f"{multiline(output.get('ename'))}: {multiline(output.get('evalue'))}"
     text, note = _cut(text)
     return Markup('<pre class="traceback">{}</pre>').format(Markup(sanitize.ansi_html(text))) + note
 
@@ -215,16 +207,16 @@ def error_html(output: Mapping[str, Any]) -> Markup:
 def mime_bundle(data: Mapping[str, Any], images: Images) -> Output:
     """The richest safe view of a display bundle (nbconvert's order of preference)."""
     if "application/vnd.jupyter.widget-view+json" in data:
-        shown = _text(data.get("text/plain")) or json.dumps(
+        shown = multiline(data.get("text/plain")) or json.dumps(
             data["application/vnd.jupyter.widget-view+json"], ensure_ascii=False)[:500]
         return _as_text("widget", "an interactive widget, shown as text (widgets run script)", shown)
     if "text/html" in data:
-        html = _text(data["text/html"])
+        html = multiline(data["text/html"])
         if len(html) <= MAX_OUTPUT_CHARS:  # (cut HTML would be broken HTML: a plainer view instead)
             return Output("html", Markup('<div class="html-output">{}</div>').format(
                 Markup(sanitize.clean_html(html))))
     if "image/svg+xml" in data:
-        svg = _text(data["image/svg+xml"])
+        svg = multiline(data["image/svg+xml"])
         if len(svg) <= 10 * MAX_OUTPUT_CHARS:
             return Output("image", Markup('<img class="output-image" alt="SVG output" src="{}">').format(
                 sanitize.svg_data_uri(svg)))
@@ -238,24 +230,24 @@ def mime_bundle(data: Mapping[str, Any], images: Images) -> Output:
             return Output("note", Markup('<p class="note">{} output that is not one (not shown)</p>')
                           .format(mime))
     if "text/markdown" in data:
-        text, note = _cut(_text(data["text/markdown"]))
+        text, note = _cut(multiline(data["text/markdown"]))
         return Output("markdown", Markup('<div class="markdown">{}</div>').format(
             Markup(sanitize.markdown_html(text))) + note)
     for mime in ("application/javascript", "text/javascript"):
         if mime in data:
-            return _as_text("javascript", "JavaScript output, shown as text (not run)", _text(data[mime]))
+            return _as_text("javascript", "JavaScript output, shown as text (not run)", multiline(data[mime]))
     if "text/latex" in data and "text/plain" not in data:
-        return _as_text("latex", "LaTeX output", _text(data["text/latex"]))
+        return _as_text("latex", "LaTeX output", multiline(data["text/latex"]))
     if "application/json" in data and "text/plain" not in data:
         return _as_text("json", "JSON output", json.dumps(data["application/json"], indent=1,
                                                            ensure_ascii=False, default=str))
     if "text/plain" in data:
-        text, note = _cut(_text(data["text/plain"]))
+        text, note = _cut(multiline(data["text/plain"]))
         return Output("text", Markup('<pre class="text-output">{}</pre>').format(
             Markup(sanitize.ansi_html(text))) + note)
     if "text/html" in data:
         return Output("note", Markup('<p class="note">an HTML output of {:,} characters (over the {:,} shown; '
-                                     'not shown)</p>').format(len(_text(data["text/html"])), MAX_OUTPUT_CHARS))
+                                     'not shown)</p>').format(len(multiline(data["text/html"])), MAX_OUTPUT_CHARS))
     kinds = ", ".join(sorted(str(k)[:40] for k in data)[:5]) or "nothing"
     return Output("note", Markup('<p class="note">an output of type {} (not shown)</p>').format(kinds))
 
