@@ -91,26 +91,30 @@ def croissant(features: Mapping[str, Any], digests: Mapping[str, Mapping[str, An
         "license": _licences(cases),
         "isBasedOn": _input_datasets(cases),
         **rai_fields(cases, report),
-        "distribution": [
-            {"@type": "cr:FileObject", "@id": _file_id(config), "name": _file_id(config),
-             "description": f"config {config!r}, split 'test'", "contentUrl": PARQUET[config],
-             "encodingFormat": "application/x-parquet", "sha256": digests[config]["sha256"],
-             "contentSize": f"{digests[config]['size']} B"}
-            for config in CONFIG_NAMES
-        ],
+        "distribution": [parquet_file(config, "test", PARQUET[config], digests[config]) for config in CONFIG_NAMES],
         "recordSet": [_record_set(config, features[config]) for config in CONFIG_NAMES],
     }
     return metadata
 
 
-def _file_id(config: str) -> str:
+def file_id(config: str) -> str:
+    """The ``@id`` of a config's parquet file."""
     return f"{config}-parquet"
+
+
+def parquet_file(config: str, split: str, path: str, digest: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``cr:FileObject`` of a config's parquet file at ``path`` (relative), with its
+    sha256 and size (``digest``: :func:`junobench.data.export.file_digest`'s form)."""
+    return {"@type": "cr:FileObject", "@id": file_id(config), "name": file_id(config),
+            "description": f"config {config!r}, split {split!r}", "contentUrl": path,
+            "encodingFormat": "application/x-parquet", "sha256": digest["sha256"],
+            "contentSize": f"{digest['size']} B"}
 
 
 def _record_set(config: str, features: Any) -> dict[str, Any]:
     return {"@type": "cr:RecordSet", "@id": config, "name": config, "description": DESCRIPTIONS[config],
             "key": {"@id": f"{config}/{KEYS[config]}"},
-            "field": [field_node(f"{config}/{name}", name, feature, _file_id(config), name, [])
+            "field": [field_node(f"{config}/{name}", name, feature, file_id(config), name, [])
                       for name, feature in features.items()]}
 
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from junobench.hub.card import size_category
-from junobench.hub.croissant import CONFORMS_TO, context, field_node
+from junobench.hub.croissant import CONFORMS_TO, context, field_node, file_id, parquet_file
 from junobench.mining.features import CONFIGS, DEFAULT_CONFIG, DESCRIPTIONS, KEYS, PARQUET, SPLIT, features
 from junobench.safety.text import markdown_text
 
@@ -108,9 +108,6 @@ def render_croissant(rows: Mapping[str, int], summary: Mapping[str, Any], digest
     """The Croissant JSON-LD of a mined corpus: one ``FileObject`` per parquet file (with its
     sha256) and one ``RecordSet`` per config."""
 
-    def file_id(config: str) -> str:
-        return f"{config}-parquet"
-
     return {
         "@context": context(),
         "@type": "sc:Dataset",
@@ -136,13 +133,7 @@ def render_croissant(rows: Mapping[str, int], summary: Mapping[str, Any], digest
         "rai:personalSensitiveInformation": [
             "Notebooks may name their authors, and their figures may show the data they read. junobench does "
             "not screen them: check a source's terms before reuse."],
-        "distribution": [
-            {"@type": "cr:FileObject", "@id": file_id(config), "name": file_id(config),
-             "description": f"config {config!r}, split {SPLIT!r}", "contentUrl": PARQUET[config],
-             "encodingFormat": "application/x-parquet", "sha256": digests[config]["sha256"],
-             "contentSize": f"{digests[config]['size']} B"}
-            for config in CONFIGS
-        ],
+        "distribution": [parquet_file(config, SPLIT, PARQUET[config], digests[config]) for config in CONFIGS],
         "recordSet": [
             {"@type": "cr:RecordSet", "@id": config, "name": config, "description": DESCRIPTIONS[config],
              "field": [field_node(f"{config}/{name}", name, feature, file_id(config), name, [])
