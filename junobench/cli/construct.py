@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -231,11 +232,8 @@ def _run_library_cause(args: argparse.Namespace) -> int:
     rows = library_cause.score_table(args.table, args.out, traceback_column=args.traceback_column,
                                      code_column=args.code_column,
                                      benchmark=args.benchmark_labels)
-    counts: dict[str, int] = {}
-    for row in rows:
-        label = row["Libs-cause-estimated"]
-        counts[label] = counts.get(label, 0) + 1
-    status(", ".join(f"{label}: {n}" for label, n in sorted(counts.items(), key=lambda x: -x[1])))
+    counts = Counter(row["Libs-cause-estimated"] for row in rows)
+    status(", ".join(f"{label}: {n}" for label, n in counts.most_common()))
     status(f"wrote {len(rows)} rows to {args.out}")
     return 0
 
