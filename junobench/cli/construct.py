@@ -600,11 +600,11 @@ def _edit_keywords(args: argparse.Namespace) -> dict[str, Any]:
             "large_file": args.large_file, "refuse_large": args.refuse_large, "progress": step_lines(args)}
 
 
-def _edited(snapshot: Path, summary: str, checked: str, warnings: list[str]) -> int:
+def _edited(snapshot: Path, summary: str, checked: str, warned: list[str]) -> int:
     """Say what an add-case or edit did and how its pair was checked, then validate the snapshot."""
     status(summary)
     status(f"  {checked}")
-    for warning in warnings:
+    for warning in warned:
         print(f"warning: {warning}", file=sys.stderr)
     return _print_validation(snapshot, show=status)
 
