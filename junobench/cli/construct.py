@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -231,11 +232,8 @@ def _run_library_cause(args: argparse.Namespace) -> int:
     rows = library_cause.score_table(args.table, args.out, traceback_column=args.traceback_column,
                                      code_column=args.code_column,
                                      benchmark=args.benchmark_labels)
-    counts: dict[str, int] = {}
-    for row in rows:
-        label = row["Libs-cause-estimated"]
-        counts[label] = counts.get(label, 0) + 1
-    status(", ".join(f"{label}: {n}" for label, n in sorted(counts.items(), key=lambda x: -x[1])))
+    counts = Counter(row["Libs-cause-estimated"] for row in rows)
+    status(", ".join(f"{label}: {n}" for label, n in counts.most_common()))
     status(f"wrote {len(rows)} rows to {args.out}")
     return 0
 
@@ -531,25 +529,24 @@ def _add_case(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> Non
     parser.add_argument("--dataset-note", help="Dataset_note (default: the modifications)")
     parser.add_argument("--new-library", action="store_true",
                         help="allow a library prefix outside the benchmark's")
-    parser.add_argument("--allow-new-labels", action="store_true",
-                        help="allow labels outside the published vocabularies")
-    parser.add_argument("--env", type=Path, metavar="DIR",
-                        help="run the pair in this environment (made by `junobench env create`), "
-                             "as verify does")
-    parser.add_argument("--timeout", type=float, default=None, metavar="SEC",
-                        help="time limit per cell run of the pair, in seconds (default: 600)")
-    parser.add_argument("--no-verify", action="store_true",
-                        help="add the case without running its pair (its provenance says so)")
-    _edit_options(parser)
+    _edit_options(parser, env="run the pair in this environment (made by `junobench env create`), as verify does",
+                  no_verify="add the case without running its pair (its provenance says so)")
     parser.set_defaults(handler=_run_add_case)
 
 
-def _edit_options(parser: argparse.ArgumentParser) -> None:
-    """Options of the edits that bring code or data into a snapshot (add-case, edit)."""
+def _edit_options(parser: argparse.ArgumentParser, *, env: str, no_verify: str) -> None:
+    """Options of the edits that bring code or data into a snapshot (add-case, edit);
+    ``env`` and ``no_verify``: the help of ``--env`` and ``--no-verify``."""
     from junobench.construct.add_case import LARGE_FILE
     from junobench.data.similarity import THRESHOLD, percent
     from junobench.safety.archives import human_size
 
+    parser.add_argument("--allow-new-labels", action="store_true",
+                        help="allow labels outside the published vocabularies")
+    parser.add_argument("--env", type=Path, metavar="DIR", help=env)
+    parser.add_argument("--timeout", type=float, default=None, metavar="SEC",
+                        help="time limit per cell run of the pair, in seconds (default: 600)")
+    parser.add_argument("--no-verify", action="store_true", help=no_verify)
     parser.add_argument("--allow-similar", action="store_true",
                         help=f"accept a case whose normalised code is {percent(THRESHOLD)} or more similar "
                              "to one of the snapshot's (a near-duplicate); recorded in its provenance")
@@ -590,25 +587,37 @@ def _run_add_case(args: argparse.Namespace) -> int:
         notebook_url=url, datasets=datasets, source=args.origin, eid=args.eid,
         dataset_note=args.dataset_note)
     added = ac.add_case(args.snapshot, case, allow_new_library=args.new_library,
-                        allow_new_labels=args.allow_new_labels,
-                        pull=kaggle_pull if args.pull_original else None,
-                        verify=not args.no_verify, env=args.env, timeout=args.timeout,
-                        allow_similar=args.allow_similar, large_file=args.large_file,
-                        refuse_large=args.refuse_large, progress=step_lines(args))
-    status(f"added {added.case_id}: {', '.join(added.files)}"
-           + (f"; datasets {', '.join(added.datasets)}" if added.datasets else ""))
-    status(f"  {added.checked}")
-    for warning in added.warnings:
+                        pull=kaggle_pull if args.pull_original else None, **_edit_keywords(args))
+    return _edited(args.snapshot, f"added {added.case_id}: {', '.join(added.files)}"
+                   + (f"; datasets {', '.join(added.datasets)}" if added.datasets else ""),
+                   added.checked, added.warnings)
+
+
+def _edit_keywords(args: argparse.Namespace) -> dict[str, Any]:
+    """The keywords of ``add_case`` and ``edit_case`` that :func:`_edit_options` gives."""
+    return {"verify": not args.no_verify, "env": args.env, "timeout": args.timeout,
+            "allow_new_labels": args.allow_new_labels, "allow_similar": args.allow_similar,
+            "large_file": args.large_file, "refuse_large": args.refuse_large, "progress": step_lines(args)}
+
+
+def _edited(snapshot: Path, summary: str, checked: str, warned: list[str]) -> int:
+    """Say what an add-case or edit did and how its pair was checked, then validate the snapshot."""
+    status(summary)
+    status(f"  {checked}")
+    for warning in warned:
         print(f"warning: {warning}", file=sys.stderr)
-    return _print_validation(args.snapshot, show=status)
+    return _print_validation(snapshot, show=status)
 
 
-def _finish_pending(snapshot: Path) -> None:
+def _finish_pending(snapshot: Path) -> list[str]:
+    """Finish what an interrupted edit of ``snapshot`` left and say so; the lines said."""
     from junobench.construct.transaction import editable_root, editing
 
     with editing(editable_root(snapshot)) as recovered:
-        for message in recovered.messages():
-            status(message)
+        messages = recovered.messages()
+    for message in messages:
+        status(message)
+    return messages
 
 
 def _remove_case(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -658,14 +667,8 @@ def _edit(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser.add_argument("--fixed", type=Path, help="a new fixed notebook")
     parser.add_argument("--data", action="append", default=[], metavar="NAME=PATH",
                         help="a file or folder put into data/ for dataset NAME (replacing one of its name)")
-    parser.add_argument("--allow-new-labels", action="store_true",
-                        help="allow labels outside the published vocabularies")
-    parser.add_argument("--env", type=Path, metavar="DIR", help="run the pair in this environment")
-    parser.add_argument("--timeout", type=float, default=None, metavar="SEC",
-                        help="time limit per cell run of the pair, in seconds (default: 600)")
-    parser.add_argument("--no-verify", action="store_true",
-                        help="do not run the pair again after a change of code or data (its provenance says so)")
-    _edit_options(parser)
+    _edit_options(parser, env="run the pair in this environment",
+                  no_verify="do not run the pair again after a change of code or data (its provenance says so)")
     parser.set_defaults(handler=_run_edit)
 
 
@@ -679,15 +682,8 @@ def _run_edit(args: argparse.Namespace) -> int:
                                    ("fixed", args.fixed)) if p is not None}
     edit = ec.CaseEdit(labels, args.diagnosis, ec.parse_assignments(args.set_dataset), notebooks,
                        ec.parse_data(args.data))
-    edited = ec.edit_case(args.snapshot, args.case, edit, verify=not args.no_verify, env=args.env,
-                          timeout=args.timeout, allow_new_labels=args.allow_new_labels,
-                          allow_similar=args.allow_similar, large_file=args.large_file,
-                          refuse_large=args.refuse_large, progress=step_lines(args))
-    status(ec.edit_summary(edited))
-    status(f"  {edited.checked}")
-    for warning in edited.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    return _print_validation(args.snapshot, show=status)
+    edited = ec.edit_case(args.snapshot, args.case, edit, **_edit_keywords(args))
+    return _edited(args.snapshot, ec.edit_summary(edited), edited.checked, edited.warnings)
 
 
 def _clean(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -701,12 +697,8 @@ def _clean(steps: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _run_clean(args: argparse.Namespace) -> int:
-    from junobench.construct.transaction import editable_root, editing
-
-    with editing(editable_root(args.snapshot)) as recovered:
-        messages = recovered.messages()
-    for message in messages or ["nothing to clean: no interrupted edit, no leftovers"]:
-        status(message)
+    if not _finish_pending(args.snapshot):
+        status("nothing to clean: no interrupted edit, no leftovers")
     return 0
 
 

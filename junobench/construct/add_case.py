@@ -40,10 +40,11 @@ from typing import Any
 
 from junobench import vocab
 from junobench.construct import provenance, transaction
+from junobench.construct.pair_check import pair_verification
 from junobench.data import layout
 from junobench.data import provenance as case_provenance
 from junobench.data.metadata import read_metadata, validate_metadata
-from junobench.data.tables import DATASET_COLUMNS, DESC_COLUMNS, Table, read_table, write_table
+from junobench.data.tables import DATASET_COLUMNS, DESC_COLUMNS, Table, read_table
 from junobench.errors import JunoBenchError
 from junobench.safety.paths import check_no_link_on_the_way, is_within
 
@@ -292,8 +293,6 @@ def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_l
               pull: PullNotebook | None, verify: bool, env: str | Path | None,
               timeout: float | None, allow_similar: bool, large_file: int, refuse_large: bool,
               progress: Progress) -> Added:
-    from junobench.data.cases import parse_case_folder
-
     if case.notebook_url:
         checked_notebook(case.notebook_url)
     prefix = _same_prefix(root, library_prefix(case.library, allow_new=allow_new_library))
@@ -313,74 +312,70 @@ def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_l
     desc.require(["nb_name"], hint="the case table of a snapshot")
     case_id = next_case_id(root, prefix)
 
-    for dataset in case.datasets:
-        for source in dataset.sources:
-            check_no_link_on_the_way(source, what=f"the data of {dataset.name!r}")
-            data_source(source, root)
-    warnings = large_files([s for d in case.datasets for s in d.sources], large_file, refuse=refuse_large)
-    staging = transaction.staging_dir(root)
-    temporaries: list[Path] = []
-    try:
+    warnings = check_sources(root, {d.name: d.sources for d in case.datasets}, large_file, refuse=refuse_large)
+    with transaction.preparing(root) as prepared:
+        staging = prepared.staging
         folder = layout.case_dir(staging, case_id)
         folder.mkdir(parents=True)
         progress(f"copying the notebooks and data of {case_id}")
         files = _stage_notebooks(case, case_id, folder, pull)
         metadata = [_stage_dataset(d, layout.data_dir(staging, case_id)) for d in case.datasets]
-        result = parse_case_folder(staging, case_id)
-        if result.record is None:
-            raise JunoBenchError("the new case would not build: "
-                                 + "; ".join(p.problem for p in result.problems),
-                                 case=case_id, hint="nothing was added to the snapshot")
-        error = _crash(result.record)
-        row = _desc_row(desc, case, case_id, metadata, error)
+        record = staged_record(staging, case_id, "the new case", hint="nothing was added to the snapshot")
+        row = _desc_row(desc, case, case_id, metadata, _crash(record))
         progress(f"comparing {case_id} with the snapshot's cases")
         _refuse_duplicates(root, desc, staging, case_id, row)
         similar = near_duplicates(root, staging, case_id, allow=allow_similar)
-        checked = "not verified (--no-verify)"
-        verification = case_provenance.verification(case_provenance.NOT_VERIFIED, tool=provenance.tool("add-case"),
-                                                    detail="added with --no-verify")
-        if verify:
-            from junobench.construct.pair_check import check_pair
-
-            progress(f"running the pair of {case_id} (reproduced, then fixed)")
-            fields = {DESC_COLUMNS.get(k, k): v for k, v in row.items()}
-            datasets = [{"title": d["title"], "url": d["url"], "license": d["license"]}
-                        for d in metadata]
-            checked, verification = check_pair(staging, case_id, fields, datasets, env=env, timeout=timeout,
-                                               snapshot=root)
+        checked, verification = pair_verification(staging, case_id, row, metadata, step="add-case", verify=verify,
+                                                  env=env, timeout=timeout, snapshot=root, progress=progress)
         when = case_provenance.now()
         case_provenance.write(folder, {
             "added": {"when": when, "tool": provenance.tool("add-case")}, "verification": verification,
-            "similar": [{"case": s.other, "similarity": round(s.similarity, 4), "version": s.version,
-                         "when": when} for s in similar]})
-        desc_rows = _insert(desc.records(), row, "nb_name", prefix)
-        desc_columns = _desc_columns(desc.columns, len(metadata))
-        desc_tmp = transaction.temporary_beside(
-            desc_path, lambda p: write_table(p, desc_rows, desc_columns))
-        temporaries.append(desc_tmp)
-        diag_path = root / layout.DIAGNOSIS_TABLE
-        diag_columns, diag_rows = _diagnosis_rows(diag_path, case, case_id, prefix)
-        diag_tmp = transaction.temporary_beside(
-            diag_path, lambda p: write_table(p, diag_rows, diag_columns))
-        temporaries.append(diag_tmp)
-        rel = staging.name
+            "similar": similar_entries(similar, when)})
+        prepared.table(layout.DESC_TABLE, _insert(desc.records(), row, "nb_name", prefix),
+                       _desc_columns(desc.columns, len(metadata)))
+        diag_columns, diag_rows = _diagnosis_rows(root / layout.DIAGNOSIS_TABLE, case, case_id, prefix)
+        prepared.table(layout.DIAGNOSIS_TABLE, diag_rows, diag_columns)
         layout.benchmark_dir(root).mkdir(exist_ok=True)  # only now: a refusal adds nothing
-        transaction.commit(root, transaction.Edit(
-            moves=[(f"{rel}/{layout.BENCHMARK_DIR}/{case_id}",
-                    f"{layout.BENCHMARK_DIR}/{case_id}")],
-            replaces=[(desc_tmp.name, layout.DESC_TABLE), (diag_tmp.name, layout.DIAGNOSIS_TABLE)],
-            cleanup=[rel], what=f"add-case {case_id}"))
-    except BaseException:
-        if (root / transaction.JOURNAL).exists():
-            raise  # committed in part: the next editing command finishes it
-        shutil.rmtree(staging, ignore_errors=True)
-        for temporary in temporaries:  # ours only: other files stay
-            temporary.unlink(missing_ok=True)
-        raise
-    if similar:
-        warnings.append("allowed with --allow-similar (recorded in its provenance): similar to "
-                        + ", ".join(s.describe() for s in similar))
-    return Added(case_id, layout.case_dir(root, case_id), files, names, checked, warnings)
+        prepared.commit([(f"{staging.name}/{layout.BENCHMARK_DIR}/{case_id}", f"{layout.BENCHMARK_DIR}/{case_id}")],
+                        f"add-case {case_id}")
+    return Added(case_id, layout.case_dir(root, case_id), files, names, checked, [*warnings, *allowed_similar(similar)])
+
+
+def check_sources(root: Path, sources: Mapping[str, Sequence[Path]], large_file: int, *,
+                  refuse: bool) -> list[str]:
+    """Check the data files and folders given for each dataset before anything is staged
+    (no link on the way, :func:`data_source`); the warnings of :func:`large_files`."""
+    for name, paths in sources.items():
+        for source in paths:
+            check_no_link_on_the_way(source, what=f"the data of {name!r}")
+            data_source(source, root)
+    return large_files([s for paths in sources.values() for s in paths], large_file, refuse=refuse)
+
+
+def staged_record(staging: Path, case_id: str, what: str, *, hint: str) -> dict[str, Any]:
+    """The record of the case staged under ``staging`` as the builder reads it, or a
+    :class:`JunoBenchError` saying why ``what`` (the new case, the edited case) would not build."""
+    from junobench.data.cases import parse_case_folder
+
+    result = parse_case_folder(staging, case_id)
+    if result.record is None:
+        raise JunoBenchError(f"{what} would not build: " + "; ".join(p.problem for p in result.problems),
+                             case=case_id, hint=hint)
+    return result.record
+
+
+def similar_entries(similar: Sequence[Any], when: str) -> list[dict[str, Any]]:
+    """The provenance ``similar`` entries of the near-duplicates a case was allowed beside."""
+    return [{"case": s.other, "similarity": round(s.similarity, 4), "version": s.version, "when": when}
+            for s in similar]
+
+
+def allowed_similar(similar: Sequence[Any]) -> list[str]:
+    """The warning naming the near-duplicates a case was allowed beside (none when none)."""
+    if not similar:
+        return []
+    return ["allowed with --allow-similar (recorded in its provenance): similar to "
+            + ", ".join(s.describe() for s in similar)]
 
 
 def near_duplicates(root: Path, staging: Path, case_id: str, *, allow: bool, exclude: str | None = None) -> list[Any]:

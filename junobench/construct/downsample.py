@@ -396,18 +396,13 @@ def downsample_table(source: str | Path, out: str | Path, *, fraction: float | N
     frame = read_any_table(source)
     kept, classes = stratified_rows(frame, label_column=label_column, seed=seed,
                                     fraction=fraction, per_class=per_class, source=source)
-    _write_beside(out, lambda path: write_any_table(frame.iloc[kept], path, source))
+    with atomic_path(out, suffix=out.suffix) as temporary:  # written beside, then moved into place
+        write_any_table(frame.iloc[kept], temporary, source)
     result = Downsampled(out, "rows", len(frame), len(kept), classes,
                          source.stat().st_size, out.stat().st_size)
     _record(meta, result, _entry("table", source, result, fraction, per_class, seed,
                                  f"class of {label_column!r}" if label_column else "table"))
     return result
-
-
-def _write_beside(out: Path, write: Callable[[Path], None]) -> None:
-    """Write through a temporary file beside ``out``, then move it into place."""
-    with atomic_path(out, suffix=out.suffix) as temporary:
-        write(temporary)
 
 
 # --------------------------------------------------------------------------- paired

@@ -21,11 +21,21 @@ from typing import Any
 
 from junobench import vocab
 from junobench.construct import provenance, transaction
-from junobench.construct.add_case import LABELS, LARGE_FILE, Progress, data_source, large_files, near_duplicates
+from junobench.construct.add_case import (
+    LABELS,
+    LARGE_FILE,
+    Progress,
+    allowed_similar,
+    check_sources,
+    near_duplicates,
+    similar_entries,
+    staged_record,
+)
+from junobench.construct.pair_check import pair_verification
 from junobench.data import layout
 from junobench.data import provenance as case_provenance
 from junobench.data.metadata import read_metadata, write_metadata
-from junobench.data.tables import DESC_COLUMNS, read_table, write_table
+from junobench.data.tables import read_table
 from junobench.errors import JunoBenchError
 from junobench.safety.paths import check_no_link_on_the_way, copy_tree
 
@@ -75,8 +85,6 @@ def edit_case(snapshot: str | Path, case_id: str, edit: CaseEdit, *, verify: boo
 def _edit(root: Path, case_id: str, edit: CaseEdit, *, verify: bool, env: str | Path | None,
           timeout: float | None, allow_new_labels: bool, allow_similar: bool, large_file: int,
           refuse_large: bool, progress: Progress) -> Edited:
-    from junobench.data.cases import parse_case_folder
-
     folder = layout.case_dir(root, case_id)
     if folder.is_symlink() or not folder.is_dir():
         raise JunoBenchError("no such case folder", file=folder, case=case_id,
@@ -93,35 +101,14 @@ def _edit(root: Path, case_id: str, edit: CaseEdit, *, verify: bool, env: str | 
         check_no_link_on_the_way(path, what=f"the {version} notebook path")
         if not path.is_file():
             raise JunoBenchError("not a regular file", file=path, case=case_id)
-    for name, sources in edit.data.items():
-        for source in sources:
-            check_no_link_on_the_way(source, what=f"the data of {name!r}")
-            data_source(source, root)
-    warnings = large_files([s for sources in edit.data.values() for s in sources], large_file, refuse=refuse_large)
+    warnings = check_sources(root, edit.data, large_file, refuse=refuse_large)
 
-    staging = transaction.staging_dir(root)
-    temporaries: list[Path] = []
-    try:
+    with transaction.preparing(root) as prepared:
+        staging = prepared.staging
         progress(f"copying {case_id} to edit it")
         new = layout.case_dir(staging, case_id)
         copy_tree(folder, new, case=case_id, display=f"{layout.BENCHMARK_DIR}/{case_id}")
-        for version, path in edit.notebooks.items():
-            shutil.copyfile(path, new / layout.notebook_name(case_id, version))
-        row = dict(rows[index])
-        for name, values in edit.datasets.items():
-            _set_dataset(new, case_id, name, values, row)
-        for name, sources in edit.data.items():
-            _put_data(new, case_id, name, sources)
-        result = parse_case_folder(staging, case_id)
-        if result.record is None:
-            raise JunoBenchError("the edited case would not build: " + "; ".join(p.problem for p in result.problems),
-                                 case=case_id, hint="nothing was changed")
-        for key, value in edit.labels.items():
-            row[LABELS[key][0]] = value
-        if edit.notebooks:
-            record = result.record
-            row.update({"ename": str(record["exception"]).lower(), "evalue": record["evalue"],
-                        "traceback": repr(list(record["traceback"]))})
+        row, record = _apply(staging, case_id, edit, rows[index])
         similar = []
         if edit.notebooks:
             progress(f"comparing the edited {case_id} with the snapshot's other cases")
@@ -129,50 +116,43 @@ def _edit(root: Path, case_id: str, edit: CaseEdit, *, verify: bool, env: str | 
         recorded = case_provenance.read(root, case_id) or {}
         checked = "the pair was not run again (neither code nor data changed)"
         if edit.runs_differently:
-            checked = "not verified (--no-verify)"
-            verification = case_provenance.verification(case_provenance.NOT_VERIFIED, tool=provenance.tool("edit"),
-                                                        detail="edited with --no-verify")
-            if verify:
-                from junobench.construct.pair_check import check_pair
-
-                progress(f"running the pair of {case_id} again (reproduced, then fixed)")
-                fields = {DESC_COLUMNS.get(k, k): v for k, v in row.items()}
-                datasets = [{"title": d["title"], "url": d["url"], "license": d["license"]}
-                            for d in result.record.get("datasets") or []]
-                checked, verification = check_pair(staging, case_id, fields, datasets, env=env, timeout=timeout,
-                                                   snapshot=root, tool="construct edit")
-            recorded["verification"] = verification
+            checked, recorded["verification"] = pair_verification(
+                staging, case_id, row, record.get("datasets") or [], step="edit", verify=verify, env=env,
+                timeout=timeout, snapshot=root, progress=progress)
         when = case_provenance.now()
         recorded["edited"] = {"when": when, "tool": provenance.tool("edit")}
-        recorded["similar"] = [*recorded.get("similar", []),
-                               *({"case": s.other, "similarity": round(s.similarity, 4), "version": s.version,
-                                  "when": when} for s in similar)]
+        recorded["similar"] = [*recorded.get("similar", []), *similar_entries(similar, when)]
         recorded.pop("format", None)
         case_provenance.write(new, recorded)
-        new_rows = [*rows[:index], row, *rows[index + 1:]]
-        desc_tmp = transaction.temporary_beside(desc_path, lambda p: write_table(p, new_rows, desc.columns))
-        temporaries.append(desc_tmp)
-        replaces = [(desc_tmp.name, layout.DESC_TABLE)]
+        prepared.table(layout.DESC_TABLE, [*rows[:index], row, *rows[index + 1:]], desc.columns)
         if edit.diagnosis is not None:
-            diag_tmp = _diagnosis(root, case_id, edit.diagnosis)
-            temporaries.append(diag_tmp)
-            replaces.append((diag_tmp.name, layout.DIAGNOSIS_TABLE))
+            _diagnosis(prepared, case_id, edit.diagnosis)
         rel = staging.name
-        transaction.commit(root, transaction.Edit(
-            moves=[(f"{layout.BENCHMARK_DIR}/{case_id}", f"{rel}/{case_id}.old"),
-                   (f"{rel}/{layout.BENCHMARK_DIR}/{case_id}", f"{layout.BENCHMARK_DIR}/{case_id}")],
-            replaces=replaces, cleanup=[rel], what=f"edit {case_id}"))
-    except BaseException:
-        if (root / transaction.JOURNAL).exists():
-            raise  # committed in part: the next editing command finishes it
-        shutil.rmtree(staging, ignore_errors=True)
-        for temporary in temporaries:
-            temporary.unlink(missing_ok=True)
-        raise
-    if similar:
-        warnings.append("allowed with --allow-similar (recorded in its provenance): similar to "
-                        + ", ".join(s.describe() for s in similar))
-    return Edited(case_id, changes, checked, warnings)
+        prepared.commit([(f"{layout.BENCHMARK_DIR}/{case_id}", f"{rel}/{case_id}.old"),
+                         (f"{rel}/{layout.BENCHMARK_DIR}/{case_id}", f"{layout.BENCHMARK_DIR}/{case_id}")],
+                        f"edit {case_id}")
+    return Edited(case_id, changes, checked, [*warnings, *allowed_similar(similar)])
+
+
+def _apply(staging: Path, case_id: str, edit: CaseEdit, row: Mapping[str, Any]
+           ) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Apply the edit to the case folder copied under ``staging``; the case's new table row
+    (its labels, dataset slots and, with a new notebook, its crash) and its staged record."""
+    new = layout.case_dir(staging, case_id)
+    row = dict(row)
+    for version, path in edit.notebooks.items():
+        shutil.copyfile(path, new / layout.notebook_name(case_id, version))
+    for name, values in edit.datasets.items():
+        _set_dataset(new, case_id, name, values, row)
+    for name, sources in edit.data.items():
+        _put_data(new, case_id, name, sources)
+    record = staged_record(staging, case_id, "the edited case", hint="nothing was changed")
+    for key, value in edit.labels.items():
+        row[LABELS[key][0]] = value
+    if edit.notebooks:
+        row.update({"ename": str(record["exception"]).lower(), "evalue": record["evalue"],
+                    "traceback": repr(list(record["traceback"]))})
+    return row, record
 
 
 def _check(edit: CaseEdit, allow_new_labels: bool) -> list[str]:
@@ -262,16 +242,15 @@ def _put_data(case_folder: Path, case_id: str, name: str, sources: Sequence[Path
     write_metadata(path, meta)
 
 
-def _diagnosis(root: Path, case_id: str, text: str) -> Path:
-    path = root / layout.DIAGNOSIS_TABLE
-    table = read_table(path)
+def _diagnosis(prepared: transaction.Prepared, case_id: str, text: str) -> None:
+    table = read_table(prepared.root / layout.DIAGNOSIS_TABLE)
     table.require(["instance", "diagnosis"], hint="the diagnosis table of a snapshot")
     instance = vocab.instance_id(case_id, "reproduced")
     rows = [{**r, "diagnosis": text.strip()} if str(r.get("instance") or "").strip() == instance else r
             for r in table.records()]
     if not any(str(r.get("instance") or "").strip() == instance for r in rows):
         rows.append({"instance": instance, "diagnosis": text.strip(), "detection": True})
-    return transaction.temporary_beside(path, lambda p: write_table(p, rows, table.columns))
+    prepared.table(layout.DIAGNOSIS_TABLE, rows, table.columns)
 
 
 def parse_assignments(items: Sequence[str]) -> dict[str, dict[str, str]]:

@@ -747,6 +747,8 @@ def _read_record(path: Path, handle: str) -> list[dict[str, Any]] | None:
 def _matches(folder: Path, files: list[dict[str, Any]]) -> bool:
     """The recorded files are all there, regular files inside ``folder`` with their
     recorded sizes and sha256 (verified, not trusted)."""
+    from junobench.data.export import file_digest
+
     if not folder.is_dir() or folder.is_symlink():
         return False
     for entry in files:
@@ -754,16 +756,10 @@ def _matches(folder: Path, files: list[dict[str, Any]]) -> bool:
         if not isinstance(name, str) or relative_name(name) != name:
             return False
         try:
-            fd = open_regular(folder / name)
+            found = file_digest(folder / name)
         except OSError:
             return False
-        digest = hashlib.sha256()
-        size = 0
-        with os.fdopen(fd, "rb") as reader:
-            while chunk := reader.read(1 << 20):
-                digest.update(chunk)
-                size += len(chunk)
-        if size != entry.get("size") or digest.hexdigest() != entry.get("sha256"):
+        if found != {"sha256": entry.get("sha256"), "size": entry.get("size")}:
             return False
     return True
 

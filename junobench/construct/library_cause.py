@@ -63,17 +63,12 @@ NONE = "None"
 VOCABULARY_FILE = Path(__file__).with_name("library_vocabulary.json")
 
 
-def _read_vocabulary() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(VOCABULARY_FILE.read_text(encoding="utf-8"))
-    return data
-
-
 def _by_name(table: Mapping[str, str]) -> dict[str, str]:
     """Name → library of a table of library → space-separated names."""
     return {name: label for label, names in table.items() for name in names.split()}
 
 
-_TABLES = _read_vocabulary()
+_TABLES: dict[str, Any] = json.loads(VOCABULARY_FILE.read_text(encoding="utf-8"))
 #: Top-level module (as in ``site-packages/<module>/`` or ``import <module>``) → label.
 MODULES: dict[str, str] = _TABLES["modules"]
 #: Conventional aliases, used as ``alias.attr`` (``import numpy as np`` …).
@@ -459,9 +454,14 @@ def _exception_clues(name: str, benchmark: bool, totals: dict[str, float], recor
     else:
         lib = _ALL_EXCEPTIONS.get(name)
     if lib:
-        totals[lib] = totals.get(lib, 0.0) + _W_EXCEPTION
-        if record:
-            record((lib, _W_EXCEPTION, "exception", name))
+        _credit(totals, record, lib, _W_EXCEPTION, "exception", name)
+
+
+def _credit(totals: dict[str, float], record: _Record, lib: str, weight: float, kind: str, text: str) -> None:
+    """Add a clue's ``weight`` to ``lib``'s total, and ``record`` it."""
+    totals[lib] = totals.get(lib, 0.0) + weight
+    if record:
+        record((lib, weight, kind, text))
 
 
 def _message_clues(message: str, vocabulary: _Vocabulary, benchmark: bool,
@@ -469,7 +469,6 @@ def _message_clues(message: str, vocabulary: _Vocabulary, benchmark: bool,
     """What the message names: a library's own phrases (once per library), whose object it
     is (``'DataFrame' object``), whose function was called wrongly (``foo() got an
     unexpected …``) and whose module it is (``module 'numpy' has no …``)."""
-    add = totals.get
     lib: str | None
     words: Collection[bytes] = _FRAGMENT_WORDS.intersection(message.encode().translate(_WORDS).split())
     if words:
@@ -480,9 +479,7 @@ def _message_clues(message: str, vocabulary: _Vocabulary, benchmark: bool,
             for fragment, lib in _FRAGMENTS[word]:
                 if lib not in seen and fragment in message:
                     seen.add(lib)
-                    totals[lib] = add(lib, 0.0) + _W_MESSAGE
-                    if record:
-                        record((lib, _W_MESSAGE, "message", fragment))
+                    _credit(totals, record, lib, _W_MESSAGE, "message", fragment)
     # "'DataFrame' object has no attribute …": whose object it is ("in" is the
     # cheaper test; find only when it is there)
     if "' object " in message and (i := message.find("' object ")) > 0:
@@ -491,23 +488,17 @@ def _message_clues(message: str, vocabulary: _Vocabulary, benchmark: bool,
                or vocabulary.api.get(kind)
                or _known_module(kind.partition(".")[0], benchmark))
         if lib:
-            totals[lib] = add(lib, 0.0) + _W_TYPE
-            if record:
-                record((lib, _W_TYPE, "message_type", f"'{kind}' object"))
+            _credit(totals, record, lib, _W_TYPE, "message_type", f"'{kind}' object")
     if "() " in message and (i := message.find("() ")) > 0 \
             and message.startswith(_COMPLAINTS, i + 3):  # "foo() got an unexpected …"
         called = message[:i].split()[-1].rpartition(".")[2]
         lib = vocabulary.api.get(called) or METHODS.get(called)
         if lib:
-            totals[lib] = add(lib, 0.0) + _W_CALLED
-            if record:
-                record((lib, _W_CALLED, "message_api", f"{called}()"))
+            _credit(totals, record, lib, _W_CALLED, "message_api", f"{called}()")
     if "module '" in message or "from '" in message:  # whose module it is
         module_named = _MODULE_MESSAGE.search(message)
         if module_named and (lib := _known_module(module_named.group(1).partition(".")[0], benchmark)):
-            totals[lib] = add(lib, 0.0) + _W_TYPE
-            if record:
-                record((lib, _W_TYPE, "message_module", module_named.group(0)))
+            _credit(totals, record, lib, _W_TYPE, "message_module", module_named.group(0))
 
 
 def _code_clues(text: str, newline: str, first_frame: int,

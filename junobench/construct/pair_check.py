@@ -10,7 +10,7 @@ junobench's own, and judged by :func:`junobench.verify.judge.judge`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +73,28 @@ def check_pair(root: Path, case_id: str, fields: Mapping[str, Any],
                                     sandbox=result.sandbox or runner.sandbox.describe(),
                                     where=found.describe() if env is not None else where, detail=detail)
     return f"verified in {where}: {detail}", entry
+
+
+def pair_verification(staging: Path, case_id: str, row: Mapping[str, Any], datasets: Sequence[Mapping[str, Any]],
+                      *, step: str, verify: bool, env: str | Path | None, timeout: float | None, snapshot: Path,
+                      progress: Callable[[str], None]) -> tuple[str, dict[str, Any]]:
+    """How the editing ``step`` (``add-case``, ``edit``) checked the pair of the case staged
+    under ``staging`` (``row``: its table row; ``datasets``: its metadata), with the case's
+    provenance ``verification`` entry: :func:`check_pair` with ``verify``, else recorded as
+    not verified (``--no-verify``)."""
+    from junobench.construct.provenance import tool
+    from junobench.data import provenance
+    from junobench.data.tables import DESC_COLUMNS
+
+    done, again = ("edited", " again") if step == "edit" else ("added", "")
+    if not verify:
+        return "not verified (--no-verify)", provenance.verification(
+            provenance.NOT_VERIFIED, tool=tool(step), detail=f"{done} with --no-verify")
+    progress(f"running the pair of {case_id}{again} (reproduced, then fixed)")
+    fields = {DESC_COLUMNS.get(k, k): v for k, v in row.items()}
+    return check_pair(staging, case_id, fields,
+                      [{"title": d["title"], "url": d["url"], "license": d["license"]} for d in datasets],
+                      env=env, timeout=timeout, snapshot=snapshot, tool=f"construct {step}")
 
 
 def _unmet_pins(target: Any, snapshot: Path, spec: Any) -> list[str]:

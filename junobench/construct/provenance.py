@@ -102,6 +102,7 @@ def record_verification(snapshot: str | Path, report: Any) -> list[str]:
     the versions of the libraries it needs the kernels had, the sandbox, the environment),
     a failing one *failed*; a skipped case or an infrastructure error changes nothing.
     Returns one line per case recorded."""
+    import junobench
     from junobench.construct.transaction import editable_root
     from junobench.data import provenance as case_provenance
     from junobench.loader import load
@@ -125,15 +126,9 @@ def record_verification(snapshot: str | Path, report: Any) -> list[str]:
             recorded = case_provenance.read(root, case.case_id) or {}
             recorded.pop("format", None)
             recorded["verification"] = case_provenance.verification(
-                status, tool=f"junobench {_version()} verify --record", environment=environment,
+                status, tool=f"junobench {junobench.__version__} verify --record", environment=environment,
                 requirements=needs.get(case.case_id, []), sandbox=case.sandbox, where=where,
                 detail=f"reproduced: {case.reproduced.reason}; fixed: {case.fixed.reason}")
             case_provenance.write(case_dir(root, case.case_id), recorded)
             lines.append(f"{case.case_id}: {status}")
     return lines
-
-
-def _version() -> str:
-    import junobench
-
-    return str(junobench.__version__)

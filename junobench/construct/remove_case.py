@@ -10,7 +10,6 @@ library's numbering stays until ``construct renumber`` closes it.
 
 from __future__ import annotations
 
-import shutil
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from typing import Any
 from junobench import vocab
 from junobench.construct import transaction
 from junobench.data import layout
-from junobench.data.tables import read_table, write_table
+from junobench.data.tables import read_table
 from junobench.errors import JunoBenchError
 
 
@@ -79,29 +78,14 @@ def _remove(root: Path, case_ids: list[str]) -> list[Removed]:
                              hint="nothing was removed; list cases with `junobench ls --source SNAPSHOT`")
     desc_gone = len(desc.rows) - len(kept)
     diag_gone = sum(diag_counts[c] for c in case_ids)
-    staging = transaction.staging_dir(root)
-    replaces = []
-    try:
+    with transaction.preparing(root) as prepared:
         if desc_gone:
-            tmp = transaction.temporary_beside(desc_path,
-                                               lambda p: write_table(p, kept, desc.columns))
-            replaces.append((tmp.name, layout.DESC_TABLE))
+            prepared.table(layout.DESC_TABLE, kept, desc.columns)
         if diag_gone:
-            tmp = transaction.temporary_beside(
-                diag_path, lambda p: write_table(p, diag_kept, diag_columns))
-            replaces.append((tmp.name, layout.DIAGNOSIS_TABLE))
-        moves = [(f"{layout.BENCHMARK_DIR}/{case_id}", f"{staging.name}/{case_id}")
+            prepared.table(layout.DIAGNOSIS_TABLE, diag_kept, diag_columns)
+        moves = [(f"{layout.BENCHMARK_DIR}/{case_id}", f"{prepared.staging.name}/{case_id}")
                  for case_id in case_ids if folders[case_id]]
-        transaction.commit(root, transaction.Edit(moves=moves, replaces=replaces,
-                                                  cleanup=[staging.name],
-                                                  what=f"remove-case {' '.join(case_ids)}"))
-    except BaseException:
-        if (root / transaction.JOURNAL).exists():
-            raise  # committed in part: the next editing command finishes it
-        shutil.rmtree(staging, ignore_errors=True)
-        for name, _ in replaces:
-            (root / name).unlink(missing_ok=True)
-        raise
+        prepared.commit(moves, f"remove-case {' '.join(case_ids)}")
     return [Removed(c, folders[c], desc_counts[c], diag_counts[c]) for c in case_ids]
 
 

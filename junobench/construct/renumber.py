@@ -24,7 +24,7 @@ from junobench import vocab
 from junobench.construct import transaction
 from junobench.construct.add_case import case_ids
 from junobench.data import layout
-from junobench.data.tables import read_table, write_table
+from junobench.data.tables import read_table
 
 
 def plan_renumbering(ids: Iterable[str], libraries: Sequence[str] | None = None
@@ -62,36 +62,23 @@ def _renumber(root: Path, libraries: Sequence[str] | None) -> list[tuple[str, st
     if not plan:
         return plan
     mapping = dict(plan)
-    replaces = []
-    desc_path = root / layout.DESC_TABLE
-    if desc_path.is_file():
-        desc = read_table(desc_path)
-        rows = [_renamed(r, "nb_name", mapping.get) for r in desc.records()]
-        tmp = transaction.temporary_beside(desc_path, lambda p: write_table(p, rows, desc.columns))
-        replaces.append((tmp.name, layout.DESC_TABLE))
-    diag_path = root / layout.DIAGNOSIS_TABLE
-    if diag_path.is_file():
-        diag = read_table(diag_path)
-        diag_rows = [_renamed(r, "instance", lambda i: _instance(i, mapping))
-                     for r in diag.records()]
-        tmp = transaction.temporary_beside(
-            diag_path, lambda p: write_table(p, diag_rows, diag.columns))
-        replaces.append((tmp.name, layout.DIAGNOSIS_TABLE))
-    moves = []
-    bench = layout.BENCHMARK_DIR
-    for old, new in plan:
-        moves.append((f"{bench}/{old}", f"{bench}/{new}"))
-        for version in vocab.VERSIONS:
-            moves.append((f"{bench}/{new}/{layout.notebook_name(old, version)}",
-                          f"{bench}/{new}/{layout.notebook_name(new, version)}"))
-    try:
-        transaction.commit(root, transaction.Edit(moves=moves, replaces=replaces,
-                                                  what="renumber"))
-    except BaseException:
-        if not (root / transaction.JOURNAL).exists():
-            for tmp_name, _ in replaces:
-                (root / tmp_name).unlink(missing_ok=True)
-        raise
+    with transaction.preparing(root) as prepared:
+        if (root / layout.DESC_TABLE).is_file():
+            desc = read_table(root / layout.DESC_TABLE)
+            prepared.table(layout.DESC_TABLE, [_renamed(r, "nb_name", mapping.get) for r in desc.records()],
+                           desc.columns)
+        if (root / layout.DIAGNOSIS_TABLE).is_file():
+            diag = read_table(root / layout.DIAGNOSIS_TABLE)
+            prepared.table(layout.DIAGNOSIS_TABLE, [_renamed(r, "instance", lambda i: _instance(i, mapping))
+                                                    for r in diag.records()], diag.columns)
+        moves = []
+        bench = layout.BENCHMARK_DIR
+        for old, new in plan:
+            moves.append((f"{bench}/{old}", f"{bench}/{new}"))
+            for version in vocab.VERSIONS:
+                moves.append((f"{bench}/{new}/{layout.notebook_name(old, version)}",
+                              f"{bench}/{new}/{layout.notebook_name(new, version)}"))
+        prepared.commit(moves, "renumber")
     return plan
 
 

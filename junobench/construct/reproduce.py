@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,11 +98,7 @@ class ReproduceResult:
     stopped: str | None = None  # why the run stopped early (a lost cluster): the rest are infrastructure errors
 
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for row in self.rows:
-            key = row.get("reproduced") or "not run"
-            out[key] = out.get(key, 0) + 1
-        return out
+        return dict(Counter(row.get("reproduced") or "not run" for row in self.rows))
 
 
 class KagglePaths:

@@ -456,7 +456,7 @@ def synthetic(source: str | Path, out: str | Path, *, seed: int,
         changed = [str(c) for c in frame.columns if reread[c].dtype != frame[c].dtype]
         if changed:
             data = to_bytes(_keep_text_types(frame, fake, changed), suffix)
-    _write_atomic(out, data)
+    write_bytes(out, data)
     provenance.record(meta, {
         "kind": "synthetic",
         "method": "per-column sampling: numbers and dates uniform within the original "
@@ -471,11 +471,6 @@ def synthetic(source: str | Path, out: str | Path, *, seed: int,
         "tool": provenance.tool("synthetic"),
     }, outputs=[out])
     return report
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write through a temporary file beside ``path``, then move it into place."""
-    write_bytes(path, data)
 
 
 def _keep_text_types(original: Any, fake: Any, columns: list[str]) -> Any:

@@ -27,9 +27,10 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from junobench.data import layout
 from junobench.errors import JunoBenchError
@@ -115,9 +116,56 @@ class Recovered:
         return out
 
 
-def temporary_beside(path: Path, write: Callable[[Path], None]) -> Path:
-    """A new temporary file beside ``path`` filled by ``write`` (for a later replace)."""
-    return atomic.temporary_beside(path, write)
+class Prepared:
+    """An edit being prepared (:func:`preparing`): its staging folder inside the snapshot
+    (made when first asked for) and the new tables written as temporary files beside the
+    ones they replace."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.replaces: list[tuple[str, str]] = []
+        self._staging: Path | None = None
+
+    @property
+    def staging(self) -> Path:
+        """A new folder inside the snapshot to prepare the edit in."""
+        if self._staging is None:
+            self._staging = staging_dir(self.root)
+        return self._staging
+
+    def table(self, table: str, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> None:
+        """Write the new rows of the snapshot's ``table`` (a path relative to it) beside it,
+        to replace it when the edit is committed."""
+        from junobench.data.tables import write_table
+
+        temporary = atomic.temporary_beside(self.root / table, lambda p: write_table(p, rows, columns))
+        self.replaces.append((temporary.name, table))
+
+    def commit(self, moves: list[tuple[str, str]], what: str) -> None:
+        """:func:`commit` the moves, the new tables, and the removal of the staging folder."""
+        cleanup = [self._staging.name] if self._staging is not None else []
+        commit(self.root, Edit(moves=moves, replaces=self.replaces, cleanup=cleanup, what=what))
+
+    def discard(self) -> None:
+        """Remove what was prepared (ours only: other files stay)."""
+        if self._staging is not None:
+            shutil.rmtree(self._staging, ignore_errors=True)
+        for temporary, _ in self.replaces:
+            (self.root / temporary).unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def preparing(root: Path) -> Iterator[Prepared]:
+    """An edit to prepare and commit (:class:`Prepared`); what it prepared is removed when
+    the block fails before the journal is written. Committed in part, the edit is left to
+    the next editing command, which finishes it."""
+    prepared = Prepared(root)
+    try:
+        yield prepared
+    except BaseException:
+        if not (root / JOURNAL).exists():
+            prepared.discard()
+        raise
 
 
 def commit(root: Path, edit: Edit) -> None:
