@@ -73,6 +73,33 @@ def test_help_still_exits_0(capsys):
     assert "usage: junobench ls" in capsys.readouterr().out
 
 
+def _commands() -> list[list[str]]:
+    """Every verb and sub-verb of the CLI, as the words that name it."""
+    import argparse
+
+    from junobench.cli import build_parser
+
+    def walk(parser: argparse.ArgumentParser, words: list[str]) -> list[list[str]]:
+        found = [words]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    found += walk(sub, [*words, name])
+        return found
+
+    return walk(build_parser(), [])
+
+
+@pytest.mark.parametrize("words", _commands(), ids=lambda words: " ".join(words) or "junobench")
+def test_every_command_prints_its_help(words, capsys):
+    """`junobench … --help` of every command prints its usage (a help text with a bare
+    ``%``, which argparse reads as a format, made it crash)."""
+    with pytest.raises(SystemExit) as stop:
+        main([*words, "--help"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.startswith(f"usage: junobench {' '.join(words)}".rstrip())
+
+
 @pytest.mark.parametrize("argv", [["stats", "--source", "sample", "--format", "json"],
                                   ["ls", "--source", "sample", "--format", "csv"]])
 def test_a_reader_that_goes_away_ends_the_output_quietly(argv):

@@ -548,8 +548,8 @@ def _edit_options(parser: argparse.ArgumentParser, *, env: str, no_verify: str) 
                         help="time limit per cell run of the pair, in seconds (default: 600)")
     parser.add_argument("--no-verify", action="store_true", help=no_verify)
     parser.add_argument("--allow-similar", action="store_true",
-                        help=f"accept a case whose normalised code is {percent(THRESHOLD)} or more similar "
-                             "to one of the snapshot's (a near-duplicate); recorded in its provenance")
+                        help=f"accept a case whose normalised code is {percent(THRESHOLD).replace('%', '%%')} or "
+                             "more similar to one of the snapshot's (a near-duplicate); recorded in its provenance")
     parser.add_argument("--large-file", type=_size, default=LARGE_FILE, metavar="SIZE",
                         help=f"name data files of this size or more (default {human_size(LARGE_FILE)})")
     parser.add_argument("--refuse-large", action="store_true",
