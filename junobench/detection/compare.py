@@ -22,17 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from junobench.detection.evaluate import (
-    TITLES,
     Report,
     bootstrap_settings,
     format_interval,
     labels_for,
+    score_cells,
     score_predictions,
     scored,
-    with_interval,
 )
 from junobench.detection.metrics import scores
-from junobench.detection.names import FORMATS as FORMATS
 from junobench.detection.predictions import Predictions
 from junobench.detection.uncertainty import (
     DEFAULT_RESAMPLES,
@@ -228,13 +226,10 @@ def unique_names(paths: Sequence[str | Path]) -> list[str]:
 def summary_rows(comparison: Comparison, *, percent: bool = False) -> list[dict[str, Any]]:
     """Rows for the text, Markdown and LaTeX tables: each score with its interval."""
     rows = []
-    for row in comparison.rows():
-        out: dict[str, Any] = {"setting": row["setting"], "n": row["n"]}
-        for metric in METRICS:
-            low, high = row[f"{metric}_low"], row[f"{metric}_high"]
-            out[TITLES[metric] + (" (%)" if percent else "")] = with_interval(
-                row[metric], None if low is None else (low, high), percent=percent)
-        rows.append(out)
+    for name, report in zip(comparison.names, comparison.scored, strict=True):
+        values = scores(report.overall)
+        rows.append({"setting": name, "n": values["n"],
+                     **score_cells(values, report.intervals(), percent=percent)})
     return rows
 
 
@@ -262,11 +257,6 @@ def pair_rows(comparison: Comparison) -> list[dict[str, Any]]:
     return rows
 
 
-def csv_rows(comparison: Comparison) -> list[dict[str, Any]]:
-    """:meth:`Comparison.rows`, then :func:`pair_csv_rows`."""
-    return comparison.rows() + pair_csv_rows(comparison)
-
-
 def pair_csv_rows(comparison: Comparison) -> list[dict[str, Any]]:
     """One CSV row per pair (``setting`` is ``A vs B``) with its test results, raw and
     Holm-adjusted, in columns of their own."""
@@ -291,7 +281,7 @@ def format_comparison(comparison: Comparison, fmt: str = "table") -> str:
     if fmt == "json":
         return json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False) + "\n"
     if fmt == "csv":
-        return render(csv_rows(comparison), "csv")
+        return render(comparison.rows() + pair_csv_rows(comparison), "csv")
     if fmt == "latex":
         text = render(summary_rows(comparison, percent=True), "latex")
         if comparison.tests:

@@ -22,7 +22,7 @@ from typing import Any
 
 from junobench import vocab
 from junobench.detection.layouts import read_predictions
-from junobench.detection.metrics import Confusion, confusion, grouped, scores
+from junobench.detection.metrics import Confusion, confusion, scores
 from junobench.detection.predictions import Predictions, parse_run
 from junobench.detection.uncertainty import (
     CONFIDENCE,
@@ -99,7 +99,7 @@ class Report:
 
     @property
     def overall(self) -> Confusion:
-        return grouped(self.decisions, lambda d: None, _pair).get(None, Confusion())
+        return matrix(self.decisions)
 
     @property
     def evaluated(self) -> list[str]:
@@ -130,8 +130,7 @@ class Report:
 
     def breakdown(self, by: str) -> dict[str, Confusion]:
         """Confusion matrices per group of a label, in vocabulary order."""
-        return {group: confusion(_pair(d) for d in decisions)
-                for group, decisions in self.groups(by).items()}
+        return {group: matrix(decisions) for group, decisions in self.groups(by).items()}
 
     def intervals(self, decisions: Sequence[Decision] | None = None
                   ) -> dict[str, Interval | None]:
@@ -145,9 +144,9 @@ class Report:
         title = BREAKDOWNS[by][1]
         rows = []
         for group, decisions in self.groups(by).items():
-            row = {title: group, **score_row(confusion(_pair(d) for d in decisions))}
+            row = {title: group, **score_row(matrix(decisions))}
             if intervals:
-                row["intervals"] = _listed(self.intervals(decisions))
+                row["intervals"] = listed(self.intervals(decisions))
                 cases = count_cases(decisions)
                 row["cases"] = cases
                 row["too_few_cases"] = too_few_cases(cases)
@@ -159,7 +158,7 @@ class Report:
         return {
             **{k: overall[k] for k in ("precision", "recall", "f1", "accuracy",
                                        "tp", "fp", "tn", "fn", "n")},
-            "intervals": _listed(self.intervals()),
+            "intervals": listed(self.intervals()),
             "bootstrap": self.bootstrap_settings(),
             "notebooks": len(self.evaluated),
             "reproduced": {"correct": overall["reproduced_correct"],
@@ -210,7 +209,8 @@ def scored(decisions: Iterable[Decision]) -> list[Scored]:
     return [(vocab.split_instance(d.instance)[0], d.truth, d.decision) for d in decisions]
 
 
-def _listed(intervals: Mapping[str, Interval | None]) -> dict[str, list[float] | None]:
+def listed(intervals: Mapping[str, Interval | None]) -> dict[str, list[float] | None]:
+    """Intervals as the JSON outputs give them: lists, None where undefined."""
     return {name: None if bounds is None else list(bounds) for name, bounds in intervals.items()}
 
 
@@ -222,8 +222,9 @@ _ORDER: dict[str, dict[str, int]] = {
 }
 
 
-def _pair(decision: Decision) -> tuple[bool, bool]:
-    return decision.truth, decision.decision
+def matrix(decisions: Iterable[Decision]) -> Confusion:
+    """The confusion matrix of ``decisions``."""
+    return confusion((d.truth, d.decision) for d in decisions)
 
 
 def score_row(matrix: Confusion) -> dict[str, Any]:
@@ -479,7 +480,7 @@ def figure(report: Report, by: str = "library", *, ax: Any = None) -> Any:
     from junobench.plots import grouped_bar_chart
 
     groups = report.groups(by)
-    matrices = {name: confusion(_pair(d) for d in decisions) for name, decisions in groups.items()}
+    matrices = {name: matrix(decisions) for name, decisions in groups.items()}
     names = [f"{name}\n(n={len(report.evaluated_in(decisions))})" for name, decisions in groups.items()]
     accuracy = [m.accuracy or 0.0 for m in matrices.values()]
     bounds = [report.intervals(decisions)["accuracy"] for decisions in groups.values()]
@@ -516,8 +517,8 @@ def render_report(report: Report, fmt: str = "table", by: str = "library") -> st
     if fmt == "csv":
         rows = report.breakdown_rows(by, intervals=True)
         rows.append({BREAKDOWNS[by][1]: "all", **score_row(report.overall),
-                     "intervals": _listed(report.intervals())})
-        return render([_flat(row) for row in rows], "csv")
+                     "intervals": listed(report.intervals())})
+        return render([flat_intervals(row) for row in rows], "csv")
     if fmt in ("markdown", "latex"):
         rows = summary_rows(report, by, percent=fmt == "latex")
         return render(rows, fmt) + small_note(rows, fmt)
@@ -527,7 +528,7 @@ def render_report(report: Report, fmt: str = "table", by: str = "library") -> st
                          hint="use table, json, csv, markdown or latex")
 
 
-def _flat(row: Mapping[str, Any]) -> dict[str, Any]:
+def flat_intervals(row: Mapping[str, Any]) -> dict[str, Any]:
     """A row with its intervals as ``<metric>_low`` / ``<metric>_high`` columns."""
     out = {k: v for k, v in row.items() if k != "intervals"}
     for metric, bounds in (row.get("intervals") or {}).items():
@@ -608,16 +609,21 @@ def summary_rows(report: Report, by: str = "library", *, percent: bool = False
                                                     ("all", report.decisions)]
     rows = []
     for name, decisions in parts:
-        values = scores(confusion(_pair(d) for d in decisions))
+        values = scores(matrix(decisions))
         bounds = report.intervals(decisions)
         mark = SMALL if too_few_cases(count_cases(decisions)) else ""
-        row: dict[str, Any] = {title: name, "n": len(report.evaluated_in(decisions))}
-        for metric in METRICS:
-            text = with_interval(values[metric], bounds[metric], percent=percent)
-            row[TITLES[metric] + (" (%)" if percent else "")] = text + (
-                mark if bounds[metric] is not None else "")
-        rows.append(row)
+        rows.append({title: name, "n": len(report.evaluated_in(decisions)),
+                     **score_cells(values, bounds, percent=percent, mark=mark)})
     return rows
+
+
+def score_cells(values: Mapping[str, float | None], bounds: Mapping[str, Interval | None], *,
+                percent: bool = False, mark: str = "") -> dict[str, str]:
+    """Each score of :data:`METRICS` with its 95% interval as text, under its title
+    (``F1``, or ``F1 (%)`` with ``percent``); ``mark`` follows each defined interval."""
+    return {TITLES[metric] + (" (%)" if percent else ""):
+            with_interval(values[metric], bounds[metric], percent=percent)
+            + (mark if bounds[metric] is not None else "") for metric in METRICS}
 
 
 def small_note(rows: Sequence[Mapping[str, Any]], fmt: str) -> str:

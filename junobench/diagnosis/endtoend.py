@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from junobench import vocab
-from junobench.detection.evaluate import Decision, Report, with_interval
+from junobench.detection.evaluate import Decision, Report, flat_intervals, listed, score_cells
 from junobench.detection.metrics import scores
-from junobench.detection.names import FORMATS as FORMATS
-from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED, METRICS, check_resamples
+from junobench.detection.names import FORMATS
+from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED, check_resamples
 from junobench.diagnosis.judgments import (
     CORRECT,
     DIAGNOSED,
@@ -88,8 +88,7 @@ class DiagnosisScore:
             "correct": self.counts[CORRECT],
             "wrong": self.counts[WRONG],
             "detected_crashes": self.diagnoses,
-            "intervals": {k: None if v is None else list(v)
-                          for k, v in self.report.intervals().items()},
+            "intervals": listed(self.report.intervals()),
             "by_library": self.report.breakdown_rows("library", intervals=True),
         })
         return out
@@ -189,10 +188,8 @@ def summary_rows(results: Mapping[str, DiagnosisScore], *, percent: bool = False
     for name, result in results.items():
         values = scores(result.report.overall)
         bounds = result.report.intervals()
-        row: dict[str, Any] = {"setting": name, "n": values["n"]}
-        for metric in METRICS:
-            title = {"f1": "F1"}.get(metric, metric.capitalize()) + (" (%)" if percent else "")
-            row[title] = with_interval(values[metric], bounds[metric], percent=percent)
+        row: dict[str, Any] = {"setting": name, "n": values["n"],
+                               **score_cells(values, bounds, percent=percent)}
         row["partially correct"] = result.partially_correct
         row["reasoning wrong"] = result.reasoning_wrong
         rows.append(row)
@@ -246,10 +243,8 @@ def render_scores(results: Mapping[str, DiagnosisScore], fmt: str = "table",
         rows = []
         for name, result in results.items():
             data = result.to_dict()
-            row: dict[str, Any] = {"setting": name, **{k: data[k] for k in (*KEYS, "n")}}
-            for metric, bounds in data["intervals"].items():
-                row[f"{metric}_low"], row[f"{metric}_high"] = bounds or (None, None)
-            rows.append(row)
+            rows.append(flat_intervals({"setting": name, **{k: data[k] for k in (*KEYS, "n")},
+                                        "intervals": data["intervals"]}))
         return render(rows + (pair_csv_rows(comparison) if comparison else []), "csv")
     sections = [
         ("End-to-end (a true positive needs the crash detected and diagnosed correctly); "
