@@ -147,6 +147,15 @@ def published_instances() -> frozenset[str]:
                      for number in range(1, count + 1) for version in EVALUATED_VERSIONS)
 
 
+def is_instance(text: str) -> bool:
+    """True for an instance id (:func:`split_instance` reads it), e.g. ``torch_7_fixed``."""
+    try:
+        split_instance(text)
+    except ValueError:
+        return False
+    return True
+
+
 def split_instance(instance: str) -> tuple[str, str]:
     """Inverse of :func:`instance_id`: ``torch_7_fixed`` → ``("torch_7", "fixed")``."""
     case_id, _, version = instance.rpartition("_")

@@ -151,18 +151,10 @@ def _own_layout(folder: Path, *, strict: bool = False) -> str | None:
         return CASE_FOLDERS
     if analysers.looks_like_outputs(folder):
         return CRANE_SA
-    files = [f for f in _json_files(folder) if not strict or _names_instance(f.stem)]
+    files = [f for f in _json_files(folder) if not strict or vocab.is_instance(f.stem)]
     if not files:
         return None
     return CRANE_PARSED if _looks_judged(files) else INSTANCES
-
-
-def _names_instance(stem: str) -> bool:
-    try:
-        vocab.split_instance(stem)
-    except ValueError:
-        return False
-    return True
 
 
 def _json_files(folder: Path) -> list[Path]:

@@ -229,14 +229,10 @@ def check_instance(instance: str, file: Path, prefix: str = "", *, hint: str | N
                    blind: bool = False) -> None:
     """Raise a :class:`JunoBenchError` naming ``file`` unless ``instance`` is an instance id
     (or, with ``blind``, a blind task id)."""
-    if blind and is_blind_id(instance):
-        return
-    try:
-        vocab.split_instance(instance)
-    except ValueError:
+    if not (blind and is_blind_id(instance)) and not vocab.is_instance(instance):
         raise JunoBenchError(f"{prefix}{instance!r} is not an instance id", file=file,
                              hint=hint or "instances look like torch_7_reproduced or "
-                             "torch_7_fixed") from None
+                             "torch_7_fixed")
 
 
 def read_per_instance(folder: Path, layout: str, files: Iterable[Path],

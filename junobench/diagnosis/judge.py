@@ -134,12 +134,9 @@ def read_judged_folders(root: str | Path, *, passes: Sequence[str] | None = None
                 key = f"{model.name}_{setting.name}"
                 for file in _json_tree(setting, regular_files):
                     instance = file.stem
-                    try:
-                        vocab.split_instance(instance)
-                    except ValueError:
+                    if not vocab.is_instance(instance):
                         raise JunoBenchError("file name does not name a notebook", file=file,
-                                             hint="<case>_reproduced.json or <case>_fixed.json"
-                                             ) from None
+                                             hint="<case>_reproduced.json or <case>_fixed.json")
                     runs = runs_file(file, instance)
                     read = [parse_label(r) if isinstance(r, str) else None for r in runs]
                     labels.setdefault(key, {}).setdefault(instance, []).append(read)
