@@ -328,16 +328,7 @@ def runs_file(file: Path, instance: str) -> list[Any]:
 def read_inspect_log(path: Path) -> Predictions:
     """An Inspect log of ``junobench/crash_detection``: each sample's completions, in epoch
     order, are its runs (a sample that failed counts as an unparsable run)."""
-    try:
-        from inspect_ai.log import read_eval_log
-    except ImportError:
-        raise JunoBenchError("reading Inspect logs needs inspect_ai", file=path,
-                             hint="pip install 'junobench[inspect]'") from None
-    try:
-        log = read_eval_log(str(path))
-    except Exception as error:  # Inspect raises many kinds on a damaged log
-        raise JunoBenchError(f"not a readable Inspect log ({type(error).__name__}: {error})",
-                             file=path, hint="pass a log written by `inspect eval`") from None
+    log = eval_log(path)
     out = Predictions(path, INSPECT)
     epochs: dict[str, list[tuple[int, Any]]] = {}
     for sample in log.samples or []:
@@ -355,6 +346,21 @@ def read_inspect_log(path: Path) -> Predictions:
         raise JunoBenchError("the Inspect log has no samples", file=path,
                              hint="the evaluation may not have finished; check `inspect view`")
     return out
+
+
+def eval_log(path: str | Path, *, hint: str | None = "pass a log written by `inspect eval`"
+             ) -> Any:
+    """An Inspect log, read whole; an error naming ``path`` when it cannot be."""
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise JunoBenchError("reading Inspect logs needs inspect_ai", file=path,
+                             hint="pip install 'junobench[inspect]'") from None
+    try:
+        return read_eval_log(str(path))
+    except Exception as error:  # Inspect raises many kinds on a damaged log
+        raise JunoBenchError(f"not a readable Inspect log ({type(error).__name__}: {error})",
+                             file=path, hint=hint) from None
 
 
 READERS: dict[str, Callable[[Path], Predictions]] = {

@@ -104,13 +104,9 @@ def reduce_judged(scores: list[Score]) -> Score:
 def judgments_from_log(path: str | Path, setting: str) -> Judgments:
     """The reduced outcomes of ``diagnosis_judge`` in an Inspect log, as ``setting``'s
     judgments (notebooks the judge could not judge are left out)."""
-    from inspect_ai.log import read_eval_log
+    from junobench.detection.layouts import eval_log
 
-    try:
-        log = read_eval_log(str(path))
-    except Exception as error:  # Inspect raises many kinds on a damaged log
-        raise JunoBenchError(f"not a readable Inspect log ({type(error).__name__}: {error})",
-                             file=path) from None
+    log = eval_log(path, hint=None)
     reductions = [r for r in (log.reductions or []) if r.scorer == NAME]
     if not reductions:
         raise JunoBenchError(f"the log has no {NAME} scores", file=path,
