@@ -110,14 +110,13 @@ def crash_detection(
     from junobench.detection.tasks import tasks
 
     texts = runtime_texts_for(runtime_info, _values(runtime_exclude) or [])
-    style = task_style(runtime_info) if texts is not None else None
     filters: dict[str, str | Iterable[str] | None] = {
         "library": _values(library), "root_cause": _values(root_cause),
         "crash_type": _values(crash_type), "pipeline_stage": _values(stage),
         "origin": _values(origin)}
     items, truths = tasks(source, keep_comments=keep_comments, runtime_info=texts,
-                          revision=revision, crane_inputs=crane_inputs, style=style,
-                          library=filters["library"],
+                          revision=revision, crane_inputs=crane_inputs,
+                          style=task_style(runtime_info), library=filters["library"],
                           root_cause=filters["root_cause"], crash_type=filters["crash_type"],
                           pipeline_stage=filters["pipeline_stage"], origin=filters["origin"])
     samples = [_sample(item, truth) for item, truth in zip(items, truths, strict=True)]

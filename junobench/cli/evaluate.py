@@ -151,10 +151,10 @@ def _tasks(args: argparse.Namespace) -> int:
     from junobench.detection.tasks import tasks, write_tasks
 
     key = key_from_text(args.id_key) if args.id_key else new_key()
-    texts = _runtime_texts(args)
+    texts, style = _runtime(args)
     tasks_, truths = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
                            keep_outputs=args.keep_outputs, runtime_info=texts,
-                           key=key, crane_inputs=args.crane_inputs, style=_style(args),
+                           key=key, crane_inputs=args.crane_inputs, style=style,
                            **filters_from(args))
     _report_runtime_info(args, tasks_)
     out, truth = write_tasks(tasks_, truths, args.out, args.truth_out)
@@ -179,15 +179,15 @@ def _detect(args: argparse.Namespace) -> int:
             raise JunoBenchError("filters apply when tasks are built from --source, not to --tasks",
                                  hint="filter with `junobench tasks`, or drop --tasks")
         items = read_tasks(args.tasks)
-        texts = _runtime_texts(args)
+        texts, style = _runtime(args)
         if texts is not None:
-            items = with_runtime_info(items, texts, file=args.tasks, style=_style(args))
+            items = with_runtime_info(items, texts, file=args.tasks, style=style)
     else:
         filters: dict[str, Any] = filters_from(args)  # label fields only: no keyword of tasks()
-        texts = _runtime_texts(args)
+        texts, style = _runtime(args)
         items, _ = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
                          runtime_info=texts, crane_inputs=args.crane_inputs,
-                         style=_style(args), **filters)
+                         style=style, **filters)
     _report_runtime_info(args, items)
     if args.baseline in ("pylint", "pyright"):
         return _detect_analyser(args, items)
@@ -233,19 +233,13 @@ def _detect_analyser(args: argparse.Namespace, items: list[dict[str, Any]]) -> i
     return 0
 
 
-def _runtime_texts(args: argparse.Namespace) -> dict[str, str] | None:
+def _runtime(args: argparse.Namespace) -> tuple[dict[str, str] | None, str | None]:
+    """The runtime-information texts for the tasks, and their style: ``crane`` when the
+    runtime information is CRANE-LLM's (its tasks are CRANE-LLM's documents)."""
     from junobench.detection.augment import runtime_texts_for, task_style
 
     texts = runtime_texts_for(args.runtime_info, args.runtime_exclude)
-    args.runtime_style = task_style(args.runtime_info) if texts is not None else None
-    return texts
-
-
-def _style(args: argparse.Namespace) -> str | None:
-    """``crane`` when the runtime information is CRANE-LLM's: its tasks are CRANE-LLM's
-    documents (set by :func:`_runtime_texts`)."""
-    style = getattr(args, "runtime_style", None)
-    return "crane" if style == "crane" else None
+    return texts, task_style(args.runtime_info)
 
 
 def _report_runtime_info(args: argparse.Namespace, items: list[dict[str, Any]]) -> None:
