@@ -14,6 +14,8 @@ from junobench.cli.common import add_format, add_model_options, add_source, dash
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from junobench.detection.names import FORMATS
+
     parser = subparsers.add_parser(
         "annotate", help="blinded sheets for judging diagnoses by hand, and reading them back",
         description="The human evaluation of diagnoses: `annotate export` writes the diagnoses "
@@ -64,7 +66,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("raters", metavar="FILE", nargs="*", help="two judgments files")
     parser.add_argument("--second-rater", metavar="XLSX",
                         help="CRANE-LLM's evaluation_human_LLMjudge_validation.xlsx")
-    add_format(parser, choices=("table", "json", "csv", "markdown", "latex"))
+    add_format(parser, choices=FORMATS)
     parser.set_defaults(handler=_agreement)
 
     parser = subparsers.add_parser(
@@ -98,7 +100,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--published", metavar="XLSX",
                         help="published judge statistics to show beside (llm_judge_statistics.xlsx)")
     add_model_options(parser, json_mode=False)
-    add_format(parser, choices=("table", "json", "csv", "markdown", "latex"))
+    add_format(parser, choices=FORMATS)
     parser.set_defaults(handler=_judge)
 
 

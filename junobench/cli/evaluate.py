@@ -60,7 +60,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_model_options(parser, endpoint=which)
     parser.set_defaults(handler=_detect)
 
-    from junobench.detection.names import DEFAULT_RESAMPLES, DEFAULT_SEED, FORMATS, LAYOUTS, describe
+    from junobench.detection.names import (
+        BREAKDOWNS,
+        DEFAULT_RESAMPLES,
+        DEFAULT_SEED,
+        FORMATS,
+        LAYOUTS,
+        describe,
+    )
+    from junobench.detection.votes import DEFAULT_VOTE, VOTES
 
     parser = subparsers.add_parser(
         "evaluate", help="score crash-detection predictions (precision, recall, F1, accuracy)",
@@ -103,16 +111,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--layout", choices=LAYOUTS,
                         help="read PRED in this layout instead of recognising it")
     add_filters(parser)
-    parser.add_argument("--vote", choices=("majority", "first-valid", "all-runs"),
-                        default="majority",
+    parser.add_argument("--vote", choices=VOTES, default=DEFAULT_VOTE,
                         help="how runs become a decision: majority of the parsable runs (a tie "
                         "is no crash), the first parsable run, or every run scored (default: "
                         "majority)")
     parser.add_argument("--fallback", metavar="PRED2",
                         help="predictions to score notebooks that PRED lacks (as the "
                         "runtime-augmented paper did with its code-only answers; one PRED only)")
-    parser.add_argument("--by", choices=("library", "root-cause", "crash-type", "stage"),
-                        default="library",
+    parser.add_argument("--by", choices=tuple(BREAKDOWNS), default="library",
                         help="breakdown shown in table, csv, markdown and latex output (json "
                         "has the library and root-cause ones)")
     parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,

@@ -23,6 +23,7 @@ from typing import Any
 from junobench import vocab
 from junobench.detection.layouts import read_predictions
 from junobench.detection.metrics import Confusion, confusion, scores
+from junobench.detection.names import BREAKDOWNS
 from junobench.detection.predictions import Predictions, parse_run
 from junobench.detection.uncertainty import (
     CONFIDENCE,
@@ -39,13 +40,6 @@ from junobench.detection.votes import DEFAULT_VOTE, VOTES, vote
 from junobench.errors import JunoBenchError
 from junobench.safety.text import shortened
 
-#: Breakdown name → (record field it groups by, column title).
-BREAKDOWNS: dict[str, tuple[str, str]] = {
-    "library": ("library_label", "library"),
-    "root-cause": ("root_cause", "root cause"),
-    "crash-type": ("crash_type", "crash type"),
-    "stage": ("pipeline_stage", "pipeline stage"),
-}
 #: Fields of a ``notebooks`` record that scoring needs.
 LABEL_FIELDS: tuple[str, ...] = ("instance", "case_id", "version", "crash", "library",
                                  "library_label", "root_cause")
