@@ -37,7 +37,6 @@ from typing import Any
 
 from inspect_ai import Epochs, Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser
 from inspect_ai.scorer import (
     CORRECT,
     INCORRECT,
@@ -59,7 +58,7 @@ from junobench.detection import prompt
 from junobench.detection.metrics import Confusion, confusion
 from junobench.detection.predictions import parse_run
 from junobench.detection.votes import vote
-from junobench.diagnosis.inspect_judge import diagnosis_judge, reduce_judged
+from junobench.diagnosis.inspect_judge import chat_messages, diagnosis_judge, reduce_judged
 
 #: Case labels copied into each sample's metadata (for Inspect's log viewer and analysis).
 SAMPLE_LABELS: tuple[str, ...] = ("case_id", "version", "library", "library_label", "root_cause",
@@ -141,9 +140,7 @@ def _values(value: str | Sequence[str] | None) -> list[str] | None:
 
 
 def _sample(item: dict[str, Any], truth: dict[str, Any]) -> Sample:
-    messages: list[ChatMessage] = [ChatMessageSystem(content=prompt.system_message(item)),
-                                   ChatMessageUser(content=prompt.user_message(item))]
-    return Sample(id=str(truth["instance"]), input=messages,
+    return Sample(id=str(truth["instance"]), input=chat_messages(prompt.messages(item)),
                   target="true" if truth["crash"] else "false",
                   metadata={k: truth.get(k) for k in SAMPLE_LABELS})
 
@@ -186,34 +183,29 @@ def _confusion(scores: Iterable[SampleScore]) -> Confusion:
     return confusion(pairs)
 
 
+def _crash_score(name: str) -> Metric:
+    def compute(scores: list[SampleScore]) -> float:
+        return _confusion(scores).score(name) or 0.0
+
+    return compute
+
+
 @metric
 def precision() -> Metric:
     """Crash precision of the decided notebooks."""
-
-    def compute(scores: list[SampleScore]) -> float:
-        return _confusion(scores).precision or 0.0
-
-    return compute
+    return _crash_score("precision")
 
 
 @metric
 def recall() -> Metric:
     """Crash recall of the decided notebooks."""
-
-    def compute(scores: list[SampleScore]) -> float:
-        return _confusion(scores).recall or 0.0
-
-    return compute
+    return _crash_score("recall")
 
 
 @metric
 def f1() -> Metric:
     """Crash F1 of the decided notebooks."""
-
-    def compute(scores: list[SampleScore]) -> float:
-        return _confusion(scores).f1 or 0.0
-
-    return compute
+    return _crash_score("f1")
 
 
 @scorer(metrics=[accuracy(), stderr(), precision(), recall(), f1()])
