@@ -36,7 +36,7 @@ from junobench.detection.uncertainty import (
     check_resamples,
     too_few_cases,
 )
-from junobench.detection.votes import DEFAULT_VOTE, VOTES, vote
+from junobench.detection.votes import DEFAULT_VOTE, check_vote, vote
 from junobench.errors import JunoBenchError
 from junobench.safety.text import shortened
 
@@ -250,8 +250,7 @@ def score(
     instance outside ``known`` (default: the labelled ones) is an error naming it.
     Instances in ``known`` but not in ``labels`` (filtered out) are ignored.
     """
-    if vote_method not in VOTES:
-        raise JunoBenchError(f"unknown vote {vote_method!r}", hint=f"use one of {', '.join(VOTES)}")
+    check_vote(vote_method)
     by_instance = {str(row["instance"]): row for row in labels}
     known_ids = set(by_instance) if known is None else set(known) | set(by_instance)
     unknown = sorted(set(runs) - known_ids)
@@ -430,10 +429,10 @@ def score_predictions(
 ) -> Report:
     """:func:`evaluate` with the labels already loaded (:func:`labels_for`)."""
     check_resamples(resamples)
-    preds = _read(predictions, layout)
+    preds = read_predictions(predictions, layout)
     runs, origin = resolve_ids(preds, labels.truth)
     filled: list[str] = []
-    back = _read(fallback) if fallback is not None else None
+    back = read_predictions(fallback) if fallback is not None else None
     if back is not None:
         back_runs, back_origin = resolve_ids(back, labels.truth)
         for instance, instance_runs in back_runs.items():
@@ -450,12 +449,6 @@ def score_predictions(
     report.fallback = str(back.path) if back is not None else None
     report.resamples, report.seed = resamples, seed
     return report
-
-
-def _read(predictions: str | Path | Predictions, layout: str | None = None) -> Predictions:
-    if isinstance(predictions, Predictions):
-        return predictions
-    return read_predictions(predictions, layout)
 
 
 def plot(report: Report, path: str | Path, by: str = "library") -> Path:

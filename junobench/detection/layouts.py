@@ -83,8 +83,11 @@ _HINT_ANY = ("pass a .jsonl file, an Inspect log, or a folder in one of the layo
              + ", ".join(LAYOUTS) + " (see --layout)")
 
 
-def read_predictions(path: str | Path, layout: str | None = None) -> Predictions:
-    """Read predictions from ``path`` in ``layout`` (default: recognised from its content)."""
+def read_predictions(path: str | Path | Predictions, layout: str | None = None) -> Predictions:
+    """Read predictions from ``path`` in ``layout`` (default: recognised from its content);
+    predictions already read are returned as they are."""
+    if isinstance(path, Predictions):
+        return path
     path = Path(path)
     if not path.exists():
         raise JunoBenchError("no such predictions file or directory", file=path, hint=_HINT_ANY)

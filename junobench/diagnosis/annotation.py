@@ -114,13 +114,13 @@ def answers_to_judge(settings: Mapping[str, Any], truth: Mapping[str, str], *,
     reasoning of the first run that voted with the majority."""
     from junobench.detection.evaluate import resolve_ids
     from junobench.detection.layouts import read_predictions
-    from junobench.detection.predictions import Predictions, parse_run
+    from junobench.detection.predictions import parse_run
     from junobench.detection.votes import vote
 
     items: list[Item] = []
     decided: dict[str, dict[str, str]] = {}
     for name, source in settings.items():
-        preds = source if isinstance(source, Predictions) else read_predictions(source)
+        preds = read_predictions(source)
         decided[name] = {}
         resolved, origin = resolve_ids(preds, truth_rows)
         for instance, runs in resolved.items():

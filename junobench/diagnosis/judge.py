@@ -212,7 +212,6 @@ def judge(
     (:func:`junobench.detection.client.run_jobs`)."""
     from junobench.detection.evaluate import resolve_ids
     from junobench.detection.layouts import read_predictions
-    from junobench.detection.predictions import Predictions
     from junobench.safety.atomic import check_file_target
 
     if repeats < 1:
@@ -222,7 +221,7 @@ def judge(
     where = models.Endpoint(endpoint, models.ChatSettings(model, temperature, max_tokens), concurrency,
                      api_key_env, retries, timeout)
     where.check()
-    preds = predictions if isinstance(predictions, Predictions) else read_predictions(predictions)
+    preds = read_predictions(predictions)
     resolved, origin = resolve_ids(preds, truth_rows)
     unknown = [i for i in resolved if i not in truth]
     if unknown:
