@@ -36,7 +36,12 @@ from typing import Any
 from junobench import subprocesses
 from junobench.detection import crane_inputs
 from junobench.detection.names import CRANE_SA
-from junobench.detection.predictions import Predictions, jsonl_line, read_per_instance
+from junobench.detection.predictions import (
+    Predictions,
+    jsonl_line,
+    read_json_file,
+    read_per_instance,
+)
 from junobench.errors import JunoBenchError
 
 PYLINT = "pylint"
@@ -325,16 +330,7 @@ def _output_files(folder: Path) -> list[Path]:
 
 
 def _messages_file(file: Path, instance: str) -> list[Any]:
-    from junobench.safety.paths import read_regular
-
-    try:
-        data = json.loads(read_regular(file, limit=1 << 26).decode("utf-8"))
-    except (ValueError, RecursionError) as error:
-        raise JunoBenchError(f"not valid JSON ({error})", file=file, case=instance,
-                             hint=_SA_HINT) from None
-    except OSError as error:
-        raise JunoBenchError(f"cannot read ({error.strerror or error})", file=file,
-                             case=instance) from None
+    data = read_json_file(file, instance, hint=_SA_HINT, limit=1 << 26)
     if not isinstance(data, list) or not all(_is_message(item) for item in data):
         raise JunoBenchError("not a list of analyser messages (objects with 'source' "
                              f"{' or '.join(ANALYSERS)} and 'message')", file=file,

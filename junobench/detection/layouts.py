@@ -56,7 +56,7 @@ from junobench.detection.names import describe as describe
 from junobench.detection.predictions import (
     Predictions,
     check_instance,
-    loads,
+    read_json_file,
     read_jsonl,
     read_per_instance,
     value_kind,
@@ -309,14 +309,8 @@ def _read_case_folders(folder: Path, layout: str, folders: dict[str, str]) -> Pr
 
 def runs_file(file: Path, instance: str) -> list[Any]:
     """The runs in one JSON file: a list, or a single run (object, string, boolean)."""
-    try:
-        data = loads(read_regular(file, limit=MAX_TEXT_BYTES).decode("utf-8"))
-    except (ValueError, RecursionError) as error:
-        raise JunoBenchError(f"not valid JSON ({error})", file=file, case=instance,
-                             hint="each file holds a JSON list of the detector's runs") from None
-    except OSError as error:
-        raise JunoBenchError(f"cannot read ({error.strerror or error})", file=file,
-                             case=instance) from None
+    data = read_json_file(file, instance, limit=MAX_TEXT_BYTES,
+                          hint="each file holds a JSON list of the detector's runs")
     if isinstance(data, list):
         return data
     if isinstance(data, (dict, str, bool)):
