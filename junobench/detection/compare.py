@@ -285,10 +285,8 @@ def format_comparison(comparison: Comparison, fmt: str = "table") -> str:
     if fmt == "latex":
         text = render(summary_rows(comparison, percent=True), "latex")
         if comparison.tests:
-            text += ("\n% Paired tests: exact McNemar on notebooks right/wrong; paired case "
-                     "bootstrap of the F1 difference"
-                     + ("; Holm-adjusted p-values over the pairs" if len(comparison.tests) > 1
-                        else "") + "\n" + render(pair_rows(comparison), "latex"))
+            text += (f"\n% Paired tests: {paired_tests_note(comparison)}\n"
+                     + render(pair_rows(comparison), "latex"))
         return text
     kind = "markdown" if fmt == "markdown" else "table"
     settings = (f"{len(comparison.common)} notebooks decided by every set; 95% intervals from "
@@ -302,11 +300,18 @@ def format_comparison(comparison: Comparison, fmt: str = "table") -> str:
     if kind == "markdown":  # the names are data: escaped like the tables' cells
         notes = [markdown_text(note) for note in notes]
     lead = "\n".join(notes) + "\n\n"
-    tests_title = ("Paired tests (exact McNemar on notebooks right/wrong; paired case "
-                   "bootstrap of the F1 difference"
-                   + ("; Holm-adjusted p-values over the " + str(len(comparison.tests))
-                      + " pairs" if len(comparison.tests) > 1 else "") + ")\n\n")
+    tests_title = f"Paired tests ({paired_tests_note(comparison, count=True)})\n\n"
     return lead + parts[0] + ("\n" + tests_title + parts[1] if len(parts) > 1 else "")
+
+
+def paired_tests_note(comparison: Comparison, *, count: bool = False) -> str:
+    """What the paired tests are, and with several pairs that their p-values are
+    Holm-adjusted over them (``count``: saying how many)."""
+    note = "exact McNemar on notebooks right/wrong; paired case bootstrap of the F1 difference"
+    if len(comparison.tests) < 2:
+        return note
+    return note + "; Holm-adjusted p-values over the " + (
+        f"{len(comparison.tests)} " if count else "") + "pairs"
 
 
 def _p(value: float | None) -> str:

@@ -220,7 +220,7 @@ def render_scores(results: Mapping[str, DiagnosisScore], fmt: str = "table",
     ``remarks`` and :func:`notes` are added to the JSON's ``notes``."""
     import json
 
-    from junobench.detection.compare import pair_csv_rows, pair_rows
+    from junobench.detection.compare import pair_csv_rows, pair_rows, paired_tests_note
     from junobench.detection.evaluate import bootstrap_settings
     from junobench.render import render
 
@@ -254,9 +254,7 @@ def render_scores(results: Mapping[str, DiagnosisScore], fmt: str = "table",
     if comparison is not None:
         left_out = {n: len(x) for n, x in comparison.excluded().items() if x}
         sections.append((f"Paired tests on the {len(comparison.common)} notebooks every setting "
-                         "has (exact McNemar on notebooks right/wrong; paired case bootstrap of the "
-                         "F1 difference" + ("; Holm-adjusted p-values over the pairs"
-                                            if len(comparison.tests) > 1 else "") + ")"
+                         f"has ({paired_tests_note(comparison)})"
                          + "".join(f"; {n}: {k} notebooks left out" for n, k in left_out.items()),
                          render(pair_rows(comparison), fmt)))
     if fmt == "latex":  # titles as comments: one line each, whatever the setting names hold
