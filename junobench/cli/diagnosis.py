@@ -109,7 +109,6 @@ def _export(args: argparse.Namespace) -> int:
     from junobench.diagnosis.annotation import (
         answers_to_judge,
         export_sheet,
-        ground_truth,
         second_rater_sample,
     )
     from junobench.errors import JunoBenchError
@@ -117,9 +116,7 @@ def _export(args: argparse.Namespace) -> int:
     names = args.name or unique_names(args.predictions)
     if len(names) != len(args.predictions) or len(set(names)) != len(names):
         raise JunoBenchError("give one distinct --name per PRED")
-    truth = ground_truth(None if args.truth else args.source, truth=args.truth,
-                         revision=args.revision)
-    rows = _truth_rows(args)
+    truth, rows = _ground_truth(args)
     items, decided = answers_to_judge(dict(zip(names, args.predictions, strict=True)),
                                       {i: t["diagnosis"] for i, t in truth.items()
                                        if t["crash"] and t["diagnosis"]}, truth_rows=rows)
@@ -132,13 +129,15 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _truth_rows(args: argparse.Namespace) -> list[dict[str, Any]] | None:
-    """The ground-truth files' rows (they map blind task ids back), when given."""
-    if not args.truth:
-        return None
+def _ground_truth(args: argparse.Namespace
+                  ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]] | None]:
+    """Instance → crash and diagnosis, from the --truth files (with their rows: they map
+    blind task ids back) or else from --source."""
     from junobench.detection.tasks import read_truth
+    from junobench.diagnosis.annotation import ground_truth
 
-    return read_truth(args.truth)
+    rows = read_truth(args.truth) if args.truth else None
+    return ground_truth(args.source, truth_rows=rows, revision=args.revision), rows
 
 
 def _read(args: argparse.Namespace) -> int:
@@ -177,7 +176,6 @@ def _judge(args: argparse.Namespace) -> int:
 
     if args.against:
         return _judge_against(args)
-    from junobench.diagnosis.annotation import ground_truth
     from junobench.diagnosis.judge import judge, judgments_from
     from junobench.diagnosis.judgments import write_judgments
 
@@ -185,10 +183,9 @@ def _judge(args: argparse.Namespace) -> int:
         if not getattr(args, option):
             raise JunoBenchError(f"running the judge needs {'PRED' if option == 'predictions' else '--' + option}",
                                  hint="or compare judgments with the humans: --against FILE")
-    truth = ground_truth(None if args.truth else args.source, truth=args.truth,
-                         revision=args.revision)
+    truth, rows = _ground_truth(args)
     summary = judge(args.predictions, truth, args.out, setting=args.setting,
-                    truth_rows=_truth_rows(args), repeats=args.repeats, reverse=args.reverse,
+                    truth_rows=rows, repeats=args.repeats, reverse=args.reverse,
                     log=lambda line: print(line, file=sys.stderr), **model_options(args))
     status(f"judged {len(summary.written)} notebook passes into {summary.out}"
            + (f"; {len(summary.resumed)} were already there" if summary.resumed else ""))

@@ -73,15 +73,13 @@ def allocate(strata: Mapping[str, int], total: int) -> dict[str, int]:
 
 
 def ground_truth(source: str | Path | None = None, *,
-                 truth: str | Path | Sequence[str | Path] | None = None,
+                 truth_rows: Sequence[Mapping[str, Any]] | None = None,
                  revision: str | None = None) -> dict[str, dict[str, Any]]:
-    """Instance → ``{"crash", "diagnosis"}``: from the ground-truth file(s) ``truth``
-    written by ``junobench tasks``, else from the ``notebooks`` records of ``source``."""
-    if truth:
-        from junobench.detection.tasks import read_truth
-
-        rows = read_truth(truth)
-    else:
+    """Instance → ``{"crash", "diagnosis"}``: from the rows of the ground-truth file(s)
+    written by ``junobench tasks`` (:func:`~junobench.detection.tasks.read_truth`), else
+    from the ``notebooks`` records of ``source``."""
+    rows = truth_rows
+    if rows is None:
         from junobench.data.snapshot import DEFAULT_SOURCE
         from junobench.loader import load
 
