@@ -231,9 +231,8 @@ class Filled:
 def read_filled(sheet: str | Path, key: str | Path, *, decided: bool = True) -> Filled:
     """The judgments of a filled sheet, through its key; with ``decided``, the judgments the
     detections settled are added (every notebook of every setting, for scoring)."""
-    from python_calamine import CalamineError, CalamineWorkbook
-
-    from junobench.safety.paths import MAX_TEXT_BYTES, read_regular, require_regular
+    from junobench.data.tables import named_sheet
+    from junobench.safety.paths import MAX_TEXT_BYTES, read_regular
 
     sheet, key = Path(sheet), Path(key)
     try:
@@ -243,11 +242,7 @@ def read_filled(sheet: str | Path, key: str | Path, *, decided: bool = True) -> 
     if not isinstance(data, dict) or data.get("format") != KEY_FORMAT:
         raise JunoBenchError("not an annotation key written by junobench", file=key)
     items = data.get("items") or {}
-    try:
-        require_regular(sheet)
-        rows = CalamineWorkbook.from_path(str(sheet)).get_sheet_by_name(SHEET).to_python()
-    except (CalamineError, OSError, ValueError, KeyError) as error:
-        raise JunoBenchError(f"cannot read sheet {SHEET!r} ({error})", file=sheet) from None
+    rows = named_sheet(sheet, SHEET)
     if not rows or [str(c) for c in rows[0][: len(COLUMNS)]] != list(COLUMNS):
         raise JunoBenchError("not an annotation sheet (its header changed)", file=sheet,
                              hint="fill in the judgment column of the exported sheet")
