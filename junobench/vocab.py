@@ -156,6 +156,15 @@ def is_instance(text: str) -> bool:
     return True
 
 
+def instance_labels(instance: str) -> dict[str, str]:
+    """The labels an instance id carries: ``case_id``, ``version``, ``library`` and
+    ``library_label``."""
+    case_id, version = split_instance(instance)
+    library = library_of(case_id)
+    return {"case_id": case_id, "version": version, "library": library,
+            "library_label": library_label(library)}
+
+
 def split_instance(instance: str) -> tuple[str, str]:
     """Inverse of :func:`instance_id`: ``torch_7_fixed`` → ``("torch_7", "fixed")``."""
     case_id, _, version = instance.rpartition("_")

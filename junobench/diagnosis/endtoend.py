@@ -103,11 +103,8 @@ class DiagnosisScore:
 
 def labels_of(instance: str) -> dict[str, Any]:
     """The labels a judged notebook carries without a snapshot: its version and library."""
-    case_id, version = vocab.split_instance(instance)
-    library = vocab.library_of(case_id)
-    return {"instance": instance, "case_id": case_id, "version": version,
-            "crash": version == "reproduced", "library": library,
-            "library_label": vocab.library_label(library)}
+    labels = vocab.instance_labels(instance)
+    return {"instance": instance, **labels, "crash": labels["version"] == "reproduced"}
 
 
 def score_setting(setting: str, judged: Mapping[str, str], *,
