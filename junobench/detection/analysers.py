@@ -275,18 +275,13 @@ def detect_analyser(tasks: Sequence[Mapping[str, Any]], out: str | Path, analyse
     ``annotations`` (task id → {name: type}, from ``runtime-info --style crane``)
     annotates the target cells as CRANE-LLM did for its "+RT" analysers. Returns a
     :class:`junobench.detection.client.Summary`."""
-    from junobench.detection.client import Summary
-    from junobench.detection.detect import finished_instances
+    from junobench.detection.detect import resume
     from junobench.detection.tasks import task_key
-    from junobench.safety.atomic import check_file_target
 
     if analyser not in COMMANDS:
         raise JunoBenchError(f"unknown analyser {analyser!r}", hint=f"use one of {ANALYSERS}")
-    path = check_file_target(out)  # appended to: a directory or a FIFO is refused
-    path.parent.mkdir(parents=True, exist_ok=True)
-    done = finished_instances(path)
-    summary = Summary(path, resumed=[task_key(t) for t in tasks if task_key(t) in done])
-    with path.open("a", encoding="utf-8") as handle:
+    summary, done = resume(tasks, out)
+    with summary.out.open("a", encoding="utf-8") as handle:
         for task in tasks:
             instance = task_key(task)
             if instance in done:
