@@ -56,13 +56,15 @@ from inspect_ai.solver import TaskState, generate
 
 from junobench.detection import prompt
 from junobench.detection.metrics import Confusion, confusion
+from junobench.detection.names import DEFAULT_RUNS
 from junobench.detection.predictions import parse_run
+from junobench.detection.tasks import CASE_LABELS, tasks
 from junobench.detection.votes import vote
 from junobench.diagnosis.inspect_judge import chat_messages, diagnosis_judge, reduce_judged
+from junobench.diagnosis.judge import DEFAULT_REPEATS
 
 #: Case labels copied into each sample's metadata (for Inspect's log viewer and analysis).
-SAMPLE_LABELS: tuple[str, ...] = ("case_id", "version", "library", "library_label", "root_cause",
-                                  "crash_type", "pipeline_stage", "ml_bug", "source", "diagnosis")
+SAMPLE_LABELS: tuple[str, ...] = (*CASE_LABELS, "diagnosis")
 
 
 @task
@@ -76,11 +78,11 @@ def crash_detection(
     runtime_info: str | None = None,
     runtime_exclude: str | Sequence[str] | None = None,
     keep_comments: bool = False,
-    runs: int = 5,
+    runs: int = DEFAULT_RUNS,
     revision: str | None = None,
     crane_inputs: str | None = None,
     judge: str | None = None,
-    judge_passes: int = 5,
+    judge_passes: int = DEFAULT_REPEATS,
     judge_reverse: bool = False,
 ) -> Task:
     """Crash detection on JunoBench's reproduced and fixed notebooks.
@@ -106,7 +108,6 @@ def crash_detection(
         judge_reverse: the reversed protocol (the answer before the ground truth).
     """
     from junobench.detection.augment import runtime_texts_for, task_style
-    from junobench.detection.tasks import tasks
 
     texts = runtime_texts_for(runtime_info, _values(runtime_exclude) or [])
     filters: dict[str, str | Iterable[str] | None] = {

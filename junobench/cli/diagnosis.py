@@ -15,6 +15,8 @@ from junobench.cli.common import add_format, add_model_options, add_source, dash
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from junobench.detection.names import FORMATS
+    from junobench.diagnosis.annotation import DEFAULT_MARGIN, DEFAULT_SEED
+    from junobench.diagnosis.judge import DEFAULT_REPEATS
 
     parser = subparsers.add_parser(
         "annotate", help="blinded sheets for judging diagnoses by hand, and reading them back",
@@ -43,9 +45,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="key to write (keep it from the rater)")
     export.add_argument("--second-rater", action="store_true",
                         help="only the second rater's stratified sample")
-    export.add_argument("--margin", type=float, default=0.05,
-                        help="margin of error of the second rater's sample (default: 0.05)")
-    export.add_argument("--seed", type=int, default=0, help="seed of the shuffle and the sample")
+    export.add_argument("--margin", type=float, default=DEFAULT_MARGIN,
+                        help=f"margin of error of the second rater's sample (default: {DEFAULT_MARGIN})")
+    export.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the shuffle and the sample")
     export.set_defaults(handler=_export)
     read = steps.add_parser("read", help="read a filled sheet as judgments",
                             description="Read the judgments of a filled sheet through its key "
@@ -80,7 +82,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     dash_values(parser.add_argument("--setting",
                                     help="setting name of PRED (how the judgments name it)"))
     parser.add_argument("--out", metavar="LABELS.jsonl", help="judge labels to append to")
-    parser.add_argument("--repeats", type=int, default=5, help="judge passes (default: 5)")
+    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
+                        help=f"judge passes (default: {DEFAULT_REPEATS})")
     parser.add_argument("--reverse", action="store_true",
                         help="the reversed protocol: the prediction shown before the ground truth")
     parser.add_argument("--judgments-out", metavar="FILE",

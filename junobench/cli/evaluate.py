@@ -19,6 +19,17 @@ from junobench.cli.common import (
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from junobench.detection.names import (
+        BREAKDOWNS,
+        DEFAULT_RESAMPLES,
+        DEFAULT_RUNS,
+        DEFAULT_SEED,
+        FORMATS,
+        LAYOUTS,
+        describe,
+    )
+    from junobench.detection.votes import DEFAULT_VOTE, VOTES
+
     parser = subparsers.add_parser(
         "tasks", help="write crash-detection tasks (the answers go to a separate file)",
         description="Write one crash-detection task per notebook: the executed cells in "
@@ -53,22 +64,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--tasks", metavar="TASKS.jsonl",
                         help="tasks written by `junobench tasks` (default: build them from "
                         "--source and the filters)")
-    parser.add_argument("--runs", type=int, default=5, help="answers per notebook (default: 5)")
+    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS,
+                        help=f"answers per notebook (default: {DEFAULT_RUNS})")
     add_source(parser)
     add_filters(parser)
     _add_task_options(parser, outputs=False)
     add_model_options(parser, endpoint=which)
     parser.set_defaults(handler=_detect)
-
-    from junobench.detection.names import (
-        BREAKDOWNS,
-        DEFAULT_RESAMPLES,
-        DEFAULT_SEED,
-        FORMATS,
-        LAYOUTS,
-        describe,
-    )
-    from junobench.detection.votes import DEFAULT_VOTE, VOTES
 
     parser = subparsers.add_parser(
         "evaluate", help="score crash-detection predictions (precision, recall, F1, accuracy)",

@@ -299,8 +299,6 @@ def detect_analyser(tasks: Sequence[Mapping[str, Any]], out: str | Path, analyse
 
 # --------------------------------------------------------------------------- published outputs
 
-#: The layout of CRANE-LLM's published analyser outputs.
-LAYOUT = CRANE_SA
 _SA_HINT = ("pass a folder of CRANE-LLM's analyser outputs as published: "
             "sas/sas_outputs/results_raw/<pylint|pyright>/<setting>")
 
@@ -361,7 +359,7 @@ def looks_like_outputs(folder: Path) -> bool:
 def read_outputs(folder: Path) -> Predictions:
     """CRANE-LLM's published analyser outputs as predictions: per notebook one run, a crash
     when the list of kept messages is not empty (how the published results count them)."""
-    out = read_per_instance(folder, LAYOUT, _output_files(folder),
+    out = read_per_instance(folder, CRANE_SA, _output_files(folder),
                               lambda file, instance: [verdict(_messages_file(file, instance))],
                               hint="name files <library>/<case>_reproduced.json or …_fixed.json")
     if not out.runs:

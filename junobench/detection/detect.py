@@ -26,6 +26,7 @@ from junobench.detection.client import (
     Summary,
     run_jobs,
 )
+from junobench.detection.names import DEFAULT_RUNS
 from junobench.detection.predictions import jsonl_line, write_predictions
 from junobench.detection.tasks import task_key
 from junobench.errors import JunoBenchError
@@ -33,8 +34,6 @@ from junobench.safety.atomic import check_file_target
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
-
-DEFAULT_RUNS = 5
 
 # --------------------------------------------------------------------------- resuming
 

@@ -23,6 +23,7 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric
 from inspect_ai.solver import TaskState
 
 from junobench.diagnosis.judge import (
+    DEFAULT_REPEATS,
     answer_of,
     counted,
     majority,
@@ -75,7 +76,8 @@ def reasoning_wrong() -> Metric:
 
 
 @scorer(metrics=[end_to_end_accuracy(), partially_correct(), reasoning_wrong()], name=NAME)
-def diagnosis_judge(model: str | None = None, passes: int = 5, reverse: bool = False) -> Scorer:
+def diagnosis_judge(model: str | None = None, passes: int = DEFAULT_REPEATS,
+                    reverse: bool = False) -> Scorer:
     """Judge one answer ``passes`` times with ``model`` (default: the model under test)."""
 
     async def score(state: TaskState, target: Target) -> Score:
