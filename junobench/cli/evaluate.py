@@ -156,14 +156,10 @@ def _add_task_options(parser: argparse.ArgumentParser, *, outputs: bool = True) 
 
 def _tasks(args: argparse.Namespace) -> int:
     from junobench.detection.ids import key_from_text, new_key
-    from junobench.detection.tasks import tasks, write_tasks
+    from junobench.detection.tasks import write_tasks
 
     key = key_from_text(args.id_key) if args.id_key else new_key()
-    texts, style = _runtime(args)
-    tasks_, truths = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
-                           keep_outputs=args.keep_outputs, runtime_info=texts,
-                           key=key, crane_inputs=args.crane_inputs, style=style,
-                           **filters_from(args))
+    tasks_, truths = _built_tasks(args, keep_outputs=args.keep_outputs, key=key)
     _report_runtime_info(args, tasks_)
     out, truth = write_tasks(tasks_, truths, args.out, args.truth_out)
     status(f"wrote {len(tasks_)} tasks to {out}")
@@ -174,7 +170,7 @@ def _tasks(args: argparse.Namespace) -> int:
 def _detect(args: argparse.Namespace) -> int:
     from junobench.detection.augment import with_runtime_info
     from junobench.detection.detect import detect, detect_static
-    from junobench.detection.tasks import read_tasks, tasks
+    from junobench.detection.tasks import read_tasks
     from junobench.errors import JunoBenchError
 
     options = model_options(args)
@@ -191,11 +187,7 @@ def _detect(args: argparse.Namespace) -> int:
         if texts is not None:
             items = with_runtime_info(items, texts, file=args.tasks, style=style)
     else:
-        filters: dict[str, Any] = filters_from(args)  # label fields only: no keyword of tasks()
-        texts, style = _runtime(args)
-        items, _ = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
-                         runtime_info=texts, crane_inputs=args.crane_inputs,
-                         style=style, **filters)
+        items, _ = _built_tasks(args)
     _report_runtime_info(args, items)
     if args.baseline in ("pylint", "pyright"):
         return _detect_analyser(args, items)
@@ -239,6 +231,18 @@ def _detect_analyser(args: argparse.Namespace, items: list[dict[str, Any]]) -> i
     status(f"wrote {len(summary.written)} predictions of {args.baseline} to {summary.out}"
            + (f"; {len(summary.resumed)} were already there" if summary.resumed else ""))
     return 0
+
+
+def _built_tasks(args: argparse.Namespace, **options: Any
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Tasks and ground truth built from --source, the filters and the task options."""
+    from junobench.detection.tasks import tasks
+
+    filters: dict[str, Any] = filters_from(args)  # label fields only: no keyword of tasks()
+    texts, style = _runtime(args)
+    return tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
+                 runtime_info=texts, crane_inputs=args.crane_inputs, style=style, **options,
+                 **filters)
 
 
 def _runtime(args: argparse.Namespace) -> tuple[dict[str, str] | None, str | None]:
