@@ -153,7 +153,7 @@ class Report:
             **{k: overall[k] for k in ("precision", "recall", "f1", "accuracy",
                                        "tp", "fp", "tn", "fn", "n")},
             "intervals": listed(self.intervals()),
-            "bootstrap": self.bootstrap_settings(),
+            "bootstrap": bootstrap_settings(self.resamples, self.seed),
             "notebooks": len(self.evaluated),
             "reproduced": {"correct": overall["reproduced_correct"],
                            "total": overall["reproduced_total"]},
@@ -177,9 +177,6 @@ class Report:
             "by_library": self.breakdown_rows("library", intervals=True),
             "by_root_cause": self.breakdown_rows("root-cause", intervals=True),
         }
-
-    def bootstrap_settings(self) -> dict[str, Any]:
-        return bootstrap_settings(self.resamples, self.seed)
 
     def restricted(self, instances: Collection[str]) -> Report:
         """The same report scored on ``instances`` only (for side-by-side comparisons)."""
