@@ -50,7 +50,7 @@ DEFAULT_REPEATS = 5
 #: The outcomes that apply to a fixed notebook; other labels on one are not counted.
 FIXED_OUTCOMES: tuple[str, ...] = ("correct", "wrong")
 UNVERIFIED = "Cannot verify: "
-_LABEL = re.compile(r"\[\s*(correct|partially correct|reasoning wrong|wrong)\s*\]", re.IGNORECASE)
+_LABEL = re.compile(r"\[\s*(" + "|".join(OUTCOMES) + r")\s*\]", re.IGNORECASE)
 #: Folders of CRANE-LLM's judge passes (normal protocol), per judged tree.
 PASS_FOLDER = re.compile(r"^results_parsed(_(\d+))?$")
 
