@@ -93,7 +93,7 @@ class Report:
 
     @property
     def overall(self) -> Confusion:
-        return matrix(self.decisions)
+        return confusion_of(self.decisions)
 
     @property
     def evaluated(self) -> list[str]:
@@ -124,7 +124,7 @@ class Report:
 
     def breakdown(self, by: str) -> dict[str, Confusion]:
         """Confusion matrices per group of a label, in vocabulary order."""
-        return {group: matrix(decisions) for group, decisions in self.groups(by).items()}
+        return {group: confusion_of(decisions) for group, decisions in self.groups(by).items()}
 
     def intervals(self, decisions: Sequence[Decision] | None = None
                   ) -> dict[str, Interval | None]:
@@ -138,7 +138,7 @@ class Report:
         title = BREAKDOWNS[by][1]
         rows = []
         for group, decisions in self.groups(by).items():
-            row = {title: group, **score_row(matrix(decisions))}
+            row = {title: group, **score_row(confusion_of(decisions))}
             if intervals:
                 row["intervals"] = listed(self.intervals(decisions))
                 cases = count_cases(decisions)
@@ -213,7 +213,7 @@ _ORDER: dict[str, dict[str, int]] = {
 }
 
 
-def matrix(decisions: Iterable[Decision]) -> Confusion:
+def confusion_of(decisions: Iterable[Decision]) -> Confusion:
     """The confusion matrix of ``decisions``."""
     return confusion((d.truth, d.decision) for d in decisions)
 
@@ -464,7 +464,7 @@ def figure(report: Report, by: str = "library", *, ax: Any = None) -> Any:
     from junobench.plots import grouped_bar_chart
 
     groups = report.groups(by)
-    matrices = {name: matrix(decisions) for name, decisions in groups.items()}
+    matrices = {name: confusion_of(decisions) for name, decisions in groups.items()}
     names = [f"{name}\n(n={len(report.evaluated_in(decisions))})" for name, decisions in groups.items()]
     accuracy = [m.accuracy or 0.0 for m in matrices.values()]
     bounds = [report.intervals(decisions)["accuracy"] for decisions in groups.values()]
@@ -593,7 +593,7 @@ def summary_rows(report: Report, by: str = "library", *, percent: bool = False
                                                     ("all", report.decisions)]
     rows = []
     for name, decisions in parts:
-        values = scores(matrix(decisions))
+        values = scores(confusion_of(decisions))
         bounds = report.intervals(decisions)
         mark = SMALL if too_few_cases(count_cases(decisions)) else ""
         rows.append({title: name, "n": len(report.evaluated_in(decisions)),
