@@ -355,13 +355,11 @@ def write_judgments(path: str | Path, judgments: Judgments | Iterable[Mapping[st
     suffix = path.suffix.lower()
     if suffix not in (".jsonl", ".csv"):
         raise JunoBenchError("judgments are written as .jsonl or .csv", file=path)
+    if suffix == ".jsonl":
+        return jsonl.write_jsonl(path, [{f: row[f] for f in FIELDS} for row in rows])
     with atomic_open(path, "w", newline="") as handle:
-        if suffix == ".jsonl":
-            for row in rows:
-                handle.write(jsonl.json_line({f: row[f] for f in FIELDS}))
-        else:
-            writer = csv.writer(handle, lineterminator="\n")
-            writer.writerow(FIELDS)
-            for row in rows:
-                writer.writerow([csv_cell(row[f]) for f in FIELDS])
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(FIELDS)
+        for row in rows:
+            writer.writerow([csv_cell(row[f]) for f in FIELDS])
     return path
