@@ -37,7 +37,6 @@ from typing import Any
 
 from inspect_ai import Epochs, Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser
 from inspect_ai.scorer import (
     CORRECT,
     INCORRECT,
@@ -57,13 +56,15 @@ from inspect_ai.solver import TaskState, generate
 
 from junobench.detection import prompt
 from junobench.detection.metrics import Confusion, confusion
+from junobench.detection.names import DEFAULT_RUNS
 from junobench.detection.predictions import parse_run
+from junobench.detection.tasks import CASE_LABELS, tasks
 from junobench.detection.votes import vote
-from junobench.diagnosis.inspect_judge import diagnosis_judge, reduce_judged
+from junobench.diagnosis.inspect_judge import chat_messages, diagnosis_judge, reduce_judged
+from junobench.diagnosis.judge import DEFAULT_REPEATS
 
 #: Case labels copied into each sample's metadata (for Inspect's log viewer and analysis).
-SAMPLE_LABELS: tuple[str, ...] = ("case_id", "version", "library", "library_label", "root_cause",
-                                  "crash_type", "pipeline_stage", "ml_bug", "source", "diagnosis")
+SAMPLE_LABELS: tuple[str, ...] = (*CASE_LABELS, "diagnosis")
 
 
 @task
@@ -77,11 +78,11 @@ def crash_detection(
     runtime_info: str | None = None,
     runtime_exclude: str | Sequence[str] | None = None,
     keep_comments: bool = False,
-    runs: int = 5,
+    runs: int = DEFAULT_RUNS,
     revision: str | None = None,
     crane_inputs: str | None = None,
     judge: str | None = None,
-    judge_passes: int = 5,
+    judge_passes: int = DEFAULT_REPEATS,
     judge_reverse: bool = False,
 ) -> Task:
     """Crash detection on JunoBench's reproduced and fixed notebooks.
@@ -107,17 +108,15 @@ def crash_detection(
         judge_reverse: the reversed protocol (the answer before the ground truth).
     """
     from junobench.detection.augment import runtime_texts_for, task_style
-    from junobench.detection.tasks import tasks
 
     texts = runtime_texts_for(runtime_info, _values(runtime_exclude) or [])
-    style = task_style(runtime_info) if texts is not None else None
     filters: dict[str, str | Iterable[str] | None] = {
         "library": _values(library), "root_cause": _values(root_cause),
         "crash_type": _values(crash_type), "pipeline_stage": _values(stage),
         "origin": _values(origin)}
     items, truths = tasks(source, keep_comments=keep_comments, runtime_info=texts,
-                          revision=revision, crane_inputs=crane_inputs, style=style,
-                          library=filters["library"],
+                          revision=revision, crane_inputs=crane_inputs,
+                          style=task_style(runtime_info), library=filters["library"],
                           root_cause=filters["root_cause"], crash_type=filters["crash_type"],
                           pipeline_stage=filters["pipeline_stage"], origin=filters["origin"])
     samples = [_sample(item, truth) for item, truth in zip(items, truths, strict=True)]
@@ -142,9 +141,7 @@ def _values(value: str | Sequence[str] | None) -> list[str] | None:
 
 
 def _sample(item: dict[str, Any], truth: dict[str, Any]) -> Sample:
-    messages: list[ChatMessage] = [ChatMessageSystem(content=prompt.system_message(item)),
-                                   ChatMessageUser(content=prompt.user_message(item))]
-    return Sample(id=str(truth["instance"]), input=messages,
+    return Sample(id=str(truth["instance"]), input=chat_messages(prompt.messages(item)),
                   target="true" if truth["crash"] else "false",
                   metadata={k: truth.get(k) for k in SAMPLE_LABELS})
 
@@ -187,34 +184,29 @@ def _confusion(scores: Iterable[SampleScore]) -> Confusion:
     return confusion(pairs)
 
 
+def _crash_score(name: str) -> Metric:
+    def compute(scores: list[SampleScore]) -> float:
+        return _confusion(scores).score(name) or 0.0
+
+    return compute
+
+
 @metric
 def precision() -> Metric:
     """Crash precision of the decided notebooks."""
-
-    def compute(scores: list[SampleScore]) -> float:
-        return _confusion(scores).precision or 0.0
-
-    return compute
+    return _crash_score("precision")
 
 
 @metric
 def recall() -> Metric:
     """Crash recall of the decided notebooks."""
-
-    def compute(scores: list[SampleScore]) -> float:
-        return _confusion(scores).recall or 0.0
-
-    return compute
+    return _crash_score("recall")
 
 
 @metric
 def f1() -> Metric:
     """Crash F1 of the decided notebooks."""
-
-    def compute(scores: list[SampleScore]) -> float:
-        return _confusion(scores).f1 or 0.0
-
-    return compute
+    return _crash_score("f1")
 
 
 @scorer(metrics=[accuracy(), stderr(), precision(), recall(), f1()])

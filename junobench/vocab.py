@@ -147,6 +147,24 @@ def published_instances() -> frozenset[str]:
                      for number in range(1, count + 1) for version in EVALUATED_VERSIONS)
 
 
+def is_instance(text: str) -> bool:
+    """True for an instance id (:func:`split_instance` reads it), e.g. ``torch_7_fixed``."""
+    try:
+        split_instance(text)
+    except ValueError:
+        return False
+    return True
+
+
+def instance_labels(instance: str) -> dict[str, str]:
+    """The labels an instance id carries: ``case_id``, ``version``, ``library`` and
+    ``library_label``."""
+    case_id, version = split_instance(instance)
+    library = library_of(case_id)
+    return {"case_id": case_id, "version": version, "library": library,
+            "library_label": library_label(library)}
+
+
 def split_instance(instance: str) -> tuple[str, str]:
     """Inverse of :func:`instance_id`: ``torch_7_fixed`` → ``("torch_7", "fixed")``."""
     case_id, _, version = instance.rpartition("_")

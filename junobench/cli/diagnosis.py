@@ -14,6 +14,10 @@ from junobench.cli.common import add_format, add_model_options, add_source, dash
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from junobench.detection.names import FORMATS
+    from junobench.diagnosis.annotation import DEFAULT_MARGIN, DEFAULT_SEED
+    from junobench.diagnosis.judge import DEFAULT_REPEATS
+
     parser = subparsers.add_parser(
         "annotate", help="blinded sheets for judging diagnoses by hand, and reading them back",
         description="The human evaluation of diagnoses: `annotate export` writes the diagnoses "
@@ -41,9 +45,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="key to write (keep it from the rater)")
     export.add_argument("--second-rater", action="store_true",
                         help="only the second rater's stratified sample")
-    export.add_argument("--margin", type=float, default=0.05,
-                        help="margin of error of the second rater's sample (default: 0.05)")
-    export.add_argument("--seed", type=int, default=0, help="seed of the shuffle and the sample")
+    export.add_argument("--margin", type=float, default=DEFAULT_MARGIN,
+                        help=f"margin of error of the second rater's sample (default: {DEFAULT_MARGIN})")
+    export.add_argument("--seed", type=int, default=DEFAULT_SEED, help="seed of the shuffle and the sample")
     export.set_defaults(handler=_export)
     read = steps.add_parser("read", help="read a filled sheet as judgments",
                             description="Read the judgments of a filled sheet through its key "
@@ -64,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("raters", metavar="FILE", nargs="*", help="two judgments files")
     parser.add_argument("--second-rater", metavar="XLSX",
                         help="CRANE-LLM's evaluation_human_LLMjudge_validation.xlsx")
-    add_format(parser, choices=("table", "json", "csv", "markdown", "latex"))
+    add_format(parser, choices=FORMATS)
     parser.set_defaults(handler=_agreement)
 
     parser = subparsers.add_parser(
@@ -78,7 +82,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     dash_values(parser.add_argument("--setting",
                                     help="setting name of PRED (how the judgments name it)"))
     parser.add_argument("--out", metavar="LABELS.jsonl", help="judge labels to append to")
-    parser.add_argument("--repeats", type=int, default=5, help="judge passes (default: 5)")
+    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
+                        help=f"judge passes (default: {DEFAULT_REPEATS})")
     parser.add_argument("--reverse", action="store_true",
                         help="the reversed protocol: the prediction shown before the ground truth")
     parser.add_argument("--judgments-out", metavar="FILE",
@@ -98,7 +103,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--published", metavar="XLSX",
                         help="published judge statistics to show beside (llm_judge_statistics.xlsx)")
     add_model_options(parser, json_mode=False)
-    add_format(parser, choices=("table", "json", "csv", "markdown", "latex"))
+    add_format(parser, choices=FORMATS)
     parser.set_defaults(handler=_judge)
 
 
@@ -107,7 +112,6 @@ def _export(args: argparse.Namespace) -> int:
     from junobench.diagnosis.annotation import (
         answers_to_judge,
         export_sheet,
-        ground_truth,
         second_rater_sample,
     )
     from junobench.errors import JunoBenchError
@@ -115,9 +119,7 @@ def _export(args: argparse.Namespace) -> int:
     names = args.name or unique_names(args.predictions)
     if len(names) != len(args.predictions) or len(set(names)) != len(names):
         raise JunoBenchError("give one distinct --name per PRED")
-    truth = ground_truth(None if args.truth else args.source, truth=args.truth,
-                         revision=args.revision)
-    rows = _truth_rows(args)
+    truth, rows = _ground_truth(args)
     items, decided = answers_to_judge(dict(zip(names, args.predictions, strict=True)),
                                       {i: t["diagnosis"] for i, t in truth.items()
                                        if t["crash"] and t["diagnosis"]}, truth_rows=rows)
@@ -130,13 +132,15 @@ def _export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _truth_rows(args: argparse.Namespace) -> list[dict[str, Any]] | None:
-    """The ground-truth files' rows (they map blind task ids back), when given."""
-    if not args.truth:
-        return None
+def _ground_truth(args: argparse.Namespace
+                  ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]] | None]:
+    """Instance → crash and diagnosis, from the --truth files (with their rows: they map
+    blind task ids back) or else from --source."""
     from junobench.detection.tasks import read_truth
+    from junobench.diagnosis.annotation import ground_truth
 
-    return read_truth(args.truth)
+    rows = read_truth(args.truth) if args.truth else None
+    return ground_truth(args.source, truth_rows=rows, revision=args.revision), rows
 
 
 def _read(args: argparse.Namespace) -> int:
@@ -175,7 +179,6 @@ def _judge(args: argparse.Namespace) -> int:
 
     if args.against:
         return _judge_against(args)
-    from junobench.diagnosis.annotation import ground_truth
     from junobench.diagnosis.judge import judge, judgments_from
     from junobench.diagnosis.judgments import write_judgments
 
@@ -183,10 +186,9 @@ def _judge(args: argparse.Namespace) -> int:
         if not getattr(args, option):
             raise JunoBenchError(f"running the judge needs {'PRED' if option == 'predictions' else '--' + option}",
                                  hint="or compare judgments with the humans: --against FILE")
-    truth = ground_truth(None if args.truth else args.source, truth=args.truth,
-                         revision=args.revision)
+    truth, rows = _ground_truth(args)
     summary = judge(args.predictions, truth, args.out, setting=args.setting,
-                    truth_rows=_truth_rows(args), repeats=args.repeats, reverse=args.reverse,
+                    truth_rows=rows, repeats=args.repeats, reverse=args.reverse,
                     log=lambda line: print(line, file=sys.stderr), **model_options(args))
     status(f"judged {len(summary.written)} notebook passes into {summary.out}"
            + (f"; {len(summary.resumed)} were already there" if summary.resumed else ""))

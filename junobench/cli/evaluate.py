@@ -19,6 +19,17 @@ from junobench.cli.common import (
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from junobench.detection.names import (
+        BREAKDOWNS,
+        DEFAULT_RESAMPLES,
+        DEFAULT_RUNS,
+        DEFAULT_SEED,
+        FORMATS,
+        LAYOUTS,
+        describe,
+    )
+    from junobench.detection.votes import DEFAULT_VOTE, VOTES
+
     parser = subparsers.add_parser(
         "tasks", help="write crash-detection tasks (the answers go to a separate file)",
         description="Write one crash-detection task per notebook: the executed cells in "
@@ -53,14 +64,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--tasks", metavar="TASKS.jsonl",
                         help="tasks written by `junobench tasks` (default: build them from "
                         "--source and the filters)")
-    parser.add_argument("--runs", type=int, default=5, help="answers per notebook (default: 5)")
+    parser.add_argument("--runs", type=int, default=DEFAULT_RUNS,
+                        help=f"answers per notebook (default: {DEFAULT_RUNS})")
     add_source(parser)
     add_filters(parser)
     _add_task_options(parser, outputs=False)
     add_model_options(parser, endpoint=which)
     parser.set_defaults(handler=_detect)
-
-    from junobench.detection.names import DEFAULT_RESAMPLES, DEFAULT_SEED, FORMATS, LAYOUTS, describe
 
     parser = subparsers.add_parser(
         "evaluate", help="score crash-detection predictions (precision, recall, F1, accuracy)",
@@ -103,16 +113,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--layout", choices=LAYOUTS,
                         help="read PRED in this layout instead of recognising it")
     add_filters(parser)
-    parser.add_argument("--vote", choices=("majority", "first-valid", "all-runs"),
-                        default="majority",
+    parser.add_argument("--vote", choices=VOTES, default=DEFAULT_VOTE,
                         help="how runs become a decision: majority of the parsable runs (a tie "
                         "is no crash), the first parsable run, or every run scored (default: "
                         "majority)")
     parser.add_argument("--fallback", metavar="PRED2",
                         help="predictions to score notebooks that PRED lacks (as the "
                         "runtime-augmented paper did with its code-only answers; one PRED only)")
-    parser.add_argument("--by", choices=("library", "root-cause", "crash-type", "stage"),
-                        default="library",
+    parser.add_argument("--by", choices=tuple(BREAKDOWNS), default="library",
                         help="breakdown shown in table, csv, markdown and latex output (json "
                         "has the library and root-cause ones)")
     parser.add_argument("--resamples", type=int, default=DEFAULT_RESAMPLES,
@@ -148,14 +156,10 @@ def _add_task_options(parser: argparse.ArgumentParser, *, outputs: bool = True) 
 
 def _tasks(args: argparse.Namespace) -> int:
     from junobench.detection.ids import key_from_text, new_key
-    from junobench.detection.tasks import tasks, write_tasks
+    from junobench.detection.tasks import write_tasks
 
     key = key_from_text(args.id_key) if args.id_key else new_key()
-    texts = _runtime_texts(args)
-    tasks_, truths = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
-                           keep_outputs=args.keep_outputs, runtime_info=texts,
-                           key=key, crane_inputs=args.crane_inputs, style=_style(args),
-                           **filters_from(args))
+    tasks_, truths = _built_tasks(args, keep_outputs=args.keep_outputs, key=key)
     _report_runtime_info(args, tasks_)
     out, truth = write_tasks(tasks_, truths, args.out, args.truth_out)
     status(f"wrote {len(tasks_)} tasks to {out}")
@@ -166,7 +170,7 @@ def _tasks(args: argparse.Namespace) -> int:
 def _detect(args: argparse.Namespace) -> int:
     from junobench.detection.augment import with_runtime_info
     from junobench.detection.detect import detect, detect_static
-    from junobench.detection.tasks import read_tasks, tasks
+    from junobench.detection.tasks import read_tasks
     from junobench.errors import JunoBenchError
 
     options = model_options(args)
@@ -179,15 +183,11 @@ def _detect(args: argparse.Namespace) -> int:
             raise JunoBenchError("filters apply when tasks are built from --source, not to --tasks",
                                  hint="filter with `junobench tasks`, or drop --tasks")
         items = read_tasks(args.tasks)
-        texts = _runtime_texts(args)
+        texts, style = _runtime(args)
         if texts is not None:
-            items = with_runtime_info(items, texts, file=args.tasks, style=_style(args))
+            items = with_runtime_info(items, texts, file=args.tasks, style=style)
     else:
-        filters: dict[str, Any] = filters_from(args)  # label fields only: no keyword of tasks()
-        texts = _runtime_texts(args)
-        items, _ = tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
-                         runtime_info=texts, crane_inputs=args.crane_inputs,
-                         style=_style(args), **filters)
+        items, _ = _built_tasks(args)
     _report_runtime_info(args, items)
     if args.baseline in ("pylint", "pyright"):
         return _detect_analyser(args, items)
@@ -233,19 +233,25 @@ def _detect_analyser(args: argparse.Namespace, items: list[dict[str, Any]]) -> i
     return 0
 
 
-def _runtime_texts(args: argparse.Namespace) -> dict[str, str] | None:
+def _built_tasks(args: argparse.Namespace, **options: Any
+                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Tasks and ground truth built from --source, the filters and the task options."""
+    from junobench.detection.tasks import tasks
+
+    filters: dict[str, Any] = filters_from(args)  # label fields only: no keyword of tasks()
+    texts, style = _runtime(args)
+    return tasks(args.source, revision=args.revision, keep_comments=args.keep_comments,
+                 runtime_info=texts, crane_inputs=args.crane_inputs, style=style, **options,
+                 **filters)
+
+
+def _runtime(args: argparse.Namespace) -> tuple[dict[str, str] | None, str | None]:
+    """The runtime-information texts for the tasks, and their style: ``crane`` when the
+    runtime information is CRANE-LLM's (its tasks are CRANE-LLM's documents)."""
     from junobench.detection.augment import runtime_texts_for, task_style
 
     texts = runtime_texts_for(args.runtime_info, args.runtime_exclude)
-    args.runtime_style = task_style(args.runtime_info) if texts is not None else None
-    return texts
-
-
-def _style(args: argparse.Namespace) -> str | None:
-    """``crane`` when the runtime information is CRANE-LLM's: its tasks are CRANE-LLM's
-    documents (set by :func:`_runtime_texts`)."""
-    style = getattr(args, "runtime_style", None)
-    return "crane" if style == "crane" else None
+    return texts, task_style(args.runtime_info)
 
 
 def _report_runtime_info(args: argparse.Namespace, items: list[dict[str, Any]]) -> None:

@@ -126,6 +126,19 @@ def _read_sheet(path: Path, sheet: int | str = 0) -> tuple[list[str], list[list[
     return header, values
 
 
+def named_sheet(path: Path, sheet: str, *, hint: str | None = None) -> list[list[Any]]:
+    """The values of the sheet named ``sheet`` of the workbook ``path`` (a regular file), as
+    the reader gives them; an error naming the sheet when it cannot be read."""
+    from python_calamine import CalamineError, CalamineWorkbook
+
+    try:
+        require_regular(path)
+        return CalamineWorkbook.from_path(str(path)).get_sheet_by_name(sheet).to_python()
+    except (CalamineError, OSError, ValueError, KeyError) as error:
+        raise JunoBenchError(f"cannot read sheet {sheet!r} ({error})", file=path,
+                             hint=hint) from None
+
+
 #: Cap on an xlsx file's uncompressed size (its zip members' declared sizes): the reader
 #: holds a sheet in memory about three times over. The reference table of 111 cases is
 #: 0.4 MB; a hundred times as many cases, 36 MB.

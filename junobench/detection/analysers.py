@@ -36,7 +36,12 @@ from typing import Any
 from junobench import subprocesses
 from junobench.detection import crane_inputs
 from junobench.detection.names import CRANE_SA
-from junobench.detection.predictions import Predictions, jsonl_line, read_per_instance
+from junobench.detection.predictions import (
+    Predictions,
+    jsonl_line,
+    read_json_file,
+    read_per_instance,
+)
 from junobench.errors import JunoBenchError
 
 PYLINT = "pylint"
@@ -270,18 +275,13 @@ def detect_analyser(tasks: Sequence[Mapping[str, Any]], out: str | Path, analyse
     ``annotations`` (task id → {name: type}, from ``runtime-info --style crane``)
     annotates the target cells as CRANE-LLM did for its "+RT" analysers. Returns a
     :class:`junobench.detection.client.Summary`."""
-    from junobench.detection.client import Summary
-    from junobench.detection.detect import finished_instances
+    from junobench.detection.detect import resume
     from junobench.detection.tasks import task_key
-    from junobench.safety.atomic import check_file_target
 
     if analyser not in COMMANDS:
         raise JunoBenchError(f"unknown analyser {analyser!r}", hint=f"use one of {ANALYSERS}")
-    path = check_file_target(out)  # appended to: a directory or a FIFO is refused
-    path.parent.mkdir(parents=True, exist_ok=True)
-    done = finished_instances(path)
-    summary = Summary(path, resumed=[task_key(t) for t in tasks if task_key(t) in done])
-    with path.open("a", encoding="utf-8") as handle:
+    summary, done = resume(tasks, out)
+    with summary.out.open("a", encoding="utf-8") as handle:
         for task in tasks:
             instance = task_key(task)
             if instance in done:
@@ -299,8 +299,6 @@ def detect_analyser(tasks: Sequence[Mapping[str, Any]], out: str | Path, analyse
 
 # --------------------------------------------------------------------------- published outputs
 
-#: The layout of CRANE-LLM's published analyser outputs.
-LAYOUT = CRANE_SA
 _SA_HINT = ("pass a folder of CRANE-LLM's analyser outputs as published: "
             "sas/sas_outputs/results_raw/<pylint|pyright>/<setting>")
 
@@ -325,16 +323,7 @@ def _output_files(folder: Path) -> list[Path]:
 
 
 def _messages_file(file: Path, instance: str) -> list[Any]:
-    from junobench.safety.paths import read_regular
-
-    try:
-        data = json.loads(read_regular(file, limit=1 << 26).decode("utf-8"))
-    except (ValueError, RecursionError) as error:
-        raise JunoBenchError(f"not valid JSON ({error})", file=file, case=instance,
-                             hint=_SA_HINT) from None
-    except OSError as error:
-        raise JunoBenchError(f"cannot read ({error.strerror or error})", file=file,
-                             case=instance) from None
+    data = read_json_file(file, instance, hint=_SA_HINT, limit=1 << 26)
     if not isinstance(data, list) or not all(_is_message(item) for item in data):
         raise JunoBenchError("not a list of analyser messages (objects with 'source' "
                              f"{' or '.join(ANALYSERS)} and 'message')", file=file,
@@ -370,7 +359,7 @@ def looks_like_outputs(folder: Path) -> bool:
 def read_outputs(folder: Path) -> Predictions:
     """CRANE-LLM's published analyser outputs as predictions: per notebook one run, a crash
     when the list of kept messages is not empty (how the published results count them)."""
-    out = read_per_instance(folder, LAYOUT, _output_files(folder),
+    out = read_per_instance(folder, CRANE_SA, _output_files(folder),
                               lambda file, instance: [verdict(_messages_file(file, instance))],
                               hint="name files <library>/<case>_reproduced.json or …_fixed.json")
     if not out.runs:

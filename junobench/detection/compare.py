@@ -22,17 +22,15 @@ from pathlib import Path
 from typing import Any
 
 from junobench.detection.evaluate import (
-    TITLES,
     Report,
     bootstrap_settings,
     format_interval,
     labels_for,
+    score_cells,
     score_predictions,
     scored,
-    with_interval,
 )
 from junobench.detection.metrics import scores
-from junobench.detection.names import FORMATS as FORMATS
 from junobench.detection.predictions import Predictions
 from junobench.detection.uncertainty import (
     DEFAULT_RESAMPLES,
@@ -228,13 +226,10 @@ def unique_names(paths: Sequence[str | Path]) -> list[str]:
 def summary_rows(comparison: Comparison, *, percent: bool = False) -> list[dict[str, Any]]:
     """Rows for the text, Markdown and LaTeX tables: each score with its interval."""
     rows = []
-    for row in comparison.rows():
-        out: dict[str, Any] = {"setting": row["setting"], "n": row["n"]}
-        for metric in METRICS:
-            low, high = row[f"{metric}_low"], row[f"{metric}_high"]
-            out[TITLES[metric] + (" (%)" if percent else "")] = with_interval(
-                row[metric], None if low is None else (low, high), percent=percent)
-        rows.append(out)
+    for name, report in zip(comparison.names, comparison.scored, strict=True):
+        values = scores(report.overall)
+        rows.append({"setting": name, "n": values["n"],
+                     **score_cells(values, report.intervals(), percent=percent)})
     return rows
 
 
@@ -262,11 +257,6 @@ def pair_rows(comparison: Comparison) -> list[dict[str, Any]]:
     return rows
 
 
-def csv_rows(comparison: Comparison) -> list[dict[str, Any]]:
-    """:meth:`Comparison.rows`, then :func:`pair_csv_rows`."""
-    return comparison.rows() + pair_csv_rows(comparison)
-
-
 def pair_csv_rows(comparison: Comparison) -> list[dict[str, Any]]:
     """One CSV row per pair (``setting`` is ``A vs B``) with its test results, raw and
     Holm-adjusted, in columns of their own."""
@@ -291,14 +281,12 @@ def format_comparison(comparison: Comparison, fmt: str = "table") -> str:
     if fmt == "json":
         return json.dumps(comparison.to_dict(), indent=2, ensure_ascii=False) + "\n"
     if fmt == "csv":
-        return render(csv_rows(comparison), "csv")
+        return render(comparison.rows() + pair_csv_rows(comparison), "csv")
     if fmt == "latex":
         text = render(summary_rows(comparison, percent=True), "latex")
         if comparison.tests:
-            text += ("\n% Paired tests: exact McNemar on notebooks right/wrong; paired case "
-                     "bootstrap of the F1 difference"
-                     + ("; Holm-adjusted p-values over the pairs" if len(comparison.tests) > 1
-                        else "") + "\n" + render(pair_rows(comparison), "latex"))
+            text += (f"\n% Paired tests: {paired_tests_note(comparison)}\n"
+                     + render(pair_rows(comparison), "latex"))
         return text
     kind = "markdown" if fmt == "markdown" else "table"
     settings = (f"{len(comparison.common)} notebooks decided by every set; 95% intervals from "
@@ -312,11 +300,18 @@ def format_comparison(comparison: Comparison, fmt: str = "table") -> str:
     if kind == "markdown":  # the names are data: escaped like the tables' cells
         notes = [markdown_text(note) for note in notes]
     lead = "\n".join(notes) + "\n\n"
-    tests_title = ("Paired tests (exact McNemar on notebooks right/wrong; paired case "
-                   "bootstrap of the F1 difference"
-                   + ("; Holm-adjusted p-values over the " + str(len(comparison.tests))
-                      + " pairs" if len(comparison.tests) > 1 else "") + ")\n\n")
+    tests_title = f"Paired tests ({paired_tests_note(comparison, count=True)})\n\n"
     return lead + parts[0] + ("\n" + tests_title + parts[1] if len(parts) > 1 else "")
+
+
+def paired_tests_note(comparison: Comparison, *, count: bool = False) -> str:
+    """What the paired tests are, and with several pairs that their p-values are
+    Holm-adjusted over them (``count``: saying how many)."""
+    note = "exact McNemar on notebooks right/wrong; paired case bootstrap of the F1 difference"
+    if len(comparison.tests) < 2:
+        return note
+    return note + "; Holm-adjusted p-values over the " + (
+        f"{len(comparison.tests)} " if count else "") + "pairs"
 
 
 def _p(value: float | None) -> str:

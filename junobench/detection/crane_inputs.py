@@ -138,12 +138,10 @@ def read_documents(folder: str | Path) -> dict[str, dict[str, Any]]:
     origin: dict[str, Path] = {}
     for file in files:
         instance = file.stem
-        try:
-            vocab.split_instance(instance)
-        except ValueError:
+        if not vocab.is_instance(instance):
             raise JunoBenchError(f"file name {file.name!r} names no notebook", file=file,
                                  hint="CRANE-LLM names its inputs <case>_reproduced.txt or "
-                                 "<case>_fixed.txt") from None
+                                 "<case>_fixed.txt")
         if file.is_symlink():
             raise JunoBenchError("is a symbolic link; inputs are read from regular files only",
                                  file=file, case=instance, hint="copy the file into the folder")

@@ -9,7 +9,7 @@ requests skip their task; the API key never printed); and the built-in static ba
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ from junobench.detection.client import (
     Summary,
     run_jobs,
 )
+from junobench.detection.names import DEFAULT_RUNS
 from junobench.detection.predictions import jsonl_line, write_predictions
 from junobench.detection.tasks import task_key
 from junobench.errors import JunoBenchError
@@ -33,8 +34,6 @@ from junobench.safety.atomic import check_file_target
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
-
-DEFAULT_RUNS = 5
 
 # --------------------------------------------------------------------------- resuming
 
@@ -54,6 +53,15 @@ def finished_instances(out: Path) -> set[str]:
                                  hint="keep one line per instance, or pass another --out")
         first_line[instance] = number
     return set(first_line)
+
+
+def resume(tasks: Sequence[Mapping[str, Any]], out: str | Path) -> tuple[Summary, set[str]]:
+    """The summary of a run that appends to ``out`` (a directory or a FIFO is refused), the
+    tasks already in it counted as resumed, and their ids (:func:`finished_instances`)."""
+    path = check_file_target(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    done = finished_instances(path)
+    return Summary(path, resumed=[task_key(t) for t in tasks if task_key(t) in done]), done
 
 
 def _line_problem(item: Any) -> str | None:
@@ -99,13 +107,9 @@ def detect(
     where = Endpoint(endpoint, ChatSettings(model, temperature, max_tokens, json_mode),
                      concurrency, api_key_env, retries, timeout)
     where.check()
-    out = check_file_target(out)  # appended to: a directory or a FIFO is refused
-    out.parent.mkdir(parents=True, exist_ok=True)
-    summary = Summary(out)
-    done = finished_instances(out)
-    summary.resumed = [task_key(t) for t in tasks if task_key(t) in done]
+    summary, done = resume(tasks, out)
     jobs = [Job(task_key(t), [prompt.messages(t)] * runs) for t in tasks if task_key(t) not in done]
-    run_jobs(jobs, out, where, lambda job, answers: jsonl_line(job.key, answers), summary,
+    run_jobs(jobs, summary.out, where, lambda job, answers: jsonl_line(job.key, answers), summary,
              progress=progress, desc="detect", log=log, client=client)
     return summary
 

@@ -22,7 +22,8 @@ from typing import Any
 
 from junobench import vocab
 from junobench.detection.layouts import read_predictions
-from junobench.detection.metrics import Confusion, confusion, grouped, scores
+from junobench.detection.metrics import Confusion, confusion, scores
+from junobench.detection.names import BREAKDOWNS
 from junobench.detection.predictions import Predictions, parse_run
 from junobench.detection.uncertainty import (
     CONFIDENCE,
@@ -35,17 +36,10 @@ from junobench.detection.uncertainty import (
     check_resamples,
     too_few_cases,
 )
-from junobench.detection.votes import DEFAULT_VOTE, VOTES, vote
+from junobench.detection.votes import DEFAULT_VOTE, check_vote, vote
 from junobench.errors import JunoBenchError
 from junobench.safety.text import shortened
 
-#: Breakdown name → (record field it groups by, column title).
-BREAKDOWNS: dict[str, tuple[str, str]] = {
-    "library": ("library_label", "library"),
-    "root-cause": ("root_cause", "root cause"),
-    "crash-type": ("crash_type", "crash type"),
-    "stage": ("pipeline_stage", "pipeline stage"),
-}
 #: Fields of a ``notebooks`` record that scoring needs.
 LABEL_FIELDS: tuple[str, ...] = ("instance", "case_id", "version", "crash", "library",
                                  "library_label", "root_cause")
@@ -99,7 +93,7 @@ class Report:
 
     @property
     def overall(self) -> Confusion:
-        return grouped(self.decisions, lambda d: None, _pair).get(None, Confusion())
+        return confusion_of(self.decisions)
 
     @property
     def evaluated(self) -> list[str]:
@@ -130,8 +124,7 @@ class Report:
 
     def breakdown(self, by: str) -> dict[str, Confusion]:
         """Confusion matrices per group of a label, in vocabulary order."""
-        return {group: confusion(_pair(d) for d in decisions)
-                for group, decisions in self.groups(by).items()}
+        return {group: confusion_of(decisions) for group, decisions in self.groups(by).items()}
 
     def intervals(self, decisions: Sequence[Decision] | None = None
                   ) -> dict[str, Interval | None]:
@@ -145,9 +138,9 @@ class Report:
         title = BREAKDOWNS[by][1]
         rows = []
         for group, decisions in self.groups(by).items():
-            row = {title: group, **score_row(confusion(_pair(d) for d in decisions))}
+            row = {title: group, **score_row(confusion_of(decisions))}
             if intervals:
-                row["intervals"] = _listed(self.intervals(decisions))
+                row["intervals"] = listed(self.intervals(decisions))
                 cases = count_cases(decisions)
                 row["cases"] = cases
                 row["too_few_cases"] = too_few_cases(cases)
@@ -159,8 +152,8 @@ class Report:
         return {
             **{k: overall[k] for k in ("precision", "recall", "f1", "accuracy",
                                        "tp", "fp", "tn", "fn", "n")},
-            "intervals": _listed(self.intervals()),
-            "bootstrap": self.bootstrap_settings(),
+            "intervals": listed(self.intervals()),
+            "bootstrap": bootstrap_settings(self.resamples, self.seed),
             "notebooks": len(self.evaluated),
             "reproduced": {"correct": overall["reproduced_correct"],
                            "total": overall["reproduced_total"]},
@@ -185,9 +178,6 @@ class Report:
             "by_root_cause": self.breakdown_rows("root-cause", intervals=True),
         }
 
-    def bootstrap_settings(self) -> dict[str, Any]:
-        return bootstrap_settings(self.resamples, self.seed)
-
     def restricted(self, instances: Collection[str]) -> Report:
         """The same report scored on ``instances`` only (for side-by-side comparisons)."""
         keep = set(instances)
@@ -210,7 +200,8 @@ def scored(decisions: Iterable[Decision]) -> list[Scored]:
     return [(vocab.split_instance(d.instance)[0], d.truth, d.decision) for d in decisions]
 
 
-def _listed(intervals: Mapping[str, Interval | None]) -> dict[str, list[float] | None]:
+def listed(intervals: Mapping[str, Interval | None]) -> dict[str, list[float] | None]:
+    """Intervals as the JSON outputs give them: lists, None where undefined."""
     return {name: None if bounds is None else list(bounds) for name, bounds in intervals.items()}
 
 
@@ -222,8 +213,9 @@ _ORDER: dict[str, dict[str, int]] = {
 }
 
 
-def _pair(decision: Decision) -> tuple[bool, bool]:
-    return decision.truth, decision.decision
+def confusion_of(decisions: Iterable[Decision]) -> Confusion:
+    """The confusion matrix of ``decisions``."""
+    return confusion((d.truth, d.decision) for d in decisions)
 
 
 def score_row(matrix: Confusion) -> dict[str, Any]:
@@ -255,8 +247,7 @@ def score(
     instance outside ``known`` (default: the labelled ones) is an error naming it.
     Instances in ``known`` but not in ``labels`` (filtered out) are ignored.
     """
-    if vote_method not in VOTES:
-        raise JunoBenchError(f"unknown vote {vote_method!r}", hint=f"use one of {', '.join(VOTES)}")
+    check_vote(vote_method)
     by_instance = {str(row["instance"]): row for row in labels}
     known_ids = set(by_instance) if known is None else set(known) | set(by_instance)
     unknown = sorted(set(runs) - known_ids)
@@ -435,10 +426,10 @@ def score_predictions(
 ) -> Report:
     """:func:`evaluate` with the labels already loaded (:func:`labels_for`)."""
     check_resamples(resamples)
-    preds = _read(predictions, layout)
+    preds = read_predictions(predictions, layout)
     runs, origin = resolve_ids(preds, labels.truth)
     filled: list[str] = []
-    back = _read(fallback) if fallback is not None else None
+    back = read_predictions(fallback) if fallback is not None else None
     if back is not None:
         back_runs, back_origin = resolve_ids(back, labels.truth)
         for instance, instance_runs in back_runs.items():
@@ -457,12 +448,6 @@ def score_predictions(
     return report
 
 
-def _read(predictions: str | Path | Predictions, layout: str | None = None) -> Predictions:
-    if isinstance(predictions, Predictions):
-        return predictions
-    return read_predictions(predictions, layout)
-
-
 def plot(report: Report, path: str | Path, by: str = "library") -> Path:
     """Bar chart per group (see :func:`figure`), written atomically to ``path``.
     Needs matplotlib (``pip install 'junobench[plot]'``)."""
@@ -479,7 +464,7 @@ def figure(report: Report, by: str = "library", *, ax: Any = None) -> Any:
     from junobench.plots import grouped_bar_chart
 
     groups = report.groups(by)
-    matrices = {name: confusion(_pair(d) for d in decisions) for name, decisions in groups.items()}
+    matrices = {name: confusion_of(decisions) for name, decisions in groups.items()}
     names = [f"{name}\n(n={len(report.evaluated_in(decisions))})" for name, decisions in groups.items()]
     accuracy = [m.accuracy or 0.0 for m in matrices.values()]
     bounds = [report.intervals(decisions)["accuracy"] for decisions in groups.values()]
@@ -516,8 +501,8 @@ def render_report(report: Report, fmt: str = "table", by: str = "library") -> st
     if fmt == "csv":
         rows = report.breakdown_rows(by, intervals=True)
         rows.append({BREAKDOWNS[by][1]: "all", **score_row(report.overall),
-                     "intervals": _listed(report.intervals())})
-        return render([_flat(row) for row in rows], "csv")
+                     "intervals": listed(report.intervals())})
+        return render([flat_intervals(row) for row in rows], "csv")
     if fmt in ("markdown", "latex"):
         rows = summary_rows(report, by, percent=fmt == "latex")
         return render(rows, fmt) + small_note(rows, fmt)
@@ -527,7 +512,7 @@ def render_report(report: Report, fmt: str = "table", by: str = "library") -> st
                          hint="use table, json, csv, markdown or latex")
 
 
-def _flat(row: Mapping[str, Any]) -> dict[str, Any]:
+def flat_intervals(row: Mapping[str, Any]) -> dict[str, Any]:
     """A row with its intervals as ``<metric>_low`` / ``<metric>_high`` columns."""
     out = {k: v for k, v in row.items() if k != "intervals"}
     for metric, bounds in (row.get("intervals") or {}).items():
@@ -608,16 +593,21 @@ def summary_rows(report: Report, by: str = "library", *, percent: bool = False
                                                     ("all", report.decisions)]
     rows = []
     for name, decisions in parts:
-        values = scores(confusion(_pair(d) for d in decisions))
+        values = scores(confusion_of(decisions))
         bounds = report.intervals(decisions)
         mark = SMALL if too_few_cases(count_cases(decisions)) else ""
-        row: dict[str, Any] = {title: name, "n": len(report.evaluated_in(decisions))}
-        for metric in METRICS:
-            text = with_interval(values[metric], bounds[metric], percent=percent)
-            row[TITLES[metric] + (" (%)" if percent else "")] = text + (
-                mark if bounds[metric] is not None else "")
-        rows.append(row)
+        rows.append({title: name, "n": len(report.evaluated_in(decisions)),
+                     **score_cells(values, bounds, percent=percent, mark=mark)})
     return rows
+
+
+def score_cells(values: Mapping[str, float | None], bounds: Mapping[str, Interval | None], *,
+                percent: bool = False, mark: str = "") -> dict[str, str]:
+    """Each score of :data:`METRICS` with its 95% interval as text, under its title
+    (``F1``, or ``F1 (%)`` with ``percent``); ``mark`` follows each defined interval."""
+    return {TITLES[metric] + (" (%)" if percent else ""):
+            with_interval(values[metric], bounds[metric], percent=percent)
+            + (mark if bounds[metric] is not None else "") for metric in METRICS}
 
 
 def small_note(rows: Sequence[Mapping[str, Any]], fmt: str) -> str:

@@ -56,7 +56,7 @@ from junobench.detection.names import describe as describe
 from junobench.detection.predictions import (
     Predictions,
     check_instance,
-    loads,
+    read_json_file,
     read_jsonl,
     read_per_instance,
     value_kind,
@@ -83,8 +83,11 @@ _HINT_ANY = ("pass a .jsonl file, an Inspect log, or a folder in one of the layo
              + ", ".join(LAYOUTS) + " (see --layout)")
 
 
-def read_predictions(path: str | Path, layout: str | None = None) -> Predictions:
-    """Read predictions from ``path`` in ``layout`` (default: recognised from its content)."""
+def read_predictions(path: str | Path | Predictions, layout: str | None = None) -> Predictions:
+    """Read predictions from ``path`` in ``layout`` (default: recognised from its content);
+    predictions already read are returned as they are."""
+    if isinstance(path, Predictions):
+        return path
     path = Path(path)
     if not path.exists():
         raise JunoBenchError("no such predictions file or directory", file=path, hint=_HINT_ANY)
@@ -151,18 +154,10 @@ def _own_layout(folder: Path, *, strict: bool = False) -> str | None:
         return CASE_FOLDERS
     if analysers.looks_like_outputs(folder):
         return CRANE_SA
-    files = [f for f in _json_files(folder) if not strict or _names_instance(f.stem)]
+    files = [f for f in _json_files(folder) if not strict or vocab.is_instance(f.stem)]
     if not files:
         return None
     return CRANE_PARSED if _looks_judged(files) else INSTANCES
-
-
-def _names_instance(stem: str) -> bool:
-    try:
-        vocab.split_instance(stem)
-    except ValueError:
-        return False
-    return True
 
 
 def _json_files(folder: Path) -> list[Path]:
@@ -314,14 +309,8 @@ def _read_case_folders(folder: Path, layout: str, folders: dict[str, str]) -> Pr
 
 def runs_file(file: Path, instance: str) -> list[Any]:
     """The runs in one JSON file: a list, or a single run (object, string, boolean)."""
-    try:
-        data = loads(read_regular(file, limit=MAX_TEXT_BYTES).decode("utf-8"))
-    except (ValueError, RecursionError) as error:
-        raise JunoBenchError(f"not valid JSON ({error})", file=file, case=instance,
-                             hint="each file holds a JSON list of the detector's runs") from None
-    except OSError as error:
-        raise JunoBenchError(f"cannot read ({error.strerror or error})", file=file,
-                             case=instance) from None
+    data = read_json_file(file, instance, limit=MAX_TEXT_BYTES,
+                          hint="each file holds a JSON list of the detector's runs")
     if isinstance(data, list):
         return data
     if isinstance(data, (dict, str, bool)):
@@ -336,16 +325,7 @@ def runs_file(file: Path, instance: str) -> list[Any]:
 def read_inspect_log(path: Path) -> Predictions:
     """An Inspect log of ``junobench/crash_detection``: each sample's completions, in epoch
     order, are its runs (a sample that failed counts as an unparsable run)."""
-    try:
-        from inspect_ai.log import read_eval_log
-    except ImportError:
-        raise JunoBenchError("reading Inspect logs needs inspect_ai", file=path,
-                             hint="pip install 'junobench[inspect]'") from None
-    try:
-        log = read_eval_log(str(path))
-    except Exception as error:  # Inspect raises many kinds on a damaged log
-        raise JunoBenchError(f"not a readable Inspect log ({type(error).__name__}: {error})",
-                             file=path, hint="pass a log written by `inspect eval`") from None
+    log = eval_log(path)
     out = Predictions(path, INSPECT)
     epochs: dict[str, list[tuple[int, Any]]] = {}
     for sample in log.samples or []:
@@ -363,6 +343,21 @@ def read_inspect_log(path: Path) -> Predictions:
         raise JunoBenchError("the Inspect log has no samples", file=path,
                              hint="the evaluation may not have finished; check `inspect view`")
     return out
+
+
+def eval_log(path: str | Path, *, hint: str | None = "pass a log written by `inspect eval`"
+             ) -> Any:
+    """An Inspect log, read whole; an error naming ``path`` when it cannot be."""
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise JunoBenchError("reading Inspect logs needs inspect_ai", file=path,
+                             hint="pip install 'junobench[inspect]'") from None
+    try:
+        return read_eval_log(str(path))
+    except Exception as error:  # Inspect raises many kinds on a damaged log
+        raise JunoBenchError(f"not a readable Inspect log ({type(error).__name__}: {error})",
+                             file=path, hint=hint) from None
 
 
 READERS: dict[str, Callable[[Path], Predictions]] = {

@@ -1,5 +1,6 @@
-"""The names and defaults of crash-detection options: report formats, prediction layouts
-(with a line on each) and the bootstrap's defaults, defined once here.
+"""The names and defaults of crash-detection options: report formats, breakdowns,
+prediction layouts (with a line on each), the runs per notebook and the bootstrap's
+defaults, defined once here.
 
 This module imports nothing, so that the CLI can offer them as ``choices`` and name them
 in help texts without loading the scoring code (numpy, the readers).
@@ -12,6 +13,17 @@ from __future__ import annotations
 
 #: Output formats of a report, a comparison and end-to-end scores.
 FORMATS: tuple[str, ...] = ("table", "json", "csv", "markdown", "latex")
+
+#: Breakdown name → (record field it groups by, column title).
+BREAKDOWNS: dict[str, tuple[str, str]] = {
+    "library": ("library_label", "library"),
+    "root-cause": ("root_cause", "root cause"),
+    "crash-type": ("crash_type", "crash type"),
+    "stage": ("pipeline_stage", "pipeline stage"),
+}
+
+#: Answers asked per notebook (the papers asked each model 5 times).
+DEFAULT_RUNS = 5
 
 #: Case bootstraps behind each interval, and the seed that makes them repeatable.
 DEFAULT_RESAMPLES = 2000

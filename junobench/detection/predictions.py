@@ -32,6 +32,7 @@ from junobench import jsonl, vocab
 from junobench.detection.ids import is_blind_id
 from junobench.detection.names import CANONICAL
 from junobench.errors import JunoBenchError
+from junobench.safety.paths import read_regular
 
 _BARE = re.compile(r"^[\s\"'`*_\[(]*(true|false)[\s\"'`*_\])]*\.?\s*$", re.IGNORECASE)
 _THINK_END = re.compile(r"</think(?:ing)?>", re.IGNORECASE)
@@ -229,14 +230,23 @@ def check_instance(instance: str, file: Path, prefix: str = "", *, hint: str | N
                    blind: bool = False) -> None:
     """Raise a :class:`JunoBenchError` naming ``file`` unless ``instance`` is an instance id
     (or, with ``blind``, a blind task id)."""
-    if blind and is_blind_id(instance):
-        return
-    try:
-        vocab.split_instance(instance)
-    except ValueError:
+    if not (blind and is_blind_id(instance)) and not vocab.is_instance(instance):
         raise JunoBenchError(f"{prefix}{instance!r} is not an instance id", file=file,
                              hint=hint or "instances look like torch_7_reproduced or "
-                             "torch_7_fixed") from None
+                             "torch_7_fixed")
+
+
+def read_json_file(file: Path, instance: str, *, hint: str, limit: int) -> Any:
+    """The JSON value (read by :func:`loads`) of a file of ``instance``'s predictions, at
+    most ``limit`` bytes; an error naming the file when it is not readable JSON."""
+    try:
+        return loads(read_regular(file, limit=limit).decode("utf-8"))
+    except (ValueError, RecursionError) as error:
+        raise JunoBenchError(f"not valid JSON ({error})", file=file, case=instance,
+                             hint=hint) from None
+    except OSError as error:
+        raise JunoBenchError(f"cannot read ({error.strerror or error})", file=file,
+                             case=instance) from None
 
 
 def read_per_instance(folder: Path, layout: str, files: Iterable[Path],

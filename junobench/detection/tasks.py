@@ -395,9 +395,6 @@ def _truth_problem(row: dict[str, Any]) -> str | None:
 
 def _complete_truth(row: dict[str, Any]) -> dict[str, Any]:
     """Labels an older truth file lacks, from the instance id."""
-    case_id, version = vocab.split_instance(row["instance"])
-    library = vocab.library_of(case_id)
-    defaults = {"id": row["instance"], "case_id": case_id, "version": version,
-                "library": library, "library_label": vocab.library_label(library)}
+    defaults = {"id": row["instance"], **vocab.instance_labels(row["instance"])}
     return {**{k: None for k in TRUTH_FIELDS}, **defaults,
             **{k: v for k, v in row.items() if v is not None}}

@@ -27,11 +27,14 @@ DEFAULT_VOTE = "majority"
 
 def vote(detections: Sequence[bool | None], method: str = DEFAULT_VOTE) -> list[bool]:
     """The decisions ``method`` takes from one instance's runs (None = unparsable run)."""
+    check_vote(method)
     valid = [d for d in detections if d is not None]
     if method == "majority":
         return [2 * sum(valid) > len(valid)] if valid else []
-    if method == "first-valid":
-        return valid[:1]
-    if method == "all-runs":
-        return valid
-    raise JunoBenchError(f"unknown vote {method!r}", hint=f"use one of {', '.join(VOTES)}")
+    return valid[:1] if method == "first-valid" else valid
+
+
+def check_vote(method: str) -> None:
+    """Refuse a ``method`` that is not one of :data:`VOTES`."""
+    if method not in VOTES:
+        raise JunoBenchError(f"unknown vote {method!r}", hint=f"use one of {', '.join(VOTES)}")

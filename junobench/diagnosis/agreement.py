@@ -110,18 +110,11 @@ def read_second_rater(path: str | Path) -> tuple[Judgments, Judgments]:
     """The first and the second rater's judgments of the diagnoses in CRANE-LLM's
     ``Human_Validation`` sheet: blocks headed ``<setting>_human``, ``<setting>_pred``,
     ``<setting>_validator``, one row per notebook (the instance in the first column)."""
-    from python_calamine import CalamineError, CalamineWorkbook
-
-    from junobench.safety.paths import require_regular
+    from junobench.data.tables import named_sheet
 
     path = Path(path)
-    try:
-        require_regular(path)
-        values = CalamineWorkbook.from_path(str(path)).get_sheet_by_name(
-            SECOND_RATER_SHEET).to_python()
-    except (CalamineError, OSError, ValueError, KeyError) as error:
-        raise JunoBenchError(f"cannot read sheet {SECOND_RATER_SHEET!r} ({error})", file=path,
-                             hint="pass CRANE-LLM's evaluation_human_LLMjudge_validation.xlsx") from None
+    values = named_sheet(path, SECOND_RATER_SHEET,
+                         hint="pass CRANE-LLM's evaluation_human_LLMjudge_validation.xlsx")
     first, second = Judgments(path=path), Judgments(path=path)
     setting: str | None = None
     for number, row in enumerate(values, start=1):

@@ -73,15 +73,13 @@ def allocate(strata: Mapping[str, int], total: int) -> dict[str, int]:
 
 
 def ground_truth(source: str | Path | None = None, *,
-                 truth: str | Path | Sequence[str | Path] | None = None,
+                 truth_rows: Sequence[Mapping[str, Any]] | None = None,
                  revision: str | None = None) -> dict[str, dict[str, Any]]:
-    """Instance → ``{"crash", "diagnosis"}``: from the ground-truth file(s) ``truth``
-    written by ``junobench tasks``, else from the ``notebooks`` records of ``source``."""
-    if truth:
-        from junobench.detection.tasks import read_truth
-
-        rows = read_truth(truth)
-    else:
+    """Instance → ``{"crash", "diagnosis"}``: from the rows of the ground-truth file(s)
+    written by ``junobench tasks`` (:func:`~junobench.detection.tasks.read_truth`), else
+    from the ``notebooks`` records of ``source``."""
+    rows = truth_rows
+    if rows is None:
         from junobench.data.snapshot import DEFAULT_SOURCE
         from junobench.loader import load
 
@@ -114,13 +112,13 @@ def answers_to_judge(settings: Mapping[str, Any], truth: Mapping[str, str], *,
     reasoning of the first run that voted with the majority."""
     from junobench.detection.evaluate import resolve_ids
     from junobench.detection.layouts import read_predictions
-    from junobench.detection.predictions import Predictions, parse_run
+    from junobench.detection.predictions import parse_run
     from junobench.detection.votes import vote
 
     items: list[Item] = []
     decided: dict[str, dict[str, str]] = {}
     for name, source in settings.items():
-        preds = source if isinstance(source, Predictions) else read_predictions(source)
+        preds = read_predictions(source)
         decided[name] = {}
         resolved, origin = resolve_ids(preds, truth_rows)
         for instance, runs in resolved.items():
@@ -233,9 +231,8 @@ class Filled:
 def read_filled(sheet: str | Path, key: str | Path, *, decided: bool = True) -> Filled:
     """The judgments of a filled sheet, through its key; with ``decided``, the judgments the
     detections settled are added (every notebook of every setting, for scoring)."""
-    from python_calamine import CalamineError, CalamineWorkbook
-
-    from junobench.safety.paths import MAX_TEXT_BYTES, read_regular, require_regular
+    from junobench.data.tables import named_sheet
+    from junobench.safety.paths import MAX_TEXT_BYTES, read_regular
 
     sheet, key = Path(sheet), Path(key)
     try:
@@ -245,11 +242,7 @@ def read_filled(sheet: str | Path, key: str | Path, *, decided: bool = True) -> 
     if not isinstance(data, dict) or data.get("format") != KEY_FORMAT:
         raise JunoBenchError("not an annotation key written by junobench", file=key)
     items = data.get("items") or {}
-    try:
-        require_regular(sheet)
-        rows = CalamineWorkbook.from_path(str(sheet)).get_sheet_by_name(SHEET).to_python()
-    except (CalamineError, OSError, ValueError, KeyError) as error:
-        raise JunoBenchError(f"cannot read sheet {SHEET!r} ({error})", file=sheet) from None
+    rows = named_sheet(sheet, SHEET)
     if not rows or [str(c) for c in rows[0][: len(COLUMNS)]] != list(COLUMNS):
         raise JunoBenchError("not an annotation sheet (its header changed)", file=sheet,
                              hint="fill in the judgment column of the exported sheet")

@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from junobench import vocab
-from junobench.detection.evaluate import Decision, Report, with_interval
+from junobench.detection.evaluate import Decision, Report, flat_intervals, listed, score_cells
 from junobench.detection.metrics import scores
-from junobench.detection.names import FORMATS as FORMATS
-from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED, METRICS, check_resamples
+from junobench.detection.names import FORMATS
+from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED, check_resamples
 from junobench.diagnosis.judgments import (
     CORRECT,
     DIAGNOSED,
@@ -88,8 +88,7 @@ class DiagnosisScore:
             "correct": self.counts[CORRECT],
             "wrong": self.counts[WRONG],
             "detected_crashes": self.diagnoses,
-            "intervals": {k: None if v is None else list(v)
-                          for k, v in self.report.intervals().items()},
+            "intervals": listed(self.report.intervals()),
             "by_library": self.report.breakdown_rows("library", intervals=True),
         })
         return out
@@ -104,11 +103,8 @@ class DiagnosisScore:
 
 def labels_of(instance: str) -> dict[str, Any]:
     """The labels a judged notebook carries without a snapshot: its version and library."""
-    case_id, version = vocab.split_instance(instance)
-    library = vocab.library_of(case_id)
-    return {"instance": instance, "case_id": case_id, "version": version,
-            "crash": version == "reproduced", "library": library,
-            "library_label": vocab.library_label(library)}
+    labels = vocab.instance_labels(instance)
+    return {"instance": instance, **labels, "crash": labels["version"] == "reproduced"}
 
 
 def score_setting(setting: str, judged: Mapping[str, str], *,
@@ -189,10 +185,8 @@ def summary_rows(results: Mapping[str, DiagnosisScore], *, percent: bool = False
     for name, result in results.items():
         values = scores(result.report.overall)
         bounds = result.report.intervals()
-        row: dict[str, Any] = {"setting": name, "n": values["n"]}
-        for metric in METRICS:
-            title = {"f1": "F1"}.get(metric, metric.capitalize()) + (" (%)" if percent else "")
-            row[title] = with_interval(values[metric], bounds[metric], percent=percent)
+        row: dict[str, Any] = {"setting": name, "n": values["n"],
+                               **score_cells(values, bounds, percent=percent)}
         row["partially correct"] = result.partially_correct
         row["reasoning wrong"] = result.reasoning_wrong
         rows.append(row)
@@ -223,7 +217,7 @@ def render_scores(results: Mapping[str, DiagnosisScore], fmt: str = "table",
     ``remarks`` and :func:`notes` are added to the JSON's ``notes``."""
     import json
 
-    from junobench.detection.compare import pair_csv_rows, pair_rows
+    from junobench.detection.compare import pair_csv_rows, pair_rows, paired_tests_note
     from junobench.detection.evaluate import bootstrap_settings
     from junobench.render import render
 
@@ -246,10 +240,8 @@ def render_scores(results: Mapping[str, DiagnosisScore], fmt: str = "table",
         rows = []
         for name, result in results.items():
             data = result.to_dict()
-            row: dict[str, Any] = {"setting": name, **{k: data[k] for k in (*KEYS, "n")}}
-            for metric, bounds in data["intervals"].items():
-                row[f"{metric}_low"], row[f"{metric}_high"] = bounds or (None, None)
-            rows.append(row)
+            rows.append(flat_intervals({"setting": name, **{k: data[k] for k in (*KEYS, "n")},
+                                        "intervals": data["intervals"]}))
         return render(rows + (pair_csv_rows(comparison) if comparison else []), "csv")
     sections = [
         ("End-to-end (a true positive needs the crash detected and diagnosed correctly); "
@@ -259,9 +251,7 @@ def render_scores(results: Mapping[str, DiagnosisScore], fmt: str = "table",
     if comparison is not None:
         left_out = {n: len(x) for n, x in comparison.excluded().items() if x}
         sections.append((f"Paired tests on the {len(comparison.common)} notebooks every setting "
-                         "has (exact McNemar on notebooks right/wrong; paired case bootstrap of the "
-                         "F1 difference" + ("; Holm-adjusted p-values over the pairs"
-                                            if len(comparison.tests) > 1 else "") + ")"
+                         f"has ({paired_tests_note(comparison)})"
                          + "".join(f"; {n}: {k} notebooks left out" for n, k in left_out.items()),
                          render(pair_rows(comparison), fmt)))
     if fmt == "latex":  # titles as comments: one line each, whatever the setting names hold

@@ -14,6 +14,7 @@ reasoning-wrong counts. :func:`judgments_from_log` reads a log's reduced outcome
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +22,28 @@ from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, ge
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import TaskState
 
-from junobench.detection.predictions import parse_run
-from junobench.diagnosis.judge import FIXED_OUTCOMES, majority, messages, parse_label, reduce_passes
+from junobench.diagnosis.judge import (
+    DEFAULT_REPEATS,
+    answer_of,
+    counted,
+    majority,
+    messages,
+    parse_label,
+    reduce_passes,
+)
 from junobench.diagnosis.judgments import CORRECT, PARTIALLY_CORRECT, REASONING_WRONG, Judgments
 from junobench.errors import JunoBenchError
 
 #: The scorer's name in Inspect logs.
 NAME = "diagnosis_judge"
 UNVERIFIED = "unverified"
+
+
+def chat_messages(messages: Sequence[Mapping[str, str]]) -> list[ChatMessage]:
+    """Chat-completions messages (``{"role": "system" or "user", "content"}``) as
+    Inspect's."""
+    kinds = {"system": ChatMessageSystem, "user": ChatMessageUser}
+    return [kinds[message["role"]](content=message["content"]) for message in messages]
 
 
 def _count(outcome: str) -> Metric:
@@ -61,24 +76,19 @@ def reasoning_wrong() -> Metric:
 
 
 @scorer(metrics=[end_to_end_accuracy(), partially_correct(), reasoning_wrong()], name=NAME)
-def diagnosis_judge(model: str | None = None, passes: int = 5, reverse: bool = False) -> Scorer:
+def diagnosis_judge(model: str | None = None, passes: int = DEFAULT_REPEATS,
+                    reverse: bool = False) -> Scorer:
     """Judge one answer ``passes`` times with ``model`` (default: the model under test)."""
 
     async def score(state: TaskState, target: Target) -> Score:
         grader = get_model(None if model in (None, "", "self") else model)
         crash = target.text.strip().lower() == "true"
         truth = {"crash": crash, "diagnosis": (state.metadata or {}).get("diagnosis")}
-        completion = state.output.completion
-        verdict = parse_run(completion)
-        answer = {"detection": verdict.detection, "reasoning": verdict.reasoning or completion}
+        answer = answer_of(state.output.completion)
         labels: list[str | None] = []
         for _ in range(passes):
-            request = messages(truth, answer, reverse=reverse)
-            chat: list[ChatMessage] = [ChatMessageSystem(content=request[0]["content"]),
-                                       ChatMessageUser(content=request[1]["content"])]
-            reply = await grader.generate(chat)
-            label = parse_label(reply.completion)
-            labels.append(label if crash or label in FIXED_OUTCOMES else None)
+            reply = await grader.generate(chat_messages(messages(truth, answer, reverse=reverse)))
+            labels.append(counted(parse_label(reply.completion), crash))
         judged = majority(labels)
         return Score(value=judged or UNVERIFIED, answer=judged,
                      metadata={"judge_labels": labels, "truth": crash})
@@ -104,13 +114,9 @@ def reduce_judged(scores: list[Score]) -> Score:
 def judgments_from_log(path: str | Path, setting: str) -> Judgments:
     """The reduced outcomes of ``diagnosis_judge`` in an Inspect log, as ``setting``'s
     judgments (notebooks the judge could not judge are left out)."""
-    from inspect_ai.log import read_eval_log
+    from junobench.detection.layouts import eval_log
 
-    try:
-        log = read_eval_log(str(path))
-    except Exception as error:  # Inspect raises many kinds on a damaged log
-        raise JunoBenchError(f"not a readable Inspect log ({type(error).__name__}: {error})",
-                             file=path) from None
+    log = eval_log(path, hint=None)
     reductions = [r for r in (log.reductions or []) if r.scorer == NAME]
     if not reductions:
         raise JunoBenchError(f"the log has no {NAME} scores", file=path,

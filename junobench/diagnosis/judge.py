@@ -50,7 +50,7 @@ DEFAULT_REPEATS = 5
 #: The outcomes that apply to a fixed notebook; other labels on one are not counted.
 FIXED_OUTCOMES: tuple[str, ...] = ("correct", "wrong")
 UNVERIFIED = "Cannot verify: "
-_LABEL = re.compile(r"\[\s*(correct|partially correct|reasoning wrong|wrong)\s*\]", re.IGNORECASE)
+_LABEL = re.compile(r"\[\s*(" + "|".join(OUTCOMES) + r")\s*\]", re.IGNORECASE)
 #: Folders of CRANE-LLM's judge passes (normal protocol), per judged tree.
 PASS_FOLDER = re.compile(r"^results_parsed(_(\d+))?$")
 
@@ -85,6 +85,22 @@ def messages(truth: Mapping[str, Any], prediction: Mapping[str, Any], *,
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": "\n\n".join(parts)}]
 
 
+def answer_of(run: Any) -> dict[str, Any]:
+    """What the judge is shown of one run (:func:`messages`): its detection and its
+    reasoning, or the run's whole text when no reasoning can be read from it."""
+    from junobench.detection.predictions import parse_run
+
+    verdict = parse_run(run)
+    return {"detection": verdict.detection,
+            "reasoning": verdict.reasoning or (run if isinstance(run, str) else "")}
+
+
+def counted(label: str | None, crash: bool) -> str | None:
+    """``label`` when it applies to the notebook (on a fixed one only
+    :data:`FIXED_OUTCOMES`: no crash, no diagnosis to grade), else None."""
+    return label if crash or label in FIXED_OUTCOMES else None
+
+
 def parse_label(text: str) -> str | None:
     """The outcome of a judge's answer: its last bracketed label, or None."""
     found = _LABEL.findall(text or "")
@@ -112,7 +128,7 @@ def read_judged_folders(root: str | Path, *, passes: Sequence[str] | None = None
     of judge labels, for the passes named (default: every ``results_parsed[_<k>]``; the
     reversed protocol's folders, ``results_parsed_reversed[_<k>]``, only when named).
     Settings are named ``<model>_<setting>``, as in CRANE-LLM's sheets."""
-    from junobench.detection.layouts import regular_files, runs_file
+    from junobench.detection.layouts import runs_file
 
     root = Path(root)
     if not root.is_dir():
@@ -132,25 +148,24 @@ def read_judged_folders(root: str | Path, *, passes: Sequence[str] | None = None
         for model in sorted(p for p in folder.iterdir() if p.is_dir() and not p.is_symlink()):
             for setting in sorted(p for p in model.iterdir() if p.is_dir() and not p.is_symlink()):
                 key = f"{model.name}_{setting.name}"
-                for file in _json_tree(setting, regular_files):
+                for file in _json_tree(setting):
                     instance = file.stem
-                    try:
-                        vocab.split_instance(instance)
-                    except ValueError:
+                    if not vocab.is_instance(instance):
                         raise JunoBenchError("file name does not name a notebook", file=file,
-                                             hint="<case>_reproduced.json or <case>_fixed.json"
-                                             ) from None
+                                             hint="<case>_reproduced.json or <case>_fixed.json")
                     runs = runs_file(file, instance)
                     read = [parse_label(r) if isinstance(r, str) else None for r in runs]
                     labels.setdefault(key, {}).setdefault(instance, []).append(read)
     return _reduced(labels, root)
 
 
-def _json_tree(folder: Path, regular_files: Callable[[Path, str], list[Path]]) -> list[Path]:
-    files = list(regular_files(folder, "*.json"))
+def _json_tree(folder: Path) -> list[Path]:
+    from junobench.detection.layouts import regular_files
+
+    files = regular_files(folder, "*.json")
     for child in sorted(folder.iterdir()):
         if child.is_dir() and not child.is_symlink():
-            files += _json_tree(child, regular_files)
+            files += _json_tree(child)
     return files
 
 
@@ -158,9 +173,8 @@ def _reduced(labels: Mapping[str, Mapping[str, list[list[str | None]]]], path: P
     out = Judgments(path=path)
     for setting, notebooks in labels.items():
         for instance, passes in notebooks.items():
-            if vocab.split_instance(instance)[1] == "fixed":  # no crash, no diagnosis to grade
-                passes = [[x if x in FIXED_OUTCOMES else None for x in p] for p in passes]
-            judged = reduce_passes(passes)
+            crash = vocab.split_instance(instance)[1] == "reproduced"
+            judged = reduce_passes([[counted(x, crash) for x in p] for p in passes])
             if judged is not None:
                 out.add(setting, instance, judged)
     return out
@@ -198,7 +212,6 @@ def judge(
     (:func:`junobench.detection.client.run_jobs`)."""
     from junobench.detection.evaluate import resolve_ids
     from junobench.detection.layouts import read_predictions
-    from junobench.detection.predictions import Predictions, parse_run
     from junobench.safety.atomic import check_file_target
 
     if repeats < 1:
@@ -208,7 +221,7 @@ def judge(
     where = models.Endpoint(endpoint, models.ChatSettings(model, temperature, max_tokens), concurrency,
                      api_key_env, retries, timeout)
     where.check()
-    preds = predictions if isinstance(predictions, Predictions) else read_predictions(predictions)
+    preds = read_predictions(predictions)
     resolved, origin = resolve_ids(preds, truth_rows)
     unknown = [i for i in resolved if i not in truth]
     if unknown:
@@ -221,12 +234,7 @@ def judge(
     summary = Summary(out)
     jobs: list[Job] = []
     for instance, runs in resolved.items():
-        answers = []
-        for run in runs:
-            verdict = parse_run(run)
-            answers.append({"detection": verdict.detection, "reasoning": verdict.reasoning
-                            or (run if isinstance(run, str) else "")})
-        requests = [messages(truth[instance], answer, reverse=reverse) for answer in answers]
+        requests = [messages(truth[instance], answer_of(run), reverse=reverse) for run in runs]
         for number in range(1, repeats + 1):
             key = f"{instance} pass {number}"
             if (setting, instance, number) in done:

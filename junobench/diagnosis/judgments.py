@@ -115,7 +115,7 @@ class Judgments:
         if problem is not None:
             text, hint = problem
             raise JunoBenchError(f"{where}{text}", file=self.path, hint=hint,
-                                 case=instance if _names_notebook(instance) else None)
+                                 case=instance if vocab.is_instance(instance) else None)
         self.settings.setdefault(setting, {})[instance] = judged
         if where:
             self.where.setdefault(instance, where.rstrip(": "))
@@ -124,7 +124,7 @@ class Judgments:
         """What is wrong with adding this judgment, and the hint, or None."""
         if not setting:
             return "no setting name", "name the setting (model and inputs) of every judgment"
-        if not _names_notebook(instance):
+        if not vocab.is_instance(instance):
             return f"{instance!r} does not name a notebook", _NAMES
         if judged not in OUTCOMES:
             return f"{judged!r} is not a judgment", _HINT
@@ -183,7 +183,7 @@ class _Rows:
             self.out.add(setting, instance, judged, where=f"{where}: ")
 
     def fail(self, where: str, problem: str, instance: str | None, hint: str) -> None:
-        self.problems.append((where, problem, instance if instance and _names_notebook(instance)
+        self.problems.append((where, problem, instance if instance and vocab.is_instance(instance)
                               else None, hint))
 
     def judgments(self, empty: str) -> Judgments:
@@ -263,7 +263,7 @@ def read_sheet(path: Path, sheet: str | None = None) -> Judgments:
         first = row[0] if row else None
         name = str(first).strip() if isinstance(first, str) else ""
         cells = [(setting, row[i]) for i, setting in columns if i < len(row) and row[i] not in (None, "")]
-        if not _names_notebook(name):
+        if not vocab.is_instance(name):
             if not _looks_like_notebook(name) and not any(outcome(v) for _, v in cells):
                 ended_at = ended_at or number
                 continue
@@ -277,14 +277,6 @@ def read_sheet(path: Path, sheet: str | None = None) -> Judgments:
             rows.add(f"row {number}", setting, name, cell)
     rows.out.sheet = chosen
     return rows.judgments("no judgments: no notebook row under the header")
-
-
-def _names_notebook(text: str) -> bool:
-    try:
-        vocab.split_instance(text)  # a case id, then reproduced or fixed
-    except ValueError:
-        return False
-    return True
 
 
 def _looks_like_notebook(text: str) -> bool:
@@ -316,7 +308,7 @@ def _from_csv(path: Path, text: str) -> Judgments:
 
 def _add_record(rows: _Rows, record: Mapping[str, Any], where: str) -> None:
     instance, setting, label = (record.get(f) for f in FIELDS)
-    if not isinstance(instance, str) or not _names_notebook(instance.strip()):
+    if not isinstance(instance, str) or not vocab.is_instance(instance.strip()):
         rows.fail(where, f"instance {instance!r} does not name a notebook", None, _NAMES)
     elif not isinstance(setting, str) or not setting.strip():
         rows.fail(where, "no setting", instance.strip(), _HINT)
@@ -363,13 +355,11 @@ def write_judgments(path: str | Path, judgments: Judgments | Iterable[Mapping[st
     suffix = path.suffix.lower()
     if suffix not in (".jsonl", ".csv"):
         raise JunoBenchError("judgments are written as .jsonl or .csv", file=path)
+    if suffix == ".jsonl":
+        return jsonl.write_jsonl(path, [{f: row[f] for f in FIELDS} for row in rows])
     with atomic_open(path, "w", newline="") as handle:
-        if suffix == ".jsonl":
-            for row in rows:
-                handle.write(jsonl.json_line({f: row[f] for f in FIELDS}))
-        else:
-            writer = csv.writer(handle, lineterminator="\n")
-            writer.writerow(FIELDS)
-            for row in rows:
-                writer.writerow([csv_cell(row[f]) for f in FIELDS])
+        writer = csv.writer(handle, lineterminator="\n")
+        writer.writerow(FIELDS)
+        for row in rows:
+            writer.writerow([csv_cell(row[f]) for f in FIELDS])
     return path

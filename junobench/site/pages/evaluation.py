@@ -12,7 +12,8 @@ from typing import Any
 
 from junobench import vocab
 from junobench.detection.compare import pair_rows
-from junobench.detection.evaluate import BREAKDOWNS, SMALL, SMALL_NOTE
+from junobench.detection.evaluate import SMALL, SMALL_NOTE
+from junobench.detection.names import BREAKDOWNS
 from junobench.detection.uncertainty import METRICS
 from junobench.diagnosis.endtoend import remarks, render_scores
 from junobench.diagnosis.endtoend import summary_rows as judged_rows
