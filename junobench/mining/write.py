@@ -33,6 +33,7 @@ from typing import Any
 from junobench.data.export import file_digest
 from junobench.errors import JunoBenchError
 from junobench.mining.features import CONFIGS, PARQUET, schemas
+from junobench.render import some
 from junobench.safety.atomic import locked, recover, remove_files, remove_tree, staging_folder, swap_in, write_text
 from junobench.safety.paths import read_regular, relative_name, unlisted_files
 
@@ -260,8 +261,7 @@ def check_target(out: Path) -> None:
     listed = read_manifest(out, hint=hint)
     foreign = unlisted_files(out, set(listed) | {MANIFEST})
     if foreign:
-        shown = ", ".join(foreign[:5]) + (f", … (+{len(foreign) - 5})" if len(foreign) > 5 else "")
-        raise JunoBenchError(f"the folder holds files mine did not write: {shown}", file=out, hint=hint)
+        raise JunoBenchError(f"the folder holds files mine did not write: {some(foreign, 5)}", file=out, hint=hint)
 
 
 def read_manifest(folder: Path, *, hint: str | None = None) -> dict[str, Any]:

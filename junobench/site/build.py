@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from junobench.errors import JunoBenchError
+from junobench.render import some
 from junobench.safety.atomic import locked, recover, remove_files, remove_tree, staging_folder, swap_in
 from junobench.safety.paths import inside, read_regular, require_utf8_path, unlisted_files
 from junobench.site.evaluation import Evaluation, evaluation
@@ -282,6 +283,5 @@ def _check_target(out: Path) -> None:
     listed = {name for page in pages.values() for name in page["files"]}
     foreign = unlisted_files(out, listed | {MANIFEST})
     if foreign:
-        shown = ", ".join(foreign[:5]) + (f", … (+{len(foreign) - 5})" if len(foreign) > 5 else "")
-        raise JunoBenchError(f"the directory holds files the site did not write: {shown}",
-                             file=out, hint=hint)
+        raise JunoBenchError(f"the directory holds files the site did not write: {some(foreign, 5)}", file=out,
+                             hint=hint)
