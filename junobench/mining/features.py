@@ -11,7 +11,9 @@ so that stock ``load_dataset`` gives decoded pictures and the Hub's viewer shows
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 CONFIGS: tuple[str, ...] = ("notebooks", "cells", "figures")
@@ -91,3 +93,12 @@ def parquet_path(config: str, shard: int = 0, shards: int = 1) -> str:
 
 #: Each config's one parquet file, relative to the output folder.
 PARQUET: dict[str, str] = {config: parquet_path(config) for config in CONFIGS}
+
+
+def read_rows(folder: Path, config: str, columns: Sequence[str], *, batch_size: int) -> Iterator[dict[str, Any]]:
+    """The rows (``columns`` only) of ``config``'s parquet file in the mined corpus
+    ``folder``, read ``batch_size`` rows at a time (no more held)."""
+    import pyarrow.parquet as pq
+
+    for batch in pq.ParquetFile(folder / PARQUET[config]).iter_batches(columns=list(columns), batch_size=batch_size):
+        yield from batch.to_pylist()

@@ -115,17 +115,11 @@ def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) 
 
 def _figures(folder: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
     """The rows of the figures ``wanted``, read batch by batch (only those are kept)."""
-    import pyarrow.parquet as pq
+    from junobench.mining.features import read_rows
 
-    from junobench.mining.features import PARQUET
-
-    found: dict[str, dict[str, Any]] = {}
     columns = ["figure", "notebook", "cell", "image", "mime", "text", "code", "markdown", "problem", *FIELDS]
-    for batch in pq.ParquetFile(folder / PARQUET["figures"]).iter_batches(columns=columns, batch_size=200):
-        for row in batch.to_pylist():
-            if row["figure"] in wanted:
-                found[row["figure"]] = row
-    return found
+    return {row["figure"]: row for row in read_rows(folder, "figures", columns, batch_size=200)
+            if row["figure"] in wanted}
 
 
 def _thumbnail(row: Mapping[str, Any]) -> Any:

@@ -160,23 +160,17 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 
 def summarise(folder: str | Path) -> Summary:
     """The :class:`Summary` of a mined corpus, read from its parquet files batch by batch."""
-    import pyarrow.parquet as pq
-
-    from junobench.mining.features import PARQUET
+    from junobench.mining.features import read_rows
     from junobench.mining.write import read_manifest
 
     folder = Path(folder)
     read_manifest(folder, hint="give the folder `junobench mine --out` wrote")
     summary = Summary()
     try:
-        notebooks = pq.ParquetFile(folder / PARQUET["notebooks"])
-        for batch in notebooks.iter_batches(columns=list(COLUMNS["notebooks"])):
-            for row in batch.to_pylist():
-                summary.add_notebook(row, row["cells"] or 0)
-        figures = pq.ParquetFile(folder / PARQUET["figures"])
-        for batch in figures.iter_batches(columns=list(COLUMNS["figures"]), batch_size=10_000):
-            for row in batch.to_pylist():
-                summary.add_figure(row)
+        for row in read_rows(folder, "notebooks", COLUMNS["notebooks"], batch_size=65_536):
+            summary.add_notebook(row, row["cells"] or 0)
+        for row in read_rows(folder, "figures", COLUMNS["figures"], batch_size=10_000):
+            summary.add_figure(row)
     except (OSError, ValueError) as error:
         raise JunoBenchError(f"cannot read the mined corpus ({str(error)[:200]})", file=folder,
                              hint="mine it again") from None
