@@ -83,12 +83,11 @@ class Mined:
     figures: list[dict[str, Any]] = field(default_factory=list)
 
 
-def mine_notebook(item: Item, raw: bytes | None, *, size: int | None = None, problem: str | None = None,
-                  execution: Execution | None = None, limits: Limits = Limits(),
-                  kinds: ChartKinds | None = None) -> Mined:
+def mine_notebook(item: Item, raw: bytes | None, *, problem: str | None = None, execution: Execution | None = None,
+                  limits: Limits = Limits(), kinds: ChartKinds | None = None) -> Mined:
     """The rows of the notebook ``raw`` (None: it could not be read, ``problem`` says why)."""
     kinds = kinds or chart_kinds()
-    row = _notebook_row(item, size if size is not None else len(raw or b""), execution)
+    row = _notebook_row(item, len(raw or b""), execution)
     if raw is None or problem is not None:
         row["problems"].append(problem or "not read")
         return Mined(row)
