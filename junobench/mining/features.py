@@ -86,13 +86,8 @@ def written_schemas() -> dict[str, Any]:
     return {config: found.arrow_schema for config, found in features().items()}
 
 
-def parquet_path(config: str, shard: int = 0, shards: int = 1) -> str:
-    """A config's parquet file, relative to the output folder (POSIX)."""
-    return f"{config}/{SPLIT}-{shard:05d}-of-{shards:05d}.parquet"
-
-
-#: Each config's one parquet file, relative to the output folder.
-PARQUET: dict[str, str] = {config: parquet_path(config) for config in CONFIGS}
+#: Each config's one parquet file, relative to the output folder (POSIX).
+PARQUET: dict[str, str] = {config: f"{config}/{SPLIT}-00000-of-00001.parquet" for config in CONFIGS}
 
 
 def read_rows(folder: Path, config: str, columns: Sequence[str], *, batch_size: int) -> Iterator[dict[str, Any]]:

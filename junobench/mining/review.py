@@ -80,7 +80,8 @@ def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) 
     lists = workbook.create_sheet(LISTS)
     kinds = sorted({entry[0] if isinstance(entry, list) else entry["default"][0]
                     for table in chart_kinds().charts.values() for entry in table.values()} | {NONE})
-    for column, values in enumerate((kinds, [*PURPOSES, NONE], [*vocab.PIPELINE_STAGES, NONE]), start=1):
+    choices = (kinds, [*PURPOSES, NONE], [*vocab.PIPELINE_STAGES, NONE])  # of columns H, I, J
+    for column, values in enumerate(choices, start=1):
         for row, value in enumerate(values, start=1):
             lists.cell(row=row, column=column, value=value)
     lists.sheet_state = "hidden"
@@ -99,9 +100,9 @@ def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) 
         for cell in cells:
             if isinstance(cell.value, str):
                 cell.data_type = "s"  # text, never a formula
-    for letter, count in (("H", len(kinds)), ("I", len(PURPOSES) + 1), ("J", len(vocab.PIPELINE_STAGES) + 1)):
-        source = {"H": "A", "I": "B", "J": "C"}[letter]
-        rule = DataValidation(type="list", formula1=f"{LISTS}!${source}$1:${source}${count}", allow_blank=True)
+    for letter, source, values in zip("HIJ", "ABC", choices, strict=True):
+        rule = DataValidation(type="list", formula1=f"{LISTS}!${source}$1:${source}${len(values)}",
+                              allow_blank=True)
         ws.add_data_validation(rule)
         if chosen:
             rule.add(f"{letter}2:{letter}{len(chosen) + 1}")
