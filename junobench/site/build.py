@@ -96,13 +96,30 @@ def site(
     evaluate`` reads) and ``judgments`` (as ``evaluate --judgments``). The options are
     ``evaluate``'s and give the same numbers; ``filters`` select cases by label; with
     ``figures`` (a folder ``junobench mine`` wrote), a gallery of its figures."""
+    from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED, check_resamples
+    from junobench.detection.votes import DEFAULT_VOTE
+    from junobench.loader import load
+
     started = time.perf_counter()
     timings: dict[str, float] = {}
     target = require_utf8_path(Path(out).expanduser().absolute())
     _check_target(target)
-    data = site_data(source, predictions, judgments=judgments, names=names, vote=vote,
-                     revision=revision, truth=truth, layout=layout, sheet=sheet,
-                     resamples=resamples, seed=seed, title=title, figures=figures, **filters)
+    resamples = DEFAULT_RESAMPLES if resamples is None else resamples
+    check_resamples(resamples)
+    if judgments is not None and any(filters.values()):
+        raise JunoBenchError("filters do not apply to --judgments (evaluate scores every judged notebook)",
+                             hint="build the judged site without filters, or filter the predictions only")
+    cases = load(source, "cases", revision=revision, **filters).to_list()
+    scored = evaluation(predictions, source, judgments=judgments, names=names,
+                        vote=vote or DEFAULT_VOTE, revision=revision, truth=truth, layout=layout,
+                        sheet=sheet, resamples=resamples, seed=DEFAULT_SEED if seed is None else seed,
+                        **filters)
+    if figures is not None:
+        from junobench.mining.write import read_manifest
+
+        read_manifest(Path(figures), hint="give --figures the folder `junobench mine --out` wrote")
+    data = SiteData(title, str(source), cases, scored, {k: v for k, v in filters.items() if v},
+                    None if figures is None else str(Path(figures).resolve()))
     timings["load"] = time.perf_counter() - started
     with locked(target.parent):
         recover(target, owned=is_site_folder)
@@ -126,35 +143,6 @@ def site(
             remove_files(old, [*listed, MANIFEST])
     written = sorted({name for page in files.values() for name in page["files"]})
     return SiteSummary(target, rendered, reused, written, time.perf_counter() - started, timings)
-
-
-def site_data(source: str | Path, predictions: Sequence[str | Path] = (), *,
-              judgments: str | Path | None = None, names: Sequence[str] | None = None,
-              vote: str | None = None, revision: str | None = None,
-              truth: str | Path | Sequence[str | Path] | None = None, layout: str | None = None,
-              sheet: str | None = None, resamples: int | None = None, seed: int | None = None,
-              title: str = "JunoBench", figures: str | Path | None = None, **filters: Any) -> SiteData:
-    """Load the cases and score the evaluation (see :func:`site`)."""
-    from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED, check_resamples
-    from junobench.detection.votes import DEFAULT_VOTE
-    from junobench.loader import load
-
-    resamples = DEFAULT_RESAMPLES if resamples is None else resamples
-    check_resamples(resamples)
-    if judgments is not None and any(filters.values()):
-        raise JunoBenchError("filters do not apply to --judgments (evaluate scores every judged notebook)",
-                             hint="build the judged site without filters, or filter the predictions only")
-    cases = load(source, "cases", revision=revision, **filters).to_list()
-    scored = evaluation(predictions, source, judgments=judgments, names=names,
-                        vote=vote or DEFAULT_VOTE, revision=revision, truth=truth, layout=layout,
-                        sheet=sheet, resamples=resamples, seed=DEFAULT_SEED if seed is None else seed,
-                        **filters)
-    if figures is not None:
-        from junobench.mining.write import read_manifest
-
-        read_manifest(Path(figures), hint="give --figures the folder `junobench mine --out` wrote")
-    return SiteData(title, str(source), cases, scored, {k: v for k, v in filters.items() if v},
-                    None if figures is None else str(Path(figures).resolve()))
 
 
 def write_pages(data: SiteData, staging: Path, previous_root: Path,
