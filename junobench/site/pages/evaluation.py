@@ -14,7 +14,7 @@ from junobench import vocab
 from junobench.detection.compare import pair_rows
 from junobench.detection.evaluate import BREAKDOWNS, SMALL, SMALL_NOTE
 from junobench.detection.uncertainty import METRICS
-from junobench.diagnosis.endtoend import remarks, render_scores
+from junobench.diagnosis.endtoend import comparison_of, remarks, render_scores
 from junobench.diagnosis.endtoend import summary_rows as judged_rows
 from junobench.site.evaluation import Evaluation, missed_by_all, only_one_gets
 from junobench.site.pages import NavLink, Page
@@ -63,21 +63,15 @@ def summary_page(data: Any, evaluation: Evaluation) -> dict[str, bytes]:
     judged = None
     if evaluation.judged_scores:
         results = evaluation.judged_scores
-        as_json = {name: r.to_dict() for name, r in results.items()}
         assert evaluation.judgments is not None
         files["evaluation/judgments.json"] = render_scores(
             results, "json", remarks(evaluation.judgments)).encode("utf-8")
-        tests = []
-        if len(results) > 1:
-            from junobench.detection.compare import compare_reports
-
-            first = next(iter(results.values()))
-            tests = pair_rows(compare_reports(list(results), [r.report for r in results.values()],
-                                              resamples=first.report.resamples, seed=first.report.seed))
-        judged = {"settings": list(zip(evaluation.judged, as_json.values(), strict=True)),
+        paired = comparison_of(results)
+        judged = {"settings": list(zip(evaluation.judged, [r.to_dict() for r in results.values()], strict=True)),
                   "table3": [r.table3_row() for r in results.values()],
-                  "rows": judged_rows(results), "tests": tests,
-                  "path": str(evaluation.judgments.path) if evaluation.judgments else ""}
+                  "rows": judged_rows(results),
+                  "tests": pair_rows(paired) if paired is not None else [],
+                  "path": str(evaluation.judgments.path)}
     files["evaluation.html"] = render_page(
         "evaluation.html.j2", root="", title=f"Evaluation · {data.title}", data=data, evaluation=evaluation,
         sets=sets, compared=compared, judged=judged, metrics=METRICS, small=SMALL, small_note=SMALL_NOTE)
