@@ -32,7 +32,7 @@ from typing import Any
 
 from junobench.errors import JunoBenchError
 from junobench.render import some
-from junobench.safety.atomic import locked, recover, remove_files, remove_tree, staging_folder, swap_in
+from junobench.safety.atomic import locked, recover, swapped_in
 from junobench.safety.paths import inside, read_regular, require_utf8_path, unlisted_files
 from junobench.site.evaluation import Evaluation, evaluation
 
@@ -125,8 +125,8 @@ def site(
         recover(target, owned=is_site_folder)
         _check_target(target)
         previous = _read_manifest(target) if (target / MANIFEST).is_file() else {}
-        staging = staging_folder(target)
-        try:
+        listed = [name for page in previous.values() for name in page["files"]]
+        with swapped_in(target, [*listed, MANIFEST]) as staging:
             (staging / BUILDING).write_bytes(b"")
             rendered, reused, files = write_pages(data, staging, target, previous)
             timings["pages"] = time.perf_counter() - started - timings["load"]
@@ -134,13 +134,6 @@ def site(
             (staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n",
                                             encoding="utf-8")
             (staging / BUILDING).unlink()
-            old = swap_in(staging, target)
-        except BaseException:
-            remove_tree(staging)
-            raise
-        if old is not None:
-            listed = [name for page in previous.values() for name in page["files"]]
-            remove_files(old, [*listed, MANIFEST])
     written = sorted({name for page in files.values() for name in page["files"]})
     return SiteSummary(target, rendered, reused, written, time.perf_counter() - started, timings)
 
