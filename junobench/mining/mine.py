@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import junobench
 from junobench.cores import available_cores
 from junobench.errors import JunoBenchError
 from junobench.mining.features import CONFIGS
@@ -117,7 +118,7 @@ def mine(
                 writer.abort()
                 raise
             finish(staging, rows, summary.to_dict(), mapping=mapping, inputs=listed,
-                   repo_id=repo_id, version=_version(), digests=writer.digests)
+                   repo_id=repo_id, version=str(junobench.__version__), digests=writer.digests)
     finally:
         if spool is not None:
             shutil.rmtree(spool, ignore_errors=True)
@@ -179,12 +180,6 @@ def _progress(parts: Iterator[Any], progress: bool | None) -> Iterator[Any]:
         for part in parts:
             bar.update(part.notebooks)
             yield part
-
-
-def _version() -> str:
-    import junobench
-
-    return str(junobench.__version__)
 
 
 __all__ = ["CONFIGS", "DEFAULT_REPO_ID", "MineResult", "mine"]
