@@ -74,7 +74,7 @@ def summary_page(data: Any, evaluation: Evaluation) -> dict[str, bytes]:
                   "path": str(evaluation.judgments.path)}
     files["evaluation.html"] = render_page(
         "evaluation.html.j2", root="", title=f"Evaluation · {data.title}", data=data, evaluation=evaluation,
-        sets=sets, compared=compared, judged=judged, metrics=METRICS, small=SMALL, small_note=SMALL_NOTE)
+        sets=sets, compared=compared, judged=judged, metrics=METRICS, small=SMALL)
     return files
 
 
