@@ -80,24 +80,19 @@ def summary_page(data: Any, evaluation: Evaluation) -> dict[str, bytes]:
 
 def set_page(data: Any, column: Any) -> dict[str, bytes]:
     report = column.report
-    scores = report.to_dict()
-    breakdowns = []
-    for by in SHOWN_BREAKDOWNS:
-        rows = report.breakdown_rows(by, intervals=True)
-        breakdowns.append({"by": by, "title": BREAKDOWNS[by][1], "rows": rows})
+    breakdowns = [{"by": by, "title": BREAKDOWNS[by][1], "rows": report.breakdown_rows(by, intervals=True)}
+                  for by in SHOWN_BREAKDOWNS]
     path = f"evaluation/{column.slug}.html"
     return {path: render_page("set.html.j2", root="../", title=f"{column.name} · {data.title}", data=data,
-                              column=column, scores=scores, breakdowns=breakdowns, metrics=METRICS,
+                              column=column, scores=report.to_dict(), breakdowns=breakdowns, metrics=METRICS,
                               small=SMALL, small_note=SMALL_NOTE)}
 
 
 def grid_page(data: Any, evaluation: Evaluation) -> dict[str, bytes]:
     instances = [vocab.instance_id(case["case_id"], version) for case in data.cases
                  for version in vocab.EVALUATED_VERSIONS]
-    families = []
-    for title, columns in evaluation.columns():
-        families.append({"title": title, "columns": columns, "missed": missed_by_all(columns, instances),
-                         "only": only_one_gets(columns, instances)})
+    families = [{"title": title, "columns": columns, "missed": missed_by_all(columns, instances),
+                 "only": only_one_gets(columns, instances)} for title, columns in evaluation.columns()]
     return {"grid.html": render_page("grid.html.j2", root="", title=f"Grid · {data.title}", data=data,
                                      families=families, cases=data.cases, versions=vocab.EVALUATED_VERSIONS,
                                      split=vocab.split_instance)}
