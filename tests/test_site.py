@@ -462,6 +462,7 @@ def test_a_killed_build_leaves_the_previous_site_and_its_leftover_is_removed_nex
     cells = json.loads(notebook.read_text(encoding="utf-8"))
     cells["cells"].insert(0, {"cell_type": "markdown", "metadata": {}, "source": "A new note"})
     notebook.write_text(json.dumps(cells), encoding="utf-8")
+    from junobench.safety import atomic
     from junobench.site import build
 
     write_pages = build.write_pages
@@ -472,7 +473,7 @@ def test_a_killed_build_leaves_the_previous_site_and_its_leftover_is_removed_nex
 
     with monkeypatch.context() as patched:
         patched.setattr(build, "write_pages", killed)
-        patched.setattr(build, "remove_tree", lambda folder: None)  # no cleanup under kill -9
+        patched.setattr(atomic, "remove_tree", lambda folder: None)  # no cleanup under kill -9
         with pytest.raises(KeyboardInterrupt):
             site(snapshot, out)
     (leftover,) = [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 
 from junobench.cli.common import (
     add_env,
@@ -82,6 +83,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _mine(args: argparse.Namespace) -> int:
     from junobench.mining import Limits, mine
+    from junobench.mining.mine import DEFAULT_REPO_ID
 
     limits = Limits(**{key: value for key, value in (
         ("notebook_bytes", args.max_notebook_size and parse_size(args.max_notebook_size)),
@@ -97,7 +99,7 @@ def _mine(args: argparse.Namespace) -> int:
                   revision=args.revision, execute=execute, rerun=args.rerun, data=args.data, env=args.env,
                   executor=args.executor, executor_options=options, jobs=args.jobs, timeout=args.timeout,
                   pass_env=args.pass_env, sandbox=sandbox_from(args) if execute else None, limits=limits,
-                  repo_id=args.repo_id or "your-name/notebook-figures",
+                  repo_id=args.repo_id or DEFAULT_REPO_ID,
                   progress=False if args.no_progress else None)
     rows = result.rows
     summary = result.summary
@@ -105,9 +107,7 @@ def _mine(args: argparse.Namespace) -> int:
            f"{result.out} in {result.seconds:.1f} s ({summary.figures_with_problems} figures and "
            f"{summary.notebooks_with_problems} notebooks with a problem)")
     if result.runs:
-        counts: dict[str, int] = {}
-        for state in result.runs.values():
-            counts[state] = counts.get(state, 0) + 1
+        counts = Counter(result.runs.values())
         status(f"ran {len(result.runs)} notebooks ({result.executor}; {result.sandbox}): "
                + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())))
     return 1 if report_stopped(result.stopped, "the notebooks not run were mined as they are") else 0

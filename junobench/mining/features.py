@@ -11,7 +11,9 @@ so that stock ``load_dataset`` gives decoded pictures and the Hub's viewer shows
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 CONFIGS: tuple[str, ...] = ("notebooks", "cells", "figures")
@@ -84,10 +86,14 @@ def written_schemas() -> dict[str, Any]:
     return {config: found.arrow_schema for config, found in features().items()}
 
 
-def parquet_path(config: str, shard: int = 0, shards: int = 1) -> str:
-    """A config's parquet file, relative to the output folder (POSIX)."""
-    return f"{config}/{SPLIT}-{shard:05d}-of-{shards:05d}.parquet"
+#: Each config's one parquet file, relative to the output folder (POSIX).
+PARQUET: dict[str, str] = {config: f"{config}/{SPLIT}-00000-of-00001.parquet" for config in CONFIGS}
 
 
-#: Each config's one parquet file, relative to the output folder.
-PARQUET: dict[str, str] = {config: parquet_path(config) for config in CONFIGS}
+def read_rows(folder: Path, config: str, columns: Sequence[str], *, batch_size: int) -> Iterator[dict[str, Any]]:
+    """The rows (``columns`` only) of ``config``'s parquet file in the mined corpus
+    ``folder``, read ``batch_size`` rows at a time (no more held)."""
+    import pyarrow.parquet as pq
+
+    for batch in pq.ParquetFile(folder / PARQUET[config]).iter_batches(columns=list(columns), batch_size=batch_size):
+        yield from batch.to_pylist()

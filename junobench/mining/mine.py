@@ -18,13 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import junobench
 from junobench.cores import available_cores
 from junobench.errors import JunoBenchError
 from junobench.mining.features import CONFIGS
 from junobench.mining.inputs import Source, sources
 from junobench.mining.kinds import chart_kinds
 from junobench.mining.parallel import Job, mined_in_order
-from junobench.mining.rows import Limits
+from junobench.mining.rows import Execution, Limits
 from junobench.mining.summary import Summary
 from junobench.mining.write import CorpusWriter, finish, replacing
 from junobench.safety.paths import require_utf8_path
@@ -117,7 +118,7 @@ def mine(
                 writer.abort()
                 raise
             finish(staging, rows, summary.to_dict(), mapping=mapping, inputs=listed,
-                   repo_id=repo_id, version=_version(), digests=writer.digests)
+                   repo_id=repo_id, version=str(junobench.__version__), digests=writer.digests)
     finally:
         if spool is not None:
             shutil.rmtree(spool, ignore_errors=True)
@@ -151,26 +152,24 @@ def _run(inputs: list[str], spool: Path, *, notebooks: str | Path | None, column
 
     require_run_extra()
     trusted = all(bundled(i) for i in inputs)
-    runner = runner_for(executor, jobs=jobs, timeout=timeout if timeout is not None else DEFAULT_TIMEOUT, env=env,
-                        executor_options=options, pass_env=pass_env, sandbox=sandbox, trusted=trusted)
+    timeout = timeout if timeout is not None else DEFAULT_TIMEOUT
+    runner = runner_for(executor, jobs=jobs, timeout=timeout, env=env, executor_options=options, pass_env=pass_env,
+                        sandbox=sandbox, trusted=trusted)
     datasets = data_folders(data)
     items = sources(inputs, notebooks=notebooks, column=column, revision=revision)
-    return run_all(items, runner, spool, limit=limits.notebook_bytes, rerun=rerun, datasets=datasets,
-                   timeout=timeout if timeout is not None else DEFAULT_TIMEOUT,
+    return run_all(items, runner, spool, limit=limits.notebook_bytes, rerun=rerun, datasets=datasets, timeout=timeout,
                    trusted=None if data is None else str(Path(data).resolve()))
 
 
 def _jobs(stream: Iterator[Source], runs: Any) -> Iterator[Job]:
     for source in stream:
+        if runs is None:
+            yield Job(source.item, source.path, None, source.problem)
+            continue
         notebook = source.item.notebook
-        execution = runs.executions.get(notebook) if runs is not None else None
-        path = runs.spooled.get(notebook, source.path) if runs is not None else source.path
-        problem = source.problem
-        if runs is not None and notebook in runs.skipped:
-            from junobench.mining.rows import Execution
-
-            execution = Execution("not run", runs.skipped[notebook])
-        yield Job(source.item, path, None, problem, execution)
+        skipped = runs.skipped.get(notebook)
+        execution = runs.executions.get(notebook) if skipped is None else Execution("not run", skipped)
+        yield Job(source.item, runs.spooled.get(notebook, source.path), None, source.problem, execution)
 
 
 def _progress(parts: Iterator[Any], progress: bool | None) -> Iterator[Any]:
@@ -181,12 +180,6 @@ def _progress(parts: Iterator[Any], progress: bool | None) -> Iterator[Any]:
         for part in parts:
             bar.update(part.notebooks)
             yield part
-
-
-def _version() -> str:
-    import junobench
-
-    return str(junobench.__version__)
 
 
 __all__ = ["CONFIGS", "DEFAULT_REPO_ID", "MineResult", "mine"]

@@ -75,18 +75,19 @@ def mined_rows(jobs: Sequence[Job], limits: Limits) -> list[Mined]:
     """The rows of each notebook of a batch."""
     out = []
     for job in jobs:
-        raw, problem, size = job.raw, job.problem, None
+        raw, problem = job.raw, job.problem
         if raw is None and problem is None and job.path is not None:
-            try:
-                raw = read_source(job.path, limits.notebook_bytes)
-            except OSError as error:
-                problem = error.strerror or str(error)
-                raw = None
-        if raw is None and problem is None:
-            problem = "not read"
-        out.append(mine_notebook(job.item, raw, size=size, problem=problem, execution=job.execution,
-                                 limits=limits))
+            raw, problem = _read(job.path, limits)
+        out.append(mine_notebook(job.item, raw, problem=problem, execution=job.execution, limits=limits))
     return out
+
+
+def _read(path: Path, limits: Limits) -> tuple[bytes | None, str | None]:
+    """A notebook's bytes, or why they cannot be read."""
+    try:
+        return read_source(path, limits.notebook_bytes), None
+    except OSError as error:
+        return None, error.strerror or str(error)
 
 
 def mined_in_order(jobs: Iterable[Job], limits: Limits, *, workers: int = 1, executor: str = "local",
@@ -278,7 +279,4 @@ def _with_bytes(job: Job, limits: Limits) -> Job:
     """``job`` with its notebook's bytes read here (a Ray worker may be on another machine)."""
     if job.path is None or job.raw is not None or job.problem is not None:
         return job
-    try:
-        return Job(job.item, None, read_source(job.path, limits.notebook_bytes), None, job.execution)
-    except OSError as error:
-        return Job(job.item, None, None, error.strerror or str(error), job.execution)
+    return Job(job.item, None, *_read(job.path, limits), job.execution)

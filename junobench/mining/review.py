@@ -80,7 +80,8 @@ def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) 
     lists = workbook.create_sheet(LISTS)
     kinds = sorted({entry[0] if isinstance(entry, list) else entry["default"][0]
                     for table in chart_kinds().charts.values() for entry in table.values()} | {NONE})
-    for column, values in enumerate((kinds, [*PURPOSES, NONE], [*vocab.PIPELINE_STAGES, NONE]), start=1):
+    choices = (kinds, [*PURPOSES, NONE], [*vocab.PIPELINE_STAGES, NONE])  # of columns H, I, J
+    for column, values in enumerate(choices, start=1):
         for row, value in enumerate(values, start=1):
             lists.cell(row=row, column=column, value=value)
     lists.sheet_state = "hidden"
@@ -99,9 +100,9 @@ def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) 
         for cell in cells:
             if isinstance(cell.value, str):
                 cell.data_type = "s"  # text, never a formula
-    for letter, count in (("H", len(kinds)), ("I", len(PURPOSES) + 1), ("J", len(vocab.PIPELINE_STAGES) + 1)):
-        source = {"H": "A", "I": "B", "J": "C"}[letter]
-        rule = DataValidation(type="list", formula1=f"{LISTS}!${source}$1:${source}${count}", allow_blank=True)
+    for letter, source, values in zip("HIJ", "ABC", choices, strict=True):
+        rule = DataValidation(type="list", formula1=f"{LISTS}!${source}$1:${source}${len(values)}",
+                              allow_blank=True)
         ws.add_data_validation(rule)
         if chosen:
             rule.add(f"{letter}2:{letter}{len(chosen) + 1}")
@@ -115,17 +116,11 @@ def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) 
 
 def _figures(folder: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
     """The rows of the figures ``wanted``, read batch by batch (only those are kept)."""
-    import pyarrow.parquet as pq
+    from junobench.mining.features import read_rows
 
-    from junobench.mining.features import PARQUET
-
-    found: dict[str, dict[str, Any]] = {}
     columns = ["figure", "notebook", "cell", "image", "mime", "text", "code", "markdown", "problem", *FIELDS]
-    for batch in pq.ParquetFile(folder / PARQUET["figures"]).iter_batches(columns=columns, batch_size=200):
-        for row in batch.to_pylist():
-            if row["figure"] in wanted:
-                found[row["figure"]] = row
-    return found
+    return {row["figure"]: row for row in read_rows(folder, "figures", columns, batch_size=200)
+            if row["figure"] in wanted}
 
 
 def _thumbnail(row: Mapping[str, Any]) -> Any:

@@ -83,12 +83,11 @@ class Mined:
     figures: list[dict[str, Any]] = field(default_factory=list)
 
 
-def mine_notebook(item: Item, raw: bytes | None, *, size: int | None = None, problem: str | None = None,
-                  execution: Execution | None = None, limits: Limits = Limits(),
-                  kinds: ChartKinds | None = None) -> Mined:
+def mine_notebook(item: Item, raw: bytes | None, *, problem: str | None = None, execution: Execution | None = None,
+                  limits: Limits = Limits(), kinds: ChartKinds | None = None) -> Mined:
     """The rows of the notebook ``raw`` (None: it could not be read, ``problem`` says why)."""
     kinds = kinds or chart_kinds()
-    row = _notebook_row(item, size if size is not None else len(raw or b""), execution)
+    row = _notebook_row(item, len(raw or b""), execution)
     if raw is None or problem is not None:
         row["problems"].append(problem or "not read")
         return Mined(row)
@@ -132,7 +131,7 @@ def _mine(item: Item, notebook: ParsedNotebook, row: dict[str, Any], execution: 
             count = len(cell.source.split())
             words += count
             headings = _headings(cell.source)
-            markdown = cell.source if cell.source.strip() else markdown
+            markdown = shortened(cell.source, MARKDOWN_LIMIT) if cell.source.strip() else markdown
             heading = headings[-1] if headings else heading
             mined.cells.append(_cell_row(item, cell, headings, count, [], 0))
             continue
@@ -144,7 +143,7 @@ def _mine(item: Item, notebook: ParsedNotebook, row: dict[str, Any], execution: 
         analysis = reader.read(cell.source, calls=visual) if python else CellCalls(parsed=False)
         types, figures = _outputs(item, cell, analysis, kinds, limits, mimes, row["problems"])
         for figure in figures:
-            figure.update(executed=ran(execution), markdown=_cut(markdown), heading=heading)
+            figure.update(executed=ran(execution), markdown=markdown, heading=heading)
         mined.figures.extend(figures)
         mined.cells.append(_cell_row(item, cell, [], 0, types, len(figures)))
     row.update(markdown_words=words, imports=sorted(reader.modules), figures=len(mined.figures),
@@ -214,9 +213,3 @@ def _headings(text: str) -> list[str]:
     if "<" in text:
         found += [(m.start(), _TAG.sub("", m.group(1)).strip()) for m in _HTML_HEADING.finditer(text)]
     return [heading for _, heading in sorted(found) if heading]
-
-
-def _cut(text: str | None) -> str | None:
-    if text is None:
-        return None
-    return shortened(text, MARKDOWN_LIMIT)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -74,19 +74,17 @@ class Summary:
             self.problems[problem_kind(row["problem"])] += 1
 
     def add(self, other: Summary) -> None:
-        """Add the counts of ``other`` (a batch's) to these."""
-        self.notebooks += other.notebooks
-        self.cells += other.cells
-        self.figures += other.figures
-        for name, counts in other.figures_by.items():
-            self.figures_by[name].update(counts)
-        for mine, theirs in ((self.kind_by_library, other.kind_by_library), (self.kind_by_stage, other.kind_by_stage)):
-            for group, counts in theirs.items():
-                mine.setdefault(group, Counter()).update(counts)
-        for name in ("per_notebook", "unknown_calls", "problems", "execution"):
-            getattr(self, name).update(getattr(other, name))
-        self.notebooks_with_problems += other.notebooks_with_problems
-        self.figures_with_problems += other.figures_with_problems
+        """Add the counts of ``other`` (a batch's) to these, field by field: numbers,
+        counters, and tables of counters."""
+        for name in (f.name for f in fields(self)):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if isinstance(mine, int):
+                setattr(self, name, mine + theirs)
+            elif isinstance(mine, Counter):
+                mine.update(theirs)
+            else:
+                for group, counts in theirs.items():
+                    mine.setdefault(group, Counter()).update(counts)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -160,23 +158,17 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 
 def summarise(folder: str | Path) -> Summary:
     """The :class:`Summary` of a mined corpus, read from its parquet files batch by batch."""
-    import pyarrow.parquet as pq
-
-    from junobench.mining.features import PARQUET
+    from junobench.mining.features import read_rows
     from junobench.mining.write import read_manifest
 
     folder = Path(folder)
     read_manifest(folder, hint="give the folder `junobench mine --out` wrote")
     summary = Summary()
     try:
-        notebooks = pq.ParquetFile(folder / PARQUET["notebooks"])
-        for batch in notebooks.iter_batches(columns=list(COLUMNS["notebooks"])):
-            for row in batch.to_pylist():
-                summary.add_notebook(row, row["cells"] or 0)
-        figures = pq.ParquetFile(folder / PARQUET["figures"])
-        for batch in figures.iter_batches(columns=list(COLUMNS["figures"]), batch_size=10_000):
-            for row in batch.to_pylist():
-                summary.add_figure(row)
+        for row in read_rows(folder, "notebooks", COLUMNS["notebooks"], batch_size=65_536):
+            summary.add_notebook(row, row["cells"] or 0)
+        for row in read_rows(folder, "figures", COLUMNS["figures"], batch_size=10_000):
+            summary.add_figure(row)
     except (OSError, ValueError) as error:
         raise JunoBenchError(f"cannot read the mined corpus ({str(error)[:200]})", file=folder,
                              hint="mine it again") from None

@@ -33,7 +33,8 @@ from typing import Any
 from junobench.data.export import file_digest
 from junobench.errors import JunoBenchError
 from junobench.mining.features import CONFIGS, PARQUET, schemas
-from junobench.safety.atomic import locked, recover, remove_files, remove_tree, staging_folder, swap_in, write_text
+from junobench.render import some
+from junobench.safety.atomic import locked, recover, swapped_in, write_text
 from junobench.safety.paths import read_regular, relative_name, unlisted_files
 
 CARD = "README.md"
@@ -235,15 +236,8 @@ def replacing(out: Path) -> Iterator[Path]:
     with locked(out.parent):
         recover(out, owned=_is_own_folder)
         check_target(out)
-        staging = staging_folder(out)
-        try:
+        with swapped_in(out, FILES) as staging:
             yield staging
-            old = swap_in(staging, out)
-        except BaseException:
-            remove_tree(staging)
-            raise
-        if old is not None:
-            remove_files(old, list(FILES))
 
 
 def check_target(out: Path) -> None:
@@ -260,8 +254,7 @@ def check_target(out: Path) -> None:
     listed = read_manifest(out, hint=hint)
     foreign = unlisted_files(out, set(listed) | {MANIFEST})
     if foreign:
-        shown = ", ".join(foreign[:5]) + (f", … (+{len(foreign) - 5})" if len(foreign) > 5 else "")
-        raise JunoBenchError(f"the folder holds files mine did not write: {shown}", file=out, hint=hint)
+        raise JunoBenchError(f"the folder holds files mine did not write: {some(foreign, 5)}", file=out, hint=hint)
 
 
 def read_manifest(folder: Path, *, hint: str | None = None) -> dict[str, Any]:

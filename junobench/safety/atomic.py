@@ -14,6 +14,7 @@ Every writer of the project goes through here:
   the old or the new folder is at the path at every instant; where the file system cannot
   exchange, the old folder is renamed to ``.<name>.<random>.old`` first and
   :func:`recover` puts it back should the process die between the two renames.
+  :func:`swapped_in` does the three around a block that fills the folder.
 - :func:`recover` removes what a killed run left beside a folder (``.partial`` and
   ``.old`` folders), through a predicate that recognises them as the writer's own.
 
@@ -36,7 +37,7 @@ import re
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -314,6 +315,23 @@ def remove_files(folder: Path, names: Iterator[str] | list[str]) -> list[str]:
     if not folder.exists():
         return []
     return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if not p.is_dir())
+
+
+@contextlib.contextmanager
+def swapped_in(out: Path, written: Iterable[str]) -> Iterator[Path]:
+    """A :func:`staging_folder` beside ``out`` for the block to fill: :func:`swap_in` at
+    ``out`` when the block ends without error, then the files ``written`` (what the writer
+    wrote there before) removed from the folder it replaced (:func:`remove_files`);
+    removed itself otherwise."""
+    staging = staging_folder(out)
+    try:
+        yield staging
+        old = swap_in(staging, out)
+    except BaseException:
+        remove_tree(staging)
+        raise
+    if old is not None:
+        remove_files(old, list(written))
 
 
 @contextlib.contextmanager

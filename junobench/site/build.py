@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from junobench.errors import JunoBenchError
-from junobench.safety.atomic import locked, recover, remove_files, remove_tree, staging_folder, swap_in
+from junobench.render import some
+from junobench.safety.atomic import locked, recover, swapped_in
 from junobench.safety.paths import inside, read_regular, require_utf8_path, unlisted_files
 from junobench.site.evaluation import Evaluation, evaluation
 
@@ -95,49 +96,14 @@ def site(
     evaluate`` reads) and ``judgments`` (as ``evaluate --judgments``). The options are
     ``evaluate``'s and give the same numbers; ``filters`` select cases by label; with
     ``figures`` (a folder ``junobench mine`` wrote), a gallery of its figures."""
-    started = time.perf_counter()
-    timings: dict[str, float] = {}
-    target = require_utf8_path(Path(out).expanduser().absolute())
-    _check_target(target)
-    data = site_data(source, predictions, judgments=judgments, names=names, vote=vote,
-                     revision=revision, truth=truth, layout=layout, sheet=sheet,
-                     resamples=resamples, seed=seed, title=title, figures=figures, **filters)
-    timings["load"] = time.perf_counter() - started
-    with locked(target.parent):
-        recover(target, owned=is_site_folder)
-        _check_target(target)
-        previous = _read_manifest(target) if (target / MANIFEST).is_file() else {}
-        staging = staging_folder(target)
-        try:
-            (staging / BUILDING).write_bytes(b"")
-            rendered, reused, files = write_pages(data, staging, target, previous)
-            timings["pages"] = time.perf_counter() - started - timings["load"]
-            manifest = {"format": MANIFEST_FORMAT, "pages": files}
-            (staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n",
-                                            encoding="utf-8")
-            (staging / BUILDING).unlink()
-            old = swap_in(staging, target)
-        except BaseException:
-            remove_tree(staging)
-            raise
-        if old is not None:
-            listed = [name for page in previous.values() for name in page["files"]]
-            remove_files(old, [*listed, MANIFEST])
-    written = sorted({name for page in files.values() for name in page["files"]})
-    return SiteSummary(target, rendered, reused, written, time.perf_counter() - started, timings)
-
-
-def site_data(source: str | Path, predictions: Sequence[str | Path] = (), *,
-              judgments: str | Path | None = None, names: Sequence[str] | None = None,
-              vote: str | None = None, revision: str | None = None,
-              truth: str | Path | Sequence[str | Path] | None = None, layout: str | None = None,
-              sheet: str | None = None, resamples: int | None = None, seed: int | None = None,
-              title: str = "JunoBench", figures: str | Path | None = None, **filters: Any) -> SiteData:
-    """Load the cases and score the evaluation (see :func:`site`)."""
     from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED, check_resamples
     from junobench.detection.votes import DEFAULT_VOTE
     from junobench.loader import load
 
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    target = require_utf8_path(Path(out).expanduser().absolute())
+    _check_target(target)
     resamples = DEFAULT_RESAMPLES if resamples is None else resamples
     check_resamples(resamples)
     if judgments is not None and any(filters.values()):
@@ -152,8 +118,24 @@ def site_data(source: str | Path, predictions: Sequence[str | Path] = (), *,
         from junobench.mining.write import read_manifest
 
         read_manifest(Path(figures), hint="give --figures the folder `junobench mine --out` wrote")
-    return SiteData(title, str(source), cases, scored, {k: v for k, v in filters.items() if v},
+    data = SiteData(title, str(source), cases, scored, {k: v for k, v in filters.items() if v},
                     None if figures is None else str(Path(figures).resolve()))
+    timings["load"] = time.perf_counter() - started
+    with locked(target.parent):
+        recover(target, owned=is_site_folder)
+        _check_target(target)
+        previous = _read_manifest(target) if (target / MANIFEST).is_file() else {}
+        listed = [name for page in previous.values() for name in page["files"]]
+        with swapped_in(target, [*listed, MANIFEST]) as staging:
+            (staging / BUILDING).write_bytes(b"")
+            rendered, reused, files = write_pages(data, staging, target, previous)
+            timings["pages"] = time.perf_counter() - started - timings["load"]
+            manifest = {"format": MANIFEST_FORMAT, "pages": files}
+            (staging / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n",
+                                            encoding="utf-8")
+            (staging / BUILDING).unlink()
+    written = sorted({name for page in files.values() for name in page["files"]})
+    return SiteSummary(target, rendered, reused, written, time.perf_counter() - started, timings)
 
 
 def write_pages(data: SiteData, staging: Path, previous_root: Path,
@@ -282,6 +264,5 @@ def _check_target(out: Path) -> None:
     listed = {name for page in pages.values() for name in page["files"]}
     foreign = unlisted_files(out, listed | {MANIFEST})
     if foreign:
-        shown = ", ".join(foreign[:5]) + (f", … (+{len(foreign) - 5})" if len(foreign) > 5 else "")
-        raise JunoBenchError(f"the directory holds files the site did not write: {shown}",
-                             file=out, hint=hint)
+        raise JunoBenchError(f"the directory holds files the site did not write: {some(foreign, 5)}", file=out,
+                             hint=hint)

@@ -172,12 +172,9 @@ class Evaluation:
 
     def columns(self) -> list[tuple[str, list[PredictionSet] | list[JudgedSetting]]]:
         """The grid's families of columns: detection (prediction sets), end to end (judged)."""
-        families: list[tuple[str, list[PredictionSet] | list[JudgedSetting]]] = []
-        if self.sets:
-            families.append(("detection", self.sets))
-        if self.judged:
-            families.append(("end to end (judged)", self.judged))
-        return families
+        families: list[tuple[str, list[PredictionSet] | list[JudgedSetting]]] = [
+            ("detection", self.sets), ("end to end (judged)", self.judged)]
+        return [(title, settings) for title, settings in families if settings]
 
 
 def missed_by_all(settings: Sequence[PredictionSet] | Sequence[JudgedSetting],

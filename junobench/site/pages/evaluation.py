@@ -15,7 +15,7 @@ from junobench.detection.compare import pair_rows
 from junobench.detection.evaluate import SMALL, SMALL_NOTE
 from junobench.detection.names import BREAKDOWNS
 from junobench.detection.uncertainty import METRICS
-from junobench.diagnosis.endtoend import remarks, render_scores
+from junobench.diagnosis.endtoend import comparison_of, remarks, render_scores
 from junobench.diagnosis.endtoend import summary_rows as judged_rows
 from junobench.site.evaluation import Evaluation, missed_by_all, only_one_gets
 from junobench.site.pages import NavLink, Page
@@ -64,47 +64,36 @@ def summary_page(data: Any, evaluation: Evaluation) -> dict[str, bytes]:
     judged = None
     if evaluation.judged_scores:
         results = evaluation.judged_scores
-        as_json = {name: r.to_dict() for name, r in results.items()}
         assert evaluation.judgments is not None
         files["evaluation/judgments.json"] = render_scores(
             results, "json", remarks(evaluation.judgments)).encode("utf-8")
-        tests = []
-        if len(results) > 1:
-            from junobench.detection.compare import compare_reports
-
-            first = next(iter(results.values()))
-            tests = pair_rows(compare_reports(list(results), [r.report for r in results.values()],
-                                              resamples=first.report.resamples, seed=first.report.seed))
-        judged = {"settings": list(zip(evaluation.judged, as_json.values(), strict=True)),
+        paired = comparison_of(results)
+        judged = {"settings": list(zip(evaluation.judged, [r.to_dict() for r in results.values()], strict=True)),
                   "table3": [r.table3_row() for r in results.values()],
-                  "rows": judged_rows(results), "tests": tests,
-                  "path": str(evaluation.judgments.path) if evaluation.judgments else ""}
+                  "rows": judged_rows(results),
+                  "tests": pair_rows(paired) if paired is not None else [],
+                  "path": str(evaluation.judgments.path)}
     files["evaluation.html"] = render_page(
         "evaluation.html.j2", root="", title=f"Evaluation · {data.title}", data=data, evaluation=evaluation,
-        sets=sets, compared=compared, judged=judged, metrics=METRICS, small=SMALL, small_note=SMALL_NOTE)
+        sets=sets, compared=compared, judged=judged, metrics=METRICS, small=SMALL)
     return files
 
 
 def set_page(data: Any, column: Any) -> dict[str, bytes]:
     report = column.report
-    scores = report.to_dict()
-    breakdowns = []
-    for by in SHOWN_BREAKDOWNS:
-        rows = report.breakdown_rows(by, intervals=True)
-        breakdowns.append({"by": by, "title": BREAKDOWNS[by][1], "rows": rows})
+    breakdowns = [{"by": by, "title": BREAKDOWNS[by][1], "rows": report.breakdown_rows(by, intervals=True)}
+                  for by in SHOWN_BREAKDOWNS]
     path = f"evaluation/{column.slug}.html"
     return {path: render_page("set.html.j2", root="../", title=f"{column.name} · {data.title}", data=data,
-                              column=column, scores=scores, breakdowns=breakdowns, metrics=METRICS,
+                              column=column, scores=report.to_dict(), breakdowns=breakdowns, metrics=METRICS,
                               small=SMALL, small_note=SMALL_NOTE)}
 
 
 def grid_page(data: Any, evaluation: Evaluation) -> dict[str, bytes]:
     instances = [vocab.instance_id(case["case_id"], version) for case in data.cases
                  for version in vocab.EVALUATED_VERSIONS]
-    families = []
-    for title, columns in evaluation.columns():
-        families.append({"title": title, "columns": columns, "missed": missed_by_all(columns, instances),
-                         "only": only_one_gets(columns, instances)})
+    families = [{"title": title, "columns": columns, "missed": missed_by_all(columns, instances),
+                 "only": only_one_gets(columns, instances)} for title, columns in evaluation.columns()]
     return {"grid.html": render_page("grid.html.j2", root="", title=f"Grid · {data.title}", data=data,
                                      families=families, cases=data.cases, versions=vocab.EVALUATED_VERSIONS,
                                      split=vocab.split_instance)}

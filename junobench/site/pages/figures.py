@@ -12,12 +12,14 @@ by their first bytes before they become files of the site (:mod:`junobench.site.
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections import Counter
 from collections.abc import Iterable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from junobench.mining.summary import NONE
 from junobench.site import sanitize
 from junobench.site.cells import Cell, Images, code_lines, markdown_cell
 from junobench.site.pages import NavLink, Page
@@ -25,10 +27,8 @@ from junobench.site.render import render_page
 
 #: Figures shown in the gallery at most (a page stays small whatever the corpus' size).
 MAX_FIGURES = 2000
-#: The fields the gallery filters by: field, title.
-FIELDS: tuple[tuple[str, str], ...] = (("kind", "kind"), ("purpose", "purpose"), ("library", "library"),
-                                      ("stage", "stage"))
-NONE = "(none)"
+#: The fields the gallery filters by (each its own title).
+FIELDS: tuple[str, ...] = ("kind", "purpose", "library", "stage")
 _COLUMNS = ["figure", "notebook", "case_id", "version", "cell", "output", "image", "mime", "width", "height",
             "kind", "purpose", "library", "stage", "problem", "calls"]
 
@@ -65,28 +65,20 @@ def _figures(folder: Path) -> tuple[list[dict[str, Any]], int]:
     """The first :data:`MAX_FIGURES` figures (with their images) and how many there are."""
     import pyarrow.parquet as pq
 
-    from junobench.mining.features import PARQUET
+    from junobench.mining.features import PARQUET, read_rows
 
-    file = pq.ParquetFile(folder / PARQUET["figures"])
-    found: list[dict[str, Any]] = []
-    for batch in file.iter_batches(columns=_COLUMNS, batch_size=200):
-        found.extend(batch.to_pylist())
-        if len(found) >= MAX_FIGURES:
-            break
-    return found[:MAX_FIGURES], file.metadata.num_rows
+    found = list(itertools.islice(read_rows(folder, "figures", _COLUMNS, batch_size=200), MAX_FIGURES))
+    return found, pq.read_metadata(folder / PARQUET["figures"]).num_rows
 
 
 def _cells(folder: Path, notebooks: set[str]) -> dict[str, list[dict[str, Any]]]:
-    import pyarrow.parquet as pq
-
-    from junobench.mining.features import PARQUET
+    from junobench.mining.features import read_rows
 
     out: dict[str, list[dict[str, Any]]] = {}
     columns = ["notebook", "cell", "cell_type", "source", "execution_count"]
-    for batch in pq.ParquetFile(folder / PARQUET["cells"]).iter_batches(columns=columns, batch_size=5000):
-        for row in batch.to_pylist():
-            if row["notebook"] in notebooks:
-                out.setdefault(row["notebook"], []).append(row)
+    for row in read_rows(folder, "cells", columns, batch_size=5000):
+        if row["notebook"] in notebooks:
+            out.setdefault(row["notebook"], []).append(row)
     return out
 
 
@@ -100,7 +92,7 @@ def _image(figure: dict[str, Any], images: Images) -> str | None:
 
 
 def _row(figure: dict[str, Any], images: Images) -> dict[str, Any]:
-    return {**{name: figure.get(name) or NONE for name, _ in FIELDS},
+    return {**{name: figure.get(name) or NONE for name in FIELDS},
             "figure": figure["figure"], "notebook": figure["notebook"], "cell": figure["cell"],
             "href": notebook_path(figure["notebook"]).removeprefix("figures/") + f"#cell-{figure['cell']}",
             "src": _image(figure, images), "mime": figure["mime"], "problem": figure.get("problem"),
@@ -111,14 +103,13 @@ def gallery_page(data: Any, figures: list[dict[str, Any]], total: int) -> dict[s
     images = Images(root="../")
     rows = [_row(f, images) for f in figures]
     dimensions = []
-    for name, title in FIELDS:
+    for name in FIELDS:
         counts = Counter(row[name] for row in rows)
-        dimensions.append({"field": name, "title": title, "counts": sorted(counts.items(), key=lambda kv: -kv[1]),
+        dimensions.append({"field": name, "title": name, "counts": sorted(counts.items(), key=lambda kv: -kv[1]),
                            "most": max(counts.values(), default=0)})
     page = render_page("figures.html.j2", root="../", title=f"Figures · {data.title}", data=data, rows=rows,
                        total=total, dimensions=dimensions, folder=str(data.figures))
-    return {"figures/index.html": page, **{name.removeprefix("../"): content
-                                           for name, content in images.files.items()}}
+    return {"figures/index.html": page, **images.files}
 
 
 def notebook_page(data: Any, notebook: str, cells: list[dict[str, Any]],
@@ -139,5 +130,4 @@ def notebook_page(data: Any, notebook: str, cells: list[dict[str, Any]],
     cases = {c["case_id"] for c in data.cases}
     page = render_page("notebook.html.j2", root="../../", title=f"{notebook} · {data.title}", data=data,
                        notebook=notebook, cells=shown, case=case if case in cases else None)
-    return {notebook_path(notebook): page, **{name.removeprefix("../../"): content
-                                             for name, content in images.files.items()}}
+    return {notebook_path(notebook): page, **images.files}
