@@ -205,6 +205,9 @@ def test_a_safe_svg_is_drawn_as_png_and_kept_as_text() -> None:
     visual = visual_of({"image/svg+xml": json.dumps(SAFE_SVG).encode()})
     assert visual.problem is None and visual.text == SAFE_SVG
     assert visual.image.startswith(b"\x89PNG") and (visual.width, visual.height) == (53, 40)
+    height_first = SAFE_SVG.replace('width="40pt" height="30pt"', 'height="30pt" width="40pt"')
+    drawn = visual_of({"image/svg+xml": json.dumps(height_first).encode()})
+    assert (drawn.width, drawn.height) == (53, 40)  # each size to its own attribute, in any order
     giant = SAFE_SVG.replace('width="40pt" height="30pt"', 'width="100000" height="100000"')
     drawn = visual_of({"image/svg+xml": json.dumps(giant).encode()}, max_pixels=10_000)
     assert drawn.problem is None and drawn.width * drawn.height <= 10_000

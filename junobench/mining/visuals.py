@@ -294,7 +294,7 @@ def svg_check(text: str) -> tuple[str | None, tuple[float, float] | None]:
 
 
 _ROOT = re.compile(r"<svg\b[^>]*>")
-_SIZE_ATTRIBUTE = re.compile(r"""(\s(?:width|height)\s*=\s*)(["'])[^"']*\2""")
+_SIZE_ATTRIBUTE = re.compile(r"""(\s(width|height)\s*=\s*)(["'])[^"']*\3""")
 
 
 def _in_pixels(text: str, size: tuple[float, float] | None) -> str:
@@ -303,8 +303,8 @@ def _in_pixels(text: str, size: tuple[float, float] | None) -> str:
     match = _ROOT.search(text)
     if match is None or size is None:
         return text
-    values = iter(f"{value:g}" for value in size)
-    tag = _SIZE_ATTRIBUTE.sub(lambda m: f'{m.group(1)}"{next(values, "")}"', match.group(0), count=2)
+    values = {"width": f"{size[0]:g}", "height": f"{size[1]:g}"}
+    tag = _SIZE_ATTRIBUTE.sub(lambda m: f'{m.group(1)}"{values[m.group(2)]}"', match.group(0), count=2)
     return text[:match.start()] + tag + text[match.end():]
 
 
