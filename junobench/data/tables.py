@@ -24,6 +24,7 @@ from junobench.errors import JunoBenchError, Problem
 from junobench.safety.archives import Refusal, archive_members
 from junobench.safety.atomic import atomic_path
 from junobench.safety.paths import check_not_linked_out, require_regular
+from junobench.safety.text import shortened
 
 #: Published (and labelling-sheet) columns of benchmark_desc.xlsx → record field.
 DESC_COLUMNS: dict[str, str] = {
@@ -195,6 +196,21 @@ def _xlsx_text(text: str) -> str:
         text = _XLSX_ESCAPE.sub(r"_x005F_\1", text)
     text = _XLSX_ILLEGAL.sub(lambda m: f"_x{ord(m.group()):04X}_", text)
     return _SURROGATE.sub("\ufffd", text)
+
+
+#: Characters kept of a text cell of a review sheet (Excel's cell holds 32,767).
+SHEET_CELL_LIMIT = 32000
+
+
+def sheet_text(value: str) -> str:
+    """Text a review sheet's cell shows (a code cell, an answer): control characters but
+    line breaks and tabs dropped, cut at :data:`SHEET_CELL_LIMIT` characters.
+
+    >>> sheet_text("a\\x1b[31mb\\n")
+    'a[31mb\\n'
+    """
+    clean = "".join(c for c in value if c in "\n\t" or ord(c) >= 32)
+    return shortened(clean, SHEET_CELL_LIMIT)
 
 
 # --------------------------------------------------------------------------- desc table

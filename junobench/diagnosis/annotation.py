@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from junobench import vocab
+from junobench.data.tables import sheet_text
 from junobench.diagnosis.judgments import CORRECT, OUTCOMES, WRONG, Judgments, outcome
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import atomic_path, write_text
-from junobench.safety.text import shortened
 
 SHEET = "Judgments"
 COLUMNS: tuple[str, ...] = ("item", "set", "instance", "ground-truth diagnosis",
@@ -46,7 +46,6 @@ COLUMNS: tuple[str, ...] = ("item", "set", "instance", "ground-truth diagnosis",
 DEFAULT_MARGIN = 0.05
 DEFAULT_SEED = 0
 KEY_FORMAT = "junobench-annotation-key/1"
-_CELL_LIMIT = 32000  # Excel's cell holds 32767 characters
 
 
 def sample_size(population: int, margin: float = DEFAULT_MARGIN) -> int:
@@ -187,7 +186,7 @@ def export_sheet(items: Sequence[Item], sheet: str | Path, key: str | Path, *,
     ws.append(list(COLUMNS))
     for number, item in enumerate(shuffled, start=1):
         ws.append([f"D{number:04d}", codes[item.setting], item.instance,
-                   _text(item.truth), _text(item.predicted), None, None])
+                   sheet_text(item.truth), sheet_text(item.predicted), None, None])
     for row in ws.iter_rows(min_row=2, max_col=5):
         for cell in row:
             cell.data_type = "s"  # text, never a formula
@@ -211,12 +210,6 @@ def export_sheet(items: Sequence[Item], sheet: str | Path, key: str | Path, *,
     with atomic_path(sheet, suffix=".xlsx") as temporary:
         workbook.save(temporary)
     return sheet, key
-
-
-def _text(value: str) -> str:
-    """Text an Excel cell can hold: control characters dropped, cut at the cell limit."""
-    clean = "".join(c for c in value if c in "\n\t" or ord(c) >= 32)
-    return shortened(clean, _CELL_LIMIT)
 
 
 @dataclass

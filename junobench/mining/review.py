@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from junobench import vocab
+from junobench.data.tables import sheet_text
 from junobench.errors import JunoBenchError
 from junobench.mining.kinds import PURPOSES
-from junobench.safety.text import shortened
 
 SHEET = "Figures"
 LISTS = "Lists"
@@ -38,7 +38,6 @@ FIELDS: tuple[str, ...] = ("kind", "purpose", "stage")
 NONE = "none"
 THUMBNAIL = 240  # pixels, the longest side of a picture in the sheet
 ROW_HEIGHT = 185  # points
-_CELL_LIMIT = 32000
 
 
 def sample_ids(mined: str | Path, n: int, seed: int) -> list[str]:
@@ -87,15 +86,15 @@ def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) 
     lists.sheet_state = "hidden"
     for number, figure_id in enumerate(chosen, start=1):
         found = rows[figure_id]
-        ws.append([f"F{number:04d}", figure_id, found["notebook"], found["cell"], None, _text(found["code"] or ""),
-                   _text(found["markdown"] or ""), None, None, None, None])
+        ws.append([f"F{number:04d}", figure_id, found["notebook"], found["cell"], None, sheet_text(found["code"] or ""),
+                   sheet_text(found["markdown"] or ""), None, None, None, None])
         line = number + 1
         ws.row_dimensions[line].height = ROW_HEIGHT
         thumbnail = _thumbnail(found)
         if thumbnail is not None:
             ws.add_image(thumbnail, f"E{line}")
         else:
-            ws.cell(row=line, column=5, value=_text(found["problem"] or found["text"] or found["mime"] or ""))
+            ws.cell(row=line, column=5, value=sheet_text(found["problem"] or found["text"] or found["mime"] or ""))
     for cells in ws.iter_rows(min_row=2, max_col=len(COLUMNS)):
         for cell in cells:
             if isinstance(cell.value, str):
@@ -141,11 +140,6 @@ def _thumbnail(row: Mapping[str, Any]) -> Any:
         return None
     buffer.seek(0)
     return SheetImage(buffer)
-
-
-def _text(value: str) -> str:
-    clean = "".join(c for c in value if c in "\n\t" or ord(c) >= 32)
-    return shortened(clean, _CELL_LIMIT)
 
 
 @dataclass
