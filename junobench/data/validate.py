@@ -52,7 +52,7 @@ from typing import Any
 from junobench import vocab
 from junobench.data import layout
 from junobench.data.cases import parse_case_folder
-from junobench.data.licences import LicencePolicy
+from junobench.data.licences import LicencePolicy, check_policy_mode
 from junobench.data.metadata import load_metadata_json, validate_metadata
 from junobench.data.release_files import VERSION_FILE, dataset_version
 from junobench.data.tables import DESC_REQUIRED, DIAGNOSIS_REQUIRED, DescRow, read_desc, read_table
@@ -83,11 +83,6 @@ def validate(snapshot: str | Path, *, strict: bool = False) -> list[Problem]:
     return check(snapshot, strict=strict).problems
 
 
-#: What validate does with a licence outside the allow-list or unknown: a warning
-#: (default), a problem, or nothing.
-LICENCE_POLICY_MODES = ("warn", "error", "off")
-
-
 def check(snapshot: str | Path, *, max_files: int = MAX_FILES_PER_FOLDER,
           strict: bool = False, licences: LicencePolicy | None = None,
           licence_policy: str = "warn") -> Validation:
@@ -95,9 +90,7 @@ def check(snapshot: str | Path, *, max_files: int = MAX_FILES_PER_FOLDER,
     ``strict``, every warning is a problem. ``licences`` is the allow-list of input-dataset
     licences (default :meth:`LicencePolicy.default`); ``licence_policy`` (``warn``,
     ``error``, ``off``) says how a licence outside it, or unknown, is reported."""
-    if licence_policy not in LICENCE_POLICY_MODES:
-        raise JunoBenchError(f"unknown licence policy {licence_policy!r}",
-                             hint=f"use one of {', '.join(LICENCE_POLICY_MODES)}")
+    check_policy_mode(licence_policy)
     root = snapshot_root(snapshot)
     report = Validation(root)
     rows = _check_desc(root, report.problems)
