@@ -120,11 +120,6 @@ def check(snapshot: str | Path, *, max_files: int = MAX_FILES_PER_FOLDER,
     return report
 
 
-def metadata_files(root: Path) -> list[Path]:
-    """Every dataset metadata file of every case folder, sorted."""
-    return [p for case in _case_folders(root) for p in layout.metadata_files(root, case)]
-
-
 def snapshot_root(snapshot: str | Path) -> Path:
     if str(snapshot) == "sample":
         from junobench.data.snapshot import resolve
@@ -328,10 +323,7 @@ def _same_dataset(row: dict[str, Any], metadata: dict[str, Any]) -> bool:
 
 
 def _url_key(url: Any) -> str:
-    text = str(url or "").strip().rstrip("/")
-    for suffix in ("/data",):
-        if text.endswith(suffix):
-            text = text[: -len(suffix)]
+    text = str(url or "").strip().rstrip("/").removesuffix("/data")
     return text.split("://", 1)[-1].removeprefix("www.").casefold()
 
 
