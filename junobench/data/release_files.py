@@ -17,14 +17,15 @@ True
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import os
 import re
 from pathlib import Path
 
 from junobench.data import layout
+from junobench.data.export import file_digest
 from junobench.errors import JunoBenchError
-from junobench.safety.paths import is_dir_entry, open_regular, read_regular
+from junobench.safety.paths import is_dir_entry, read_regular
 from junobench.safety.text import shortened
 
 #: The dataset's version file at a snapshot's root.
@@ -107,19 +108,6 @@ def _walk(folder: Path) -> list[tuple[str, str]]:
             if entry.is_dir(follow_symlinks=False):
                 pending.append(name)
             elif entry.is_file(follow_symlinks=False):
-                digest = _sha256(folder / name)
-                if digest is not None:
-                    out.append((name, digest))
+                with contextlib.suppress(OSError):
+                    out.append((name, file_digest(folder / name)["sha256"]))
     return out
-
-
-def _sha256(path: Path) -> str | None:
-    try:
-        fd = open_regular(path)
-    except OSError:
-        return None
-    digest = hashlib.sha256()
-    with os.fdopen(fd, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
