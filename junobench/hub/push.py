@@ -100,15 +100,10 @@ def push(
     result.steps.append(f"one commit to {branch} adding {len(uploads)} file(s): {message!r}")
     if dry_run:
         return result
-    commit = _send(root, uploads, repo_id, revision, private, message, endpoint)
+    commit = commit_export(root, uploads, repo_id, revision=revision, private=private, message=message,
+                           endpoint=endpoint)
     result.commit_url, result.commit_oid = commit.commit_url, commit.oid
     return result
-
-
-def _send(root: Path, uploads: list[Upload], repo_id: str, revision: str | None, private: bool,
-          message: str, endpoint: str | None) -> Any:
-    return commit_export(root, uploads, repo_id, revision=revision, private=private, message=message,
-                         endpoint=endpoint)
 
 
 def commit_export(root: Path, uploads: list[Upload], repo_id: str, *, revision: str | None, private: bool,
