@@ -55,7 +55,7 @@ from junobench.data.cases import parse_case_folder
 from junobench.data.licences import LicencePolicy, check_policy_mode
 from junobench.data.metadata import load_metadata_json, validate_metadata
 from junobench.data.release_files import VERSION_FILE, dataset_version
-from junobench.data.tables import DESC_REQUIRED, DIAGNOSIS_REQUIRED, DescRow, read_desc, read_table
+from junobench.data.tables import DIAGNOSIS_REQUIRED, DescRow, read_desc, read_table, snapshot_sheet
 from junobench.errors import JunoBenchError, Problem
 from junobench.safety.paths import require_utf8_path
 
@@ -149,16 +149,7 @@ def _check_desc(root: Path, problems: list[Problem]) -> list[DescRow] | None:
         problems.append(Problem("the case table is missing", layout.DESC_TABLE,
                                 hint=f"a snapshot holds {layout.DESC_TABLE} beside benchmark/"))
         return None
-    try:
-        table = read_table(path)
-    except JunoBenchError as error:
-        problems.append(Problem(error.problem_.problem, layout.DESC_TABLE, hint=error.problem_.hint))
-        return None
-    missing = [c for c in DESC_REQUIRED if c not in table.columns]
-    if missing:
-        problems.append(Problem(f"missing required column(s) {', '.join(map(repr, missing))}",
-                                layout.DESC_TABLE,
-                                hint="use the published columns of benchmark_desc.xlsx"))
+    if not _table_reads(root, layout.DESC_TABLE, problems):
         return None
     rows, row_problems = read_desc(root)
     problems.extend(row_problems)
@@ -166,20 +157,19 @@ def _check_desc(root: Path, problems: list[Problem]) -> list[DescRow] | None:
 
 
 def _check_diagnoses(root: Path, problems: list[Problem]) -> None:
-    path = root / layout.DIAGNOSIS_TABLE
-    if not os.path.lexists(path):
-        return
+    if os.path.lexists(root / layout.DIAGNOSIS_TABLE):
+        _table_reads(root, layout.DIAGNOSIS_TABLE, problems)
+
+
+def _table_reads(root: Path, name: str, problems: list[Problem]) -> bool:
+    """Whether the snapshot's table ``name`` reads, with its required columns (else its
+    problem is added)."""
     try:
-        table = read_table(path)
+        snapshot_sheet(root, name)
     except JunoBenchError as error:
-        problems.append(Problem(error.problem_.problem, layout.DIAGNOSIS_TABLE,
-                                hint=error.problem_.hint))
-        return
-    missing = [c for c in DIAGNOSIS_REQUIRED if c not in table.columns]
-    if missing:
-        problems.append(Problem(f"missing required column(s) {', '.join(map(repr, missing))}",
-                                layout.DIAGNOSIS_TABLE,
-                                hint="the diagnosis table has columns instance and diagnosis"))
+        problems.append(Problem(error.problem_.problem, name, hint=error.problem_.hint))
+        return False
+    return True
 
 
 def _check_duplicate_diagnoses(root: Path, warnings: list[Problem]) -> None:
