@@ -35,6 +35,7 @@ from typing import Any
 from junobench.data import layout
 from junobench.errors import JunoBenchError
 from junobench.safety.paths import check_not_linked_out, read_regular
+from junobench.safety.text import first_names
 
 FORMAT = "junobench-provenance/1"
 FILE = layout.PROVENANCE_FILE
@@ -190,8 +191,7 @@ def sentence(cases: Sequence[Mapping[str, Any]]) -> str:
         parts.append(f"{counts[NOT_RECORDED]} case(s) carry no record of where they were reproduced")
     text = "; ".join(parts) + "."
     if found["unverified"]:
-        shown = ", ".join(found["unverified"][:12]) + (" …" if len(found["unverified"]) > 12 else "")
-        text += f" Not verified: {shown}."
+        text += f" Not verified: {first_names(found['unverified'], 12)}."
     return text
 
 

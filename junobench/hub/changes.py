@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from junobench.safety.text import shortened
+from junobench.safety.text import first_names, shortened
 
 #: Label fields compared (record field → what the release notes call it).
 LABELS: dict[str, str] = {
@@ -214,9 +214,8 @@ def compare(old_cases: Sequence[Mapping[str, Any]], new_cases: Sequence[Mapping[
             result.changes.append(change)
     result.changes.sort(key=lambda c: _id_key(c.case_id))
     if unknown_data:
-        shown = ", ".join(sorted(unknown_data, key=_id_key)[:8]) + (" …" if len(unknown_data) > 8 else "")
         result.notes.append(f"input-data files not compared for {len(unknown_data)} case(s) whose data one "
-                            f"side does not hold: {shown}")
+                            f"side does not hold: {first_names(sorted(unknown_data, key=_id_key), 8)}")
     return result
 
 

@@ -32,7 +32,7 @@ from typing import Any
 from junobench.data.layout import RENAMED_CASES
 from junobench.errors import JunoBenchError
 from junobench.hub.changes import SnapshotDiff
-from junobench.safety.text import first_line
+from junobench.safety.text import first_line, first_names
 
 CHANGELOG = "CHANGELOG.md"
 CHANGELOG_TITLE = "# Changelog"
@@ -130,7 +130,7 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
     unverified = _unverified(root)
     if unverified and require_verified:
         raise JunoBenchError(f"{len(unverified)} case(s) have no recorded passing verification: "
-                             + _first(unverified, 20), file=root,
+                             + first_names(unverified, 20), file=root,
                              hint="run `junobench verify --record` on them (or leave out --require-verified)")
     step(f"reading {repo_id} on the Hub")
     hub = HubState(note="not read (offline dry run)") if offline else \
@@ -228,12 +228,8 @@ def _validation_steps(validation: Any, unverified: list[str]) -> list[str]:
     if unverified:
         steps.append(f"warning: {len(unverified)} case(s) not verified (no passing `junobench verify --record` "
                      f"or add-case run recorded in their provenance; the card says so): "
-                     + _first(unverified, 20))
+                     + first_names(unverified, 20))
     return steps
-
-
-def _first(names: list[str], most: int) -> str:
-    return ", ".join(names[:most]) + (" …" if len(names) > most else "")
 
 
 def _record_release(root: Path, result: ReleaseResult, recorded: str | None) -> None:
@@ -298,7 +294,7 @@ def _prepare(root: Path, repo_id: str, revision: str, version: str, tag: str, da
     stale = stale_files(hub.files, files)
     steps.append(f"one commit to {revision} adding {len(files)} file(s): the export and {CHANGELOG}"
                  + (f", deleting {len(stale)} file(s) of the previous release this one does not hold "
-                    f"({', '.join(stale[:4])}{' …' if len(stale) > 4 else ''})" if stale else "")
+                    f"({first_names(stale, 4)})" if stale else "")
                  + (f" (on top of {parent[:12]}: refused if the branch moves meanwhile)" if parent else ""))
     steps.append(f"tag the commit {tag}")
     return ReleaseResult(root, repo_id, revision, version, tag, dry_run, hub, compared, diff, entry, changelog,
@@ -373,9 +369,7 @@ def _own_renamed(root: Path) -> bytes | None:
 
 def latest_entry(changelog: str | None, version: str) -> str | None:
     """The top entry of ``changelog`` when it is the one of ``version``, else None."""
-    body = (changelog or "").strip()
-    if body.startswith(CHANGELOG_TITLE):
-        body = body[len(CHANGELOG_TITLE):].strip()
+    body = (changelog or "").strip().removeprefix(CHANGELOG_TITLE).strip()
     if not body.startswith(f"## {version} ("):
         return None
     following = body.find("\n## ", 1)
@@ -384,9 +378,7 @@ def latest_entry(changelog: str | None, version: str) -> str | None:
 
 def merge_changelog(entry: str, existing: str | None) -> str:
     """``entry`` on top of an existing changelog (its title kept once)."""
-    body = (existing or "").strip()
-    if body.startswith(CHANGELOG_TITLE):
-        body = body[len(CHANGELOG_TITLE):].strip()
+    body = (existing or "").strip().removeprefix(CHANGELOG_TITLE).strip()
     parts = [CHANGELOG_TITLE, entry.strip(), *([body] if body else [])]
     return "\n\n".join(parts) + "\n"
 
