@@ -203,10 +203,9 @@ def render_card(infos: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
     import jinja2
     from huggingface_hub import DatasetCard
 
-    from junobench.data.snapshot import is_repo_id
+    from junobench.data.snapshot import check_repo_id
 
-    if not is_repo_id(repo_id):
-        raise JunoBenchError(f"not a Hub repo id: {repo_id!r}", hint="use owner/name, e.g. someone/junobench")
+    check_repo_id(repo_id)
     path = Path(template) if template is not None else template_path()
     if not path.is_file():
         raise JunoBenchError("the dataset card template is missing", file=path,

@@ -83,10 +83,9 @@ def push(
 
     ``endpoint`` is the Hub's URL (default: ``HF_ENDPOINT`` or huggingface.co).
     """
-    from junobench.data.snapshot import is_repo_id
+    from junobench.data.snapshot import check_repo_id
 
-    if not is_repo_id(repo_id):
-        raise JunoBenchError(f"not a Hub repo id: {repo_id!r}", hint="use owner/name, e.g. someone/junobench")
+    check_repo_id(repo_id)
     root = Path(directory)
     uploads = plan(root)
     rows = read_manifest(root).get("rows", {})

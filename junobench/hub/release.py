@@ -161,10 +161,9 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
 def _check_request(snapshot: str | Path, repo_id: str, *, offline: bool, dry_run: bool) -> None:
     """Refuse what no release can be: a repo id that is not one, offline outside a dry
     run, the bundled sample."""
-    from junobench.data.snapshot import is_repo_id
+    from junobench.data.snapshot import check_repo_id
 
-    if not is_repo_id(repo_id):
-        raise JunoBenchError(f"not a Hub repo id: {repo_id!r}", hint="use owner/name, e.g. someone/junobench")
+    check_repo_id(repo_id)
     if offline and not dry_run:
         raise JunoBenchError("a release is sent to the Hub: offline works for a dry run only",
                              hint="add --dry-run, or leave out offline")
