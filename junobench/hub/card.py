@@ -102,7 +102,7 @@ def body_context(cases: Sequence[Mapping[str, Any]], notebooks: Sequence[Mapping
     counts = compute(cases).counts
     distributions = [
         {"title": TITLES[field], "field": field, "rows": [
-            {"value": _cell(value), "count": count, "share": f"{100 * count / n:.1f}%"}
+            {"value": markdown_text(value), "count": count, "share": f"{100 * count / n:.1f}%"}
             for value, count in counts[field].items()
         ]}
         for field in DISTRIBUTIONS if field in counts
@@ -134,9 +134,10 @@ def _environment(cases: Sequence[Mapping[str, Any]], report: Mapping[str, Any]) 
     env = report.get("environment") or {}
     unpinned = report.get("unpinned") or {}
     return {
-        "environment": {k: _cell(v) for k, v in env.items() if v is not None},
+        "environment": {k: markdown_text(v) for k, v in env.items() if v is not None},
         "n_with_requirements": sum(1 for c in cases if c.get("requirements")),
-        "unpinned": [f"{_cell(case)}: {_cell(', '.join(names))}" for case, names in sorted(unpinned.items())],
+        "unpinned": [f"{markdown_text(case)}: {markdown_text(', '.join(names))}"
+                     for case, names in sorted(unpinned.items())],
     }
 
 
@@ -154,12 +155,12 @@ def _licences(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {
         "n_datasets": len(users),
         "licence_summary": [
-            {"license": _cell(lic), "datasets": count, "cases": len(ids)}
+            {"license": markdown_text(lic), "datasets": count, "cases": len(ids)}
             for lic, (count, ids) in sorted(by_licence.items(), key=lambda kv: (-kv[1][0], kv[0]))
         ],
         "dataset_licences": [
-            {"dataset": markdown_link(title, url), "license": _cell(lic),
-             "cases": _cell(", ".join(sorted(dict.fromkeys(ids))))}
+            {"dataset": markdown_link(title, url), "license": markdown_text(lic),
+             "cases": markdown_text(", ".join(sorted(dict.fromkeys(ids))))}
             for (title, url, lic), ids in sorted(users.items(), key=lambda kv: (kv[0][0].lower(), kv[0]))
         ],
     }
@@ -229,12 +230,6 @@ def render_card(infos: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
         raise JunoBenchError(f"cannot render the card template ({str(error)[:200]})", file=path,
                              hint="fix the template, or leave out --template") from None
     return str(card)
-
-
-def _cell(text: Any) -> str:
-    """``text`` safe inside a Markdown table cell (and as HTML): see
-    :func:`junobench.safety.text.markdown_text`."""
-    return markdown_text(text)
 
 
 def _share(count: int, total: int) -> str:
