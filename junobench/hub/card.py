@@ -143,11 +143,7 @@ def _environment(cases: Sequence[Mapping[str, Any]], report: Mapping[str, Any]) 
 
 def _licences(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Input datasets (title, url, licence) with the cases using each, and a per-licence summary."""
-    users: dict[tuple[str, str, str], list[str]] = {}
-    for case in cases:
-        for d in _input_datasets(case):
-            key = (d["title"] or d["name"] or "(untitled)", d["url"] or "", d["license"] or "Unknown")
-            users.setdefault(key, []).append(case["case_id"])
+    users = dataset_users(cases)
     by_licence: dict[str, tuple[int, set[str]]] = {}
     for (_, _, license_), ids in users.items():
         count, cases_ = by_licence.get(license_, (0, set()))
@@ -188,12 +184,22 @@ def _absences(cases: Sequence[Mapping[str, Any]], report: Mapping[str, Any]) -> 
 
 def _input_datasets(case: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The case's input datasets; the published table's ``nodata`` placeholder is none."""
-    return [d for d in case["datasets"] or [] if not vocab.is_no_data(d["title"])]
+    return [d for d in case.get("datasets") or [] if not vocab.is_no_data(d.get("title"))]
+
+
+def dataset_users(cases: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, str], list[str]]:
+    """(title, url, licence) of every input dataset of ``cases``, sorted → the cases using it."""
+    users: dict[tuple[str, str, str], list[str]] = {}
+    for case in cases:
+        for d in _input_datasets(case):
+            key = (d.get("title") or d.get("name") or "(untitled)", d.get("url") or "", d.get("license") or "Unknown")
+            users.setdefault(key, []).append(case["case_id"])
+    return dict(sorted(users.items()))
 
 
 def licence_names(cases: Sequence[Mapping[str, Any]]) -> list[str]:
     """Every distinct licence of the input datasets of ``cases`` (``Unknown`` for none)."""
-    return sorted({d["license"] or "Unknown" for c in cases for d in _input_datasets(c)})
+    return sorted({licence for _, _, licence in dataset_users(cases)})
 
 
 def render_card(infos: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
