@@ -34,8 +34,8 @@ from typing import Any
 
 from junobench.data import layout
 from junobench.errors import JunoBenchError
+from junobench.render import first_names
 from junobench.safety.paths import check_not_linked_out, read_regular
-from junobench.safety.text import first_names
 
 FORMAT = "junobench-provenance/1"
 FILE = layout.PROVENANCE_FILE

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from junobench.safety.text import first_names, shortened
+from junobench.render import first_names
+from junobench.safety.text import shortened
 
 #: Label fields compared (record field → what the release notes call it).
 LABELS: dict[str, str] = {

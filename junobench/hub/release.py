@@ -32,7 +32,8 @@ from typing import Any
 from junobench.data.layout import RENAMED_CASES
 from junobench.errors import JunoBenchError
 from junobench.hub.changes import SnapshotDiff
-from junobench.safety.text import first_line, first_names
+from junobench.render import first_names
+from junobench.safety.text import first_line
 
 CHANGELOG = "CHANGELOG.md"
 CHANGELOG_TITLE = "# Changelog"

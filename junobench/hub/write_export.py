@@ -39,6 +39,7 @@ from junobench.data.export import (
     read_manifest,
 )
 from junobench.errors import JunoBenchError
+from junobench.render import some
 from junobench.safety.atomic import (
     locked,
     recover,
@@ -227,8 +228,7 @@ def _check_target(root: Path, out: Path) -> None:
                              file=out, hint=hint) from None
     foreign = unlisted_files(out, listed | {MANIFEST})
     if foreign:
-        shown = ", ".join(foreign[:5]) + (f", … (+{len(foreign) - 5})" if len(foreign) > 5 else "")
-        raise JunoBenchError(f"the earlier export holds files it did not write: {shown}", file=out,
+        raise JunoBenchError(f"the earlier export holds files it did not write: {some(foreign, 5)}", file=out,
                              hint=hint)
 
 

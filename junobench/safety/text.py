@@ -15,8 +15,8 @@
 - :func:`markdown_text` / :func:`markdown_link`: text for a Markdown or HTML page (the
   dataset card) with Markdown and HTML characters escaped, and links only to checked
   ``http(s)`` URLs (:func:`safe_url`).
-- :func:`shortened`, :func:`first_line` and :func:`first_names`: a value, an error's message
-  or a list of names cut to a bound for a one-line note (``…`` marks the cut).
+- :func:`shortened` and :func:`first_line`: a value or an error's message cut to a bound for
+  a one-line note (``…`` marks the cut).
 - :func:`multiline`: a notebook's multiline field (a string, or a list of strings) as one
   string, whatever a hostile notebook put there.
 - :func:`visible_controls`: text for a page with its control characters and its
@@ -41,7 +41,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -171,15 +170,6 @@ def visible_controls(text: str) -> str:
 def shortened(text: str, limit: int) -> str:
     """``text`` when it has at most ``limit`` characters, else its first ``limit - 1`` and ``…``."""
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
-
-
-def first_names(names: Sequence[str], most: int) -> str:
-    """The first ``most`` of ``names``, comma-separated, then `` …`` when there are more.
-
-    >>> first_names(["pandas_1", "pandas_2", "torch_1"], 2)
-    'pandas_1, pandas_2 …'
-    """
-    return ", ".join(names[:most]) + (" …" if len(names) > most else "")
 
 
 def multiline(value: object) -> str:
