@@ -83,7 +83,7 @@ def checkout(
             check_not_linked_out(diagnosis, root)
             table = read_table(diagnosis)
             table.require(["instance"], hint="the diagnosis table names notebooks in column instance")
-            keep = [r for r in table.records() if _case_of(r.get("instance")) in wanted]
+            keep = [r for r in table.records() if vocab.case_of_instance(r.get("instance")) in wanted]
             write_table(staging / layout.DIAGNOSIS_TABLE, keep, table.columns)
         for case_id in ids:
             copy_tree(layout.case_dir(root, case_id), layout.case_dir(staging, case_id),
@@ -124,13 +124,6 @@ def _id(value: object) -> str | None:
         return None
     text = str(value).strip()
     return text or None
-
-
-def _case_of(instance: object) -> str | None:
-    try:
-        return vocab.split_instance(str(instance))[0]
-    except ValueError:
-        return None
 
 
 def _make_writable(root: Path) -> None:

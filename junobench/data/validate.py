@@ -176,7 +176,7 @@ def _check_duplicate_diagnoses(root: Path, warnings: list[Problem]) -> None:
     for instance, rows in conflicting_diagnoses(root).items():
         warnings.append(Problem(f"instance {instance!r} has different diagnoses in rows "
                                 f"{', '.join(map(str, rows))} (the last one is used)",
-                                layout.DIAGNOSIS_TABLE, _case_of_instance(instance),
+                                layout.DIAGNOSIS_TABLE, vocab.case_of_instance(instance),
                                 "keep one row per notebook"))
 
 
@@ -198,13 +198,6 @@ def conflicting_diagnoses(root: str | Path) -> dict[str, list[int]]:
             rows.setdefault(str(instance).strip(), []).append((number, text))
     return {instance: [n for n, _ in found] for instance, found in rows.items()
             if len({text for _, text in found}) > 1}
-
-
-def _case_of_instance(instance: str) -> str | None:
-    try:
-        return vocab.split_instance(instance)[0]
-    except ValueError:
-        return None
 
 
 # --------------------------------------------------------------------------- cases
