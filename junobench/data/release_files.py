@@ -28,8 +28,6 @@ from junobench.errors import JunoBenchError
 from junobench.safety.paths import is_dir_entry, read_regular
 from junobench.safety.text import shortened
 
-#: The dataset's version file at a snapshot's root.
-VERSION_FILE = layout.VERSION_FILE
 #: ``MAJOR.MINOR.PATCH`` (Croissant's recommendation), an optional pre-release and build.
 VERSION_PATTERN = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
                              r"(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?\Z")
@@ -47,7 +45,7 @@ def check_version(text: str, *, file: str | Path | None = None) -> str:
 def dataset_version(root: str | Path) -> str | None:
     """The version in ``<root>/VERSION`` (None when the file is absent); a file that is not
     a regular file, too long or not a version is a :class:`JunoBenchError` naming it."""
-    path = Path(root) / VERSION_FILE
+    path = Path(root) / layout.VERSION_FILE
     if not os.path.lexists(path):
         return None
     if path.is_symlink():

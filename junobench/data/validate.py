@@ -54,7 +54,7 @@ from junobench.data import layout
 from junobench.data.cases import parse_case_folder
 from junobench.data.licences import LicencePolicy, check_policy_mode
 from junobench.data.metadata import load_metadata_json, validate_metadata
-from junobench.data.release_files import VERSION_FILE, dataset_version
+from junobench.data.release_files import dataset_version
 from junobench.data.tables import DIAGNOSIS_REQUIRED, DescRow, read_desc, read_table, snapshot_sheet
 from junobench.errors import JunoBenchError, Problem
 from junobench.safety.paths import require_utf8_path
@@ -391,7 +391,7 @@ def _check_version(root: Path, problems: list[Problem]) -> None:
     try:
         dataset_version(root)
     except JunoBenchError as error:
-        problems.append(Problem(error.problem_.problem, VERSION_FILE, hint=error.problem_.hint))
+        problems.append(Problem(error.problem_.problem, layout.VERSION_FILE, hint=error.problem_.hint))
 
 
 # --------------------------------------------------------------------------- duplicates

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from junobench.data.layout import RENAMED_CASES
+from junobench.data.layout import RENAMED_CASES, VERSION_FILE
 from junobench.errors import JunoBenchError
 from junobench.hub.changes import SnapshotDiff
 from junobench.render import first_names
@@ -117,7 +117,7 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
     each step as it starts.
     """
     step = progress or (lambda _: None)
-    from junobench.data.release_files import VERSION_FILE, dataset_version
+    from junobench.data.release_files import dataset_version
     from junobench.data.validate import snapshot_root
 
     _check_request(snapshot, repo_id, offline=offline, dry_run=dry_run)
@@ -177,7 +177,7 @@ def _names(root: Path, given: str | None, recorded: str | None, tag: str | None,
            date: str | None) -> tuple[str, str, str]:
     """The release's version (``given``, checked, else the snapshot's ``recorded`` one), tag
     (default ``v<version>``) and date (default: today, UTC), each refused when it is not one."""
-    from junobench.data.release_files import VERSION_FILE, check_version
+    from junobench.data.release_files import check_version
 
     version = check_version(given, file=root / VERSION_FILE) if given else recorded
     if version is None:
@@ -235,7 +235,6 @@ def _validation_steps(validation: Any, unverified: list[str]) -> list[str]:
 def _record_release(root: Path, result: ReleaseResult, recorded: str | None) -> None:
     """Once published, the snapshot records the version it was released as and the
     renamed-cases record the release holds."""
-    from junobench.data.release_files import VERSION_FILE
     from junobench.safety.atomic import write_bytes, write_text
 
     if result.version != recorded:

@@ -99,7 +99,8 @@ def export(
 
     step = progress or (lambda _: None)
     from junobench.data.build import build
-    from junobench.data.release_files import VERSION_FILE, data_digests, dataset_version
+    from junobench.data.layout import VERSION_FILE
+    from junobench.data.release_files import data_digests, dataset_version
     from junobench.data.snapshot import resolve
     from junobench.envs.environment import snapshot_environment
     from junobench.hub.card import DEFAULT_REPO_ID
