@@ -145,11 +145,9 @@ class SnapshotDiff:
         h = "#" * level
         out = [f"{h} {md(heading)}", ""] if heading else []
         out += [f"{md(self.summary())}.", ""]
-        if self.added:
-            out += [f"{h}# Added", ""] + [f"- `{md(c['case_id'])}`: {md(_case_words(c))}" for c in self.added] + [""]
-        if self.removed:
-            out += [f"{h}# Removed", ""]
-            out += [f"- `{md(c['case_id'])}`: {md(_case_words(c))}" for c in self.removed] + [""]
+        for title, cases in (("Added", self.added), ("Removed", self.removed)):
+            if cases:
+                out += [f"{h}# {title}", ""] + [f"- `{md(c['case_id'])}`: {md(_case_words(c))}" for c in cases] + [""]
         if self.renamed:
             out += [f"{h}# Renamed", ""]
             out += [f"- `{md(c.old_id)}` → `{md(c.case_id)}`" for c in self.renamed] + [""]
