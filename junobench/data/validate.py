@@ -218,7 +218,7 @@ def _check_cases(root: Path, rows: list[DescRow], metadata: dict[str, list[Path]
         report.problems.extend(p for p in result.problems
                                if not (p.file or "").endswith(layout.METADATA_SUFFIX))
         if result.record is not None:
-            _check_exception(root, row, result.record, report.warnings)
+            _check_exception(row, result.record, report.warnings)
         if "original notebook" in result.absent:
             report.warnings.append(Problem(
                 "the original notebook is not in the snapshot",
@@ -245,7 +245,7 @@ def _check_case_collisions(case_ids: list[str], problems: list[Problem]) -> None
             "rename all but one (junobench construct renumber)"))
 
 
-def _check_exception(root: Path, row: DescRow, record: dict[str, Any], warnings: list[Problem]) -> None:
+def _check_exception(row: DescRow, record: dict[str, Any], warnings: list[Problem]) -> None:
     """The reproduced notebook crashes with the exception class the table records."""
     expected, found = row.fields.get("ename"), record.get("exception")
     if not expected or not found:
