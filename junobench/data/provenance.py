@@ -196,5 +196,6 @@ def sentence(cases: Sequence[Mapping[str, Any]]) -> str:
 
 
 def layout_order(case_id: str) -> tuple[str, int, str]:
+    """Sort key of case ids as listed to people: by library ignoring case, then by number."""
     library, _, number = case_id.rpartition("_")
-    return (library.casefold(), int(number), case_id) if number.isdigit() else (case_id, 0, case_id)
+    return (library.casefold(), int(number), case_id) if number.isdigit() else (case_id.casefold(), 0, case_id)

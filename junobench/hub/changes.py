@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from junobench.data.provenance import layout_order
 from junobench.render import first_names
 from junobench.safety.text import shortened
 
@@ -211,10 +212,10 @@ def compare(old_cases: Sequence[Mapping[str, Any]], new_cases: Sequence[Mapping[
             unknown_data.append(b["case_id"])
         if change.renamed or change.changed:
             result.changes.append(change)
-    result.changes.sort(key=lambda c: _id_key(c.case_id))
+    result.changes.sort(key=lambda c: layout_order(c.case_id))
     if unknown_data:
         result.notes.append(f"input-data files not compared for {len(unknown_data)} case(s) whose data one "
-                            f"side does not hold: {first_names(sorted(unknown_data, key=_id_key), 8)}")
+                            f"side does not hold: {first_names(sorted(unknown_data, key=layout_order), 8)}")
     return result
 
 
@@ -257,7 +258,7 @@ def _match(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]
     taken_old, taken_new = {i for i, _ in matched}, {j for _, j in matched}
     added = [b for j, b in enumerate(new) if j not in taken_new]
     left = [a for i, a in enumerate(old) if i not in taken_old]
-    key = _id_key
+    key = layout_order
     return (sorted(pairs, key=lambda p: key(p[1]["case_id"])), sorted(added, key=lambda c: key(c["case_id"])),
             sorted(left, key=lambda c: key(c["case_id"])))
 
@@ -345,11 +346,6 @@ def _prints(case: Mapping[str, Any]) -> dict[str, frozenset[int]]:
     from junobench.data.similarity import case_prints
 
     return case_prints({version: code_cells(case.get(version)) for version in NOTEBOOKS})
-
-
-def _id_key(case_id: str) -> tuple[str, int, str]:
-    library, _, number = case_id.rpartition("_")
-    return (library.casefold(), int(number), case_id) if number.isdigit() else (case_id.casefold(), 0, case_id)
 
 
 def _case_summary(case: Mapping[str, Any]) -> dict[str, Any]:
