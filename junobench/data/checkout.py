@@ -21,7 +21,7 @@ from junobench import vocab
 from junobench.data import layout
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve_cases
 from junobench.data.tables import read_table, write_table
-from junobench.envs.environment import SNAPSHOT_FOLDER
+from junobench.envs.environment import SNAPSHOT_FOLDER, own_files
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import locked, place, remove_tree, staging_folder
 from junobench.safety.paths import check_not_linked_out, copy_tree, is_within, link_root, require_utf8_path
@@ -103,10 +103,7 @@ def checkout(
 def _copy_environment(root: Path, staging: Path) -> None:
     """The snapshot's own environment declaration (regular files of ``environment/``), so
     the copy runs in the same environment."""
-    folder = root / SNAPSHOT_FOLDER
-    if folder.is_symlink() or not folder.is_dir():
-        return
-    files = [p for p in folder.iterdir() if p.is_file() and not p.is_symlink()]
+    files = own_files(root)
     if files:
         (staging / SNAPSHOT_FOLDER).mkdir()
         for path in files:

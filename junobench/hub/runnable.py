@@ -39,18 +39,15 @@ def layout_files(root: str | Path, case_ids: Sequence[str]) -> dict[str, Path]:
     """Export name → file of the snapshot, for the layout's root files and the folders of
     ``case_ids``. Links inside the snapshot are carried as the files they point to; a link
     out of it, or anything but a regular file, is a :class:`JunoBenchError` naming it."""
-    from junobench.envs.environment import SNAPSHOT_FOLDER
+    from junobench.envs.environment import SNAPSHOT_FOLDER, own_files
 
     root = Path(root)
     found: dict[str, Path] = {}
     for name in (layout.DESC_TABLE, layout.DIAGNOSIS_TABLE, layout.VERSION_FILE):
         if os.path.lexists(root / name):
             found[name] = _regular(root, root / name)
-    environment = root / SNAPSHOT_FOLDER
-    if environment.is_dir() and not environment.is_symlink():
-        for path in sorted(environment.iterdir()):
-            if path.is_file() and not path.is_symlink():
-                found[f"{SNAPSHOT_FOLDER}/{path.name}"] = path
+    for path in own_files(root):
+        found[f"{SNAPSHOT_FOLDER}/{path.name}"] = path
     for case_id in case_ids:
         folder = layout.case_dir(root, case_id)
         for current, folders, files in os.walk(folder, followlinks=False):
