@@ -248,7 +248,7 @@ def _prepare(root: Path, repo_id: str, revision: str, version: str, tag: str, da
              steps: list[str], *, licences: Any = None, licence_policy: str = "warn",
              step: Callable[[str], None] = lambda _: None) -> ReleaseResult:
     from junobench.data.export import CARD
-    from junobench.hub.push import plan
+    from junobench.hub.push import plan, stale_files
     from junobench.hub.write_export import export
 
     resumed = latest_entry(hub.changelog, version) if previous is None else None
@@ -288,8 +288,6 @@ def _prepare(root: Path, repo_id: str, revision: str, version: str, tag: str, da
     if not hub.branch_exists:
         steps.append(f"create branch {revision} from main")
     parent = _parent(hub)
-    from junobench.hub.push import stale_files
-
     stale = stale_files(hub.files, files)
     steps.append(f"one commit to {revision} adding {len(files)} file(s): the export and {CHANGELOG}"
                  + (f", deleting {len(stale)} file(s) of the previous release this one does not hold "
