@@ -116,10 +116,10 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
     the policy does not allow: named, or refused with ``"error"``). ``progress`` is told
     each step as it starts.
     """
-    step = progress or (lambda _: None)
     from junobench.data.release_files import dataset_version
     from junobench.data.validate import snapshot_root
 
+    step = progress or (lambda _: None)
     _check_request(snapshot, repo_id, offline=offline, dry_run=dry_run)
     root = snapshot_root(snapshot)
     recorded = dataset_version(root)

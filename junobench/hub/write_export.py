@@ -94,17 +94,16 @@ def export(
     each step as it starts. ``renamed`` replaces the snapshot's ``renamed_cases.json``
     (a release writes the record of its renames and removals there).
     """
-    from junobench.data.licences import LicencePolicy
-    from junobench.hub import runnable
-
-    step = progress or (lambda _: None)
     from junobench.data.build import build
     from junobench.data.layout import VERSION_FILE
+    from junobench.data.licences import LicencePolicy
     from junobench.data.release_files import data_digests, dataset_version
     from junobench.data.snapshot import resolve
     from junobench.envs.environment import snapshot_environment
+    from junobench.hub import runnable
     from junobench.hub.card import DEFAULT_REPO_ID
 
+    step = progress or (lambda _: None)
     root = resolve(source, revision=revision)
     out = require_utf8_path(Path(out).expanduser().absolute())
     _check_target(root, out)
