@@ -29,6 +29,9 @@ from junobench.data.export import MANIFEST, file_digest, read_manifest
 from junobench.errors import JunoBenchError
 from junobench.safety.text import first_line
 
+#: The HTTP clients under the Hub's client: an error of theirs is the network's.
+HTTP_CLIENTS = ("httpx", "httpx2", "requests", "urllib3")
+
 
 @dataclass(frozen=True)
 class Upload:
@@ -162,7 +165,7 @@ def hub_call(where: str, what: str) -> Iterator[None]:
     except ValueError as error:  # the client's own checks, e.g. the card's YAML refused by the Hub
         raise JunoBenchError(f"{what} failed: {first_line(error)}", file=where) from None
     except Exception as error:
-        if type(error).__module__.split(".")[0] in ("httpx", "httpx2", "requests", "urllib3"):
+        if type(error).__module__.split(".")[0] in HTTP_CLIENTS:
             raise JunoBenchError(f"the Hub is unreachable ({first_line(error)})", file=where,
                                  hint="check your network, or HF_ENDPOINT") from None
         raise

@@ -441,12 +441,14 @@ def _read(api: Any, repo_id: str, commit: str, name: str) -> str | None:
 def _unreachable(error: BaseException) -> bool:
     from huggingface_hub import errors as hf_errors
 
+    from junobench.hub.push import HTTP_CLIENTS
+
     offline = getattr(hf_errors, "OfflineModeIsEnabled", ConnectionError)  # a ConnectionError in any case
     if isinstance(error, (offline, hf_errors.LocalEntryNotFoundError, ConnectionError, OSError)):
         return True
     if isinstance(error, hf_errors.HfHubHTTPError):
         return error.response is None or error.response.status_code >= 500
-    return type(error).__module__.split(".")[0] in ("httpx", "httpx2", "requests", "urllib3")
+    return type(error).__module__.split(".")[0] in HTTP_CLIENTS
 
 
 def _parent(hub: HubState) -> str | None:
