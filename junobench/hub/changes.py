@@ -75,10 +75,8 @@ class CaseChange:
         out += [f"{CRASH[k]}: {_change(o, n)}" for k, (o, n) in self.crash.items()]
         out += [f"{version} notebook: {what}" for version, what in self.notebooks.items()]
         out += [f"dataset {line}" for line in self.datasets]
-        for what, names in self.requirements.items():
-            out.append(f"requirements {what}: {', '.join(names)}")
-        for what, names in self.data.items():
-            out.append(f"data {what}: {', '.join(names)}")
+        out += [f"requirements {what}: {', '.join(names)}" for what, names in self.requirements.items()]
+        out += [f"data {what}: {', '.join(names)}" for what, names in self.data.items()]
         return out
 
     def to_dict(self) -> dict[str, Any]:
