@@ -49,6 +49,16 @@ def some(items: Sequence[str], limit: int = 8) -> str:
     return shown + (f", … (+{len(items) - limit})" if len(items) > limit else "")
 
 
+def first_names(names: Sequence[str], most: int) -> str:
+    """The first ``most`` of ``names``, then `` …`` when there are more: :func:`some`
+    without the count.
+
+    >>> first_names(["pandas_1", "pandas_2", "torch_1"], 2)
+    'pandas_1, pandas_2 …'
+    """
+    return ", ".join(names[:most]) + (" …" if len(names) > most else "")
+
+
 def markdown(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
     """A GitHub-flavoured Markdown table, numbers right-aligned. Headers and cells are
     text (:func:`~junobench.safety.text.markdown_text`): ``|``, Markdown markup and HTML

@@ -171,3 +171,11 @@ def split_instance(instance: str) -> tuple[str, str]:
     if version not in EVALUATED_VERSIONS or not is_case_id(case_id):
         raise ValueError(f"{instance!r} is not an instance id like 'torch_7_reproduced'")
     return case_id, version
+
+
+def case_of_instance(instance: object) -> str | None:
+    """The case id of an instance id (:func:`split_instance`); None for anything else."""
+    try:
+        return split_instance(str(instance))[0]
+    except ValueError:
+        return None

@@ -11,6 +11,7 @@ from typing import Any
 
 from junobench.cli.config import configurable
 from junobench.data.layout import DEFAULT_SOURCE
+from junobench.data.licences import POLICY_MODES
 
 #: CLI filter option → ``load()`` keyword (the record field it filters).
 FILTER_OPTIONS: dict[str, str] = {
@@ -335,7 +336,7 @@ def add_licence_options(parser: argparse.ArgumentParser) -> None:
                         help="also allow this input-dataset licence (SPDX id or name; repeatable)")
     parser.add_argument("--licences", default=None, metavar="FILE",
                         help="the allow-list: one licence a line, replacing the default list of open licences")
-    parser.add_argument("--licence-policy", choices=("warn", "error", "off"), default="warn",
+    parser.add_argument("--licence-policy", choices=POLICY_MODES, default="warn",
                         help="a data file whose licence is outside the allow-list or unknown is named in a "
                              "warning (default), refuses the export, or is not reported")
 

@@ -21,7 +21,7 @@ from junobench import vocab
 from junobench.data import layout
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve_cases
 from junobench.data.tables import read_table, write_table
-from junobench.envs.environment import SNAPSHOT_FOLDER
+from junobench.envs.environment import SNAPSHOT_FOLDER, own_files
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import locked, place, remove_tree, staging_folder
 from junobench.safety.paths import check_not_linked_out, copy_tree, is_within, link_root, require_utf8_path
@@ -83,7 +83,7 @@ def checkout(
             check_not_linked_out(diagnosis, root)
             table = read_table(diagnosis)
             table.require(["instance"], hint="the diagnosis table names notebooks in column instance")
-            keep = [r for r in table.records() if _case_of(r.get("instance")) in wanted]
+            keep = [r for r in table.records() if vocab.case_of_instance(r.get("instance")) in wanted]
             write_table(staging / layout.DIAGNOSIS_TABLE, keep, table.columns)
         for case_id in ids:
             copy_tree(layout.case_dir(root, case_id), layout.case_dir(staging, case_id),
@@ -103,10 +103,7 @@ def checkout(
 def _copy_environment(root: Path, staging: Path) -> None:
     """The snapshot's own environment declaration (regular files of ``environment/``), so
     the copy runs in the same environment."""
-    folder = root / SNAPSHOT_FOLDER
-    if folder.is_symlink() or not folder.is_dir():
-        return
-    files = [p for p in folder.iterdir() if p.is_file() and not p.is_symlink()]
+    files = own_files(root)
     if files:
         (staging / SNAPSHOT_FOLDER).mkdir()
         for path in files:
@@ -124,13 +121,6 @@ def _id(value: object) -> str | None:
         return None
     text = str(value).strip()
     return text or None
-
-
-def _case_of(instance: object) -> str | None:
-    try:
-        return vocab.split_instance(str(instance))[0]
-    except ValueError:
-        return None
 
 
 def _make_writable(root: Path) -> None:

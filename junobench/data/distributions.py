@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from junobench import vocab
+from junobench.data.filters import FIELD_VALUES
 
 #: The four label dimensions of the benchmark (``cases`` fields), as the paper's Figure 2.
 DIMENSIONS: tuple[str, ...] = ("library", "root_cause", "crash_type", "pipeline_stage")
@@ -39,14 +40,8 @@ TITLES: dict[str, str] = {
 #: The value counted for a case whose field is null.
 NOT_RECORDED = "(not recorded)"
 
-_VOCABULARIES: dict[str, Sequence[str]] = {
-    "library": vocab.LIBRARIES,
-    "root_cause": vocab.ROOT_CAUSES,
-    "crash_type": vocab.CRASH_TYPES,
-    "pipeline_stage": vocab.PIPELINE_STAGES,
-    "source": vocab.SOURCES,
-    "modification": vocab.MODIFICATIONS,
-}
+#: Field → its vocabulary, whose order breaks ties: the filters' and the modifications.
+_VOCABULARIES: dict[str, Sequence[str]] = {**FIELD_VALUES, "modification": vocab.MODIFICATIONS}
 #: ``cases`` fields that :func:`compute` reads.
 FIELDS: tuple[str, ...] = (*DIMENSIONS, "source", "dataset_note", "exception", "datasets")
 

@@ -26,7 +26,6 @@ from junobench.data import layout
 from junobench.data.notebook import Notebook, read_notebook
 from junobench.data.tables import DescRow
 from junobench.errors import JunoBenchError
-from junobench.safety.paths import check_not_linked_out
 
 #: Key name → how it is said in a message.
 KEYS: dict[str, str] = {
@@ -109,18 +108,8 @@ def snapshot_keys(root: str | Path, rows: Iterable[DescRow]) -> dict[str, dict[s
     folders; a missing or unreadable one, or a link out of the snapshot, has no key)."""
     out: dict[str, dict[str, str]] = {}
     for row in rows:
-        if not vocab.is_case_id(row.case_id) or row.case_id in out:
-            continue
-        notebooks = {}
-        for version in vocab.VERSIONS:
-            path = layout.notebook_path(root, row.case_id, version)
-            try:
-                check_not_linked_out(path.parent, root)
-                check_not_linked_out(path, root)
-            except JunoBenchError:
-                continue
-            notebooks[version] = path
-        out[row.case_id] = case_keys(row.fields, notebooks)
+        if vocab.is_case_id(row.case_id) and row.case_id not in out:
+            out[row.case_id] = case_keys(row.fields, layout.notebooks_inside(root, row.case_id, vocab.VERSIONS))
     return out
 
 

@@ -18,10 +18,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from junobench import vocab
 from junobench.errors import JunoBenchError
+from junobench.safety.paths import check_not_linked_out
 
 #: The published snapshot's Hub dataset repo: the source when none is named.
 DEFAULT_SOURCE = "PELAB-LiU/JunoBench"
@@ -59,6 +61,21 @@ def notebook_name(case_id: str, version: str) -> str:
 
 def notebook_path(root: str | Path, case_id: str, version: str) -> Path:
     return case_dir(root, case_id) / notebook_name(case_id, version)
+
+
+def notebooks_inside(root: str | Path, case_id: str, versions: Iterable[str]) -> dict[str, Path]:
+    """Version → path of the case's notebooks of ``versions`` that may be read: neither
+    they nor their case folder are links out of the snapshot (they may be missing)."""
+    found = {}
+    for version in versions:
+        try:
+            path = notebook_path(root, case_id, version)
+            check_not_linked_out(path.parent, root)
+            check_not_linked_out(path, root)
+        except JunoBenchError:
+            continue
+        found[version] = path
+    return found
 
 
 def data_dir(root: str | Path, case_id: str) -> Path:

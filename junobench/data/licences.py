@@ -120,6 +120,15 @@ def key(name: str) -> str:
 
 #: The default allow-list: every open licence of :data:`LICENCES`.
 OPEN_LICENCES: tuple[str, ...] = tuple(lic.spdx for lic in LICENCES if lic.open)
+#: What validate and export do with a licence outside the allow-list or unknown: a warning
+#: (default), a problem (validate) or a refusal (export), or nothing.
+POLICY_MODES = ("warn", "error", "off")
+
+
+def check_policy_mode(mode: str) -> None:
+    """Refuse a ``mode`` that is not one of :data:`POLICY_MODES`."""
+    if mode not in POLICY_MODES:
+        raise JunoBenchError(f"unknown licence policy {mode!r}", hint=f"use one of {', '.join(POLICY_MODES)}")
 
 
 @dataclass(frozen=True)

@@ -132,8 +132,9 @@ def read_notebook(path: str | Path, *, case: str | None = None,
                   raw: bytes | None = None) -> tuple[Notebook, str]:
     """Read and parse a notebook file; returns the notebook and its (v4) JSON text.
     ``raw``: the file's bytes, when they were read already."""
-    try:
-        raw = _read_bytes(path) if raw is None else raw
+    try:  # only a regular file up to MAX_NOTEBOOK_BYTES is read (a FIFO or a device is
+        # refused, and a larger file before it is read)
+        raw = read_regular(path, limit=MAX_NOTEBOOK_BYTES) if raw is None else raw
     except OSError as error:
         if error.errno == errno.EFBIG:
             raise NotebookError(f"the notebook is larger than {human_size(MAX_NOTEBOOK_BYTES)}, "
@@ -148,12 +149,6 @@ def read_notebook(path: str | Path, *, case: str | None = None,
 #: Largest notebook read (parsing holds about three times its size in memory); real
 #: notebooks, outputs included, stay far below.
 MAX_NOTEBOOK_BYTES = 1 << 30
-
-
-def _read_bytes(path: str | Path) -> bytes:
-    """A notebook file's bytes; only a regular file up to :data:`MAX_NOTEBOOK_BYTES` is read
-    (a FIFO or a device is refused, and a larger file before it is read)."""
-    return read_regular(path, limit=MAX_NOTEBOOK_BYTES)
 
 
 def parse_notebook(

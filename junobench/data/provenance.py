@@ -34,6 +34,7 @@ from typing import Any
 
 from junobench.data import layout
 from junobench.errors import JunoBenchError
+from junobench.render import first_names
 from junobench.safety.paths import check_not_linked_out, read_regular
 
 FORMAT = "junobench-provenance/1"
@@ -190,11 +191,11 @@ def sentence(cases: Sequence[Mapping[str, Any]]) -> str:
         parts.append(f"{counts[NOT_RECORDED]} case(s) carry no record of where they were reproduced")
     text = "; ".join(parts) + "."
     if found["unverified"]:
-        shown = ", ".join(found["unverified"][:12]) + (" …" if len(found["unverified"]) > 12 else "")
-        text += f" Not verified: {shown}."
+        text += f" Not verified: {first_names(found['unverified'], 12)}."
     return text
 
 
 def layout_order(case_id: str) -> tuple[str, int, str]:
+    """Sort key of case ids as listed to people: by library ignoring case, then by number."""
     library, _, number = case_id.rpartition("_")
-    return (library.casefold(), int(number), case_id) if number.isdigit() else (case_id, 0, case_id)
+    return (library.casefold(), int(number), case_id) if number.isdigit() else (case_id.casefold(), 0, case_id)

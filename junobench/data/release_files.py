@@ -17,18 +17,17 @@ True
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import os
 import re
 from pathlib import Path
 
 from junobench.data import layout
+from junobench.data.export import file_digest
 from junobench.errors import JunoBenchError
-from junobench.safety.paths import is_dir_entry, open_regular, read_regular
+from junobench.safety.paths import is_dir_entry, read_regular
 from junobench.safety.text import shortened
 
-#: The dataset's version file at a snapshot's root.
-VERSION_FILE = layout.VERSION_FILE
 #: ``MAJOR.MINOR.PATCH`` (Croissant's recommendation), an optional pre-release and build.
 VERSION_PATTERN = re.compile(r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
                              r"(?:-[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?(?:\+[0-9A-Za-z-]+(?:\.[0-9A-Za-z-]+)*)?\Z")
@@ -46,7 +45,7 @@ def check_version(text: str, *, file: str | Path | None = None) -> str:
 def dataset_version(root: str | Path) -> str | None:
     """The version in ``<root>/VERSION`` (None when the file is absent); a file that is not
     a regular file, too long or not a version is a :class:`JunoBenchError` naming it."""
-    path = Path(root) / VERSION_FILE
+    path = Path(root) / layout.VERSION_FILE
     if not os.path.lexists(path):
         return None
     if path.is_symlink():
@@ -107,19 +106,6 @@ def _walk(folder: Path) -> list[tuple[str, str]]:
             if entry.is_dir(follow_symlinks=False):
                 pending.append(name)
             elif entry.is_file(follow_symlinks=False):
-                digest = _sha256(folder / name)
-                if digest is not None:
-                    out.append((name, digest))
+                with contextlib.suppress(OSError):
+                    out.append((name, file_digest(folder / name)["sha256"]))
     return out
-
-
-def _sha256(path: Path) -> str | None:
-    try:
-        fd = open_regular(path)
-    except OSError:
-        return None
-    digest = hashlib.sha256()
-    with os.fdopen(fd, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()

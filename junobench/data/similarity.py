@@ -348,14 +348,10 @@ def folder_prints(root: str | Path, case_id: str) -> dict[str, frozenset[int]]:
     from junobench.data import layout
     from junobench.data.notebook import read_notebook
     from junobench.errors import JunoBenchError
-    from junobench.safety.paths import check_not_linked_out
 
     sources: dict[str, Sequence[str] | None] = {}
-    for version in VERSIONS:
-        path = layout.notebook_path(root, case_id, version)
+    for version, path in layout.notebooks_inside(root, case_id, VERSIONS).items():
         try:
-            check_not_linked_out(path.parent, root)
-            check_not_linked_out(path, root)
             notebook, _ = read_notebook(path, case=case_id)
         except (JunoBenchError, OSError):
             continue

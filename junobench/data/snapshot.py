@@ -68,6 +68,12 @@ def is_repo_id(source: str) -> bool:
     return bool(_REPO_ID.match(source)) and ".." not in source
 
 
+def check_repo_id(repo_id: str) -> None:
+    """Refuse a ``repo_id`` that :func:`is_repo_id` says is not one (a repo written to)."""
+    if not is_repo_id(repo_id):
+        raise JunoBenchError(f"not a Hub repo id: {repo_id!r}", hint="use owner/name, e.g. someone/junobench")
+
+
 def resolve(
     source: str | Path = DEFAULT_SOURCE,
     *,

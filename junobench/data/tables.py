@@ -61,6 +61,11 @@ DATASET_COLUMNS: dict[str, str] = {
 _DATASET_COLUMN = re.compile(r"^(DatasetTitle|DatasetUrl|DatasetLicenseName)_(\d+)$")
 
 DIAGNOSIS_REQUIRED: tuple[str, ...] = ("instance", "diagnosis")
+#: A snapshot table's required columns, and the hint when some are missing.
+REQUIRED: dict[str, tuple[tuple[str, ...], str]] = {
+    layout.DESC_TABLE: (DESC_REQUIRED, "use the published columns of benchmark_desc.xlsx"),
+    layout.DIAGNOSIS_TABLE: (DIAGNOSIS_REQUIRED, "the diagnosis table has columns instance and diagnosis"),
+}
 
 
 @dataclass
@@ -83,6 +88,16 @@ def _require(path: Path, header: Sequence[str], columns: Iterable[str], *, hint:
     if missing:
         raise JunoBenchError(f"missing required column(s) {', '.join(map(repr, missing))}",
                              file=path, hint=hint)
+
+
+def snapshot_sheet(root: str | Path, name: str) -> tuple[list[str], list[list[Any]]]:
+    """The header and rows (see :func:`_read_sheet`) of the snapshot's table ``name``, a
+    :data:`REQUIRED` one, refused when it cannot be read or lacks a required column."""
+    path = Path(root) / name
+    header, body = _read_sheet(path)
+    columns, hint = REQUIRED[name]
+    _require(path, header, columns, hint=hint)
+    return header, body
 
 
 def read_table(path: str | Path, *, sheet: int | str = 0, columns: Sequence[str] | None = None) -> Table:
@@ -237,8 +252,7 @@ def read_desc(root: str | Path) -> tuple[list[DescRow], list[Problem]]:
         raise JunoBenchError("the case table is missing", file=path,
                              hint=f"a snapshot holds {layout.DESC_TABLE} beside benchmark/")
     check_not_linked_out(path, root)
-    header, body = _read_sheet(path)
-    _require(path, header, DESC_REQUIRED, hint="use the published columns of benchmark_desc.xlsx")
+    header, body = snapshot_sheet(root, layout.DESC_TABLE)
     position = {c: i for i, c in enumerate(header)}
     known = [(f, position[c]) for c, f in DESC_COLUMNS.items() if c in position]
     dataset_slots = sorted({int(m[2]) for c in header if (m := _DATASET_COLUMN.match(c))})
@@ -283,8 +297,7 @@ def read_diagnoses(root: str | Path) -> dict[str, str]:
     if not os.path.lexists(path):
         return {}
     check_not_linked_out(path, root)
-    header, body = _read_sheet(path)
-    _require(path, header, DIAGNOSIS_REQUIRED, hint="the diagnosis table has columns instance and diagnosis")
+    header, body = snapshot_sheet(root, layout.DIAGNOSIS_TABLE)
     i, d = header.index("instance"), header.index("diagnosis")
     out: dict[str, str] = {}
     for row in body:

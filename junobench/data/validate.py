@@ -52,10 +52,10 @@ from typing import Any
 from junobench import vocab
 from junobench.data import layout
 from junobench.data.cases import parse_case_folder
-from junobench.data.licences import LicencePolicy
+from junobench.data.licences import LicencePolicy, check_policy_mode
 from junobench.data.metadata import load_metadata_json, validate_metadata
-from junobench.data.release_files import VERSION_FILE, dataset_version
-from junobench.data.tables import DESC_REQUIRED, DIAGNOSIS_REQUIRED, DescRow, read_desc, read_table
+from junobench.data.release_files import dataset_version
+from junobench.data.tables import DIAGNOSIS_REQUIRED, DescRow, read_desc, read_table, snapshot_sheet
 from junobench.errors import JunoBenchError, Problem
 from junobench.safety.paths import require_utf8_path
 
@@ -83,11 +83,6 @@ def validate(snapshot: str | Path, *, strict: bool = False) -> list[Problem]:
     return check(snapshot, strict=strict).problems
 
 
-#: What validate does with a licence outside the allow-list or unknown: a warning
-#: (default), a problem, or nothing.
-LICENCE_POLICY_MODES = ("warn", "error", "off")
-
-
 def check(snapshot: str | Path, *, max_files: int = MAX_FILES_PER_FOLDER,
           strict: bool = False, licences: LicencePolicy | None = None,
           licence_policy: str = "warn") -> Validation:
@@ -95,9 +90,7 @@ def check(snapshot: str | Path, *, max_files: int = MAX_FILES_PER_FOLDER,
     ``strict``, every warning is a problem. ``licences`` is the allow-list of input-dataset
     licences (default :meth:`LicencePolicy.default`); ``licence_policy`` (``warn``,
     ``error``, ``off``) says how a licence outside it, or unknown, is reported."""
-    if licence_policy not in LICENCE_POLICY_MODES:
-        raise JunoBenchError(f"unknown licence policy {licence_policy!r}",
-                             hint=f"use one of {', '.join(LICENCE_POLICY_MODES)}")
+    check_policy_mode(licence_policy)
     root = snapshot_root(snapshot)
     report = Validation(root)
     rows = _check_desc(root, report.problems)
@@ -125,11 +118,6 @@ def check(snapshot: str | Path, *, max_files: int = MAX_FILES_PER_FOLDER,
         report.problems += report.warnings
         report.warnings = []
     return report
-
-
-def metadata_files(root: Path) -> list[Path]:
-    """Every dataset metadata file of every case folder, sorted."""
-    return [p for case in _case_folders(root) for p in layout.metadata_files(root, case)]
 
 
 def snapshot_root(snapshot: str | Path) -> Path:
@@ -161,16 +149,7 @@ def _check_desc(root: Path, problems: list[Problem]) -> list[DescRow] | None:
         problems.append(Problem("the case table is missing", layout.DESC_TABLE,
                                 hint=f"a snapshot holds {layout.DESC_TABLE} beside benchmark/"))
         return None
-    try:
-        table = read_table(path)
-    except JunoBenchError as error:
-        problems.append(Problem(error.problem_.problem, layout.DESC_TABLE, hint=error.problem_.hint))
-        return None
-    missing = [c for c in DESC_REQUIRED if c not in table.columns]
-    if missing:
-        problems.append(Problem(f"missing required column(s) {', '.join(map(repr, missing))}",
-                                layout.DESC_TABLE,
-                                hint="use the published columns of benchmark_desc.xlsx"))
+    if not _table_reads(root, layout.DESC_TABLE, problems):
         return None
     rows, row_problems = read_desc(root)
     problems.extend(row_problems)
@@ -178,27 +157,26 @@ def _check_desc(root: Path, problems: list[Problem]) -> list[DescRow] | None:
 
 
 def _check_diagnoses(root: Path, problems: list[Problem]) -> None:
-    path = root / layout.DIAGNOSIS_TABLE
-    if not os.path.lexists(path):
-        return
+    if os.path.lexists(root / layout.DIAGNOSIS_TABLE):
+        _table_reads(root, layout.DIAGNOSIS_TABLE, problems)
+
+
+def _table_reads(root: Path, name: str, problems: list[Problem]) -> bool:
+    """Whether the snapshot's table ``name`` reads, with its required columns (else its
+    problem is added)."""
     try:
-        table = read_table(path)
+        snapshot_sheet(root, name)
     except JunoBenchError as error:
-        problems.append(Problem(error.problem_.problem, layout.DIAGNOSIS_TABLE,
-                                hint=error.problem_.hint))
-        return
-    missing = [c for c in DIAGNOSIS_REQUIRED if c not in table.columns]
-    if missing:
-        problems.append(Problem(f"missing required column(s) {', '.join(map(repr, missing))}",
-                                layout.DIAGNOSIS_TABLE,
-                                hint="the diagnosis table has columns instance and diagnosis"))
+        problems.append(Problem(error.problem_.problem, name, hint=error.problem_.hint))
+        return False
+    return True
 
 
 def _check_duplicate_diagnoses(root: Path, warnings: list[Problem]) -> None:
     for instance, rows in conflicting_diagnoses(root).items():
         warnings.append(Problem(f"instance {instance!r} has different diagnoses in rows "
                                 f"{', '.join(map(str, rows))} (the last one is used)",
-                                layout.DIAGNOSIS_TABLE, _case_of_instance(instance),
+                                layout.DIAGNOSIS_TABLE, vocab.case_of_instance(instance),
                                 "keep one row per notebook"))
 
 
@@ -222,13 +200,6 @@ def conflicting_diagnoses(root: str | Path) -> dict[str, list[int]]:
             if len({text for _, text in found}) > 1}
 
 
-def _case_of_instance(instance: str) -> str | None:
-    try:
-        return vocab.split_instance(instance)[0]
-    except ValueError:
-        return None
-
-
 # --------------------------------------------------------------------------- cases
 
 
@@ -247,7 +218,7 @@ def _check_cases(root: Path, rows: list[DescRow], metadata: dict[str, list[Path]
         report.problems.extend(p for p in result.problems
                                if not (p.file or "").endswith(layout.METADATA_SUFFIX))
         if result.record is not None:
-            _check_exception(root, row, result.record, report.warnings)
+            _check_exception(row, result.record, report.warnings)
         if "original notebook" in result.absent:
             report.warnings.append(Problem(
                 "the original notebook is not in the snapshot",
@@ -274,7 +245,7 @@ def _check_case_collisions(case_ids: list[str], problems: list[Problem]) -> None
             "rename all but one (junobench construct renumber)"))
 
 
-def _check_exception(root: Path, row: DescRow, record: dict[str, Any], warnings: list[Problem]) -> None:
+def _check_exception(row: DescRow, record: dict[str, Any], warnings: list[Problem]) -> None:
     """The reproduced notebook crashes with the exception class the table records."""
     expected, found = row.fields.get("ename"), record.get("exception")
     if not expected or not found:
@@ -335,10 +306,7 @@ def _same_dataset(row: dict[str, Any], metadata: dict[str, Any]) -> bool:
 
 
 def _url_key(url: Any) -> str:
-    text = str(url or "").strip().rstrip("/")
-    for suffix in ("/data",):
-        if text.endswith(suffix):
-            text = text[: -len(suffix)]
+    text = str(url or "").strip().rstrip("/").removesuffix("/data")
     return text.split("://", 1)[-1].removeprefix("www.").casefold()
 
 
@@ -423,7 +391,7 @@ def _check_version(root: Path, problems: list[Problem]) -> None:
     try:
         dataset_version(root)
     except JunoBenchError as error:
-        problems.append(Problem(error.problem_.problem, VERSION_FILE, hint=error.problem_.hint))
+        problems.append(Problem(error.problem_.problem, layout.VERSION_FILE, hint=error.problem_.hint))
 
 
 # --------------------------------------------------------------------------- duplicates

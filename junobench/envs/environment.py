@@ -133,6 +133,16 @@ def environment_files(root: str | Path) -> list[Path]:
     return own + sorted((PACKAGE_ENVS / DEFAULT_ENVIRONMENT).glob("*"))
 
 
+def own_files(root: str | Path) -> list[Path]:
+    """The regular files of a snapshot's own environment declaration (``environment/``),
+    sorted; links, and a folder that is a link, left out (what an export or a checkout
+    carries)."""
+    folder = Path(root) / SNAPSHOT_FOLDER
+    if folder.is_symlink() or not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_file() and not p.is_symlink())
+
+
 def _stamp(folder: Path) -> tuple[tuple[str, int, int], ...]:
     out = []
     for path in sorted(folder.glob("*")) if folder.is_dir() else []:

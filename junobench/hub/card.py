@@ -102,7 +102,7 @@ def body_context(cases: Sequence[Mapping[str, Any]], notebooks: Sequence[Mapping
     counts = compute(cases).counts
     distributions = [
         {"title": TITLES[field], "field": field, "rows": [
-            {"value": _cell(value), "count": count, "share": f"{100 * count / n:.1f}%"}
+            {"value": markdown_text(value), "count": count, "share": f"{100 * count / n:.1f}%"}
             for value, count in counts[field].items()
         ]}
         for field in DISTRIBUTIONS if field in counts
@@ -134,19 +134,16 @@ def _environment(cases: Sequence[Mapping[str, Any]], report: Mapping[str, Any]) 
     env = report.get("environment") or {}
     unpinned = report.get("unpinned") or {}
     return {
-        "environment": {k: _cell(v) for k, v in env.items() if v is not None},
+        "environment": {k: markdown_text(v) for k, v in env.items() if v is not None},
         "n_with_requirements": sum(1 for c in cases if c.get("requirements")),
-        "unpinned": [f"{_cell(case)}: {_cell(', '.join(names))}" for case, names in sorted(unpinned.items())],
+        "unpinned": [f"{markdown_text(case)}: {markdown_text(', '.join(names))}"
+                     for case, names in sorted(unpinned.items())],
     }
 
 
 def _licences(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """Input datasets (title, url, licence) with the cases using each, and a per-licence summary."""
-    users: dict[tuple[str, str, str], list[str]] = {}
-    for case in cases:
-        for d in _input_datasets(case):
-            key = (d["title"] or d["name"] or "(untitled)", d["url"] or "", d["license"] or "Unknown")
-            users.setdefault(key, []).append(case["case_id"])
+    users = dataset_users(cases)
     by_licence: dict[str, tuple[int, set[str]]] = {}
     for (_, _, license_), ids in users.items():
         count, cases_ = by_licence.get(license_, (0, set()))
@@ -154,12 +151,12 @@ def _licences(cases: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {
         "n_datasets": len(users),
         "licence_summary": [
-            {"license": _cell(lic), "datasets": count, "cases": len(ids)}
+            {"license": markdown_text(lic), "datasets": count, "cases": len(ids)}
             for lic, (count, ids) in sorted(by_licence.items(), key=lambda kv: (-kv[1][0], kv[0]))
         ],
         "dataset_licences": [
-            {"dataset": markdown_link(title, url), "license": _cell(lic),
-             "cases": _cell(", ".join(sorted(dict.fromkeys(ids))))}
+            {"dataset": markdown_link(title, url), "license": markdown_text(lic),
+             "cases": markdown_text(", ".join(sorted(dict.fromkeys(ids))))}
             for (title, url, lic), ids in sorted(users.items(), key=lambda kv: (kv[0][0].lower(), kv[0]))
         ],
     }
@@ -187,12 +184,22 @@ def _absences(cases: Sequence[Mapping[str, Any]], report: Mapping[str, Any]) -> 
 
 def _input_datasets(case: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The case's input datasets; the published table's ``nodata`` placeholder is none."""
-    return [d for d in case["datasets"] or [] if not vocab.is_no_data(d["title"])]
+    return [d for d in case.get("datasets") or [] if not vocab.is_no_data(d.get("title"))]
+
+
+def dataset_users(cases: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, str], list[str]]:
+    """(title, url, licence) of every input dataset of ``cases``, sorted → the cases using it."""
+    users: dict[tuple[str, str, str], list[str]] = {}
+    for case in cases:
+        for d in _input_datasets(case):
+            key = (d.get("title") or d.get("name") or "(untitled)", d.get("url") or "", d.get("license") or "Unknown")
+            users.setdefault(key, []).append(case["case_id"])
+    return dict(sorted(users.items()))
 
 
 def licence_names(cases: Sequence[Mapping[str, Any]]) -> list[str]:
     """Every distinct licence of the input datasets of ``cases`` (``Unknown`` for none)."""
-    return sorted({d["license"] or "Unknown" for c in cases for d in _input_datasets(c)})
+    return sorted({licence for _, _, licence in dataset_users(cases)})
 
 
 def render_card(infos: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
@@ -203,10 +210,9 @@ def render_card(infos: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
     import jinja2
     from huggingface_hub import DatasetCard
 
-    from junobench.data.snapshot import is_repo_id
+    from junobench.data.snapshot import check_repo_id
 
-    if not is_repo_id(repo_id):
-        raise JunoBenchError(f"not a Hub repo id: {repo_id!r}", hint="use owner/name, e.g. someone/junobench")
+    check_repo_id(repo_id)
     path = Path(template) if template is not None else template_path()
     if not path.is_file():
         raise JunoBenchError("the dataset card template is missing", file=path,
@@ -230,12 +236,6 @@ def render_card(infos: Mapping[str, Any], cases: Sequence[Mapping[str, Any]],
         raise JunoBenchError(f"cannot render the card template ({str(error)[:200]})", file=path,
                              hint="fix the template, or leave out --template") from None
     return str(card)
-
-
-def _cell(text: Any) -> str:
-    """``text`` safe inside a Markdown table cell (and as HTML): see
-    :func:`junobench.safety.text.markdown_text`."""
-    return markdown_text(text)
 
 
 def _share(count: int, total: int) -> str:

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from junobench.data.provenance import layout_order
+from junobench.render import first_names
 from junobench.safety.text import shortened
 
 #: Label fields compared (record field → what the release notes call it).
@@ -73,10 +75,8 @@ class CaseChange:
         out += [f"{CRASH[k]}: {_change(o, n)}" for k, (o, n) in self.crash.items()]
         out += [f"{version} notebook: {what}" for version, what in self.notebooks.items()]
         out += [f"dataset {line}" for line in self.datasets]
-        for what, names in self.requirements.items():
-            out.append(f"requirements {what}: {', '.join(names)}")
-        for what, names in self.data.items():
-            out.append(f"data {what}: {', '.join(names)}")
+        out += [f"requirements {what}: {', '.join(names)}" for what, names in self.requirements.items()]
+        out += [f"data {what}: {', '.join(names)}" for what, names in self.data.items()]
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -144,11 +144,9 @@ class SnapshotDiff:
         h = "#" * level
         out = [f"{h} {md(heading)}", ""] if heading else []
         out += [f"{md(self.summary())}.", ""]
-        if self.added:
-            out += [f"{h}# Added", ""] + [f"- `{md(c['case_id'])}`: {md(_case_words(c))}" for c in self.added] + [""]
-        if self.removed:
-            out += [f"{h}# Removed", ""]
-            out += [f"- `{md(c['case_id'])}`: {md(_case_words(c))}" for c in self.removed] + [""]
+        for title, cases in (("Added", self.added), ("Removed", self.removed)):
+            if cases:
+                out += [f"{h}# {title}", ""] + [f"- `{md(c['case_id'])}`: {md(_case_words(c))}" for c in cases] + [""]
         if self.renamed:
             out += [f"{h}# Renamed", ""]
             out += [f"- `{md(c.old_id)}` → `{md(c.case_id)}`" for c in self.renamed] + [""]
@@ -212,11 +210,10 @@ def compare(old_cases: Sequence[Mapping[str, Any]], new_cases: Sequence[Mapping[
             unknown_data.append(b["case_id"])
         if change.renamed or change.changed:
             result.changes.append(change)
-    result.changes.sort(key=lambda c: _id_key(c.case_id))
+    result.changes.sort(key=lambda c: layout_order(c.case_id))
     if unknown_data:
-        shown = ", ".join(sorted(unknown_data, key=_id_key)[:8]) + (" …" if len(unknown_data) > 8 else "")
         result.notes.append(f"input-data files not compared for {len(unknown_data)} case(s) whose data one "
-                            f"side does not hold: {shown}")
+                            f"side does not hold: {first_names(sorted(unknown_data, key=layout_order), 8)}")
     return result
 
 
@@ -259,7 +256,7 @@ def _match(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]
     taken_old, taken_new = {i for i, _ in matched}, {j for _, j in matched}
     added = [b for j, b in enumerate(new) if j not in taken_new]
     left = [a for i, a in enumerate(old) if i not in taken_old]
-    key = _id_key
+    key = layout_order
     return (sorted(pairs, key=lambda p: key(p[1]["case_id"])), sorted(added, key=lambda c: key(c["case_id"])),
             sorted(left, key=lambda c: key(c["case_id"])))
 
@@ -347,11 +344,6 @@ def _prints(case: Mapping[str, Any]) -> dict[str, frozenset[int]]:
     from junobench.data.similarity import case_prints
 
     return case_prints({version: code_cells(case.get(version)) for version in NOTEBOOKS})
-
-
-def _id_key(case_id: str) -> tuple[str, int, str]:
-    library, _, number = case_id.rpartition("_")
-    return (library.casefold(), int(number), case_id) if number.isdigit() else (case_id.casefold(), 0, case_id)
 
 
 def _case_summary(case: Mapping[str, Any]) -> dict[str, Any]:

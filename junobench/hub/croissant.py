@@ -24,9 +24,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from junobench import vocab
 from junobench.data.export import CONFIG_NAMES, CROISSANT, PARQUET
 from junobench.data.licences import lookup
+from junobench.hub.card import TAGS, dataset_users, licence_names
 
 __all__ = ["CROISSANT", "croissant", "rai_fields", "validate_with_mlcroissant"]
 CONFORMS_TO = "http://mlcommons.org/croissant/1.0"
@@ -71,8 +71,6 @@ def croissant(features: Mapping[str, Any], digests: Mapping[str, Mapping[str, An
     """The Croissant JSON-LD of an export: ``features`` and ``digests`` (sha256, size) per
     config, the ``cases`` records, the build ``report``, the dataset ``version`` and the
     release date ``published``."""
-    from junobench.hub.card import TAGS
-
     metadata: dict[str, Any] = {
         "@context": context(),
         "@type": "sc:Dataset",
@@ -149,18 +147,6 @@ def field_node(field_id: str, name: str, feature: Any, file_id: str, column: str
 # --------------------------------------------------------------------------- licences
 
 
-def _datasets(cases: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str, str], list[str]]:
-    """(title, url, licence) of every input dataset → the cases using it."""
-    users: dict[tuple[str, str, str], list[str]] = {}
-    for case in cases:
-        for d in case.get("datasets") or []:
-            if vocab.is_no_data(d.get("title")):
-                continue
-            key = (d.get("title") or d.get("name") or "(untitled)", d.get("url") or "", d.get("license") or "Unknown")
-            users.setdefault(key, []).append(case["case_id"])
-    return dict(sorted(users.items()))
-
-
 def _licence_node(name: str) -> dict[str, Any]:
     known = lookup(name)
     node: dict[str, Any] = {"@type": "sc:CreativeWork", "name": name}
@@ -172,13 +158,12 @@ def _licence_node(name: str) -> dict[str, Any]:
 
 def _licences(cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Every distinct licence of the input datasets."""
-    names = sorted({licence for _, _, licence in _datasets(cases)})
-    return [_licence_node(name) for name in names]
+    return [_licence_node(name) for name in licence_names(cases)]
 
 
 def _input_datasets(cases: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     out = []
-    for (title, url, licence), users in _datasets(cases).items():
+    for (title, url, licence), users in dataset_users(cases).items():
         node: dict[str, Any] = {"@type": "sc:Dataset", "name": title, "license": _licence_node(licence),
                                 "description": f"input data of {', '.join(sorted(set(users)))}"}
         if url:
@@ -199,7 +184,7 @@ def rai_fields(cases: Sequence[Mapping[str, Any]], report: Mapping[str, Any]) ->
     origins = Counter(c.get("source") or "not recorded" for c in cases)
     libraries = Counter(c.get("library_label") or c.get("library") or "?" for c in cases)
     roots = Counter(c.get("root_cause") or "?" for c in cases)
-    datasets = _datasets(cases)
+    datasets = dataset_users(cases)
     licences = Counter(licence for _, _, licence in datasets)
     unknown = sum(count for name, count in licences.items() if name.strip().casefold() in ("unknown", ""))
     closed = sorted(name for name in licences if not _is_open(name) and name.strip().casefold() != "unknown")

@@ -29,6 +29,9 @@ from junobench.data.export import MANIFEST, file_digest, read_manifest
 from junobench.errors import JunoBenchError
 from junobench.safety.text import first_line
 
+#: The HTTP clients under the Hub's client: an error of theirs is the network's.
+HTTP_CLIENTS = ("httpx", "httpx2", "requests", "urllib3")
+
 
 @dataclass(frozen=True)
 class Upload:
@@ -83,10 +86,9 @@ def push(
 
     ``endpoint`` is the Hub's URL (default: ``HF_ENDPOINT`` or huggingface.co).
     """
-    from junobench.data.snapshot import is_repo_id
+    from junobench.data.snapshot import check_repo_id
 
-    if not is_repo_id(repo_id):
-        raise JunoBenchError(f"not a Hub repo id: {repo_id!r}", hint="use owner/name, e.g. someone/junobench")
+    check_repo_id(repo_id)
     root = Path(directory)
     uploads = plan(root)
     rows = read_manifest(root).get("rows", {})
@@ -100,15 +102,10 @@ def push(
     result.steps.append(f"one commit to {branch} adding {len(uploads)} file(s): {message!r}")
     if dry_run:
         return result
-    commit = _send(root, uploads, repo_id, revision, private, message, endpoint)
+    commit = commit_export(root, uploads, repo_id, revision=revision, private=private, message=message,
+                           endpoint=endpoint)
     result.commit_url, result.commit_oid = commit.commit_url, commit.oid
     return result
-
-
-def _send(root: Path, uploads: list[Upload], repo_id: str, revision: str | None, private: bool,
-          message: str, endpoint: str | None) -> Any:
-    return commit_export(root, uploads, repo_id, revision=revision, private=private, message=message,
-                         endpoint=endpoint)
 
 
 def commit_export(root: Path, uploads: list[Upload], repo_id: str, *, revision: str | None, private: bool,
@@ -168,7 +165,7 @@ def hub_call(where: str, what: str) -> Iterator[None]:
     except ValueError as error:  # the client's own checks, e.g. the card's YAML refused by the Hub
         raise JunoBenchError(f"{what} failed: {first_line(error)}", file=where) from None
     except Exception as error:
-        if type(error).__module__.split(".")[0] in ("httpx", "httpx2", "requests", "urllib3"):
+        if type(error).__module__.split(".")[0] in HTTP_CLIENTS:
             raise JunoBenchError(f"the Hub is unreachable ({first_line(error)})", file=where,
                                  hint="check your network, or HF_ENDPOINT") from None
         raise

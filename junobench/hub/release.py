@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from junobench.data.layout import RENAMED_CASES
+from junobench.data.layout import RENAMED_CASES, VERSION_FILE
 from junobench.errors import JunoBenchError
 from junobench.hub.changes import SnapshotDiff
+from junobench.render import first_names
 from junobench.safety.text import first_line
 
 CHANGELOG = "CHANGELOG.md"
@@ -115,10 +116,10 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
     the policy does not allow: named, or refused with ``"error"``). ``progress`` is told
     each step as it starts.
     """
-    step = progress or (lambda _: None)
-    from junobench.data.release_files import VERSION_FILE, dataset_version
+    from junobench.data.release_files import dataset_version
     from junobench.data.validate import snapshot_root
 
+    step = progress or (lambda _: None)
     _check_request(snapshot, repo_id, offline=offline, dry_run=dry_run)
     root = snapshot_root(snapshot)
     recorded = dataset_version(root)
@@ -130,7 +131,7 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
     unverified = _unverified(root)
     if unverified and require_verified:
         raise JunoBenchError(f"{len(unverified)} case(s) have no recorded passing verification: "
-                             + _first(unverified, 20), file=root,
+                             + first_names(unverified, 20), file=root,
                              hint="run `junobench verify --record` on them (or leave out --require-verified)")
     step(f"reading {repo_id} on the Hub")
     hub = HubState(note="not read (offline dry run)") if offline else \
@@ -161,10 +162,9 @@ def release(snapshot: str | Path, repo_id: str, *, version: str | None = None, r
 def _check_request(snapshot: str | Path, repo_id: str, *, offline: bool, dry_run: bool) -> None:
     """Refuse what no release can be: a repo id that is not one, offline outside a dry
     run, the bundled sample."""
-    from junobench.data.snapshot import is_repo_id
+    from junobench.data.snapshot import check_repo_id
 
-    if not is_repo_id(repo_id):
-        raise JunoBenchError(f"not a Hub repo id: {repo_id!r}", hint="use owner/name, e.g. someone/junobench")
+    check_repo_id(repo_id)
     if offline and not dry_run:
         raise JunoBenchError("a release is sent to the Hub: offline works for a dry run only",
                              hint="add --dry-run, or leave out offline")
@@ -177,7 +177,7 @@ def _names(root: Path, given: str | None, recorded: str | None, tag: str | None,
            date: str | None) -> tuple[str, str, str]:
     """The release's version (``given``, checked, else the snapshot's ``recorded`` one), tag
     (default ``v<version>``) and date (default: today, UTC), each refused when it is not one."""
-    from junobench.data.release_files import VERSION_FILE, check_version
+    from junobench.data.release_files import check_version
 
     version = check_version(given, file=root / VERSION_FILE) if given else recorded
     if version is None:
@@ -228,18 +228,13 @@ def _validation_steps(validation: Any, unverified: list[str]) -> list[str]:
     if unverified:
         steps.append(f"warning: {len(unverified)} case(s) not verified (no passing `junobench verify --record` "
                      f"or add-case run recorded in their provenance; the card says so): "
-                     + _first(unverified, 20))
+                     + first_names(unverified, 20))
     return steps
-
-
-def _first(names: list[str], most: int) -> str:
-    return ", ".join(names[:most]) + (" …" if len(names) > most else "")
 
 
 def _record_release(root: Path, result: ReleaseResult, recorded: str | None) -> None:
     """Once published, the snapshot records the version it was released as and the
     renamed-cases record the release holds."""
-    from junobench.data.release_files import VERSION_FILE
     from junobench.safety.atomic import write_bytes, write_text
 
     if result.version != recorded:
@@ -253,7 +248,7 @@ def _prepare(root: Path, repo_id: str, revision: str, version: str, tag: str, da
              steps: list[str], *, licences: Any = None, licence_policy: str = "warn",
              step: Callable[[str], None] = lambda _: None) -> ReleaseResult:
     from junobench.data.export import CARD
-    from junobench.hub.push import plan
+    from junobench.hub.push import plan, stale_files
     from junobench.hub.write_export import export
 
     resumed = latest_entry(hub.changelog, version) if previous is None else None
@@ -293,12 +288,10 @@ def _prepare(root: Path, repo_id: str, revision: str, version: str, tag: str, da
     if not hub.branch_exists:
         steps.append(f"create branch {revision} from main")
     parent = _parent(hub)
-    from junobench.hub.push import stale_files
-
     stale = stale_files(hub.files, files)
     steps.append(f"one commit to {revision} adding {len(files)} file(s): the export and {CHANGELOG}"
                  + (f", deleting {len(stale)} file(s) of the previous release this one does not hold "
-                    f"({', '.join(stale[:4])}{' …' if len(stale) > 4 else ''})" if stale else "")
+                    f"({first_names(stale, 4)})" if stale else "")
                  + (f" (on top of {parent[:12]}: refused if the branch moves meanwhile)" if parent else ""))
     steps.append(f"tag the commit {tag}")
     return ReleaseResult(root, repo_id, revision, version, tag, dry_run, hub, compared, diff, entry, changelog,
@@ -373,9 +366,7 @@ def _own_renamed(root: Path) -> bytes | None:
 
 def latest_entry(changelog: str | None, version: str) -> str | None:
     """The top entry of ``changelog`` when it is the one of ``version``, else None."""
-    body = (changelog or "").strip()
-    if body.startswith(CHANGELOG_TITLE):
-        body = body[len(CHANGELOG_TITLE):].strip()
+    body = (changelog or "").strip().removeprefix(CHANGELOG_TITLE).strip()
     if not body.startswith(f"## {version} ("):
         return None
     following = body.find("\n## ", 1)
@@ -384,9 +375,7 @@ def latest_entry(changelog: str | None, version: str) -> str | None:
 
 def merge_changelog(entry: str, existing: str | None) -> str:
     """``entry`` on top of an existing changelog (its title kept once)."""
-    body = (existing or "").strip()
-    if body.startswith(CHANGELOG_TITLE):
-        body = body[len(CHANGELOG_TITLE):].strip()
+    body = (existing or "").strip().removeprefix(CHANGELOG_TITLE).strip()
     parts = [CHANGELOG_TITLE, entry.strip(), *([body] if body else [])]
     return "\n\n".join(parts) + "\n"
 
@@ -452,12 +441,14 @@ def _read(api: Any, repo_id: str, commit: str, name: str) -> str | None:
 def _unreachable(error: BaseException) -> bool:
     from huggingface_hub import errors as hf_errors
 
+    from junobench.hub.push import HTTP_CLIENTS
+
     offline = getattr(hf_errors, "OfflineModeIsEnabled", ConnectionError)  # a ConnectionError in any case
     if isinstance(error, (offline, hf_errors.LocalEntryNotFoundError, ConnectionError, OSError)):
         return True
     if isinstance(error, hf_errors.HfHubHTTPError):
         return error.response is None or error.response.status_code >= 500
-    return type(error).__module__.split(".")[0] in ("httpx", "httpx2", "requests", "urllib3")
+    return type(error).__module__.split(".")[0] in HTTP_CLIENTS
 
 
 def _parent(hub: HubState) -> str | None:

@@ -30,30 +30,24 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from junobench.data import layout
-from junobench.data.licences import LicencePolicy
+from junobench.data.licences import LicencePolicy, check_policy_mode
 from junobench.errors import JunoBenchError
 from junobench.safety.paths import is_within, link_root, open_regular
-
-#: What the export does with a licence outside the policy (as ``validate``'s modes).
-LICENCE_MODES = ("warn", "error", "off")
 
 
 def layout_files(root: str | Path, case_ids: Sequence[str]) -> dict[str, Path]:
     """Export name → file of the snapshot, for the layout's root files and the folders of
     ``case_ids``. Links inside the snapshot are carried as the files they point to; a link
     out of it, or anything but a regular file, is a :class:`JunoBenchError` naming it."""
-    from junobench.envs.environment import SNAPSHOT_FOLDER
+    from junobench.envs.environment import SNAPSHOT_FOLDER, own_files
 
     root = Path(root)
     found: dict[str, Path] = {}
     for name in (layout.DESC_TABLE, layout.DIAGNOSIS_TABLE, layout.VERSION_FILE):
         if os.path.lexists(root / name):
             found[name] = _regular(root, root / name)
-    environment = root / SNAPSHOT_FOLDER
-    if environment.is_dir() and not environment.is_symlink():
-        for path in sorted(environment.iterdir()):
-            if path.is_file() and not path.is_symlink():
-                found[f"{SNAPSHOT_FOLDER}/{path.name}"] = path
+    for path in own_files(root):
+        found[f"{SNAPSHOT_FOLDER}/{path.name}"] = path
     for case_id in case_ids:
         folder = layout.case_dir(root, case_id)
         for current, folders, files in os.walk(folder, followlinks=False):
@@ -110,23 +104,20 @@ def restricted_data(root: str | Path, case_ids: Sequence[str], files: Sequence[s
             if verdict == "allowed":
                 continue
             what = "unknown licence" if verdict == "unknown" else "licence not in the allow-list"
+            why = f"{what} ({licence or 'none stated'}; dataset {meta.get('title') or layout.dataset_name(path)!r})"
             for listed in meta.get("files") or []:
                 name = f"{layout.BENCHMARK_DIR}/{case_id}/{layout.DATA_DIR}/{listed}"
                 if name in exported:
-                    lines.append(f"{name}: {what} ({licence or 'none stated'}; dataset "
-                                 f"{meta.get('title') or layout.dataset_name(path)!r})")
+                    lines.append(f"{name}: {why}")
                 else:  # a listed folder: its files
-                    lines += [f"{f}: {what} ({licence or 'none stated'}; dataset "
-                              f"{meta.get('title') or layout.dataset_name(path)!r})"
-                              for f in sorted(exported) if f.startswith(name + "/")]
+                    lines += [f"{f}: {why}" for f in sorted(exported) if f.startswith(name + "/")]
     return lines
 
 
 def apply_licence_policy(lines: Sequence[str], mode: str) -> list[str]:
     """The warnings of :func:`restricted_data`'s ``lines`` under ``mode``; with ``error``, a
     :class:`JunoBenchError` naming every file."""
-    if mode not in LICENCE_MODES:
-        raise JunoBenchError(f"unknown licence policy {mode!r}", hint=f"use one of {', '.join(LICENCE_MODES)}")
+    check_policy_mode(mode)
     if not lines or mode == "off":
         return []
     if mode == "error":

@@ -39,6 +39,7 @@ from junobench.data.export import (
     read_manifest,
 )
 from junobench.errors import JunoBenchError
+from junobench.render import some
 from junobench.safety.atomic import (
     locked,
     recover,
@@ -93,16 +94,16 @@ def export(
     each step as it starts. ``renamed`` replaces the snapshot's ``renamed_cases.json``
     (a release writes the record of its renames and removals there).
     """
-    from junobench.data.licences import LicencePolicy
-    from junobench.hub import runnable
-
-    step = progress or (lambda _: None)
     from junobench.data.build import build
-    from junobench.data.release_files import VERSION_FILE, data_digests, dataset_version
+    from junobench.data.layout import VERSION_FILE
+    from junobench.data.licences import LicencePolicy
+    from junobench.data.release_files import data_digests, dataset_version
     from junobench.data.snapshot import resolve
     from junobench.envs.environment import snapshot_environment
+    from junobench.hub import runnable
     from junobench.hub.card import DEFAULT_REPO_ID
 
+    step = progress or (lambda _: None)
     root = resolve(source, revision=revision)
     out = require_utf8_path(Path(out).expanduser().absolute())
     _check_target(root, out)
@@ -227,8 +228,7 @@ def _check_target(root: Path, out: Path) -> None:
                              file=out, hint=hint) from None
     foreign = unlisted_files(out, listed | {MANIFEST})
     if foreign:
-        shown = ", ".join(foreign[:5]) + (f", … (+{len(foreign) - 5})" if len(foreign) > 5 else "")
-        raise JunoBenchError(f"the earlier export holds files it did not write: {shown}", file=out,
+        raise JunoBenchError(f"the earlier export holds files it did not write: {some(foreign, 5)}", file=out,
                              hint=hint)
 
 
