@@ -44,7 +44,7 @@ from junobench.construct.pair_check import pair_verification
 from junobench.data import layout
 from junobench.data import provenance as case_provenance
 from junobench.data.metadata import read_metadata, validate_metadata
-from junobench.data.tables import DATASET_COLUMNS, DESC_COLUMNS, Table, read_table
+from junobench.data.tables import DATASET_COLUMNS, DESC_COLUMNS, Table, read_table, stripped
 from junobench.errors import JunoBenchError
 from junobench.safety.paths import check_no_link_on_the_way, is_within
 
@@ -179,7 +179,7 @@ def datasets_from_table(path: str | Path, notebook: str) -> list[Dataset]:
             raise JunoBenchError(f"row {number}: {error}", file=path) from None
         out.append(Dataset(name=dataset_name(handle.split("/")[-1]),
                            title=str(row.get("title") or handle), url=str(row["url"]),
-                           license=_text(row.get("license")), note=_text(row.get("note"))))
+                           license=stripped(row.get("license")), note=stripped(row.get("note"))))
     return out
 
 
@@ -621,10 +621,3 @@ def _diagnosis_rows(path: Path, case: NewCase, case_id: str, prefix: str
            {"library": prefix, "instance": vocab.instance_id(case_id, "fixed"),
             "detection": False, "diagnosis": None}]
     return columns, [*rows, *new]
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    text = str(value).strip()
-    return text or None

@@ -43,6 +43,7 @@ from junobench.construct.triage import (
     reproduction_order,
 )
 from junobench.data.notebook import read_notebook
+from junobench.data.tables import stripped
 from junobench.envs.environment import packaged
 from junobench.envs.kernel import env_kernel
 from junobench.envs.requirements import requirements_of
@@ -227,8 +228,8 @@ def _quota_limits(quota: int | None, library_of: str | None, candidates: Sequenc
     if quota is None or library_of is None:
         return None
     for item in candidates:
-        item.library = _text(item.row.get(library_of)) or "(none)"
-    done = [_text(rows[i].get(library_of)) or "(none)" for i, kept in earlier.items()
+        item.library = stripped(item.row.get(library_of)) or "(none)"
+    done = [stripped(rows[i].get(library_of)) or "(none)" for i, kept in earlier.items()
             if kept.get("reproduced") == SAME]
     return _Quota(quota, {lib: done.count(lib) for lib in set(done)})
 
@@ -262,8 +263,8 @@ def candidate(number: int, row: dict[str, Any], folder: Path, datasets: Mapping[
         item.problem = f"cannot read the notebook: {error.problem_.problem}"
         return item
     cells = notebook.code_cells
-    ename = _text(row.get(exception_column))
-    target = crash_cell(cells, ename, _text(row.get(message_column)))
+    ename = stripped(row.get(exception_column))
+    target = crash_cell(cells, ename, stripped(row.get(message_column)))
     if target is None:
         item.problem = "the notebook has no error output, so its crashing cell is unknown"
         return item
@@ -525,10 +526,3 @@ def _inside(path: Path, top: Path) -> bool:
     except (OSError, ValueError, RuntimeError):
         return False
     return True
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    text = str(value).strip()
-    return text or None

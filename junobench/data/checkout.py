@@ -20,7 +20,7 @@ from pathlib import Path
 from junobench import vocab
 from junobench.data import layout
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve_cases
-from junobench.data.tables import read_table, write_table
+from junobench.data.tables import read_table, stripped, write_table
 from junobench.envs.environment import SNAPSHOT_FOLDER, own_files
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import locked, place, remove_tree, staging_folder
@@ -57,7 +57,7 @@ def checkout(
     desc = read_table(root / layout.DESC_TABLE)
     desc.require(["nb_name"], hint="the case table names cases in column nb_name")
     ids = list(dict.fromkeys(case_ids))
-    known = [_id(row[desc.columns.index("nb_name")]) for row in desc.rows]
+    known = [stripped(row[desc.columns.index("nb_name")]) for row in desc.rows]
     unknown = [c for c in ids if c not in known]
     if unknown:
         close = difflib.get_close_matches(unknown[0], [k for k in known if k], n=3)
@@ -77,7 +77,7 @@ def checkout(
         wanted = set(ids)
         rows = [dict(zip(desc.columns, row, strict=False)) for row in desc.rows]
         write_table(staging / layout.DESC_TABLE,
-                    [r for r in rows if _id(r["nb_name"]) in wanted], desc.columns)
+                    [r for r in rows if stripped(r["nb_name"]) in wanted], desc.columns)
         diagnosis = root / layout.DIAGNOSIS_TABLE
         if diagnosis.is_file():
             check_not_linked_out(diagnosis, root)
@@ -114,13 +114,6 @@ def _check_dest(dest: Path) -> None:
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise JunoBenchError("destination exists and is not empty; refusing to overwrite it",
                              file=dest, hint="choose a new or empty directory for --dest")
-
-
-def _id(value: object) -> str | None:
-    if value is None:
-        return None
-    text = str(value).strip()
-    return text or None
 
 
 def _make_writable(root: Path) -> None:

@@ -213,6 +213,18 @@ def _xlsx_text(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
+def stripped(value: object) -> str | None:
+    """A table cell's text without surrounding whitespace; None for an empty or missing cell.
+
+    >>> stripped(" pandas_1 "), stripped("  "), stripped(None), stripped(3)
+    ('pandas_1', None, None, '3')
+    """
+    if value is None:
+        return None
+    text = str(value).strip()
+    return text or None
+
+
 #: Characters kept of a text cell of a review sheet (Excel's cell holds 32,767).
 SHEET_CELL_LIMIT = 32000
 
