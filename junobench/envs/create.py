@@ -218,19 +218,8 @@ def _create(dest: Path, selection: Selection, interpreter: Path, version: str, n
         run([str(venv), "-m", "ipykernel", "install", "--prefix", str(dest), "--name", spec_name,
              "--display-name", f"JunoBench ({env.name}, Python {version})"],
             what="installing the kernelspec")
-        manifest = {
-            "key": key,
-            "environment": env.summary(),
-            "python": {"wanted": env.python, "used": version, "executable": str(interpreter),
-                       "note": note},
-            "requirements": selection.requirements,
-            "cases": selection.cases,
-            "whole": selection.whole,
-            "unpinned": selection.unpinned,
-            "kernelspec": spec_name,
-            "installer": installer,
-            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        }
+        manifest = manifest_of(selection, key, used=version, executable=str(interpreter), note=note,
+                               kernelspec=spec_name, installer=installer)
         manifest["seconds"] = round(time.perf_counter() - started, 1)
         _write_json(dest / MANIFEST, manifest)
     except BaseException:
@@ -247,15 +236,33 @@ def _create(dest: Path, selection: Selection, interpreter: Path, version: str, n
                    installer, selection.unpinned, manifest)
 
 
+def manifest_of(selection: Selection, key: str, *, used: str, executable: str, note: str | None,
+                kernelspec: str, installer: str) -> dict[str, Any]:
+    """The :data:`MANIFEST` of the environment of ``selection`` made with the interpreter
+    ``executable`` (Python ``used``; ``note`` when it is not the environment's), whose
+    reuse ``key`` is :func:`selection_key`'s, by ``installer``."""
+    env = selection.environment
+    return {
+        "key": key,
+        "environment": env.summary(),
+        "python": {"wanted": env.python, "used": used, "executable": executable, "note": note},
+        "requirements": selection.requirements,
+        "cases": selection.cases,
+        "whole": selection.whole,
+        "unpinned": selection.unpinned,
+        "kernelspec": kernelspec,
+        "installer": installer,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
 def _refuse_source_builds(selection: Selection) -> None:
     """Stop before anything is made when the selection pins a distribution its environment
     lists as having no wheel (building it runs its build script: ``--allow-build``)."""
-    from junobench.envs.wheels import read_source_builds
+    from junobench.envs.wheels import needs_source_builds
 
     env = selection.environment
-    wanted = {line.partition("==")[0] for line in selection.requirements}
-    listed = read_source_builds(env.folder) or []
-    builds = listed if selection.whole else [pin for pin in listed if pin.partition("==")[0] in wanted]
+    builds = needs_source_builds(selection)
     if builds:
         raise JunoBenchError(f"{', '.join(builds)} ha{'s' if len(builds) == 1 else 've'} no wheel for "
                              f"Python {env.python} on {env.platform}: building from source runs "
