@@ -118,10 +118,11 @@ def confined_environ(env: Mapping[str, str], keep: Iterable[str] = ()) -> dict[s
     return {**{k: v for k, v in SANDBOX_SETTINGS.items() if k not in kept or k not in env}, **passed}
 
 
+#: How to install bubblewrap.
+INSTALL_BWRAP = ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Fedora: "
+                 "`sudo dnf install bubblewrap`; Arch: `sudo pacman -S bubblewrap`)")
 #: What to do where no sandbox can run.
-INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Fedora: "
-                "`sudo dnf install bubblewrap`; Arch: `sudo pacman -S bubblewrap`), or use "
-                "--sandbox docker|podman; --sandbox none runs the notebooks unconfined")
+INSTALL_HINT = f"{INSTALL_BWRAP}, or use --sandbox docker|podman; --sandbox none runs the notebooks unconfined"
 
 
 @dataclass(frozen=True)
