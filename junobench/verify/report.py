@@ -42,6 +42,14 @@ VERDICT_STATUSES = frozenset({PASSED, FAILED, TIMED_OUT, OUT_OF_MEMORY, SKIPPED}
 TABLE_COLUMNS: tuple[str, ...] = ("case_id", "status", "reproduced", "fixed", "environment", "sandbox", "seconds")
 
 
+def unfinished(why: str, began: bool) -> tuple[str, str]:
+    """The status of a case (or notebook) that a run stopped early (``why``) did not
+    finish, and the reason: :data:`INTERRUPTED` when it had begun, else :data:`NOT_RUN`."""
+    if began:
+        return INTERRUPTED, f"the run stopped ({why}) while it ran"
+    return NOT_RUN, f"the run stopped ({why}) before it"
+
+
 @dataclass
 class CaseResult:
     """The verdicts of one case and the replays they were judged from."""
@@ -63,7 +71,7 @@ class CaseResult:
 
     @classmethod
     def left(cls, case_id: str, state: str, why: str) -> CaseResult:
-        """A case a stopped run did not finish (``state``: :data:`INTERRUPTED` or :data:`NOT_RUN`)."""
+        """A case a stopped run did not finish (``state`` and ``why``: :func:`unfinished`)."""
         verdict = Verdict(False, f"{state}: {why}")
         return cls(case_id, verdict, verdict, unfinished=state)
 
