@@ -21,6 +21,7 @@ the pins a case needs that it did not meet (``pandas 3.1.1 where the benchmark p
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -159,10 +160,7 @@ class VerifyReport:
         raise KeyError(case_id)
 
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for case in self.cases:
-            out[case.status] = out.get(case.status, 0) + 1
-        return out
+        return dict(Counter(case.status for case in self.cases))
 
     def summary(self) -> str:
         """``8 cases: 7 passed, 1 failed (41.2 s, local, 2 jobs)``, then where the kernels ran and
