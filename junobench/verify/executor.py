@@ -248,8 +248,9 @@ class Workspace:
     cwd_at: Path | None = None
 
     def path(self, relative: str) -> Path:
-        """The absolute place of a workspace-relative path (refused when it climbs out)."""
-        path = inside(self.root, relative)
+        """The absolute place of a workspace-relative path (refused when it is absolute or
+        climbs out: :func:`~junobench.verify.case_files.workspace_name`)."""
+        path = self.root / workspace_name(relative)
         if self.cwd_at is None:
             return path
         rel, cwd = PurePosixPath(relative), PurePosixPath(self.cwd)
@@ -378,12 +379,6 @@ def hub_endpoint() -> str | None:
     from huggingface_hub import constants
 
     return None if constants.ENDPOINT.rstrip("/") == DEFAULT_HUB else constants.ENDPOINT
-
-
-def inside(root: Path, relative: str) -> Path:
-    """``root / relative``, refused when it is absolute or climbs out of ``root``
-    (:func:`~junobench.verify.case_files.workspace_name`)."""
-    return root / workspace_name(relative)
 
 
 async def execute(task: ReplayTask, workspace: Workspace, target: KernelTarget | None, *,
