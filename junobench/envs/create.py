@@ -124,15 +124,11 @@ def choose_python(env: Environment, python: str | None) -> tuple[Path, str, str 
                     f"instead of the environment's {env.python}")
             if python is not None and python != env.python:
                 note = f"Python {wanted} not found on this machine; using Python {version} ({path})"
-            return path, version, note + _mismatch(version, env)
+            return path, version, note + ("" if version == env.python else " (results may differ from the benchmark's)")
         path, version = found, wanted
     if version != env.python:
         return path, version, f"Python {version} ({path}) is not the environment's Python {env.python}"
     return path, version, None
-
-
-def _mismatch(version: str, env: Environment) -> str:
-    return "" if version == env.python else " (results may differ from the benchmark's)"
 
 
 def _looks_like_version(text: str) -> bool:
@@ -163,11 +159,7 @@ def create_environment(
     key = selection_key(selection, version)
     with _building(dest):
         return _create(dest, selection, interpreter, version, note, key, started, allow_build, sandbox,
-                       progress or _silent)
-
-
-def _silent(step: str) -> None:
-    """No progress to show."""
+                       progress or (lambda step: None))
 
 
 def _create(dest: Path, selection: Selection, interpreter: Path, version: str, note: str | None,

@@ -412,7 +412,7 @@ def bwrap_argv(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: st
         homes += [f"{SANDBOX_HOME}/.cache", MATPLOTLIB_CACHE]
         for found in found_fonts:
             argv += ["--ro-bind", str(found), f"{MATPLOTLIB_CACHE}/{found.name}"]
-    home = _user_home()
+    home = os.path.realpath(os.environ["HOME"]) if os.environ.get("HOME") else None
     for prefix in interpreter_prefixes(python):  # after /tmp: an environment may live there
         if prefix == "/" or (home is not None and prefix == home):
             raise JunoBenchError(f"the interpreter's prefix {prefix} is a folder the sandbox must not show",
@@ -676,11 +676,6 @@ def _identity(runtime: str) -> tuple[str, str]:
 
 def _is_root() -> bool:
     return hasattr(os, "geteuid") and os.geteuid() == 0
-
-
-def _user_home() -> str | None:
-    home = os.environ.get("HOME")
-    return os.path.realpath(home) if home else None
 
 
 def _under_bound(prefix: str) -> bool:
