@@ -248,11 +248,31 @@ def manifest_of(selection: Selection, key: str, *, used: str, executable: str, n
     }
 
 
+def needs_source_builds(selection: Selection) -> list[str]:
+    """The pins of ``selection`` its environment's lock has no wheel for (its
+    :data:`~junobench.envs.wheels.SOURCE_BUILDS`; every one for the whole environment, else
+    those the selection pins): built from source, they run their build scripts (``env
+    create --allow-build``; the image of ``env dockerfile`` builds them with a compiler)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    from junobench.envs.wheels import read_source_builds
+
+    listed = read_source_builds(selection.environment.folder) or []
+    if selection.whole:
+        return listed
+    wanted = set()
+    for line in selection.requirements:
+        try:
+            wanted.add(canonicalize_name(Requirement(line).name))
+        except InvalidRequirement:
+            continue
+    return [pin for pin in listed if canonicalize_name(pin.partition("==")[0]) in wanted]
+
+
 def _refuse_source_builds(selection: Selection) -> None:
     """Stop before anything is made when the selection pins a distribution its environment
     lists as having no wheel (building it runs its build script: ``--allow-build``)."""
-    from junobench.envs.wheels import needs_source_builds
-
     env = selection.environment
     builds = needs_source_builds(selection)
     if builds:

@@ -22,12 +22,19 @@ import json
 import os
 from pathlib import Path
 
-from junobench.envs.create import MANIFEST, REQUIREMENTS_FILE, Selection, manifest_of, selection_key
+from junobench.envs.create import (
+    MANIFEST,
+    REQUIREMENTS_FILE,
+    Selection,
+    manifest_of,
+    needs_source_builds,
+    selection_key,
+)
 from junobench.envs.environment import SPEC_FILE
 from junobench.envs.installer import run, uv_binary
 from junobench.envs.pins import parse_pins
 from junobench.envs.sandbox import IMAGE_ENV
-from junobench.envs.wheels import SOURCE_BUILDS, needs_source_builds
+from junobench.envs.wheels import SOURCE_BUILDS
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import remove_files, remove_tree, staging_folder, swap_in
 from junobench.safety.grammar import (

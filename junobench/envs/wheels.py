@@ -25,12 +25,8 @@ environment's platform is one. ``scripts/lock_environment.py`` writes the names 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from junobench.errors import JunoBenchError
-
-if TYPE_CHECKING:
-    from junobench.envs.create import Selection
 
 #: The file beside an environment's lock listing its source builds (one ``name==version`` a line).
 SOURCE_BUILDS = "source_builds.txt"
@@ -111,26 +107,6 @@ def read_source_builds(folder: str | Path) -> list[str] | None:
     except (OSError, UnicodeDecodeError) as error:
         raise JunoBenchError(f"cannot read the list of source builds ({error})", file=path) from None
     return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
-
-
-def needs_source_builds(selection: Selection) -> list[str]:
-    """The pins of ``selection`` its environment's lock has no wheel for (its
-    :data:`SOURCE_BUILDS`; every one for the whole environment, else those the selection
-    pins): built from source, they run their build scripts (``env create --allow-build``;
-    the image of ``env dockerfile`` builds them with a compiler)."""
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
-
-    listed = read_source_builds(selection.environment.folder) or []
-    if selection.whole:
-        return listed
-    wanted = set()
-    for line in selection.requirements:
-        try:
-            wanted.add(canonicalize_name(Requirement(line).name))
-        except InvalidRequirement:
-            continue
-    return [pin for pin in listed if canonicalize_name(pin.partition("==")[0]) in wanted]
 
 
 def write_source_builds(folder: str | Path, names: list[str], *, python: str, platform: str) -> Path:
