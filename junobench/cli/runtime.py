@@ -88,7 +88,7 @@ def _runtime_info(args: argparse.Namespace) -> int:
                                              ("max_notebook_chars", args.max_notebook_chars))
                if value is not None}
     from junobench import vocab
-    from junobench.verify.report import NOT_RUN
+    from junobench.verify.report import unfinished
 
     versions = args.versions or ("reproduced", "fixed")
     with interrupted_saying(f"{args.out} holds them"):
@@ -103,8 +103,8 @@ def _runtime_info(args: argparse.Namespace) -> int:
         except (KeyboardInterrupt, JunoBenchError) as stop:
             if args.format == "json":  # one stopped before it knew its notebooks: those named, not run
                 why = "interrupted" if isinstance(stop, KeyboardInterrupt) else str(stop)
-                named = {vocab.instance_id(case, version): {"status": NOT_RUN, "problem": f"the run stopped ({why}) "
-                                                            "before it"}
+                state, problem = unfinished(why, began=False)
+                named = {vocab.instance_id(case, version): {"status": state, "problem": problem}
                          for case in dict.fromkeys(args.cases) for version in dict.fromkeys(versions)}
                 _print_document(args.out, getattr(stop, "states", named), why)
             raise

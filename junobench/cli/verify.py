@@ -146,9 +146,9 @@ def _show(report: VerifyReport, args: argparse.Namespace) -> None:
 
 def _named_not_run(cases: list[str], why: str) -> VerifyReport:
     """The report of a run stopped (``why``) before it knew its cases: those named, not run."""
-    from junobench.verify.report import NOT_RUN, CaseResult, VerifyReport
+    from junobench.verify.report import CaseResult, VerifyReport, unfinished
 
-    left = [CaseResult.left(case, NOT_RUN, f"the run stopped ({why}) before it") for case in dict.fromkeys(cases)]
+    left = [CaseResult.left(case, *unfinished(why, began=False)) for case in dict.fromkeys(cases)]
     return VerifyReport(left, stopped=why)
 
 

@@ -25,13 +25,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from junobench.envs.sandbox import Sandbox, bwrap_argv, bwrap_problem, confined_environ
+from junobench.envs.sandbox import INSTALL_BWRAP, Sandbox, bwrap_argv, bwrap_problem, confined_environ
 from junobench.errors import JunoBenchError
 
 #: What to do where no sandbox can run a build.
-BUILD_HINT = ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Fedora: "
-              "`sudo dnf install bubblewrap`; Arch: `sudo pacman -S bubblewrap`); --sandbox none "
-              "builds unconfined, with your user's rights")
+BUILD_HINT = f"{INSTALL_BWRAP}; --sandbox none builds unconfined, with your user's rights"
 #: Sandboxes a build can run in (``auto``: bubblewrap, refused where it cannot run).
 BUILD_SANDBOXES: tuple[str, ...] = ("auto", "bwrap", "none")
 #: Variables of the user's that the installer gets (its settings, proxies, certificates).

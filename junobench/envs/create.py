@@ -124,15 +124,11 @@ def choose_python(env: Environment, python: str | None) -> tuple[Path, str, str 
                     f"instead of the environment's {env.python}")
             if python is not None and python != env.python:
                 note = f"Python {wanted} not found on this machine; using Python {version} ({path})"
-            return path, version, note + _mismatch(version, env)
+            return path, version, note + ("" if version == env.python else " (results may differ from the benchmark's)")
         path, version = found, wanted
     if version != env.python:
         return path, version, f"Python {version} ({path}) is not the environment's Python {env.python}"
     return path, version, None
-
-
-def _mismatch(version: str, env: Environment) -> str:
-    return "" if version == env.python else " (results may differ from the benchmark's)"
 
 
 def _looks_like_version(text: str) -> bool:
@@ -163,11 +159,7 @@ def create_environment(
     key = selection_key(selection, version)
     with _building(dest):
         return _create(dest, selection, interpreter, version, note, key, started, allow_build, sandbox,
-                       progress or _silent)
-
-
-def _silent(step: str) -> None:
-    """No progress to show."""
+                       progress or (lambda step: None))
 
 
 def _create(dest: Path, selection: Selection, interpreter: Path, version: str, note: str | None,
@@ -218,19 +210,8 @@ def _create(dest: Path, selection: Selection, interpreter: Path, version: str, n
         run([str(venv), "-m", "ipykernel", "install", "--prefix", str(dest), "--name", spec_name,
              "--display-name", f"JunoBench ({env.name}, Python {version})"],
             what="installing the kernelspec")
-        manifest = {
-            "key": key,
-            "environment": env.summary(),
-            "python": {"wanted": env.python, "used": version, "executable": str(interpreter),
-                       "note": note},
-            "requirements": selection.requirements,
-            "cases": selection.cases,
-            "whole": selection.whole,
-            "unpinned": selection.unpinned,
-            "kernelspec": spec_name,
-            "installer": installer,
-            "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        }
+        manifest = manifest_of(selection, key, used=version, executable=str(interpreter), note=note,
+                               kernelspec=spec_name, installer=installer)
         manifest["seconds"] = round(time.perf_counter() - started, 1)
         _write_json(dest / MANIFEST, manifest)
     except BaseException:
@@ -247,15 +228,53 @@ def _create(dest: Path, selection: Selection, interpreter: Path, version: str, n
                    installer, selection.unpinned, manifest)
 
 
+def manifest_of(selection: Selection, key: str, *, used: str, executable: str, note: str | None,
+                kernelspec: str, installer: str) -> dict[str, Any]:
+    """The :data:`MANIFEST` of the environment of ``selection`` made with the interpreter
+    ``executable`` (Python ``used``; ``note`` when it is not the environment's), whose
+    reuse ``key`` is :func:`selection_key`'s, by ``installer``."""
+    env = selection.environment
+    return {
+        "key": key,
+        "environment": env.summary(),
+        "python": {"wanted": env.python, "used": used, "executable": executable, "note": note},
+        "requirements": selection.requirements,
+        "cases": selection.cases,
+        "whole": selection.whole,
+        "unpinned": selection.unpinned,
+        "kernelspec": kernelspec,
+        "installer": installer,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def needs_source_builds(selection: Selection) -> list[str]:
+    """The pins of ``selection`` its environment's lock has no wheel for (its
+    :data:`~junobench.envs.wheels.SOURCE_BUILDS`; every one for the whole environment, else
+    those the selection pins): built from source, they run their build scripts (``env
+    create --allow-build``; the image of ``env dockerfile`` builds them with a compiler)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    from junobench.envs.wheels import read_source_builds
+
+    listed = read_source_builds(selection.environment.folder) or []
+    if selection.whole:
+        return listed
+    wanted = set()
+    for line in selection.requirements:
+        try:
+            wanted.add(canonicalize_name(Requirement(line).name))
+        except InvalidRequirement:
+            continue
+    return [pin for pin in listed if canonicalize_name(pin.partition("==")[0]) in wanted]
+
+
 def _refuse_source_builds(selection: Selection) -> None:
     """Stop before anything is made when the selection pins a distribution its environment
     lists as having no wheel (building it runs its build script: ``--allow-build``)."""
-    from junobench.envs.wheels import read_source_builds
-
     env = selection.environment
-    wanted = {line.partition("==")[0] for line in selection.requirements}
-    listed = read_source_builds(env.folder) or []
-    builds = listed if selection.whole else [pin for pin in listed if pin.partition("==")[0] in wanted]
+    builds = needs_source_builds(selection)
     if builds:
         raise JunoBenchError(f"{', '.join(builds)} ha{'s' if len(builds) == 1 else 've'} no wheel for "
                              f"Python {env.python} on {env.platform}: building from source runs "

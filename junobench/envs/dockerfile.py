@@ -18,16 +18,23 @@ benchmark pins, so the two never share site-packages). Inside the container::
 
 from __future__ import annotations
 
-import datetime
 import json
 import os
 from pathlib import Path
 
-from junobench.envs.create import MANIFEST, REQUIREMENTS_FILE, Selection, selection_key
+from junobench.envs.create import (
+    MANIFEST,
+    REQUIREMENTS_FILE,
+    Selection,
+    manifest_of,
+    needs_source_builds,
+    selection_key,
+)
 from junobench.envs.environment import SPEC_FILE
 from junobench.envs.installer import run, uv_binary
 from junobench.envs.pins import parse_pins
 from junobench.envs.sandbox import IMAGE_ENV
+from junobench.envs.wheels import SOURCE_BUILDS
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import remove_files, remove_tree, staging_folder, swap_in
 from junobench.safety.grammar import (
@@ -91,43 +98,12 @@ def dockerfile_text(selection: Selection, *, junobench: str | None = None, uv: s
     return "\n".join(lines) + "\n"
 
 
-def needs_source_builds(selection: Selection) -> list[str]:
-    """The pins of ``selection`` its environment's lock has no wheel for (its
-    :data:`~junobench.envs.wheels.SOURCE_BUILDS`; every one for the whole environment, else
-    those the selection pins), which the image builds from source with a compiler."""
-    from packaging.requirements import InvalidRequirement, Requirement
-    from packaging.utils import canonicalize_name
-
-    from junobench.envs.wheels import read_source_builds
-
-    listed = read_source_builds(selection.environment.folder) or []
-    if selection.whole:
-        return listed
-    wanted = set()
-    for line in selection.requirements:
-        try:
-            wanted.add(canonicalize_name(Requirement(line).name))
-        except InvalidRequirement:
-            continue
-    return [pin for pin in listed if canonicalize_name(pin.partition("==")[0]) in wanted]
-
-
 def image_manifest(selection: Selection) -> dict[str, object]:
     """The manifest of the environment the image makes (read by ``--env``)."""
     env = selection.environment
-    return {
-        "key": selection_key(selection, env.python),
-        "environment": env.summary(),
-        "python": {"wanted": env.python, "used": env.python, "executable": f"/usr/local/bin/python{env.python}",
-                   "note": None},
-        "requirements": selection.requirements,
-        "cases": selection.cases,
-        "whole": selection.whole,
-        "unpinned": selection.unpinned,
-        "kernelspec": _spec_name(selection),
-        "installer": "uv (docker build)",
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    }
+    return manifest_of(selection, selection_key(selection, env.python), used=env.python,
+                       executable=f"/usr/local/bin/python{env.python}", note=None,
+                       kernelspec=_spec_name(selection), installer="uv (docker build)")
 
 
 def write_context(out: str | Path, selection: Selection, *, junobench: str | None = None) -> Path:
@@ -171,8 +147,6 @@ def check_values(selection: Selection, *, uv: str, junobench: str) -> tuple[str,
     if env.exclude_newer is not None:
         check(env.exclude_newer, is_iso_date, field="exclude_newer", file=where)
     parse_pins("\n".join(selection.requirements), "the selection's requirements")
-    from junobench.envs.wheels import SOURCE_BUILDS
-
     parse_pins("\n".join(needs_source_builds(selection)), env.folder / SOURCE_BUILDS)
     return (check(uv, is_version, field="the uv version"),
             check(junobench, is_version, field="--junobench-version"))

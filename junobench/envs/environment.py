@@ -188,7 +188,8 @@ def read_environment(folder: str | Path, *, origin: str = "package") -> Environm
         raise JunoBenchError(f"unknown platform {platform!r}", file=spec_path,
                              hint=f"use one of {', '.join(_PLATFORMS)}")
     req_path = _member(folder, _string(spec, "requirements", spec_path), spec_path)
-    pins, kernel = parse_requirements(_read_text(req_path, folder.parent), req_path)
+    req_text = _read_text(req_path, folder.parent)
+    pins, kernel = parse_requirements(req_text, req_path)
     locked: dict[str, str] = {}
     lock_path = None
     lock_pins: list[Pin] = []
@@ -201,7 +202,7 @@ def read_environment(folder: str | Path, *, origin: str = "package") -> Environm
                 raise JunoBenchError(f"the lock has {dist}=={locked[dist]} but the requirements pin "
                                      f"{dist}=={version}", file=lock_path,
                                      hint="regenerate the lock (scripts/lock_environment.py)")
-    for pin in parse_pins(_read_text(req_path, folder.parent), req_path, open_requirements=True):
+    for pin in parse_pins(req_text, req_path, open_requirements=True):
         if pin.version is None and pin.name not in locked:
             raise JunoBenchError(f"line {pin.line}: {str(pin)!r} is not a pin (name==version) and "
                                  "no lock pins it", file=req_path, hint="pin it, or name a lock that pins it")

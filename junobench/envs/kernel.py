@@ -392,13 +392,10 @@ class KernelPool:
                 return await start_kernel(self.target, cwd=work, env=self.env, log=scratch / KERNEL_LOG,
                                           timeout=self.startup_timeout, sandbox=self.sandbox, writable=[scratch],
                                           pass_env=self.pass_env)
-            except RuntimeError:
+            except BaseException as error:
                 await asyncio.to_thread(shutil.rmtree, scratch, True)
-                if attempt == attempts:
+                if not isinstance(error, RuntimeError) or attempt == attempts:
                     raise
-            except BaseException:
-                await asyncio.to_thread(shutil.rmtree, scratch, True)
-                raise
         raise AssertionError("unreachable")
 
     async def acquire(self) -> StartedKernel:

@@ -154,13 +154,15 @@ def import_names() -> dict[str, str | None]:
 def distribution_of(module: str) -> str | None:
     """The distribution that provides ``module`` (a dotted name): the mapping's longest
     matching key, else the top-level name, normalised. None for a hosted-platform module."""
-    mapping = import_names()
+    key = _mapped(module)
+    return import_names()[key] if key is not None else canonicalize_name(module.split(".")[0])
+
+
+def _mapped(module: str) -> str | None:
+    """The longest dotted prefix of ``module`` that the mapping names, None when none does."""
     parts = module.split(".")
-    for end in range(len(parts), 0, -1):
-        key = ".".join(parts[:end])
-        if key in mapping:
-            return mapping[key]
-    return canonicalize_name(parts[0])
+    mapping = import_names()
+    return next((key for end in range(len(parts), 0, -1) if (key := ".".join(parts[:end])) in mapping), None)
 
 
 def is_stdlib(module: str) -> bool:
@@ -219,12 +221,7 @@ def _resolved(module: str, how: str) -> tuple[str | None, bool, str | None, str]
 
 def _shown(module: str) -> str:
     """The part of a dotted module that decides its distribution (``google.colab``, ``torch``)."""
-    parts = module.split(".")
-    mapping = import_names()
-    for end in range(len(parts), 1, -1):
-        if ".".join(parts[:end]) in mapping:
-            return ".".join(parts[:end])
-    return parts[0]
+    return _mapped(module) or module.split(".")[0]
 
 
 def local_modules(folder: str | Path, entries: Iterable[os.DirEntry[str]] | None = None

@@ -118,10 +118,11 @@ def confined_environ(env: Mapping[str, str], keep: Iterable[str] = ()) -> dict[s
     return {**{k: v for k, v in SANDBOX_SETTINGS.items() if k not in kept or k not in env}, **passed}
 
 
+#: How to install bubblewrap.
+INSTALL_BWRAP = ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Fedora: "
+                 "`sudo dnf install bubblewrap`; Arch: `sudo pacman -S bubblewrap`)")
 #: What to do where no sandbox can run.
-INSTALL_HINT = ("install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Fedora: "
-                "`sudo dnf install bubblewrap`; Arch: `sudo pacman -S bubblewrap`), or use "
-                "--sandbox docker|podman; --sandbox none runs the notebooks unconfined")
+INSTALL_HINT = f"{INSTALL_BWRAP}, or use --sandbox docker|podman; --sandbox none runs the notebooks unconfined"
 
 
 @dataclass(frozen=True)
@@ -172,21 +173,20 @@ class Sandbox:
         if self.kind in ENGINES:
             return {"limits": "the container engine's cgroup (--memory, --pids-limit)",
                     "identity": ("an unprivileged uid of its own (junobench runs as root)"
-                                 if hasattr(os, "geteuid") and os.geteuid() == 0 else "the caller's uid")
+                                 if _is_root() else "the caller's uid")
                                 + ", capabilities dropped, no-new-privileges, /tmp nosuid and nodev",
                     "seccomp": "the engine's default profile"}
         if self.kind != "bwrap":
             return {}
         from junobench.envs.seccomp import REFUSED, seccomp_problem
 
-        root = hasattr(os, "geteuid") and os.geteuid() == 0
         refused = seccomp_problem()
         return {
             "limits": "RLIMIT_DATA and RLIMIT_NPROC, /tmp and /dev/shm sized, and a watchdog outside the sandbox "
                       "counting the processes' memory, /tmp, /dev/shm and memfd objects"
                       f"; no cgroup: {cgroup_problem()}",
             "identity": (f"uid {SANDBOX_UID} inside, an unprivileged uid of its own outside (junobench runs as root)"
-                         if root else f"uid {SANDBOX_UID} inside, uid {os.getuid()} outside (junobench's own, "
+                         if _is_root() else f"uid {SANDBOX_UID} inside, uid {os.getuid()} outside (junobench's own, "
                          "not root)") + "; no capabilities, no-new-privileges, nosuid and nodev mounts",
             "seccomp": refused or f"on: {len(REFUSED)} system calls refused (some for some arguments only)",
             "proc": "read-only: " + ", ".join(f"/proc/{n}" for n in PROC_READ_ONLY) + "; masked: "
@@ -321,28 +321,27 @@ def ipc_folder(runtime: str | Path) -> str:
     return str(folder)
 
 
-def launcher(settings: Mapping[str, Any]) -> list[str]:
-    """The command line of :mod:`junobench.envs.watchdog` with ``settings``, run by this
-    interpreter (before ``--`` and the command it starts), started by this process: its
-    pid goes along, so that a watchdog orphaned even before it ran knows it."""
+def _watchdog(python: str, settings: Mapping[str, Any]) -> list[str]:
+    """The command line of :mod:`junobench.envs.watchdog` with ``settings``, run by
+    ``python`` (before ``--`` and the command it starts)."""
     from junobench.envs import watchdog
 
     source = base64.b64encode(Path(watchdog.__file__).read_bytes()).decode()
     # base64: no braces for Jupyter's {connection_file} templating to touch
     loader = f"import base64;exec(compile(base64.b64decode('{source}'),'watchdog','exec'))"
-    encoded = base64.b64encode(json.dumps({**settings, "parent": os.getpid()}).encode()).decode()
-    return [sys.executable, "-I", "-S", "-c", loader, encoded, "--"]
+    return [python, "-I", "-S", "-c", loader, base64.b64encode(json.dumps(settings).encode()).decode(), "--"]
+
+
+def launcher(settings: Mapping[str, Any]) -> list[str]:
+    """The watchdog's command line with ``settings``, run by this interpreter, started by
+    this process: its pid goes along, so that a watchdog orphaned even before it ran knows it."""
+    return _watchdog(sys.executable, {**settings, "parent": os.getpid()})
 
 
 def watched(command: Sequence[str], sandbox: Sandbox, *, python: str, status: str) -> list[str]:
     """``command`` run under :mod:`junobench.envs.watchdog` by ``python``, inside a container."""
-    from junobench.envs import watchdog
-
-    source = base64.b64encode(Path(watchdog.__file__).read_bytes()).decode()
-    loader = f"import base64;exec(compile(base64.b64decode('{source}'),'watchdog','exec'))"
     settings = {"mode": "inside", "memory": sandbox.memory, "tasks": sandbox.processes, "status": status}
-    return [python, "-I", "-S", "-c", loader, base64.b64encode(json.dumps(settings).encode()).decode(), "--",
-            *command]
+    return [*_watchdog(python, settings), *command]
 
 
 #: Folders of ``/proc`` made read-only inside (as Docker does): the kernel's settings.
@@ -413,7 +412,7 @@ def bwrap_argv(command: Sequence[str], sandbox: Sandbox, *, python: str, cwd: st
         homes += [f"{SANDBOX_HOME}/.cache", MATPLOTLIB_CACHE]
         for found in found_fonts:
             argv += ["--ro-bind", str(found), f"{MATPLOTLIB_CACHE}/{found.name}"]
-    home = _user_home()
+    home = os.path.realpath(os.environ["HOME"]) if os.environ.get("HOME") else None
     for prefix in interpreter_prefixes(python):  # after /tmp: an environment may live there
         if prefix == "/" or (home is not None and prefix == home):
             raise JunoBenchError(f"the interpreter's prefix {prefix} is a folder the sandbox must not show",
@@ -514,7 +513,7 @@ def sandbox_uid(sandbox: Sandbox) -> int | None:
     """The host uid a new sandbox's notebook runs as: a new unprivileged one when
     junobench runs as root with bubblewrap or a container engine, None (the caller's own
     uid) otherwise."""
-    if sandbox.kind not in ("bwrap", *ENGINES) or not hasattr(os, "geteuid") or os.geteuid() != 0:
+    if sandbox.kind not in ("bwrap", *ENGINES) or not _is_root():
         return None
     return SANDBOX_UIDS + ((os.getpid() & 0x3FFFFF) << 8) + (next(_counter) & 0xFF)
 
@@ -525,7 +524,11 @@ def hand_over(folders: Iterable[str | Path], uid: int | None) -> None:
     if uid is None:
         return
     for folder in folders:
-        _walk_chown(Path(folder), uid, uid)
+        for path in [Path(folder), *_tree(Path(folder))]:
+            try:
+                os.lchown(path, uid, uid)
+            except OSError:
+                continue
 
 
 def reclaim(folders: Iterable[str | Path], uid: int | None) -> None:
@@ -550,14 +553,6 @@ def _tree(folder: Path) -> list[Path]:
     for current, folders, files in os.walk(folder):  # links to folders are not walked
         found += [Path(current, name) for name in folders + files]
     return found
-
-
-def _walk_chown(folder: Path, uid: int, gid: int) -> None:
-    for path in [folder, *_tree(folder)]:
-        try:
-            os.lchown(path, uid, gid)
-        except OSError:
-            continue
 
 
 #: Where matplotlib looks for its font list inside the sandbox (``~/.cache/matplotlib``).
@@ -679,9 +674,8 @@ def _identity(runtime: str) -> tuple[str, str]:
     return str(passwd), str(group)
 
 
-def _user_home() -> str | None:
-    home = os.environ.get("HOME")
-    return os.path.realpath(home) if home else None
+def _is_root() -> bool:
+    return hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 def _under_bound(prefix: str) -> bool:

@@ -41,11 +41,10 @@ from junobench.runtime.names import target_names
 from junobench.runtime.summarise import CATEGORIES, DEFAULT_OPTIONS, summarise
 from junobench.safety.atomic import check_file_target
 from junobench.safety.text import first_line
-from junobench.verify import DEFAULT_TIMEOUT, replay_task
+from junobench.verify import DEFAULT_TIMEOUT, case_inputs, replay_task
 from junobench.verify.executor import Executor, entered_for, gather_all
 from junobench.verify.judge import OK, TIMEOUT, RunLog
-from junobench.verify.report import INTERRUPTED, NOT_RUN
-from junobench.verify.resume import inputs_digest
+from junobench.verify.report import unfinished
 from junobench.verify.runner import require_run_extra, run_sync
 from junobench.verify.spec import DATA_ABSENT, CaseSpec, case_specs
 
@@ -254,7 +253,7 @@ def runtime_info(
     found = kernel_environment(target or own_kernel(), snapshot_environment(root))
     context = (f"{target.python if target else ''}|{sorted(categories)}|{sorted(options.items())}"
                + (f"|{style}|{signatures}" if style != "junobench" else ""))
-    digests = {(spec.case_id, version): _inputs(spec, version, timeout, context) for spec, version in work}
+    digests = {(spec.case_id, version): case_inputs(spec, timeout, context, (version,)) for spec, version in work}
     kept = _earlier(out, digests) if out is not None and resume else {}
     done: dict[tuple[str, str], dict[str, Any]] = dict(kept)
     last = [time.monotonic()]
@@ -307,19 +306,10 @@ def notebook_states(work: Sequence[tuple[CaseSpec, str]], done: Mapping[tuple[st
         record = done.get((spec.case_id, version))
         if record is not None:
             states[instance] = {"status": record["status"], "problem": record["problem"]}
-        elif instance in started:
-            states[instance] = {"status": INTERRUPTED, "problem": f"the run stopped ({why}) while it ran"}
         else:
-            states[instance] = {"status": NOT_RUN, "problem": f"the run stopped ({why}) before it"}
+            state, problem = unfinished(why, instance in started)
+            states[instance] = {"status": state, "problem": problem}
     return states
-
-
-def _inputs(spec: CaseSpec, version: str, timeout: float | None, context: str) -> str | None:
-    try:
-        return inputs_digest(spec.folder, timeout=timeout, extra=context,
-                             notebooks=[layout.notebook_name(spec.case_id, version)])
-    except JunoBenchError:
-        return None
 
 
 def _earlier(out: str | Path, digests: Mapping[tuple[str, str], str | None]) -> dict[tuple[str, str], dict[str, Any]]:

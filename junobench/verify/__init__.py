@@ -52,7 +52,7 @@ from junobench.verify.executor import (
     hub_endpoint,
 )
 from junobench.verify.judge import RunLog, StepOutcome, Verdict, judge
-from junobench.verify.report import INTERRUPTED, NOT_RUN, CaseResult, Interrupted, RunFailed, VerifyReport
+from junobench.verify.report import CaseResult, Interrupted, RunFailed, VerifyReport, unfinished
 from junobench.verify.resume import earlier_results, inputs_digest, kept_results
 from junobench.verify.runner import replay, require_run_extra, run_sync
 from junobench.verify.spec import DATA_ABSENT, CaseSpec, case_specs
@@ -310,7 +310,7 @@ def verify(
     environment = found.to_json(r for spec in specs for r in spec.requirements)
     environment["sandbox"] = runner.sandbox.to_json()
     context = f"{'' if target is None else target.python}{sandbox_key(runner.sandbox)}"
-    digests = {spec.case_id: digest for spec in specs if (digest := _inputs(spec, timeout, context))}
+    digests = {spec.case_id: digest for spec in specs if (digest := case_inputs(spec, timeout, context))}
     kept = kept_results(earlier_results(report), digests) if report is not None and resume else {}
     if kept_folder is not None:  # a kept verdict without its notebooks runs again, to keep them
         from junobench.verify import kept as kept_notebooks
@@ -353,14 +353,8 @@ def stopped_report(specs: Sequence[CaseSpec], done: Mapping[str, CaseResult], ex
                    environment: dict[str, Any] | None, seconds: float = 0.0) -> VerifyReport:
     """The report of a run stopped early (``why``): every case of ``specs``, those not
     ``done`` ``interrupted`` when their replays had begun, else ``not run``."""
-    cases = []
-    for spec in specs:
-        if spec.case_id in done:
-            cases.append(done[spec.case_id])
-        elif spec.case_id in executor.begun:
-            cases.append(CaseResult.left(spec.case_id, INTERRUPTED, f"the run stopped ({why}) while it ran"))
-        else:
-            cases.append(CaseResult.left(spec.case_id, NOT_RUN, f"the run stopped ({why}) before it"))
+    cases = [done[spec.case_id] if spec.case_id in done
+             else CaseResult.left(spec.case_id, *unfinished(why, spec.case_id in executor.begun)) for spec in specs]
     return VerifyReport(cases, seconds, executor.jobs, environment=environment, executor=executor.describe(),
                         stopped=why)
 
@@ -412,9 +406,11 @@ def _hub_case(repo: str, revision: str | None, endpoint: str | None, spec: CaseS
     return HubCase(repo, spec.case_id, spec.case_id, revision=revision, endpoint=endpoint)
 
 
-def _inputs(spec: CaseSpec, timeout: float | None, environment: str) -> str | None:
-    """The digest of what the case's verdict depends on (None when its folder is unreadable)."""
-    names = [layout.notebook_name(spec.case_id, version) for version in vocab.EVALUATED_VERSIONS]
+def case_inputs(spec: CaseSpec, timeout: float | None, environment: str,
+                versions: Sequence[str] = vocab.EVALUATED_VERSIONS) -> str | None:
+    """The digest of what the case's verdict (or its ``versions`` notebooks' records)
+    depends on (None when its folder is unreadable)."""
+    names = [layout.notebook_name(spec.case_id, version) for version in versions]
     try:
         return inputs_digest(spec.folder, timeout=timeout, notebooks=names, extra=environment)
     except JunoBenchError:

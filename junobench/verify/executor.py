@@ -207,13 +207,9 @@ class LocalExecutor(Executor):
                 return await self._run_pooled(task, self._pool)
             scratch = Path(await asyncio.to_thread(tempfile.mkdtemp, prefix=f"junobench-{task.key}-"))
             try:
-                workspace = Workspace(scratch / WORKSPACE, task.cwd)
-                refused = await _materialize(task, workspace)
-                if refused is not None:
-                    return refused
-                log, after = await execute(task, workspace, self.target, kernel_log=scratch / "kernel.log",
-                                           pass_env=self.pass_env, sandbox=self.sandbox)
-                return ReplayOutcome(task, log, after)
+                return await self._replay(task, Workspace(scratch / WORKSPACE, task.cwd),
+                                          kernel_log=scratch / "kernel.log", pass_env=self.pass_env,
+                                          sandbox=self.sandbox)
             finally:
                 await asyncio.to_thread(shutil.rmtree, scratch, True)
 
@@ -225,15 +221,20 @@ class LocalExecutor(Executor):
         except (RuntimeError, OSError, TimeoutError) as error:  # as replay() reports a failed start
             return ReplayOutcome(task, not_run(task, f"{type(error).__name__}: {error}"))
         try:
-            workspace = Workspace(Path(kernel.cwd).parent, task.cwd, Path(kernel.cwd))
-            refused = await _materialize(task, workspace)
-            if refused is not None:
-                return refused
-            log, after = await execute(task, workspace, self.target, kernel=kernel)
-            return ReplayOutcome(task, log, after)
+            return await self._replay(task, Workspace(Path(kernel.cwd).parent, task.cwd, Path(kernel.cwd)),
+                                      kernel=kernel)
         finally:
             await kernel.shutdown()
             await asyncio.to_thread(shutil.rmtree, Path(kernel.cwd).parent, True)
+
+    async def _replay(self, task: ReplayTask, workspace: Workspace, **options: Any) -> ReplayOutcome:
+        """Copy the task's files into ``workspace`` and replay it there (``options`` go to
+        :func:`execute`)."""
+        refused = await _materialize(task, workspace)
+        if refused is not None:
+            return refused
+        log, after = await execute(task, workspace, self.target, **options)
+        return ReplayOutcome(task, log, after)
 
 
 @dataclass(frozen=True)
@@ -247,8 +248,9 @@ class Workspace:
     cwd_at: Path | None = None
 
     def path(self, relative: str) -> Path:
-        """The absolute place of a workspace-relative path (refused when it climbs out)."""
-        path = inside(self.root, relative)
+        """The absolute place of a workspace-relative path (refused when it is absolute or
+        climbs out: :func:`~junobench.verify.case_files.workspace_name`)."""
+        path = self.root / workspace_name(relative)
         if self.cwd_at is None:
             return path
         rel, cwd = PurePosixPath(relative), PurePosixPath(self.cwd)
@@ -377,12 +379,6 @@ def hub_endpoint() -> str | None:
     from huggingface_hub import constants
 
     return None if constants.ENDPOINT.rstrip("/") == DEFAULT_HUB else constants.ENDPOINT
-
-
-def inside(root: Path, relative: str) -> Path:
-    """``root / relative``, refused when it is absolute or climbs out of ``root``
-    (:func:`~junobench.verify.case_files.workspace_name`)."""
-    return root / workspace_name(relative)
 
 
 async def execute(task: ReplayTask, workspace: Workspace, target: KernelTarget | None, *,

@@ -18,11 +18,9 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from junobench.envs.kernel import MESSAGE_MARGIN
+from junobench.envs.kernel import ERROR_TEXT, MESSAGE_MARGIN
 from junobench.envs.sandbox import format_size
 
-#: Characters kept of an error's value and of each traceback line past the limit.
-ERROR_TEXT = 10_000
 #: Messages that are never cut: they end a cell run or say what it raised.
 ALWAYS_KEPT = frozenset({"status", "execute_input", "error"})
 
@@ -101,7 +99,8 @@ def content_size(value: Any, depth: int = 0) -> int:
 
 
 def trim_error(content: dict[str, Any]) -> None:
-    """An error's value and traceback lines cut to :data:`ERROR_TEXT` characters each."""
+    """An error's value and traceback lines cut to
+    :data:`~junobench.envs.kernel.ERROR_TEXT` characters each (as the kernel cuts them)."""
     if isinstance(content.get("evalue"), str):
         content["evalue"] = content["evalue"][:ERROR_TEXT]
     trace = content.get("traceback")

@@ -21,6 +21,7 @@ the pins a case needs that it did not meet (``pandas 3.1.1 where the benchmark p
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,14 @@ VERDICT_STATUSES = frozenset({PASSED, FAILED, TIMED_OUT, OUT_OF_MEMORY, SKIPPED}
 #: Columns of the verdict table printed by ``junobench verify`` (``environment``: the pins a
 #: failing case needs that the kernels' environment does not meet).
 TABLE_COLUMNS: tuple[str, ...] = ("case_id", "status", "reproduced", "fixed", "environment", "sandbox", "seconds")
+
+
+def unfinished(why: str, began: bool) -> tuple[str, str]:
+    """The status of a case (or notebook) that a run stopped early (``why``) did not
+    finish, and the reason: :data:`INTERRUPTED` when it had begun, else :data:`NOT_RUN`."""
+    if began:
+        return INTERRUPTED, f"the run stopped ({why}) while it ran"
+    return NOT_RUN, f"the run stopped ({why}) before it"
 
 
 @dataclass
@@ -63,7 +72,7 @@ class CaseResult:
 
     @classmethod
     def left(cls, case_id: str, state: str, why: str) -> CaseResult:
-        """A case a stopped run did not finish (``state``: :data:`INTERRUPTED` or :data:`NOT_RUN`)."""
+        """A case a stopped run did not finish (``state`` and ``why``: :func:`unfinished`)."""
         verdict = Verdict(False, f"{state}: {why}")
         return cls(case_id, verdict, verdict, unfinished=state)
 
@@ -151,10 +160,7 @@ class VerifyReport:
         raise KeyError(case_id)
 
     def counts(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for case in self.cases:
-            out[case.status] = out.get(case.status, 0) + 1
-        return out
+        return dict(Counter(case.status for case in self.cases))
 
     def summary(self) -> str:
         """``8 cases: 7 passed, 1 failed (41.2 s, local, 2 jobs)``, then where the kernels ran and

@@ -210,9 +210,6 @@ def _last_line(tail: str) -> str:
     return f" ({lines[-1].strip()[:500]})" if lines else ""
 
 
-
-
-
 def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine to completion, also from inside a running event loop (Jupyter).
     Interrupted where asyncio does not turn Ctrl-C into a cancellation (SIGINT ignored, as
