@@ -36,7 +36,7 @@ from junobench.envs.pins import parse_pins
 from junobench.envs.sandbox import IMAGE_ENV
 from junobench.envs.wheels import SOURCE_BUILDS
 from junobench.errors import JunoBenchError
-from junobench.safety.atomic import remove_files, remove_tree, staging_folder, swap_in
+from junobench.safety.atomic import swapped_in
 from junobench.safety.grammar import (
     check,
     is_environment_name,
@@ -117,20 +117,13 @@ def write_context(out: str | Path, selection: Selection, *, junobench: str | Non
         if others:
             raise JunoBenchError(f"the folder holds files a build context does not ({', '.join(others[:3])})",
                                  file=out, hint="choose a new or empty folder; nothing was changed")
-    staging = staging_folder(out)
-    try:
+    with swapped_in(out, CONTEXT_FILES) as staging:  # an earlier context: what it holds goes, anything else stays
         (staging / "Dockerfile").write_text(dockerfile_text(selection, junobench=junobench), encoding="utf-8")
         (staging / "requirements.txt").write_text("\n".join(selection.requirements) + "\n", encoding="utf-8")
         if selection.environment.lock_file is not None:  # its checked pins, written again
             (staging / "lock.txt").write_text(selection.environment.lock_text, encoding="utf-8")
         (staging / MANIFEST).write_text(json.dumps(image_manifest(selection), indent=2) + "\n",
                                         encoding="utf-8")
-        old = swap_in(staging, out)
-    except BaseException:
-        remove_tree(staging)
-        raise
-    if old is not None:
-        remove_files(old, list(CONTEXT_FILES))  # what a context holds; anything else stays
     return out
 
 
