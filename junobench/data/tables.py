@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from junobench.data import layout
 from junobench.errors import JunoBenchError, Problem
@@ -25,6 +25,10 @@ from junobench.safety.archives import Refusal, archive_members
 from junobench.safety.atomic import atomic_path
 from junobench.safety.paths import check_not_linked_out, require_regular
 from junobench.safety.text import shortened
+
+if TYPE_CHECKING:
+    from openpyxl import Workbook
+    from openpyxl.worksheet.worksheet import Worksheet
 
 #: Published (and labelling-sheet) columns of benchmark_desc.xlsx → record field.
 DESC_COLUMNS: dict[str, str] = {
@@ -225,6 +229,9 @@ def stripped(value: object) -> str | None:
     return text or None
 
 
+# --------------------------------------------------------------------------- review sheets
+
+
 #: Characters kept of a text cell of a review sheet (Excel's cell holds 32,767).
 SHEET_CELL_LIMIT = 32000
 
@@ -238,6 +245,58 @@ def sheet_text(value: str) -> str:
     """
     clean = "".join(c for c in value if c in "\n\t" or ord(c) >= 32)
     return shortened(clean, SHEET_CELL_LIMIT)
+
+
+def review_sheet(title: str, columns: Sequence[str]) -> tuple[Workbook, Worksheet]:
+    """A new workbook whose one sheet, ``title``, has the header row ``columns``; the
+    workbook and that sheet, to fill and then save with :func:`save_review_sheet`."""
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    ws = workbook.create_sheet(title)
+    workbook.remove(workbook.worksheets[0])
+    ws.append(list(columns))
+    return workbook, ws
+
+
+def drop_down(ws: Worksheet, column: str, formula: str, **options: Any) -> None:
+    """A drop-down list of the values ``formula`` gives (blank allowed) on the cells of
+    ``column`` (a letter) below the header, down to the sheet's last row."""
+    from openpyxl.worksheet.datavalidation import DataValidation
+
+    rule = DataValidation(type="list", formula1=formula, allow_blank=True, **options)
+    ws.add_data_validation(rule)
+    if ws.max_row > 1:
+        rule.add(f"{column}2:{column}{ws.max_row}")
+
+
+def save_review_sheet(workbook: Workbook, ws: Worksheet, path: Path, widths: Sequence[float]) -> None:
+    """Save a review sheet atomically (see :mod:`junobench.safety.atomic`): the text cells
+    of its columns below the header stored as text (never as formulas), the columns A, B …
+    ``widths`` wide, the header row frozen."""
+    from openpyxl.utils import get_column_letter
+
+    for cells in ws.iter_rows(min_row=2, max_col=len(widths)):
+        for cell in cells:
+            if isinstance(cell.value, str):
+                cell.data_type = "s"  # text, never a formula
+    for number, width in enumerate(widths, start=1):
+        ws.column_dimensions[get_column_letter(number)].width = width
+    ws.freeze_panes = "A2"
+    with atomic_path(path, suffix=".xlsx") as temporary:
+        workbook.save(temporary)
+
+
+def review_rows(path: Path, sheet: str, columns: Sequence[str], *, refusal: str,
+                hint: str) -> list[tuple[int, list[Any]]]:
+    """The rows below the header of the sheet ``sheet`` of a filled review sheet ``path``,
+    each with its number in the sheet (the header is row 1) and padded to ``columns``;
+    ``refusal`` (with ``hint``) when its header does not start with ``columns``."""
+    values = named_sheet(path, sheet)
+    if not values or [str(c) for c in values[0][: len(columns)]] != list(columns):
+        raise JunoBenchError(refusal, file=path, hint=hint)
+    width = len(columns)
+    return [(number, [*row, *[None] * (width - len(row))]) for number, row in enumerate(values[1:], start=2)]
 
 
 # --------------------------------------------------------------------------- desc table

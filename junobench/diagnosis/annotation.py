@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from junobench import vocab
-from junobench.data.tables import sheet_text
+from junobench.data.tables import drop_down, review_rows, review_sheet, save_review_sheet, sheet_text
 from junobench.diagnosis.judgments import CORRECT, OUTCOMES, WRONG, Judgments, outcome
 from junobench.errors import JunoBenchError
-from junobench.safety.atomic import atomic_path, write_text
+from junobench.safety.atomic import write_text
 
 SHEET = "Judgments"
 COLUMNS: tuple[str, ...] = ("item", "set", "instance", "ground-truth diagnosis",
@@ -165,9 +165,6 @@ def export_sheet(items: Sequence[Item], sheet: str | Path, key: str | Path, *,
                  seed: int = DEFAULT_SEED) -> tuple[Path, Path]:
     """Write the blinded sheet (xlsx) and its key (JSON) for ``items``; ``decided`` are the
     judgments the detections settle, kept in the key."""
-    from openpyxl import Workbook
-    from openpyxl.worksheet.datavalidation import DataValidation
-
     sheet, key = Path(sheet), Path(key)
     if sheet.suffix.lower() != ".xlsx" or key.resolve() == sheet.resolve():
         raise JunoBenchError("the sheet is an .xlsx file and the key another file", file=sheet)
@@ -180,25 +177,12 @@ def export_sheet(items: Sequence[Item], sheet: str | Path, key: str | Path, *,
     codes = {name: f"S{n}" for n, name in enumerate(rng.sample(names, len(names)), start=1)}
     shuffled = list(items)
     rng.shuffle(shuffled)
-    workbook = Workbook()
-    ws = workbook.create_sheet(SHEET)
-    workbook.remove(workbook.worksheets[0])
-    ws.append(list(COLUMNS))
+    workbook, ws = review_sheet(SHEET, COLUMNS)
     for number, item in enumerate(shuffled, start=1):
         ws.append([f"D{number:04d}", codes[item.setting], item.instance,
                    sheet_text(item.truth), sheet_text(item.predicted), None, None])
-    for row in ws.iter_rows(min_row=2, max_col=5):
-        for cell in row:
-            cell.data_type = "s"  # text, never a formula
-    rule = DataValidation(type="list", formula1='"' + ",".join(OUTCOMES) + '"',
-                          allow_blank=True, showErrorMessage=True,
-                          errorTitle="judgment", error="one of: " + ", ".join(OUTCOMES))
-    ws.add_data_validation(rule)
-    if shuffled:
-        rule.add(f"F2:F{len(shuffled) + 1}")
-    for column, width in {"A": 8, "B": 6, "C": 28, "D": 60, "E": 60, "F": 18, "G": 30}.items():
-        ws.column_dimensions[column].width = width
-    ws.freeze_panes = "A2"
+    drop_down(ws, "F", '"' + ",".join(OUTCOMES) + '"', showErrorMessage=True,
+              errorTitle="judgment", error="one of: " + ", ".join(OUTCOMES))
     key_data = {
         "format": KEY_FORMAT,
         "codes": {code: name for name, code in codes.items()},
@@ -207,8 +191,7 @@ def export_sheet(items: Sequence[Item], sheet: str | Path, key: str | Path, *,
         "decided": {k: dict(v) for k, v in (decided or {}).items()},
     }
     write_text(key, json.dumps(key_data, indent=1, ensure_ascii=False) + "\n")
-    with atomic_path(sheet, suffix=".xlsx") as temporary:
-        workbook.save(temporary)
+    save_review_sheet(workbook, ws, sheet, (8, 6, 28, 60, 60, 18, 30))
     return sheet, key
 
 
@@ -224,7 +207,6 @@ class Filled:
 def read_filled(sheet: str | Path, key: str | Path, *, decided: bool = True) -> Filled:
     """The judgments of a filled sheet, through its key; with ``decided``, the judgments the
     detections settled are added (every notebook of every setting, for scoring)."""
-    from junobench.data.tables import named_sheet
     from junobench.safety.paths import MAX_TEXT_BYTES, read_regular
 
     sheet, key = Path(sheet), Path(key)
@@ -235,15 +217,13 @@ def read_filled(sheet: str | Path, key: str | Path, *, decided: bool = True) -> 
     if not isinstance(data, dict) or data.get("format") != KEY_FORMAT:
         raise JunoBenchError("not an annotation key written by junobench", file=key)
     items = data.get("items") or {}
-    rows = named_sheet(sheet, SHEET)
-    if not rows or [str(c) for c in rows[0][: len(COLUMNS)]] != list(COLUMNS):
-        raise JunoBenchError("not an annotation sheet (its header changed)", file=sheet,
-                             hint="fill in the judgment column of the exported sheet")
+    rows = review_rows(sheet, SHEET, COLUMNS, refusal="not an annotation sheet (its header changed)",
+                       hint="fill in the judgment column of the exported sheet")
     out = Judgments(path=sheet)
     unjudged: list[str] = []
     seen: set[str] = set()
-    for number, row in enumerate(rows[1:], start=2):
-        code = row[0] if row else None
+    for number, row in rows:
+        code = row[0]
         if code in (None, ""):
             continue
         entry = items.get(code) if isinstance(code, str) else None
@@ -251,7 +231,7 @@ def read_filled(sheet: str | Path, key: str | Path, *, decided: bool = True) -> 
             raise JunoBenchError(f"row {number}: item {code!r} is not in the key (or twice)",
                                  file=sheet, hint="pass the key written with this sheet")
         seen.add(code)
-        cell = row[5] if len(row) > 5 else None
+        cell = row[5]
         if cell in (None, ""):
             unjudged.append(code)
             continue

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from junobench import vocab
-from junobench.data.tables import sheet_text
+from junobench.data.tables import drop_down, review_rows, review_sheet, save_review_sheet, sheet_text
 from junobench.errors import JunoBenchError
 from junobench.mining.kinds import PURPOSES
 
@@ -58,11 +58,7 @@ def sample_ids(mined: str | Path, n: int, seed: int) -> list[str]:
 def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) -> tuple[Path, int]:
     """Write the review sheet of ``n`` figures of the mined corpus ``mined`` (see the
     module's notes); returns its path and the number of figures in it."""
-    from openpyxl import Workbook
-    from openpyxl.worksheet.datavalidation import DataValidation
-
     from junobench.mining.kinds import chart_kinds
-    from junobench.safety.atomic import atomic_path
 
     sheet = Path(sheet)
     if sheet.suffix.lower() != ".xlsx":
@@ -72,10 +68,7 @@ def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) 
                              hint="choose a new file name")
     chosen = sample_ids(mined, n, seed)
     rows = _figures(Path(mined), set(chosen))
-    workbook = Workbook()
-    ws = workbook.create_sheet(SHEET)
-    workbook.remove(workbook.worksheets[0])
-    ws.append(list(COLUMNS))
+    workbook, ws = review_sheet(SHEET, COLUMNS)
     lists = workbook.create_sheet(LISTS)
     kinds = sorted({entry[0] if isinstance(entry, list) else entry["default"][0]
                     for table in chart_kinds().charts.values() for entry in table.values()} | {NONE})
@@ -95,21 +88,9 @@ def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) 
             ws.add_image(thumbnail, f"E{line}")
         else:
             ws.cell(row=line, column=5, value=sheet_text(found["problem"] or found["text"] or found["mime"] or ""))
-    for cells in ws.iter_rows(min_row=2, max_col=len(COLUMNS)):
-        for cell in cells:
-            if isinstance(cell.value, str):
-                cell.data_type = "s"  # text, never a formula
     for letter, source, values in zip("HIJ", "ABC", choices, strict=True):
-        rule = DataValidation(type="list", formula1=f"{LISTS}!${source}$1:${source}${len(values)}",
-                              allow_blank=True)
-        ws.add_data_validation(rule)
-        if chosen:
-            rule.add(f"{letter}2:{letter}{len(chosen) + 1}")
-    for letter, width in zip("ABCDEFGHIJK", (7, 30, 24, 6, 36, 50, 30, 18, 18, 20, 24), strict=True):
-        ws.column_dimensions[letter].width = width
-    ws.freeze_panes = "A2"
-    with atomic_path(sheet, suffix=".xlsx") as temporary:
-        workbook.save(temporary)
+        drop_down(ws, letter, f"{LISTS}!${source}$1:${source}${len(values)}")
+    save_review_sheet(workbook, ws, sheet, (7, 30, 24, 6, 36, 50, 30, 18, 18, 20, 24))
     return sheet, len(chosen)
 
 
@@ -164,28 +145,18 @@ class Review:
 def read_review(mined: str | Path, sheet: str | Path) -> Review:
     """The labels of a filled review ``sheet`` of the mined corpus ``mined`` beside the
     automatic ones, with agreement per field (see the module's notes)."""
-    from python_calamine import CalamineError, CalamineWorkbook
-
     from junobench.diagnosis.agreement import agreement
     from junobench.mining.write import read_manifest
-    from junobench.safety.paths import require_regular
 
     folder, sheet = Path(mined), Path(sheet)
     read_manifest(folder, hint="give the folder `junobench mine --out` wrote")
-    try:
-        require_regular(sheet)
-        values = CalamineWorkbook.from_path(str(sheet)).get_sheet_by_name(SHEET).to_python()
-    except (CalamineError, OSError, ValueError, KeyError) as error:
-        raise JunoBenchError(f"cannot read sheet {SHEET!r} ({error})", file=sheet) from None
-    if not values or [str(c) for c in values[0][: len(COLUMNS)]] != list(COLUMNS):
-        raise JunoBenchError("not a review sheet of junobench figures (its header changed)", file=sheet,
-                             hint="fill in the kind, purpose and stage columns of the sheet written by "
-                                  "`junobench figures --sample`")
+    rows = review_rows(sheet, SHEET, COLUMNS, refusal="not a review sheet of junobench figures (its header changed)",
+                       hint="fill in the kind, purpose and stage columns of the sheet written by "
+                            "`junobench figures --sample`")
     given: dict[str, dict[str, str | None]] = {}
     review = Review()
     index = {name: COLUMNS.index(name) for name in ("figure", *FIELDS)}
-    for number, row in enumerate(values[1:], start=2):
-        cells = list(row) + [None] * (len(COLUMNS) - len(row))
+    for number, cells in rows:
         figure = cells[index["figure"]]
         if figure in (None, ""):
             continue
