@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from junobench.data.tables import sheet_text
 from junobench.diagnosis import agreement as ag
 from junobench.diagnosis import annotation as an
 from junobench.diagnosis.judgments import Judgments
@@ -113,9 +114,9 @@ def test_allocation_by_largest_remainders():
 
 
 def test_cell_text_keeps_lines_and_tabs_drops_controls_and_is_cut_at_the_limit():
-    assert an._text("a\tb\nc\x07d\x1b") == "a\tb\ncd"
-    assert an._text("x" * 32000) == "x" * 32000
-    assert an._text("x" * 32001) == "x" * 31999 + "…"
+    assert sheet_text("a\tb\nc\x07d\x1b") == "a\tb\ncd"
+    assert sheet_text("x" * 32000) == "x" * 32000
+    assert sheet_text("x" * 32001) == "x" * 31999 + "…"
 
 
 ITEMS = [an.Item("m1", "torch_1_reproduced", "the column is gone", "=HYPERLINK(\"x\")"),
