@@ -159,25 +159,22 @@ def compare(
     reports = [score_predictions(p, labels, vote=vote, layout=layout, resamples=resamples,
                                  seed=seed) for p in predictions]
     shown = list(names) if names else unique_names([r.predictions or "?" for r in reports])
-    decided = [set(r.evaluated) for r in reports]
-    common = [str(row["instance"]) for row in labels.rows
-              if all(str(row["instance"]) in d for d in decided)]
-    return compare_reports(shown, reports, common, resamples=resamples, seed=seed)
+    return compare_reports(shown, reports, [str(row["instance"]) for row in labels.rows],
+                           resamples=resamples, seed=seed)
 
 
 def compare_reports(names: Sequence[str], reports: Sequence[Report],
-                    common: Sequence[str] | None = None, *,
+                    order: Sequence[str] | None = None, *,
                     resamples: int = DEFAULT_RESAMPLES, seed: int = DEFAULT_SEED) -> Comparison:
-    """Reports side by side on ``common`` (default: the notebooks every report decided, in
-    the first report's order), every pair tested, p-values Holm-adjusted over the pairs."""
+    """Reports side by side on the notebooks every report decided, in ``order`` (default:
+    the first report's), every pair tested, p-values Holm-adjusted over the pairs."""
     if len(names) != len(reports) or len(set(names)) != len(names):
         raise JunoBenchError("give one distinct name per prediction set",
                              hint=f"{len(reports)} sets, names: {', '.join(names)}")
-    if common is None:
-        decided = [set(r.evaluated) for r in reports]
-        common = [i for i in (reports[0].evaluated if reports else [])
-                  if all(i in d for d in decided)]
-    comparison = Comparison(list(names), list(reports), list(common), resamples, seed)
+    decided = [set(r.evaluated) for r in reports]
+    first = reports[0].evaluated if reports else []
+    common = [i for i in (first if order is None else order) if all(i in d for d in decided)]
+    comparison = Comparison(list(names), list(reports), common, resamples, seed)
     restricted = comparison.scored
     for (i, a), (j, b) in combinations(enumerate(restricted), 2):
         comparison.tests.append(pair_test(names[i], a, names[j], b, resamples=resamples,

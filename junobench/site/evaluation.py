@@ -139,10 +139,8 @@ class Evaluation:
         if len(self.sets) < 2:
             return None
         assert self.labels is not None
-        decided = [set(s.report.evaluated) for s in self.sets]
-        common = [str(row["instance"]) for row in self.labels.rows
-                  if all(str(row["instance"]) in d for d in decided)]
-        return compare_reports([s.name for s in self.sets], [s.report for s in self.sets], common,
+        return compare_reports([s.name for s in self.sets], [s.report for s in self.sets],
+                               [str(row["instance"]) for row in self.labels.rows],
                                resamples=self.resamples, seed=self.seed)
 
     @cached_property
