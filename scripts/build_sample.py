@@ -63,7 +63,7 @@ from junobench.envs.create import Selection, create_environment, kernel_requirem
 from junobench.envs.environment import SNAPSHOT_FOLDER, SPEC_FILE, packaged  # noqa: E402
 from junobench.envs.kernel import KernelTarget, env_kernel  # noqa: E402
 from junobench.envs.requirements import requirements_of  # noqa: E402
-from junobench.safety.atomic import remove_tree, staging_folder, swap_in  # noqa: E402
+from junobench.safety.atomic import remove_tree, staged, swap_in  # noqa: E402
 from junobench.verify import default_jobs  # noqa: E402
 from junobench.verify.judge import ERROR, OK, RunLog  # noqa: E402
 from junobench.verify.runner import replay  # noqa: E402
@@ -391,8 +391,7 @@ def build(out: Path, case_ids: list[str] | None = None, jobs: int | None = None,
     started = time.perf_counter()
     results = asyncio.run(build_all(cases, jobs or default_jobs(), target))
 
-    staging = staging_folder(out)
-    try:
+    with staged(out) as staging:
         for built, data in results:
             write_case(staging, built, data)
         write_table(staging / layout.DESC_TABLE, [desc_row(b) for b, _ in results],
@@ -409,9 +408,6 @@ def build(out: Path, case_ids: list[str] | None = None, jobs: int | None = None,
         if size >= MAX_BYTES:
             raise BuildError(f"the sample is {size:,} bytes; it must stay under {MAX_BYTES:,}")
         old = swap_in(staging, out)  # the sample is all generated: the old one goes whole
-    except BaseException:
-        remove_tree(staging)
-        raise
     if old is not None:
         remove_tree(old)
     print(f"built {len(results)} cases into {out} ({size / 1024:.0f} KiB) in "

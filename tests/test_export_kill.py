@@ -34,16 +34,16 @@ if point == "writing":  # the parquet files are written, the card is not
     import junobench.hub.card
     junobench.hub.card.render_card = die
 elif point == "before-swap":  # the new export is complete beside the old one
-    write_export.swap_in = die
+    atomic.swap_in = die
 elif point == "after-swap":  # the new export is in place, the old one not yet removed
-    swap = write_export.swap_in
-    write_export.swap_in = lambda staging, target: die(swap(staging, target))
+    swap = atomic.swap_in
+    atomic.swap_in = lambda staging, target: die(swap(staging, target))
 elif point == "removing-old":  # half of the old export's files deleted
     def remove(folder, names):
         names = list(names)
         (folder / names[0]).unlink()
         die()
-    write_export.remove_files = remove
+    atomic.remove_files = remove
 elif point == "between-renames":  # a file system without an atomic exchange
     atomic.exchange = lambda a, b: False
     rename = os.rename

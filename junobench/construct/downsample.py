@@ -45,7 +45,7 @@ from junobench.safety.archives import (
     safe_name,
     unsafe_archive,
 )
-from junobench.safety.atomic import atomic_path, place, remove_tree, staging_folder
+from junobench.safety.atomic import atomic_path, place, staged
 
 logger = logging.getLogger("junobench")
 
@@ -115,13 +115,9 @@ def fresh_output(out: Path) -> Iterator[Path]:
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise JunoBenchError("the destination exists and is not empty", file=out,
                              hint="give a new folder; nothing is overwritten")
-    staging = staging_folder(out)
-    try:
+    with staged(out) as staging:
         yield staging
         place(staging, out)
-    except BaseException:
-        remove_tree(staging)
-        raise
 
 
 def _copy(source: Path, target: Path) -> None:

@@ -35,7 +35,6 @@ import csv
 import hashlib
 import io
 import json
-import logging
 import math
 import os
 import re
@@ -47,11 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from junobench.errors import JunoBenchError
-from junobench.safety.atomic import locked, remove_files, remove_tree, staging_folder, swap_in, write_text
+from junobench.safety.atomic import locked, swapped_in, write_text
 from junobench.safety.paths import MAX_TEXT_BYTES, open_regular, read_regular, relative_name, unlisted_files
 from junobench.safety.text import csv_cell
-
-logger = logging.getLogger("junobench")
 
 KAGGLE = "https://www.kaggle.com"
 
@@ -692,19 +689,10 @@ def _download_one(handle: str, dest: Path, fetch: Fetch) -> Downloaded:
                                       "its own files")
     source = fetch(handle)
     with locked(dest):
-        staging = staging_folder(folder)
-        try:
+        earlier = [str(f.get("path")) for f in recorded or [] if relative_name(f.get("path")) == f.get("path")]
+        with swapped_in(folder, earlier,  # a file kept appeared while the new copy was made
+                        kept="%(old)s: kept %(files)s, which the earlier download did not write") as staging:
             files = _copy_tree(source, staging)
-            old = swap_in(staging, folder)
-        except BaseException:
-            remove_tree(staging)
-            raise
-        if old is not None:
-            left = remove_files(old, [str(f.get("path")) for f in recorded or []
-                                      if relative_name(f.get("path")) == f.get("path")])
-            if left:  # appeared while the new copy was made
-                logger.warning("%s: kept %s, which the earlier download did not write", old,
-                               ", ".join(left[:5]))
         write_text(record_path, json.dumps({"handle": handle, "files": files}, indent=2) + "\n")
     return Downloaded(handle, folder, files, skipped=False)
 

@@ -23,7 +23,7 @@ from junobench.data.snapshot import DEFAULT_SOURCE, resolve_cases
 from junobench.data.tables import read_table, stripped, write_table
 from junobench.envs.environment import SNAPSHOT_FOLDER, own_files
 from junobench.errors import JunoBenchError
-from junobench.safety.atomic import locked, place, remove_tree, staging_folder
+from junobench.safety.atomic import locked, place, staged
 from junobench.safety.paths import check_not_linked_out, copy_tree, is_within, link_root, require_utf8_path
 
 
@@ -72,8 +72,7 @@ def checkout(
                                  hint="the snapshot is incomplete; fetch it again")
         check_not_linked_out(folder, root, case=case_id)
 
-    staging = staging_folder(dest)
-    try:
+    with staged(dest) as staging:
         wanted = set(ids)
         rows = [dict(zip(desc.columns, row, strict=False)) for row in desc.rows]
         write_table(staging / layout.DESC_TABLE,
@@ -94,9 +93,6 @@ def checkout(
         with locked(dest.parent):
             _check_dest(dest)
             place(staging, dest)
-    except BaseException:
-        remove_tree(staging)
-        raise
     return dest
 
 

@@ -24,7 +24,6 @@ import json
 import os
 import shutil
 import stat
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -47,7 +46,7 @@ from junobench.envs.installer import (
     venv_python,
 )
 from junobench.errors import JunoBenchError
-from junobench.safety.atomic import OLD, recover, write_text
+from junobench.safety.atomic import move_aside, recover, write_text
 from junobench.safety.paths import read_regular
 
 #: The manifest a junobench environment folder holds.
@@ -183,7 +182,7 @@ def _create(dest: Path, selection: Selection, interpreter: Path, version: str, n
     dest.parent.mkdir(parents=True, exist_ok=True)
     record: dict[str, Any] = {"writer": JOURNAL_WRITER, "dest": dest.name, "made": None, "emptied": None}
     _write_json(journal, record)
-    old = _move_aside(dest) if existing is not None else None
+    old = move_aside(dest) if existing is not None else None  # see recover_environment
     try:
         existed = dest.is_dir() and not dest.is_symlink()
         if not existed:  # a kill before its identity is noted leaves an empty folder to remove
@@ -297,15 +296,6 @@ def _existing(dest: Path) -> dict[str, Any] | None:
     except JunoBenchError:
         raise JunoBenchError("the folder is not empty and is not a junobench environment", file=dest,
                              hint="choose a new or empty folder; nothing in it was changed") from None
-
-
-def _move_aside(dest: Path) -> Path:
-    """Rename the environment at ``dest`` to a ``.old`` folder beside it (see
-    :func:`recover_environment`)."""
-    aside = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=OLD, dir=dest.parent))
-    aside.rmdir()
-    dest.rename(aside)
-    return aside
 
 
 def _journal(dest: Path) -> Path:

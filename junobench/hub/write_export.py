@@ -19,7 +19,6 @@ True
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 from dataclasses import dataclass, field
@@ -40,18 +39,8 @@ from junobench.data.export import (
 )
 from junobench.errors import JunoBenchError
 from junobench.render import some
-from junobench.safety.atomic import (
-    locked,
-    recover,
-    remove_files,
-    remove_tree,
-    staging_folder,
-    swap_in,
-    write_text,
-)
+from junobench.safety.atomic import locked, recover, swapped_in, write_text
 from junobench.safety.paths import check_not_linked_out, read_regular, require_utf8_path, unlisted_files
-
-logger = logging.getLogger("junobench")
 
 
 @dataclass
@@ -130,8 +119,8 @@ def export(
     with locked(out.parent):
         recover(out, owned=_is_own_folder)
         _check_target(root, out)  # again: a recovered export is back, or a folder appeared
-        staging = staging_folder(out)
-        try:
+        with swapped_in(out, _earlier_export_files, kept="%(old)s: the earlier export of %(out)s held files "
+                        "it did not write (%(files)s); they were kept there") as staging:
             step(f"copying the snapshot layout ({len(carried)} files) beside the parquet files")
             runnable.copy_files(carried, staging)
             step("writing the parquet files, card, croissant.json and checksums")
@@ -141,12 +130,6 @@ def export(
                                 **({VERSION_FILE: f"{version}\n".encode()} if version else {})},
                          layout=sorted(carried))
             manifest = read_manifest(staging)
-            old = swap_in(staging, out)
-        except BaseException:
-            remove_tree(staging)
-            raise
-        if old is not None:
-            _remove_old_export(old, out)
     return ExportResult(out, {c: len(d) for c, d in records.items()}, manifest["files"], report_dict, warnings)
 
 
@@ -271,14 +254,11 @@ def _is_own_folder(folder: Path) -> bool:
     return True
 
 
-def _remove_old_export(old: Path, out: Path) -> None:
-    """Delete the files of the swapped-out earlier export (those its manifest lists);
+def _earlier_export_files(old: Path) -> list[str]:
+    """The files of the swapped-out earlier export (those its manifest lists), to delete;
     anything else that appeared there meanwhile stays, with a warning."""
     try:
         listed = list(read_manifest(old)["files"])
     except JunoBenchError:
         listed = []
-    left = remove_files(old, [*listed, MANIFEST])
-    if left:
-        logger.warning("%s: the earlier export of %s held files it did not write (%s); they "
-                       "were kept there", old, out, ", ".join(left[:5]))
+    return [*listed, MANIFEST]

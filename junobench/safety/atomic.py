@@ -14,6 +14,7 @@ Every writer of the project goes through here:
   the old or the new folder is at the path at every instant; where the file system cannot
   exchange, the old folder is renamed to ``.<name>.<random>.old`` first and
   :func:`recover` puts it back should the process die between the two renames.
+  :func:`staged` removes the staging folder should the block filling it fail;
   :func:`swapped_in` does the three around a block that fills the folder.
 - :func:`recover` removes what a killed run left beside a folder (``.partial`` and
   ``.old`` folders), through a predicate that recognises them as the writer's own.
@@ -244,9 +245,7 @@ def swap_in(staging: Path, out: Path) -> Path | None:
     if exchange(staging, out):
         old = staging
     else:
-        old = Path(tempfile.mkdtemp(prefix=f".{out.name}.", suffix=OLD, dir=out.parent))
-        old.rmdir()
-        os.rename(out, old)
+        old = move_aside(out)
         try:
             os.rename(staging, out)
         except BaseException:
@@ -257,6 +256,16 @@ def swap_in(staging: Path, out: Path) -> Path | None:
 
 
 _NOT_EMPTY = (errno.ENOTEMPTY, errno.EEXIST)
+
+
+def move_aside(folder: Path) -> Path:
+    """Rename ``folder`` to a new ``.<name>.<random>.old`` folder beside it, which
+    :func:`recover` puts back should the process die before a new ``folder`` is complete;
+    returns where it went."""
+    old = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=OLD, dir=folder.parent))
+    old.rmdir()
+    os.rename(folder, old)
+    return old
 
 
 def exchange(a: Path, b: Path) -> bool:
@@ -318,20 +327,55 @@ def remove_files(folder: Path, names: Iterator[str] | list[str]) -> list[str]:
 
 
 @contextlib.contextmanager
-def swapped_in(out: Path, written: Iterable[str]) -> Iterator[Path]:
-    """A :func:`staging_folder` beside ``out`` for the block to fill: :func:`swap_in` at
-    ``out`` when the block ends without error, then the files ``written`` (what the writer
-    wrote there before) removed from the folder it replaced (:func:`remove_files`);
-    removed itself otherwise."""
+def staged(out: str | Path) -> Iterator[Path]:
+    """A :func:`staging_folder` beside ``out`` for the block to fill and, as its last step,
+    move to ``out`` (:func:`place` or :func:`swap_in`); removed with all it holds when the
+    block fails.
+
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "copy"
+    >>> with staged(out) as staging:
+    ...     _ = (staging / "a.txt").write_text("a")
+    ...     place(staging, out)
+    >>> sorted(p.name for p in out.parent.iterdir()), (out / "a.txt").read_text()
+    (['copy'], 'a')
+    """
     staging = staging_folder(out)
     try:
         yield staging
-        old = swap_in(staging, out)
     except BaseException:
         remove_tree(staging)
         raise
-    if old is not None:
-        remove_files(old, list(written))
+
+
+@contextlib.contextmanager
+def swapped_in(out: Path, written: Iterable[str] | Callable[[Path], Iterable[str]], *,
+               kept: str | None = None) -> Iterator[Path]:
+    """A :func:`staging_folder` beside ``out`` for the block to fill: :func:`swap_in` at
+    ``out`` when the block ends without error, then the files ``written`` (what the writer
+    wrote there before; a callable is given the folder replaced, to read them from it)
+    removed from the folder it replaced (:func:`remove_files`); removed itself otherwise.
+
+    Files that stay in the folder replaced (the writer did not write them) are warned
+    about with the message ``kept``, when given, whose ``%(old)s`` is that folder,
+    ``%(out)s`` is ``out`` and ``%(files)s`` names the first five files.
+
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "site"
+    >>> out.mkdir(); _ = (out / "index.html").write_text("old")
+    >>> with swapped_in(out, ["index.html"]) as staging:
+    ...     _ = (staging / "page.html").write_text("new")
+    >>> sorted(p.name for p in out.parent.iterdir()), sorted(p.name for p in out.iterdir())
+    (['site'], ['page.html'])
+    """
+    with staged(out) as staging:
+        yield staging
+        old = swap_in(staging, out)
+    if old is None:
+        return
+    left = remove_files(old, list(written(old) if callable(written) else written))
+    if left and kept is not None:
+        logger.warning(kept, {"old": old, "out": out, "files": ", ".join(left[:5])})
 
 
 @contextlib.contextmanager

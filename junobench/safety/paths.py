@@ -9,7 +9,8 @@
   device or a socket is refused before anything is read (opening a FIFO never blocks).
 - :func:`link_root` and :func:`copy_tree`: copying a folder keeps links that stay inside
   it as links and refuses links that lead out (a Hugging Face cache snapshot's links
-  to its own blob store are followed, as they are how that cache stores files).
+  to its own blob store are followed, as they are how that cache stores files);
+  :func:`walk_tree` decides, for every copy of a folder (a replay's workspace too).
 
 >>> relative_name("cases/test.parquet"), relative_name("../x"), relative_name("/etc/passwd")
 ('cases/test.parquet', None, None)
@@ -20,6 +21,8 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from junobench.errors import JunoBenchError
@@ -287,31 +290,35 @@ def link_inside(path: str | Path, root: str | Path) -> bool:
     return os.path.exists(real) and is_within(real, link_root(root))
 
 
-def copy_tree(source: str | Path, target: str | Path, *, trusted: str | Path | None = None,
-              case: str | None = None, display: str | Path | None = None) -> None:
-    """Copy the folder ``source`` to the new folder ``target``, reading only regular files.
+@dataclass(frozen=True)
+class Walked:
+    """An item of a folder as :func:`walk_tree` decides it: its ``path`` under the folder
+    walked, that path ``relative`` to it (POSIX), its ``info`` (``lstat``), and what to
+    make of it: a file to ``read`` (the item, or the file a link into the trusted folder
+    leads to), a link to make to ``link`` (relative to the item's folder), or, with
+    neither, a folder."""
 
-    A link whose target stays inside ``source`` is copied as a (relative) link; a link
-    into ``trusted`` (default ``source``; see :func:`link_root`) is copied as the file it
-    points to; any other link, and any FIFO, device or socket, is refused with a
-    :class:`JunoBenchError` naming it (``display`` is how ``source`` is named).
-    """
-    source, target = Path(source), Path(target)
+    path: Path
+    relative: str
+    info: os.stat_result
+    read: Path | None = None
+    link: str | None = None
+
+
+def walk_tree(source: Path, *, trusted: str | Path | None,
+              refuse: Callable[[Path, str], Exception]) -> Iterator[Walked]:
+    """The items of the folder ``source`` in copy order (a folder before what it holds,
+    names sorted), each decided as a copy must: a link whose target stays inside
+    ``source`` is kept as a link (and not walked into); a link into ``trusted`` (default
+    ``source``) to a regular file is read as that file; any other link, and any FIFO,
+    device or socket, raises ``refuse(path, problem)``."""
     base = os.path.realpath(source)
     trusted_base = os.path.realpath(trusted) if trusted is not None else base
-    shown = Path(display) if display is not None else source
-
-    def refuse(path: Path, problem: str) -> JunoBenchError:
-        return JunoBenchError(problem, file=shown / path.relative_to(source), case=case,
-                              hint="a copy never follows links out of the folder, and reads "
-                                   "regular files only")
-
-    target.mkdir(parents=True, exist_ok=True)
     for current, folders, files in os.walk(source):
         here = Path(current)
-        into = target / here.relative_to(source)
         for name in sorted(folders + files):
             path = here / name
+            relative = path.relative_to(source).as_posix()
             try:
                 info = path.lstat()
             except OSError as error:
@@ -321,19 +328,48 @@ def copy_tree(source: str | Path, target: str | Path, *, trusted: str | Path | N
                 if not os.path.exists(real):
                     raise refuse(path, "a broken link (or a link loop)")
                 if is_within(real, base):
-                    os.symlink(os.path.relpath(real, os.path.realpath(here)), into / name)
+                    yield Walked(path, relative, info, link=os.path.relpath(real, os.path.realpath(here)))
                     if name in folders:
                         folders.remove(name)  # the link stands for it; do not walk it twice
                 elif is_within(real, trusted_base) and os.path.isfile(real):
-                    _copy_file(Path(real), into / name, refuse_path=path, refuse=refuse)
+                    yield Walked(path, relative, info, read=Path(real))
                 else:
                     raise refuse(path, f"a link out of the folder (to {real})")
             elif stat.S_ISDIR(info.st_mode):
-                (into / name).mkdir(exist_ok=True)
+                yield Walked(path, relative, info)
             elif stat.S_ISREG(info.st_mode):
-                _copy_file(path, into / name, refuse_path=path, refuse=refuse)
+                yield Walked(path, relative, info, read=path)
             else:
                 raise refuse(path, f"{kind_of(info.st_mode)}: only regular files are copied")
+
+
+def copy_tree(source: str | Path, target: str | Path, *, trusted: str | Path | None = None,
+              case: str | None = None, display: str | Path | None = None) -> None:
+    """Copy the folder ``source`` to the new folder ``target``, reading only regular files.
+
+    A link whose target stays inside ``source`` is copied as a (relative) link; a link
+    into ``trusted`` (default ``source``; see :func:`link_root`) is copied as the file it
+    points to; any other link, and any FIFO, device or socket, is refused with a
+    :class:`JunoBenchError` naming it (``display`` is how ``source`` is named):
+    :func:`walk_tree` decides.
+    """
+    source, target = Path(source), Path(target)
+    shown = Path(display) if display is not None else source
+
+    def refuse(path: Path, problem: str) -> JunoBenchError:
+        return JunoBenchError(problem, file=shown / path.relative_to(source), case=case,
+                              hint="a copy never follows links out of the folder, and reads "
+                                   "regular files only")
+
+    target.mkdir(parents=True, exist_ok=True)
+    for item in walk_tree(source, trusted=trusted, refuse=refuse):
+        into = target / item.relative
+        if item.link is not None:
+            os.symlink(item.link, into)
+        elif item.read is not None:
+            _copy_file(item.read, into, refuse_path=item.path, refuse=refuse)
+        else:
+            into.mkdir(exist_ok=True)
 
 
 def _copy_file(source: Path, target: Path, *, refuse_path: Path, refuse: object) -> None:

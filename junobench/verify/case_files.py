@@ -2,7 +2,8 @@
 
 :func:`survey` lists what a task's places hold (:class:`Entry`: folders, regular files,
 links that stay inside their folder) under the rules of a local copy
-(:func:`junobench.safety.paths.copy_tree`): a link into the place's trusted root is read
+(:func:`junobench.safety.paths.walk_tree` decides for both, and for
+:func:`~junobench.safety.paths.copy_tree`): a link into the place's trusted root is read
 as the file it points to, any other link, FIFO, device or socket is refused with a
 :class:`~junobench.errors.JunoBenchError` naming it. The local executor copies the
 entries (:func:`copy_entries`); the Ray executor streams the same entries to its workers
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import Protocol
 
 from junobench.errors import JunoBenchError
-from junobench.safety.paths import is_within, kind_of, open_regular
+from junobench.safety.paths import kind_of, open_regular, walk_tree
 
 DIR, FILE, LINK = "dir", "file", "link"
 
@@ -92,37 +93,17 @@ def survey(places: Iterable[PlaceLike], *, case: str | None = None) -> list[Entr
 
 
 def _walk(source: Path, dest: str, trusted: str | None, case: str | None) -> Iterator[Entry]:
-    base = os.path.realpath(source)
-    trusted_base = os.path.realpath(trusted) if trusted is not None else base
-    for current, folders, files in os.walk(source):
-        here = Path(current)
-        into = here.relative_to(source).as_posix()
-        for name in sorted(folders + files):
-            path = here / name
-            target = f"{dest}/{into}/{name}" if into != "." else f"{dest}/{name}"
-            try:
-                info = path.lstat()
-            except OSError as error:
-                raise _refuse(path, f"cannot read ({error.strerror or error})", case) from None
-            if stat.S_ISLNK(info.st_mode):
-                real = os.path.realpath(path)
-                if not os.path.exists(real):
-                    raise _refuse(path, "a broken link (or a link loop)", case)
-                if is_within(real, base):
-                    yield Entry(target, LINK, link=os.path.relpath(real, os.path.realpath(here)))
-                    if name in folders:
-                        folders.remove(name)  # the link stands for it; do not walk it twice
-                elif is_within(real, trusted_base) and os.path.isfile(real):
-                    yield _file(Path(real), target, path, case)
-                else:
-                    raise _refuse(path, f"a link out of the folder (to {real})", case)
-            elif stat.S_ISDIR(info.st_mode):
-                yield Entry(target, DIR, mode=stat.S_IMODE(info.st_mode) | 0o700, mtime=info.st_mtime)
-            elif stat.S_ISREG(info.st_mode):
-                yield Entry(target, FILE, str(path), info.st_size, mode=stat.S_IMODE(info.st_mode),
-                            mtime=info.st_mtime)
-            else:
-                raise _refuse(path, f"{kind_of(info.st_mode)}: only regular files are copied", case)
+    for item in walk_tree(source, trusted=trusted, refuse=lambda path, problem: _refuse(path, problem, case)):
+        target, info = f"{dest}/{item.relative}", item.info
+        if item.link is not None:
+            yield Entry(target, LINK, link=item.link)
+        elif item.read is not None and stat.S_ISLNK(info.st_mode):  # read as the trusted file it leads to
+            yield _file(item.read, target, item.path, case)
+        elif item.read is not None:
+            yield Entry(target, FILE, str(item.path), info.st_size, mode=stat.S_IMODE(info.st_mode),
+                        mtime=info.st_mtime)
+        else:
+            yield Entry(target, DIR, mode=stat.S_IMODE(info.st_mode) | 0o700, mtime=info.st_mtime)
 
 
 def _file(source: Path, dest: str, shown: Path, case: str | None) -> Entry:
