@@ -121,3 +121,37 @@ def test_docstring_examples_are_skipped_only_where_they_need_what_the_suite_lack
     assert skipped <= set(SKIPPED_EXAMPLES), (
         f"examples skipped without a reason: {sorted(skipped - set(SKIPPED_EXAMPLES))}; make "
         "them run, or name what they need in SKIPPED_EXAMPLES")
+
+
+#: Names in the docs that look like API paths and are not: the configuration file and a
+#: notebook metadata key.
+_NOT_API = {"junobench.toml", "junobench.replay"}
+
+
+def _resolves(dotted: str) -> bool:
+    """Whether ``junobench.a.b.c`` is a module or an attribute reached from one."""
+    import importlib
+
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for name in parts[cut:]:
+            if not hasattr(found, name):
+                return False
+            found = getattr(found, name)
+        return True
+    return False
+
+
+def test_every_api_name_the_docs_give_exists():
+    """A renamed or removed function is not left named in the docs (`junobench.x.y` in
+    backquotes, in the README and every page)."""
+    import re
+
+    named = {match for page in [REPO / "README.md", *sorted(DOCS.glob("*.md"))]
+             for match in re.findall(r"`(junobench(?:\.[A-Za-z_]\w*)+)", page.read_text(encoding="utf-8"))}
+    assert len(named) > 50  # the pattern still finds the docs' references
+    assert sorted(n for n in named - _NOT_API if not _resolves(n)) == []
