@@ -70,10 +70,10 @@ GROUPS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("junobench/diagnosis/judgments.py", "junobench/diagnosis/endtoend.py",
          "junobench/diagnosis/agreement.py", "junobench/diagnosis/annotation.py",
          "junobench/diagnosis/judge.py", "junobench/diagnosis/inspect_judge.py"),
-        ("tests/test_jsonl.py", "tests/test_diagnosis_input.py", "tests/test_diagnosis_scoring.py",
-         "tests/test_diagnosis_annotation.py", "tests/test_diagnosis_judge.py"),
+        ("tests/test_jsonl.py", "tests/test_diagnosis_units.py", "tests/test_diagnosis_input.py",
+         "tests/test_diagnosis_scoring.py", "tests/test_diagnosis_annotation.py", "tests/test_diagnosis_judge.py"),
     ),
-    "croissant": (("junobench/hub/croissant.py",), ("tests/test_croissant.py",)),
+    "croissant": (("junobench/hub/croissant.py",), ("tests/test_croissant_fields.py", "tests/test_croissant.py")),
     # (the sandbox's kernels are tested in tests/test_containment.py, minutes a mutant:
     # its policy, command lines and what a process run in it sees are what catch bugs)
     "sandbox": (("junobench/envs/sandbox.py",), ("tests/test_sandbox_policy.py", "tests/test_sandbox.py")),
