@@ -149,11 +149,7 @@ def published_instances() -> frozenset[str]:
 
 def is_instance(text: str) -> bool:
     """True for an instance id (:func:`split_instance` reads it), e.g. ``torch_7_fixed``."""
-    try:
-        split_instance(text)
-    except ValueError:
-        return False
-    return True
+    return case_of_instance(text) is not None
 
 
 def instance_labels(instance: str) -> dict[str, str]:
