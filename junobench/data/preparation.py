@@ -10,11 +10,14 @@ memory. Problems and absences are collected into a report as they go.
 
 from __future__ import annotations
 
+import contextlib
 import gc
+import importlib
 import multiprocessing
 import os
 import shutil
 import tempfile
+import threading
 from collections import deque
 from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -244,6 +247,8 @@ class EarlyParse:
     shards: list[Sequence[str]]
     parsed: Shards
     spool: tempfile.TemporaryDirectory[str]
+    #: The snapshot's tables, read in a thread while the workers parse.
+    tables: Future[Tables] | None = None
 
     def fingerprint(self, root: Path) -> str:
         """The snapshot's :func:`~junobench.data.snapshot.fingerprint`, its case folders
@@ -282,7 +287,18 @@ def start_parsing(root: Path, workers: int, cache_dir: str | Path | None = None)
 
     parsed = folder_shards(str(root), shards, workers=workers, schema=FOLDER_SCHEMA, spool=spool.name,
                            digests=True)
-    return EarlyParse(folders, shards, parsed, spool)
+    # While the workers parse, this process reads the tables and imports the builder (and
+    # ``datasets``, most of a second): both would otherwise wait until the parsing is done.
+    tables = read_tables_in_background(root)
+    threading.Thread(target=_import_quietly, args=("junobench.data.records",), daemon=True,
+                     name="junobench-import").start()
+    return EarlyParse(folders, shards, parsed, spool, tables)
+
+
+def _import_quietly(module: str) -> None:
+    """Import ``module`` now (in a thread); a failure is left for the import that needs it."""
+    with contextlib.suppress(Exception):
+        importlib.import_module(module)
 
 
 def _remove_orphan_spools(cache: Path) -> None:

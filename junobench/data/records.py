@@ -185,7 +185,8 @@ class JunoBench(datasets.ArrowBasedBuilder):
             parsed = early.parsed if early else folder_shards(
                 root, shards, workers=self.workers, spool=spool, schema=None if schema is None else FOLDER_SCHEMA)
             try:
-                tables = read_tables_in_background(root)  # after the workers started
+                tables = early.tables if early is not None and early.tables is not None \
+                    else read_tables_in_background(root)  # after the workers started
                 yield from joined(root, folders, parsed, tables, report, schema)
             finally:
                 parsed.close()  # the workers stop, whatever happened
