@@ -213,6 +213,19 @@ def test_a_safe_svg_is_drawn_as_png_and_kept_as_text() -> None:
     assert drawn.problem is None and drawn.width * drawn.height <= 10_000
 
 
+@pytest.mark.parametrize("size", ['width="10" height="10" viewBox="0 0 inf 1"', 'width="1e999" height="5"',
+                                  'width="nan" height="-5" viewBox="0 0 nan 3"',
+                                  'width="1e-300" height="1e-300"', 'viewBox="0 0 1e400 1e400"'])
+def test_an_svg_whose_size_no_picture_can_have_is_a_row_not_a_crash(size) -> None:
+    svg = f'<svg xmlns="http://www.w3.org/2000/svg" {size}><rect width="5" height="5"/></svg>'
+    problem, own = svg_check(svg)
+    assert problem is None and (own is None or all(0 < side < 1e300 for side in own))  # never inf or nan
+    visual = visual_of({"image/svg+xml": json.dumps(svg).encode()})
+    assert visual.text == svg
+    if visual.image is not None:
+        assert visual.width * visual.height <= 4096 * 4096
+
+
 def test_a_listing_names_notebooks_inside_its_folder_only(tmp_path, capsys) -> None:
     from junobench.data.tables import write_table
 
@@ -255,3 +268,29 @@ def test_the_output_replaces_only_an_earlier_mined_corpus(hostile, tmp_path, cap
     code_, _, err = run_cli(capsys, "mine", str(hostile), "--out", str(hostile / "mined"), "--no-progress")
     assert code_ == 1 and "output folder is an input" in err
     assert json.loads((out / MANIFEST).read_text())["format"] == "junobench-mined/1"
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_notebook_that_makes_mining_fail_is_a_row_and_the_run_goes_on(tmp_path, monkeypatch, jobs) -> None:
+    from junobench.mining import rows as mined_rows
+
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for name in ("a", "b", "c"):
+        (folder / f"{name}.ipynb").write_text(json.dumps(notebook([code("x", [display({"image/png": b64(png())})])])))
+    real = mined_rows._mine
+
+    def failing_on_b(item, *args, **kwargs):
+        if item.notebook.endswith("b.ipynb"):
+            raise RuntimeError("boom\nsecond line")
+        return real(item, *args, **kwargs)
+
+    monkeypatch.setattr(mined_rows, "_mine", failing_on_b)  # workers are forked after this
+    result = mine([folder], tmp_path / "out", jobs=jobs, progress=False)
+    assert result.rows == {"notebooks": 3, "cells": 2, "figures": 2}
+    notebooks = rows(tmp_path / "out", "notebooks")
+    failed = notebooks["corpus/b.ipynb"]
+    assert failed["problems"] == ["junobench failed on this notebook (RuntimeError: boom): its cells and figures "
+                                  "are not mined; please report it"]
+    assert failed["bytes"] == (folder / "b.ipynb").stat().st_size
+    assert notebooks["corpus/a.ipynb"]["problems"] == [] and notebooks["corpus/c.ipynb"]["figures"] == 1

@@ -26,6 +26,7 @@ from junobench.errors import JunoBenchError
 from junobench.mining.inputs import read_source
 from junobench.mining.rows import Execution, Item, Limits, Mined, mine_notebook
 from junobench.mining.summary import Summary
+from junobench.safety.text import first_line
 
 #: Notebooks per batch sent to a worker.
 BATCH = 32
@@ -72,13 +73,22 @@ def mine_batch(jobs: Sequence[Job], limits: Limits) -> MinedBatch:
 
 
 def mined_rows(jobs: Sequence[Job], limits: Limits) -> list[Mined]:
-    """The rows of each notebook of a batch."""
+    """The rows of each notebook of a batch. A notebook that makes the mining fail (a
+    fault of junobench's: bad input is a problem row already) is a row naming the failure,
+    not the end of a run over a large corpus."""
     out = []
     for job in jobs:
         raw, problem = job.raw, job.problem
         if raw is None and problem is None and job.path is not None:
             raw, problem = _read(job.path, limits)
-        out.append(mine_notebook(job.item, raw, problem=problem, execution=job.execution, limits=limits))
+        try:
+            mined = mine_notebook(job.item, raw, problem=problem, execution=job.execution, limits=limits)
+        except Exception as error:  # any fault, reported on the notebook's row
+            mined = mine_notebook(job.item, None, execution=job.execution, problem=(
+                f"junobench failed on this notebook ({type(error).__name__}: {first_line(error, 200)}): "
+                "its cells and figures are not mined; please report it"))
+            mined.notebook["bytes"] = len(raw or b"")
+        out.append(mined)
     return out
 
 

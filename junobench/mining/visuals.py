@@ -28,6 +28,7 @@ from __future__ import annotations
 import base64
 import binascii
 import io
+import math
 import re
 import struct
 import warnings
@@ -319,11 +320,10 @@ def _svg_size(root: object) -> tuple[float, float] | None:
         return width, height
     box = str(attributes.get("viewBox") or "").replace(",", " ").split()
     try:
-        if len(box) == 4 and float(box[2]) > 0 and float(box[3]) > 0:
-            return float(box[2]), float(box[3])
+        sides = (float(box[2]), float(box[3])) if len(box) == 4 else None
     except ValueError:
         return None
-    return None
+    return sides if sides is not None and all(map(_drawable, sides)) else None
 
 
 def _length(value: object) -> float | None:
@@ -331,7 +331,17 @@ def _length(value: object) -> float | None:
     if match is None:
         return None
     length = float(match.group(1)) * _UNITS[match.group(2)]
-    return length if length > 0 else None
+    return length if _drawable(length) else None
+
+
+def _drawable(length: float) -> bool:
+    """Whether ``length`` is a side an image can have: finite, and at least a millionth
+    of a pixel (``1e999``, ``inf``, ``nan`` and ``1e-300`` are not: left to resvg's default).
+
+    >>> [_drawable(x) for x in (460.8, float("inf"), float("nan"), 1e-300, 0.0)]
+    [True, False, False, False, False]
+    """
+    return math.isfinite(length) and length >= 1e-6
 
 
 def _fit(size: tuple[float, float] | None, max_pixels: int) -> tuple[int | None, int | None]:
