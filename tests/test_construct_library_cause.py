@@ -17,7 +17,7 @@ from junobench.construct.library_cause import (
     estimate_many,
     evaluate,
     explain,
-    normalise_label,
+    labelled_libraries,
     score_table,
 )
 from junobench.data.tables import read_table, write_table
@@ -82,7 +82,7 @@ def test_keras_and_tensorflow_are_one_library() -> None:
                     cell("history = run(model)"),
                     "tensorflow.python.framework.errors_impl.InvalidArgumentError: Graph execution error:")
     assert estimate(graph) == "tensorflow/keras"
-    assert normalise_label("keras") == normalise_label("tensorflow") == "tensorflow/keras"
+    assert labelled_libraries("keras") == labelled_libraries("tensorflow") == {"tensorflow/keras"}
 
 
 def test_the_message_names_whose_object_or_function_it_is() -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from junobench.data import digests as digests_module
 from junobench.data.checkout import checkout
-from junobench.data.digests import ContentDigests, file_sha256
+from junobench.data.digests import ContentDigests
 from junobench.data.snapshot import fingerprint
 from junobench.verify.resume import inputs_digest
 
@@ -51,6 +51,11 @@ def test_unchanged_files_are_read_once_and_an_edited_one_again(tmp_path, monkeyp
     monkeypatch.setattr(digests_module, "_read_digest", lambda p: reads.append(p) or real(p))
     big = tmp_path / "big.csv"
     big.write_bytes(b"a,b\n" + b"1,2\n" * 100_000)
+
+    def file_sha256(path):
+        with ContentDigests(tmp_path / "cache") as digests:  # a new memo instance each time
+            return digests.sha256(path)
+
     first = file_sha256(big)
     assert file_sha256(big) == first and len(reads) == 1  # remembered across memo instances
     same_size_edit(big)
@@ -65,8 +70,9 @@ def test_a_recent_file_is_not_remembered(tmp_path, monkeypatch):
     monkeypatch.setattr(digests_module, "_read_digest", lambda p: reads.append(p) or real(p))
     fresh = tmp_path / "fresh.txt"
     fresh.write_text("x")
-    file_sha256(fresh)
-    file_sha256(fresh)
+    for _ in range(2):
+        with ContentDigests(tmp_path / "cache") as digests:
+            digests.sha256(fresh)
     assert len(reads) == 2
 
 

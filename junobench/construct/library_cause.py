@@ -761,13 +761,6 @@ def labelled_libraries(value: Any) -> frozenset[str]:
     return frozenset(names)
 
 
-def normalise_label(value: Any) -> str | None:
-    """A ``Libs-cause`` cell as a benchmark label: ``keras``/``tensorflow`` → ``tensorflow/keras``;
-    None for empty, ``None`` or a library outside the benchmark."""
-    found = sorted(labelled_libraries(value) & _LABELS)
-    return found[0] if found else None
-
-
 def held_out(row: Mapping[str, Any]) -> bool:
     """Whether a labelled crash is in the held-out third that the estimator is never tuned
     on: the first byte of the sha256 of its ``eid`` (else of its traceback) is a multiple

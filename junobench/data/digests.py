@@ -214,9 +214,3 @@ def _read_digest(path: str) -> tuple[str, os.stat_result]:
         return digest.hexdigest(), os.fstat(fd)
     finally:
         os.close(fd)
-
-
-def file_sha256(path: str | Path, cache_dir: str | Path | None = None) -> str:
-    """The sha256 of one file, through the memo (see :class:`ContentDigests`)."""
-    with ContentDigests(cache_dir) as digests:
-        return digests.sha256(path)

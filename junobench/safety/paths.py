@@ -63,27 +63,6 @@ def relative_name(name: object) -> str | None:
     return "/".join(parts)
 
 
-def check_relative(name: object, *, what: str, file: str | Path | None = None,
-                   case: str | None = None) -> str:
-    """:func:`relative_name`, or a :class:`JunoBenchError` naming ``what`` it was."""
-    safe = relative_name(name)
-    if safe is None:
-        raise JunoBenchError(f"{what} {name!r} is not a relative path inside the folder "
-                             "(absolute, '..', or not plain text)", file=file, case=case,
-                             hint="paths from data must stay inside the folder they describe")
-    return safe
-
-
-def check_component(name: object, *, what: str, file: str | Path | None = None,
-                    case: str | None = None) -> str:
-    """``name`` when it is one plain path component (no ``/``, not ``.`` or ``..``)."""
-    safe = relative_name(name)
-    if safe is None or "/" in safe or safe != name:
-        raise JunoBenchError(f"{what} {name!r} cannot be a folder or file name", file=file,
-                             case=case, hint="use letters, digits, '_', '-' and '.'")
-    return safe
-
-
 def inside(root: str | Path, *parts: str) -> Path:
     """``root / parts…`` after checking, lexically, that every part is a relative path
     (:func:`relative_name`: not absolute, not ``C:x``, no ``..``, no control character), so
