@@ -1,7 +1,7 @@
 """Content digests of input files, remembered so that unchanged large data is read once.
 
 Resume (``verify --report``) and the records cache decide from what files hold, not from
-their names and sizes: :func:`file_sha256` is the sha256 of a file's bytes. Each digest
+their names and sizes: :meth:`ContentDigests.sha256` is the sha256 of a file's bytes. Each digest
 is remembered in a small SQLite memo in the cache folder (``file-digests.sqlite``) under
 the file's path, size, modification and change times, device and inode: an edit moves
 the change time (no user command can set it back), so a remembered digest is used only

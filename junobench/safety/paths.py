@@ -1,9 +1,7 @@
 """Paths built from data stay inside the folder the user named; only regular files are read.
 
-- :func:`relative_name` / :func:`check_relative`: a relative POSIX path from data (a
-  manifest entry, an archive member, a listed data file) that neither is absolute nor
-  climbs out with ``..``.
-- :func:`check_component`: one path component from data (a case id, a dataset name).
+- :func:`relative_name`: a relative POSIX path from data (a manifest entry, an archive
+  member, a listed data file) that neither is absolute nor climbs out with ``..``.
 - :func:`inside`: a path joined from data, checked to stay under its root.
 - :func:`open_regular` / :func:`read_regular` / :func:`require_regular`: a FIFO, a
   device or a socket is refused before anything is read (opening a FIFO never blocks).
