@@ -125,3 +125,19 @@ def test_sets_that_share_no_notebook_are_compared_on_none_without_a_traceback(ca
                              "--resamples", "5")
     assert code == 0 and "Paired tests on the 0 notebooks" in out, err
 
+
+def test_a_name_utf8_cannot_encode_is_escaped_in_latex(capsys, tmp_path):
+    """A set named with a byte that is not UTF-8 (``--name`` from the shell) or a lone
+    surrogate read from JSON is escaped in the LaTeX table, as in the other formats."""
+    assert "a\\textbackslash xff" in render([{"setting": "a\udcff", "n": 1}], "latex")
+    jsonl = tmp_path / "p.jsonl"
+    jsonl.write_text('{"instance": "pandas_1_fixed", "runs": ["FALSE"]}\n')
+    code, out, err = run_cli(capsys, "evaluate", str(jsonl), str(jsonl), "--name", "a\udcff",
+                             "--name", "b", "--source", "sample", "--resamples", "5",
+                             "--format", "latex")
+    assert code == 0 and "xff" in out, err
+    judged = tmp_path / "j.jsonl"
+    judged.write_text('{"instance": "pandas_1_fixed", "setting": "m\\ud800", "judgment": "correct"}\n')
+    code, out, err = run_cli(capsys, "evaluate", "--judgments", str(judged), "--source", "sample",
+                             "--resamples", "5", "--format", "latex")
+    assert code == 0 and "ud800" in out, err
