@@ -295,3 +295,23 @@ def test_csv_line_ends_of_every_kind_read_the_same_judgments(tmp_path):
     assert read[1] == {"s": {"torch_1_fixed": "wrong"}, "a\r\nb": {"torch_1_reproduced": "correct"}}
     assert read[2] == {"s": {"torch_1_fixed": "wrong"}, "a\rb": {"torch_1_reproduced": "correct"}}
 
+
+def test_a_sheet_is_read_from_a1_so_rows_keep_their_numbers(tmp_path):
+    """The spreadsheet reader's range starts at the first value: a sheet whose first rows or
+    columns are empty was read shifted, and its rows misnumbered in messages ("row 3" for
+    row 5). It is read from A1: a header not in row 1, column A, is refused."""
+    from openpyxl import Workbook
+
+    rows = (["instance", "s"], ["torch_1_reproduced", "correct"], ["torch_1_fixed", "maybe"])
+    for inserted in ("rows", "cols"):
+        workbook = Workbook()
+        sheet = workbook.active
+        sheet.title = "Final_evaluation"
+        for row in rows:
+            sheet.append(row)
+        getattr(sheet, f"insert_{inserted}")(1, 2)
+        workbook.save(path := tmp_path / f"{inserted}.xlsx")
+        with pytest.raises(JunoBenchError, match="header row is not 'instance'"):
+            read_judgments(path)
+    with pytest.raises(JunoBenchError, match="row 3: 'maybe' is not a judgment"):
+        read_judgments(write_sheet(tmp_path / "j.xlsx", rows))

@@ -94,6 +94,20 @@ def test_a_second_rater_sheet_is_read_block_by_block(tmp_path):
         ag.read_second_rater(path)
 
 
+def test_a_second_rater_sheet_s_rows_keep_their_numbers_below_empty_rows(tmp_path):
+    """The reader's range starts at the first value: two empty rows above the blocks made
+    row 4 "row 2" in messages. The sheet is read from A1."""
+    from openpyxl import load_workbook
+
+    path = second_rater_sheet(tmp_path / "v.xlsx", [[None, "m1_human", "m1_pred", "m1_validator"],
+                                                    ["torch_1_reproduced", "correct", "", "maybe"]])
+    workbook = load_workbook(path)
+    workbook.active.insert_rows(1, 2)
+    workbook.save(path)
+    with pytest.raises(JunoBenchError, match=r"row 4: 'correct' / 'maybe' is not a pair"):
+        ag.read_second_rater(path)
+
+
 # --------------------------------------------------------------------------- annotation
 
 

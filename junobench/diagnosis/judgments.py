@@ -221,7 +221,7 @@ def read_judgments(path: str | Path, *, sheet: str | None = None) -> Judgments:
 
 def sheet_values(path: Path, sheet: str | None = None) -> tuple[str, list[str], list[list[Any]]]:
     """A workbook's sheet (``sheet``, else ``Final_evaluation`` when it has one, else the
-    first), its sheet names and its values."""
+    first), its sheet names and its values from cell A1 (``values[n - 1]`` is row ``n``)."""
     from python_calamine import CalamineError, CalamineWorkbook
 
     from junobench.safety.paths import require_regular
@@ -233,7 +233,7 @@ def sheet_values(path: Path, sheet: str | None = None) -> tuple[str, list[str], 
         chosen = sheet if sheet is not None else (CRANE_SHEET if CRANE_SHEET in names else names[0])
         if chosen not in names:
             raise JunoBenchError(f"no sheet {chosen!r} (it has {', '.join(names)})", file=path)
-        return chosen, names, workbook.get_sheet_by_name(chosen).to_python()
+        return chosen, names, workbook.get_sheet_by_name(chosen).to_python(skip_empty_area=False)
     except (CalamineError, OSError, ValueError, IndexError) as error:
         raise JunoBenchError(f"cannot read the spreadsheet ({error})", file=path,
                              hint="save it again as .xlsx") from None
