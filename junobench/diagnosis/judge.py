@@ -212,7 +212,7 @@ def judge(
     (:func:`junobench.detection.client.run_jobs`)."""
     from junobench.detection.evaluate import resolve_ids
     from junobench.detection.layouts import read_predictions
-    from junobench.safety.atomic import check_file_target
+    from junobench.safety.atomic import check_append_target
 
     if repeats < 1:
         raise JunoBenchError("--repeats must be at least 1")
@@ -228,7 +228,7 @@ def judge(
         raise JunoBenchError("no ground truth for this notebook", case=unknown[0],
                              file=origin.get(unknown[0], str(preds.path)),
                              hint="pass the --source (or --truth) the predictions were made on")
-    out = check_file_target(out)
+    out = check_append_target(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = finished(out)
     summary = Summary(out)
