@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -206,6 +207,28 @@ def test_a_filled_sheet_reads_back_and_its_faults_are_named(tmp_path):
     key.write_text("[1]")
     with pytest.raises(JunoBenchError, match="not an annotation key"):
         an.read_filled(sheet, key)
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda k: k["items"]["D0001"].pop("setting"), "item 'D0001' has no 'setting' and 'instance'"),
+    (lambda k: k["items"]["D0001"].update(instance=7), "item 'D0001' has no 'setting' and 'instance'"),
+    (lambda k: k.update(items=["D0001"]), "'items' is not an object"),
+    (lambda k: k.update(decided=[1]), "'decided' is not an object"),
+    (lambda k: k["decided"].update(m1=["torch_1_fixed"]), "'decided' of setting 'm1' is not an object"),
+    (lambda k: k["decided"]["m1"].update(torch_1_fixed=5), "key: 5 is not a judgment"),
+])
+def test_a_damaged_key_is_named_not_a_traceback(tmp_path, edit, message):
+    """A key edited by hand (an item without its setting, a list where an object was) ended
+    in a KeyError or AttributeError; it is an error naming the key file."""
+    sheet, key = an.export_sheet(ITEMS, tmp_path / "s.xlsx", tmp_path / "k.json",
+                                 decided={"m1": {"torch_1_fixed": "correct"}})
+    fill(sheet, {"torch_1_reproduced": "correct", "torch_2_reproduced": "wrong"})
+    data = json.loads(key.read_text())
+    edit(data)
+    key.write_text(json.dumps(data))
+    with pytest.raises(JunoBenchError, match=re.escape(message)) as caught:
+        an.read_filled(sheet, key)
+    assert caught.value.problem_.file == str(key)
 
 
 def test_a_short_row_of_a_filled_sheet_is_unjudged(tmp_path):
