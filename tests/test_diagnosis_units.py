@@ -375,6 +375,28 @@ def test_labels_files_read_back_as_judgments(tmp_path):
     assert caught.value.problem_.hint == "judge settings: m_crash_detection_code"
 
 
+def test_a_labels_file_judging_a_notebook_twice_in_one_pass_is_refused(tmp_path, capsys):
+    """Two lines for one setting, notebook and pass (two runs appending to one file, an
+    edit): the last one silently replaced the first. Both are named; a pass that is a
+    boolean is no pass number."""
+    from cli_run import run_cli
+
+    from junobench.diagnosis.judge import judgments_from
+
+    path = tmp_path / "labels.jsonl"
+    line = '{"setting": "m", "instance": "torch_1_reproduced", "pass": 1, "labels": ["[Correct]"]}\n'
+    path.write_text(line + line.replace("Correct", "Wrong"))
+    with pytest.raises(JunoBenchError, match=r"line 2: .* again \(first at line 1\)"):
+        judgments_from(path)
+    humans = tmp_path / "h.jsonl"
+    humans.write_text('{"instance": "torch_1_reproduced", "setting": "m", "judgment": "correct"}\n')
+    code, _, err = run_cli(capsys, "judge", "--labels", str(path), "--against", str(humans))
+    assert code == 1 and "first at line 1" in err and "Traceback" not in err
+    path.write_text(line.replace('"pass": 1', '"pass": true'))
+    with pytest.raises(JunoBenchError, match="not a judge's labels line"):
+        judgments_from(path)
+
+
 def test_judged_folders_take_pass_folders_only(tmp_path):
     import os
 
