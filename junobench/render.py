@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from junobench.safety.text import csv_cell, markdown_text, printable
+from junobench.utf8 import utf8_text
 
 
 def render(rows: Sequence[Mapping[str, Any]], fmt: str, columns: Sequence[str] | None = None) -> str:
@@ -80,11 +81,13 @@ def markdown(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
 
 def latex(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
     """A ``tabular`` fragment (booktabs rules) to ``\\input`` inside a paper's ``table``;
-    LaTeX's special characters in cells and headers are escaped (pandas' ``to_latex``)."""
+    LaTeX's special characters in cells and headers are escaped (pandas' ``to_latex``);
+    what UTF-8 cannot encode (a name's undecodable byte) is escaped first
+    (:func:`~junobench.utf8.utf8_text`), as a ``.tex`` file is UTF-8."""
     import pandas as pd
 
-    frame = pd.DataFrame([[_cell(row.get(c)) for c in columns] for row in rows],
-                         columns=list(columns))
+    frame = pd.DataFrame([[utf8_text(_cell(row.get(c))) for c in columns] for row in rows],
+                         columns=[utf8_text(c) for c in columns])
     numeric = [all(isinstance(row.get(c), (int, float)) for row in rows) and bool(rows)
                for c in columns]
     text = frame.to_latex(index=False, escape=True,

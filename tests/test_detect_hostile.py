@@ -99,3 +99,30 @@ def test_the_bounded_client_keeps_the_environment_s_proxy(monkeypatch, url, prox
     monkeypatch.setenv("HTTP_PROXY", "http://plain-proxy.test:8080")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost,.corp")
     assert environment_proxy(url) == proxy
+
+
+def test_an_output_that_is_a_symbolic_link_is_refused_not_appended_through(tmp_path):
+    """The resumable writers (a model's runs, an analyser's, the judge's labels) append to
+    --out: a link there would have them write into the file it points at."""
+    from test_analysers import fake_runner
+
+    from junobench.detection.analysers import detect_analyser
+    from junobench.diagnosis.judge import judge
+
+    tasks = fixture_tasks(1)
+    target = tmp_path / "precious.txt"
+    target.write_text("keep me\n")
+    out = tmp_path / "p.jsonl"
+    out.symlink_to(target)
+    with pytest.raises(JunoBenchError, match="is a symbolic link"):
+        detect_analyser(tasks, out, "pylint", runner=fake_runner(["[]"])[0])
+    with ChatServer(answer) as server:
+        with pytest.raises(JunoBenchError, match="is a symbolic link"):
+            detect(tasks, out, endpoint=server.url, model="m", runs=1, progress=False)
+        runs = tmp_path / "runs.jsonl"
+        runs.write_text('{"instance": "pandas_1_reproduced", "runs": ["TRUE"]}\n')
+        with pytest.raises(JunoBenchError, match="is a symbolic link"):
+            judge(runs, {"pandas_1_reproduced": {"crash": True, "diagnosis": "d"}}, out,
+                  setting="s", endpoint=server.url, model="m", progress=False)
+        assert server.requests == []
+    assert out.is_symlink() and target.read_text() == "keep me\n"

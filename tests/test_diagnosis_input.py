@@ -260,3 +260,58 @@ def test_the_outputs_of_two_settings_and_of_three(tmp_path):
         render_scores(three, "yaml")
     with pytest.raises(JunoBenchError, match="no setting"):
         render_scores({}, "json")
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("instance,setting,judgment\rtorch_1_fixed,s,wrong\rtorch_1_reproduced,s,maybe\r",
+     "row 3: 'maybe' is not a judgment"),
+    ("instance,setting,judgment\ntorch_1_fixed,s" + "x" * 200_000 + ",wrong\n",
+     "row 2: not readable as CSV"),
+    ("instance,setting,judgment,judgment\ntorch_1_fixed,s,correct,wrong\n",
+     "column 'judgment' appears twice"),
+    ("instance,setting,judgment\ntorch_1_fixed,s,correct,wrong\n",
+     "row 2: 4 cells, more than the header's 3 columns"),
+])
+def test_csv_rows_the_reader_cannot_take_are_named_not_a_traceback(tmp_path, capsys, text,
+                                                                    message):
+    """Old Mac line ends (``\\r``) are lines; a field past the CSV reader's limit, a column
+    named twice (which of its cells counts?) and a cell past the header are named."""
+    path = tmp_path / "j.csv"
+    path.write_bytes(text.encode())
+    with pytest.raises(JunoBenchError, match=re.escape(message)):
+        read_judgments(path)
+    code, _, err = run_cli(capsys, "agreement", str(path), str(path))
+    assert code == 1 and "Traceback" not in err and message in err
+
+
+def test_csv_line_ends_of_every_kind_read_the_same_judgments(tmp_path):
+    rows = "instance,setting,judgment{0}torch_1_fixed,s,wrong{0}{0}torch_1_reproduced,\"a{0}b\",correct{0}"
+    read = []
+    for end in ("\n", "\r\n", "\r"):
+        path = tmp_path / "j.csv"
+        path.write_bytes(rows.format(end).encode())
+        read.append(read_judgments(path).settings)
+    assert read[0] == {"s": {"torch_1_fixed": "wrong"}, "a\nb": {"torch_1_reproduced": "correct"}}
+    assert read[1] == {"s": {"torch_1_fixed": "wrong"}, "a\r\nb": {"torch_1_reproduced": "correct"}}
+    assert read[2] == {"s": {"torch_1_fixed": "wrong"}, "a\rb": {"torch_1_reproduced": "correct"}}
+
+
+def test_a_sheet_is_read_from_a1_so_rows_keep_their_numbers(tmp_path):
+    """The spreadsheet reader's range starts at the first value: a sheet whose first rows or
+    columns are empty was read shifted, and its rows misnumbered in messages ("row 3" for
+    row 5). It is read from A1: a header not in row 1, column A, is refused."""
+    from openpyxl import Workbook
+
+    rows = (["instance", "s"], ["torch_1_reproduced", "correct"], ["torch_1_fixed", "maybe"])
+    for inserted in ("rows", "cols"):
+        workbook = Workbook()
+        sheet = workbook.active
+        sheet.title = "Final_evaluation"
+        for row in rows:
+            sheet.append(row)
+        getattr(sheet, f"insert_{inserted}")(1, 2)
+        workbook.save(path := tmp_path / f"{inserted}.xlsx")
+        with pytest.raises(JunoBenchError, match="header row is not 'instance'"):
+            read_judgments(path)
+    with pytest.raises(JunoBenchError, match="row 3: 'maybe' is not a judgment"):
+        read_judgments(write_sheet(tmp_path / "j.xlsx", rows))

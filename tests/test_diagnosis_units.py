@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,20 @@ def test_a_second_rater_sheet_is_read_block_by_block(tmp_path):
     assert caught.value.problem_.case == "torch_1_reproduced"
     second_rater_sheet(path, [["a", "b"]])
     with pytest.raises(JunoBenchError, match="no rater blocks"):
+        ag.read_second_rater(path)
+
+
+def test_a_second_rater_sheet_s_rows_keep_their_numbers_below_empty_rows(tmp_path):
+    """The reader's range starts at the first value: two empty rows above the blocks made
+    row 4 "row 2" in messages. The sheet is read from A1."""
+    from openpyxl import load_workbook
+
+    path = second_rater_sheet(tmp_path / "v.xlsx", [[None, "m1_human", "m1_pred", "m1_validator"],
+                                                    ["torch_1_reproduced", "correct", "", "maybe"]])
+    workbook = load_workbook(path)
+    workbook.active.insert_rows(1, 2)
+    workbook.save(path)
+    with pytest.raises(JunoBenchError, match=r"row 4: 'correct' / 'maybe' is not a pair"):
         ag.read_second_rater(path)
 
 
@@ -192,6 +207,28 @@ def test_a_filled_sheet_reads_back_and_its_faults_are_named(tmp_path):
     key.write_text("[1]")
     with pytest.raises(JunoBenchError, match="not an annotation key"):
         an.read_filled(sheet, key)
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda k: k["items"]["D0001"].pop("setting"), "item 'D0001' has no 'setting' and 'instance'"),
+    (lambda k: k["items"]["D0001"].update(instance=7), "item 'D0001' has no 'setting' and 'instance'"),
+    (lambda k: k.update(items=["D0001"]), "'items' is not an object"),
+    (lambda k: k.update(decided=[1]), "'decided' is not an object"),
+    (lambda k: k["decided"].update(m1=["torch_1_fixed"]), "'decided' of setting 'm1' is not an object"),
+    (lambda k: k["decided"]["m1"].update(torch_1_fixed=5), "key: 5 is not a judgment"),
+])
+def test_a_damaged_key_is_named_not_a_traceback(tmp_path, edit, message):
+    """A key edited by hand (an item without its setting, a list where an object was) ended
+    in a KeyError or AttributeError; it is an error naming the key file."""
+    sheet, key = an.export_sheet(ITEMS, tmp_path / "s.xlsx", tmp_path / "k.json",
+                                 decided={"m1": {"torch_1_fixed": "correct"}})
+    fill(sheet, {"torch_1_reproduced": "correct", "torch_2_reproduced": "wrong"})
+    data = json.loads(key.read_text())
+    edit(data)
+    key.write_text(json.dumps(data))
+    with pytest.raises(JunoBenchError, match=re.escape(message)) as caught:
+        an.read_filled(sheet, key)
+    assert caught.value.problem_.file == str(key)
 
 
 def test_a_short_row_of_a_filled_sheet_is_unjudged(tmp_path):
@@ -336,6 +373,28 @@ def test_labels_files_read_back_as_judgments(tmp_path):
     with pytest.raises(JunoBenchError, match="share no setting") as caught:
         judge_agreement(judged, Judgments({"other": {"torch_1_reproduced": "wrong"}}))
     assert caught.value.problem_.hint == "judge settings: m_crash_detection_code"
+
+
+def test_a_labels_file_judging_a_notebook_twice_in_one_pass_is_refused(tmp_path, capsys):
+    """Two lines for one setting, notebook and pass (two runs appending to one file, an
+    edit): the last one silently replaced the first. Both are named; a pass that is a
+    boolean is no pass number."""
+    from cli_run import run_cli
+
+    from junobench.diagnosis.judge import judgments_from
+
+    path = tmp_path / "labels.jsonl"
+    line = '{"setting": "m", "instance": "torch_1_reproduced", "pass": 1, "labels": ["[Correct]"]}\n'
+    path.write_text(line + line.replace("Correct", "Wrong"))
+    with pytest.raises(JunoBenchError, match=r"line 2: .* again \(first at line 1\)"):
+        judgments_from(path)
+    humans = tmp_path / "h.jsonl"
+    humans.write_text('{"instance": "torch_1_reproduced", "setting": "m", "judgment": "correct"}\n')
+    code, _, err = run_cli(capsys, "judge", "--labels", str(path), "--against", str(humans))
+    assert code == 1 and "first at line 1" in err and "Traceback" not in err
+    path.write_text(line.replace('"pass": 1', '"pass": true'))
+    with pytest.raises(JunoBenchError, match="not a judge's labels line"):
+        judgments_from(path)
 
 
 def test_judged_folders_take_pass_folders_only(tmp_path):

@@ -101,3 +101,43 @@ def test_record_files_past_the_size_cap_are_refused_before_they_are_read(tmp_pat
         read_predictions(folder.parent)
     with pytest.raises(JunoBenchError, match="larger than 1048576 bytes"):
         jsonl.read_instance_records(jsonl_file, what="tasks", hint="", problem_of=lambda r: None)
+
+
+def test_sets_that_share_no_notebook_are_compared_on_none_without_a_traceback(capsys, tmp_path):
+    """Two prediction sets (or two judged settings) with no notebook in common: the paired
+    bootstrap draws from no case, and the comparison says 0 notebooks in every format."""
+    from junobench.detection.uncertainty import paired_difference
+
+    assert paired_difference([], [], resamples=5).interval is None
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text('{"instance": "pandas_1_fixed", "runs": ["FALSE"]}\n')
+    b.write_text('{"instance": "pandas_2_fixed", "runs": ["FALSE"]}\n')
+    for fmt in ("table", "json", "csv", "markdown", "latex"):
+        code, out, err = run_cli(capsys, "evaluate", str(a), str(b), "--source", "sample",
+                                 "--resamples", "5", "--format", fmt)
+        assert code == 0 and "Traceback" not in err, err
+    assert json.loads(run_cli(capsys, "evaluate", str(a), str(b), "--source", "sample",
+                              "--resamples", "5", "--format", "json")[1])["tests"][0]["notebooks"] == 0
+    judged = tmp_path / "j.jsonl"
+    judged.write_text('{"instance": "pandas_1_fixed", "setting": "a", "judgment": "correct"}\n'
+                      '{"instance": "pandas_2_fixed", "setting": "b", "judgment": "wrong"}\n')
+    code, out, err = run_cli(capsys, "evaluate", "--judgments", str(judged), "--source", "sample",
+                             "--resamples", "5")
+    assert code == 0 and "Paired tests on the 0 notebooks" in out, err
+
+
+def test_a_name_utf8_cannot_encode_is_escaped_in_latex(capsys, tmp_path):
+    """A set named with a byte that is not UTF-8 (``--name`` from the shell) or a lone
+    surrogate read from JSON is escaped in the LaTeX table, as in the other formats."""
+    assert "a\\textbackslash xff" in render([{"setting": "a\udcff", "n": 1}], "latex")
+    jsonl = tmp_path / "p.jsonl"
+    jsonl.write_text('{"instance": "pandas_1_fixed", "runs": ["FALSE"]}\n')
+    code, out, err = run_cli(capsys, "evaluate", str(jsonl), str(jsonl), "--name", "a\udcff",
+                             "--name", "b", "--source", "sample", "--resamples", "5",
+                             "--format", "latex")
+    assert code == 0 and "xff" in out, err
+    judged = tmp_path / "j.jsonl"
+    judged.write_text('{"instance": "pandas_1_fixed", "setting": "m\\ud800", "judgment": "correct"}\n')
+    code, out, err = run_cli(capsys, "evaluate", "--judgments", str(judged), "--source", "sample",
+                             "--resamples", "5", "--format", "latex")
+    assert code == 0 and "ud800" in out, err

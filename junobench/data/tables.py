@@ -147,13 +147,16 @@ def _read_sheet(path: Path, sheet: int | str = 0) -> tuple[list[str], list[list[
 
 
 def named_sheet(path: Path, sheet: str, *, hint: str | None = None) -> list[list[Any]]:
-    """The values of the sheet named ``sheet`` of the workbook ``path`` (a regular file), as
-    the reader gives them; an error naming the sheet when it cannot be read."""
+    """The values of the sheet named ``sheet`` of the workbook ``path`` (a regular file),
+    from its cell A1 (empty rows and columns before the first value are kept, so that
+    ``values[n - 1]`` is the sheet's row ``n``); an error naming the sheet when it cannot
+    be read."""
     from python_calamine import CalamineError, CalamineWorkbook
 
     try:
         require_regular(path)
-        return CalamineWorkbook.from_path(str(path)).get_sheet_by_name(sheet).to_python()
+        return CalamineWorkbook.from_path(str(path)).get_sheet_by_name(sheet).to_python(
+            skip_empty_area=False)
     except (CalamineError, OSError, ValueError, KeyError) as error:
         raise JunoBenchError(f"cannot read sheet {sheet!r} ({error})", file=path,
                              hint=hint) from None

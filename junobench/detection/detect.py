@@ -30,7 +30,7 @@ from junobench.detection.names import DEFAULT_RUNS
 from junobench.detection.predictions import jsonl_line, write_predictions
 from junobench.detection.tasks import task_key
 from junobench.errors import JunoBenchError
-from junobench.safety.atomic import check_file_target
+from junobench.safety.atomic import check_append_target
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -57,8 +57,9 @@ def finished_instances(out: Path) -> set[str]:
 
 def resume(tasks: Sequence[Mapping[str, Any]], out: str | Path) -> tuple[Summary, set[str]]:
     """The summary of a run that appends to ``out`` (a directory or a FIFO is refused), the
-    tasks already in it counted as resumed, and their ids (:func:`finished_instances`)."""
-    path = check_file_target(out)
+    tasks already in it counted as resumed, and their ids (:func:`finished_instances`); a
+    symbolic link is refused, as appends would go through it."""
+    path = check_append_target(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     done = finished_instances(path)
     return Summary(path, resumed=[task_key(t) for t in tasks if task_key(t) in done]), done

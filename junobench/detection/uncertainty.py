@@ -70,10 +70,11 @@ def metric_values(counts: _Counts) -> dict[str, _Floats]:
 
 
 def resampled_counts(counts: _Counts, resamples: int, seed: int) -> _Counts:
-    """Summed counts of ``resamples`` bootstrap draws of the cases (rows), ``[resamples, 4]``."""
+    """Summed counts of ``resamples`` bootstrap draws of the cases (rows), ``[resamples, k]``
+    for ``k`` columns of counts (4, or 8 for a pair of detectors drawn together)."""
     check_resamples(resamples)
     if len(counts) == 0:
-        return np.zeros((resamples, 4), dtype=np.int64)
+        return np.zeros((resamples, counts.shape[-1]), dtype=np.int64)
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, len(counts), size=(resamples, len(counts)))
     weights = np.zeros((resamples, len(counts)), dtype=np.int64)

@@ -216,6 +216,10 @@ def read_filled(sheet: str | Path, key: str | Path, *, decided: bool = True) -> 
         raise JunoBenchError(f"cannot read the key ({error})", file=key) from None
     if not isinstance(data, dict) or data.get("format") != KEY_FORMAT:
         raise JunoBenchError("not an annotation key written by junobench", file=key)
+    problem = _key_problem(data)
+    if problem is not None:
+        raise JunoBenchError(f"a damaged annotation key: {problem}", file=key,
+                             hint="pass the key written with this sheet, unedited")
     items = data.get("items") or {}
     rows = review_rows(sheet, SHEET, COLUMNS, refusal="not an annotation sheet (its header changed)",
                        hint="fill in the judgment column of the exported sheet")
@@ -249,5 +253,29 @@ def read_filled(sheet: str | Path, key: str | Path, *, decided: bool = True) -> 
     if decided:
         for setting, judged_rows in (data.get("decided") or {}).items():
             for instance, judged in judged_rows.items():
-                out.add(setting, instance, judged, where="key: ")
+                try:
+                    out.add(setting, instance, judged, where="key: ")
+                except JunoBenchError as error:  # the key's fault, not the sheet's
+                    raise JunoBenchError(error.problem_.problem, file=key,
+                                         case=error.problem_.case,
+                                         hint=error.problem_.hint) from None
     return Filled(out, unjudged)
+
+
+def _key_problem(data: Mapping[str, Any]) -> str | None:
+    """What is wrong with the shape of an annotation key (``items``: code → its
+    ``setting`` and ``instance`` strings; ``decided``: setting → {instance: judgment}),
+    or None."""
+    items, decided = data.get("items") or {}, data.get("decided") or {}
+    if not isinstance(items, dict):
+        return "'items' is not an object"
+    for code, entry in items.items():
+        if not (isinstance(entry, dict) and isinstance(entry.get("setting"), str)
+                and isinstance(entry.get("instance"), str)):
+            return f"item {code!r} has no 'setting' and 'instance' strings"
+    if not isinstance(decided, dict):
+        return "'decided' is not an object"
+    for setting, rows in decided.items():
+        if not isinstance(rows, dict):
+            return f"'decided' of setting {setting!r} is not an object"
+    return None

@@ -212,7 +212,7 @@ def judge(
     (:func:`junobench.detection.client.run_jobs`)."""
     from junobench.detection.evaluate import resolve_ids
     from junobench.detection.layouts import read_predictions
-    from junobench.safety.atomic import check_file_target
+    from junobench.safety.atomic import check_append_target
 
     if repeats < 1:
         raise JunoBenchError("--repeats must be at least 1")
@@ -228,7 +228,7 @@ def judge(
         raise JunoBenchError("no ground truth for this notebook", case=unknown[0],
                              file=origin.get(unknown[0], str(preds.path)),
                              hint="pass the --source (or --truth) the predictions were made on")
-    out = check_file_target(out)
+    out = check_append_target(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = finished(out)
     summary = Summary(out)
@@ -269,10 +269,16 @@ def _read_labels(path: Path, *, repair: bool = False
     if not path.exists():
         return {}
     out: dict[tuple[str, str, int], list[str | None]] = {}
-    for _, record in jsonl.read_jsonl(path, what="judge's labels", resume=repair,
-                                      problem_of=_labels_problem,
-                                      hint="pass another --out, or repair the file"):
+    first: dict[tuple[str, str, int], int] = {}
+    for number, record in jsonl.read_jsonl(path, what="judge's labels", resume=repair,
+                                           problem_of=_labels_problem,
+                                           hint="pass another --out, or repair the file"):
         key = (record["setting"], record["instance"], record["pass"])
+        if key in first:  # the last line must not silently win over the first
+            raise JunoBenchError(f"line {number}: setting {key[0]!r}, pass {key[2]} judges this "
+                                 f"notebook again (first at line {first[key]})", file=path,
+                                 case=key[1], hint="keep one line per setting, notebook and pass")
+        first[key] = number
         out[key] = [parse_label(x) if isinstance(x, str) else None for x in record["labels"]]
     return out
 
@@ -280,7 +286,8 @@ def _read_labels(path: Path, *, repair: bool = False
 def _labels_problem(record: Any) -> str | None:
     try:
         if isinstance(record["setting"], str) and isinstance(record["instance"], str) \
-                and isinstance(record["pass"], int) and isinstance(record["labels"], list):
+                and isinstance(record["pass"], int) and not isinstance(record["pass"], bool) \
+                and isinstance(record["labels"], list):
             vocab.split_instance(record["instance"])
             return None
     except (ValueError, KeyError, TypeError):

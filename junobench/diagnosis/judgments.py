@@ -221,7 +221,7 @@ def read_judgments(path: str | Path, *, sheet: str | None = None) -> Judgments:
 
 def sheet_values(path: Path, sheet: str | None = None) -> tuple[str, list[str], list[list[Any]]]:
     """A workbook's sheet (``sheet``, else ``Final_evaluation`` when it has one, else the
-    first), its sheet names and its values."""
+    first), its sheet names and its values from cell A1 (``values[n - 1]`` is row ``n``)."""
     from python_calamine import CalamineError, CalamineWorkbook
 
     from junobench.safety.paths import require_regular
@@ -233,7 +233,7 @@ def sheet_values(path: Path, sheet: str | None = None) -> tuple[str, list[str], 
         chosen = sheet if sheet is not None else (CRANE_SHEET if CRANE_SHEET in names else names[0])
         if chosen not in names:
             raise JunoBenchError(f"no sheet {chosen!r} (it has {', '.join(names)})", file=path)
-        return chosen, names, workbook.get_sheet_by_name(chosen).to_python()
+        return chosen, names, workbook.get_sheet_by_name(chosen).to_python(skip_empty_area=False)
     except (CalamineError, OSError, ValueError, IndexError) as error:
         raise JunoBenchError(f"cannot read the spreadsheet ({error})", file=path,
                              hint="save it again as .xlsx") from None
@@ -294,15 +294,36 @@ def _from_lines(path: Path) -> Judgments:
 
 
 def _from_csv(path: Path, text: str) -> Judgments:
-    reader = csv.DictReader(io.StringIO(text))
-    missing = [f for f in FIELDS if f not in (reader.fieldnames or [])]
-    if missing:
-        raise JunoBenchError(f"missing column(s) {', '.join(missing)}", file=path,
-                             hint="a judgments CSV has the columns instance, setting, judgment")
-    rows = _Rows(path)
-    for number, record in enumerate(reader, start=2):
-        _add_record(rows, {k: csv_value(v) if isinstance(v, str) else v for k, v in record.items()},
-                    f"row {number}")
+    """Judgments of a CSV file's rows: lines may end in ``\\n``, ``\\r\\n`` or ``\\r``; a
+    column named twice, a cell past the header's columns and a row the CSV reader refuses
+    (a field over its size limit) are errors naming the row."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    hint = "a judgments CSV has the columns instance, setting, judgment"
+    number = 0
+    try:
+        header = next(reader, [])
+        missing = [f for f in FIELDS if f not in header]
+        if missing:
+            raise JunoBenchError(f"missing column(s) {', '.join(missing)}", file=path, hint=hint)
+        twice = next((f for f in FIELDS if header.count(f) > 1), None)
+        if twice is not None:
+            raise JunoBenchError(f"column {twice!r} appears twice in the header", file=path,
+                                 hint=hint)
+        rows = _Rows(path)
+        number = 1
+        for number, cells in enumerate(reader, start=2):
+            where = f"row {number}"
+            if not cells:
+                continue  # a blank line
+            if any(cell.strip() for cell in cells[len(header):]):
+                rows.fail(where, f"{len(cells)} cells, more than the header's {len(header)} "
+                          "columns", None, hint)
+                continue
+            record = {name: csv_value(cell) for name, cell in zip(header, cells, strict=False)}
+            _add_record(rows, record, where)
+    except csv.Error as error:
+        raise JunoBenchError(f"row {number + 1}: not readable as CSV ({error})", file=path,
+                             hint=hint) from None
     return rows.judgments("no judgments in the file")
 
 

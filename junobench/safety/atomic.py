@@ -102,6 +102,18 @@ def check_file_target(path: str | Path) -> Path:
     return path
 
 
+def check_append_target(path: str | Path) -> Path:
+    """``path`` for a writer that appends to it (a resumable run's output), refused as
+    :func:`check_file_target` refuses it, and also when it is a symbolic link: an append
+    cannot replace the link, it would write through it into the file it points at."""
+    path = check_file_target(path)
+    if path.is_symlink():
+        raise JunoBenchError("is a symbolic link: appending to it would write into the file "
+                             "it points at", file=path,
+                             hint="give the path of a new or regular file")
+    return path
+
+
 @contextlib.contextmanager
 def atomic_path(path: str | Path, *, suffix: str = ".tmp") -> Iterator[Path]:
     """A temporary path beside ``path`` for a writer that takes a path; when the block
