@@ -141,3 +141,13 @@ def test_a_name_utf8_cannot_encode_is_escaped_in_latex(capsys, tmp_path):
     code, out, err = run_cli(capsys, "evaluate", "--judgments", str(judged), "--source", "sample",
                              "--resamples", "5", "--format", "latex")
     assert code == 0 and "ud800" in out, err
+
+
+@pytest.mark.parametrize("content", ["", "\n\n", "   \n"])
+def test_a_predictions_file_without_one_run_is_an_error_not_a_score_of_nothing(capsys, tmp_path, content):
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text(content)
+    with pytest.raises(JunoBenchError, match="no predictions"):
+        read_predictions(empty)
+    code, _, err = run_cli(capsys, "evaluate", str(empty), "--source", "sample")
+    assert code != 0 and "empty.jsonl: no predictions" in err and "Traceback" not in err

@@ -101,7 +101,11 @@ def read_predictions(path: str | Path | Predictions, layout: str | None = None) 
     if layout not in (CANONICAL, INSPECT) and not path.is_dir():
         raise JunoBenchError(f"the {layout} layout is a folder, not a file", file=path,
                              hint=_HINT_ANY)
-    return READERS[layout](path)
+    predictions = READERS[layout](path)
+    if not predictions.runs:  # scored, it would say n/a everywhere and exit 0
+        raise JunoBenchError("no predictions: not one notebook's run in it", file=path,
+                             hint="run a detector first (junobench detect), or pass the file it wrote")
+    return predictions
 
 
 def locate(path: Path) -> tuple[Path, str]:
