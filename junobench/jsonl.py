@@ -50,9 +50,10 @@ def lines(text: str) -> Iterator[tuple[int, str]]:
 
 
 def read_text(path: Path, *, what: str, hint: str | None = None) -> str:
-    """A text file's content, bounded, a regular file only (no link followed)."""
+    """A text file's content, bounded, a regular file only (no link followed); a byte-order
+    mark that begins it (as Windows editors write UTF-8) is not part of the content."""
     try:
-        return read_regular(path, limit=MAX_TEXT_BYTES).decode("utf-8")
+        return read_regular(path, limit=MAX_TEXT_BYTES).decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise JunoBenchError(f"cannot read the {what}: not UTF-8 text ({error.reason} at byte "
                              f"{error.start})", file=path, hint=hint) from None

@@ -98,3 +98,15 @@ def test_a_broken_line_that_is_not_the_last_fails_naming_it_even_when_resuming(t
     with pytest.raises(JunoBenchError, match="line 2: not a predictions line") as caught:
         finished_instances(path)
     assert str(path) in str(caught.value) and path.read_text(encoding="utf-8") == text
+
+
+def test_a_byte_order_mark_that_begins_a_file_is_not_read_as_content(tmp_path):
+    """What Windows editors write as UTF-8 reads as what they were given."""
+    path = tmp_path / "predictions.jsonl"
+    write_predictions(path, [("numpy_1_reproduced", ["TRUE"]), ("numpy_1_fixed", ["FALSE"])])
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert read_jsonl(path).runs == {"numpy_1_reproduced": ["TRUE"], "numpy_1_fixed": ["FALSE"]}
+    inside = tmp_path / "inside.jsonl"
+    inside.write_bytes(b'{"a": 1}\n\xef\xbb\xbf{"b": 2}\n')  # only the file's start is spared
+    with pytest.raises(JunoBenchError, match="line 2"):
+        jsonl.read_jsonl(inside, what="records")
