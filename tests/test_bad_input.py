@@ -121,3 +121,24 @@ def test_table_rows_are_numbered_as_in_the_sheet_and_empty_rows_are_skipped(snap
     assert [(r.case_id, r.row_number) for r in rows][:3] == [
         (before[0].case_id, 2), (before[1].case_id, 3), (before[2].case_id, 5)]
     assert len(rows) == len(before) - 1
+
+
+
+def test_rows_keep_their_sheet_numbers_with_an_empty_first_column_and_an_empty_first_row_is_refused(snapshot_copy):
+    """The reader skips no empty area: with column A empty the rows are still numbered as
+    the sheet shows them; with row 1 empty the header is not guessed from a later row."""
+    from junobench.data.tables import read_desc
+    from junobench.errors import JunoBenchError
+
+    table = snapshot_copy / "benchmark_desc.xlsx"
+    workbook = load_workbook(table)
+    sheet = workbook.active
+    sheet.insert_cols(1)  # an empty column A before the table
+    sheet.cell(row=4, column=2).value = None  # row 4 loses its id
+    workbook.save(table)
+    _, problems = read_desc(snapshot_copy)
+    assert [str(p) for p in problems] == ["benchmark_desc.xlsx: row 4: empty nb_name (give every row its case id)"]
+    sheet.insert_rows(1)  # an empty row 1 above the header
+    workbook.save(table)
+    with pytest.raises(JunoBenchError, match="row 1 is empty: the header must be the sheet's first row"):
+        read_desc(snapshot_copy)

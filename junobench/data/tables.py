@@ -121,8 +121,8 @@ def read_table(path: str | Path, *, sheet: int | str = 0, columns: Sequence[str]
 
 
 def _read_sheet(path: Path, sheet: int | str = 0) -> tuple[list[str], list[list[Any]]]:
-    """A sheet's header (trailing empty names dropped) and its rows below, as the reader
-    gives them (see :func:`read_table`)."""
+    """A sheet's header (its row 1, trailing empty names dropped) and its rows below, from
+    cell A1 as the sheet has them (``rows[n - 2]`` is row ``n``; see :func:`read_table`)."""
     from python_calamine import CalamineError, CalamineWorkbook
 
     try:
@@ -131,7 +131,7 @@ def _read_sheet(path: Path, sheet: int | str = 0) -> tuple[list[str], list[list[
         workbook = CalamineWorkbook.from_path(str(path))
         worksheet = (workbook.get_sheet_by_index(sheet) if isinstance(sheet, int)
                      else workbook.get_sheet_by_name(sheet))
-        values = worksheet.to_python()
+        values = worksheet.to_python(skip_empty_area=False)  # from A1: rows keep their numbers
     except FileNotFoundError:
         raise JunoBenchError("table not found", file=path, hint="check the snapshot layout") from None
     except (CalamineError, OSError, ValueError, IndexError) as error:
@@ -142,6 +142,9 @@ def _read_sheet(path: Path, sheet: int | str = 0) -> tuple[list[str], list[list[
     header = [_header(v) for v in values[0]]
     while header and header[-1] == "":
         header.pop()
+    if not header and any(_value(v) is not None for row in values[1:] for v in row):
+        raise JunoBenchError("row 1 is empty: the header must be the sheet's first row", file=path,
+                             hint="delete the empty rows above the header (rows are named by their number)")
     del values[0]
     return header, values
 
