@@ -390,6 +390,30 @@ def test_a_case_table_that_is_a_decompression_bomb_is_refused_before_it_is_read(
         assert "benchmark_desc.xlsx" in said and "decompression bomb" in said
 
 
+def test_a_case_table_with_one_value_far_from_the_others_is_refused_before_it_is_read(sample):
+    """The reader allocates a sheet's whole box before it gives a value: one value at
+    XFD1048576 asked for 512 GiB and aborted the process (no error line, exit -6)."""
+    table = sample / "benchmark_desc.xlsx"
+    with zipfile.ZipFile(table) as original:
+        members = {info.filename: original.read(info) for info in original.infolist()}
+    sheet = members["xl/worksheets/sheet1.xml"].decode()
+    far = '<row r="1048576"><c r="XFD1048576" t="inlineStr"><is><t>x</t></is></c></row>'
+    for tail, refused in (('<row r="1048576"><c r="XFD1048576" s="0"/></row>', False), (far, True)):
+        members["xl/worksheets/sheet1.xml"] = sheet.replace("</sheetData>", tail + "</sheetData>").encode()
+        with zipfile.ZipFile(table, "w", zipfile.ZIP_DEFLATED) as edited:
+            for name, data in members.items():
+                edited.writestr(name, data)
+        for verb in ("validate", "ls --source"):  # a process of its own: the abort would end pytest's
+            result = subprocess.run([sys.executable, "-m", "junobench", *verb.split(), str(sample)],
+                                    capture_output=True, text=True, timeout=300, check=False)
+            said = result.stdout + result.stderr
+            if not refused:  # an empty cell holds no value: the table reads as before
+                assert result.returncode == 0, said
+                continue
+            assert result.returncode == 1 and "Traceback" not in said, said
+            assert "benchmark_desc.xlsx" in said and "17,179,869,184 cells" in said
+
+
 def test_a_snapshot_or_export_whose_path_is_not_utf8_is_one_clear_error(exported, tmp_path, capsys):
     root = tmp_path / os.fsdecode(b"snap\xff")
     shutil.copytree(sample_path(), root)

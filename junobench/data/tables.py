@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from junobench.data import layout
 from junobench.errors import JunoBenchError, Problem
@@ -171,14 +171,77 @@ def named_sheet(path: Path, sheet: str, *, hint: str | None = None) -> list[list
 MAX_TABLE_BYTES = 1 << 30
 
 
+#: Cap on the cells of a sheet's box (first to last row × first to last column holding a
+#: value): the reader allocates the whole box, 32 bytes a cell, before it gives one value,
+#: and aborts the process when it cannot (one value at XFD1048576 asks for 512 GiB). The
+#: reference table's box is 112 rows × 40 columns.
+MAX_TABLE_CELLS = 1 << 24
+
+
 def _check_spreadsheet(path: Path) -> None:
     """An xlsx file is a zip archive: its members are checked before the reader opens it
-    (a decompression bomb is refused by its declared size and compression ratio)."""
+    (a decompression bomb is refused by its declared size and compression ratio, a sheet
+    whose box passes :data:`MAX_TABLE_CELLS` by the cell references of its XML)."""
     if zipfile.is_zipfile(path):  # not a zip: the reader says what it is
-        archive_members(path, max_bytes=MAX_TABLE_BYTES, refusal=_SPREADSHEET)
+        members = archive_members(path, max_bytes=MAX_TABLE_BYTES, refusal=_SPREADSHEET)
+        with zipfile.ZipFile(path) as archive:
+            for member in members:
+                if member.name.lower().endswith(".xml"):  # a sheet may sit anywhere its rels say
+                    with archive.open(member.key) as xml:
+                        _check_sheet_box(path, member.name, xml)
 
 
 _SPREADSHEET = Refusal("the spreadsheet (an xlsx file is a zip archive)", "nothing was read")
+#: A ``<row>`` or ``<c>`` (cell) start tag, any namespace prefix; no ``<`` or ``>`` inside,
+#: so a scan never backtracks past the next tag.
+_SHEET_TAG = re.compile(rb"<(?:[\w.-]+:)?(c|row)(?=[\s/>])([^<>]*)>")
+_CELL_REF = re.compile(rb"""\sr\s*=\s*["']\$?([A-Za-z]*)\$?(\d*)["']""")
+_XML_CHUNK = 1 << 20
+
+
+def _check_sheet_box(path: Path, member: str, xml: IO[bytes]) -> None:
+    """Refuse the spreadsheet ``path`` when the cells holding a value in its XML member
+    ``member`` span more than :data:`MAX_TABLE_CELLS` (positions as the reader gives them:
+    a cell's ``r`` reference, else one past the previous cell or row)."""
+    row = column = 0
+    rows: list[int] = []
+    columns: list[int] = []
+    tail = b""
+    while chunk := xml.read(_XML_CHUNK):
+        text = tail + chunk
+        start = text.rfind(b"<")
+        cut = start if start != -1 and text.find(b">", start) == -1 else len(text)
+        if len(text) - cut > _XML_CHUNK:
+            raise _SPREADSHEET.error(path, member, "it holds a tag longer than 1 MiB")
+        tail = text[cut:]
+        for match in _SHEET_TAG.finditer(text, 0, cut):
+            reference = _CELL_REF.search(match[2])
+            letters, digits = reference.groups() if reference else (b"", b"")
+            if match[1] == b"row":
+                row, column = (int(digits) if digits else row + 1), 0
+                continue
+            column = _column_number(letters) if letters else column + 1
+            row = int(digits) if digits else row
+            if not match[2].endswith(b"/"):  # an empty cell is no value
+                rows.append(row)
+                columns.append(column)
+        if rows:  # the box so far, not every cell: the lists stay short
+            rows[:] = [min(rows), max(rows)]
+            columns[:] = [min(columns), max(columns)]
+            cells = (rows[1] - rows[0] + 1) * (columns[1] - columns[0] + 1)
+            if cells > MAX_TABLE_CELLS:
+                raise _SPREADSHEET.error(
+                    path, member, f"its values span rows {rows[0]}-{rows[1]} and columns "
+                    f"{columns[0]}-{columns[1]}: {cells:,} cells, past the cap of "
+                    f"{MAX_TABLE_CELLS:,} (a value far from the table? delete it)")
+
+
+def _column_number(letters: bytes) -> int:
+    """``b"A"`` → 1, ``b"AB"`` → 28 (a cell reference's column)."""
+    number = 0
+    for letter in letters.upper():
+        number = number * 26 + letter - 64
+    return number
 
 
 def write_table(path: str | Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> None:
