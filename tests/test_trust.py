@@ -414,6 +414,16 @@ def test_a_case_table_with_one_value_far_from_the_others_is_refused_before_it_is
             assert "benchmark_desc.xlsx" in said and "17,179,869,184 cells" in said
 
 
+def test_a_metadata_file_listing_a_name_too_long_for_the_file_system_lists_a_missing_file(sample, capsys):
+    path = next((sample / "benchmark" / "pandas_1" / "data").glob("*.metadata.json"))
+    edit_json(path, lambda meta: meta.update(files=["a" * 5000]))  # stat: ENAMETOOLONG
+    code, out, err = run_cli(capsys, "validate", str(sample))
+    assert code == 1 and "Traceback" not in out + err
+    assert "case pandas_1: lists 'aaa" in out and "which is not in data/" in out
+    code, _, err = run_cli(capsys, "ls", "--source", str(sample))
+    assert code == 0 and "input data not in snapshot for 1 case(s): pandas_1" in err
+
+
 def test_a_snapshot_or_export_whose_path_is_not_utf8_is_one_clear_error(exported, tmp_path, capsys):
     root = tmp_path / os.fsdecode(b"snap\xff")
     shutil.copytree(sample_path(), root)

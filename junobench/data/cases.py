@@ -15,7 +15,7 @@ from typing import Any
 
 from junobench import vocab
 from junobench.data import layout
-from junobench.data.metadata import read_metadata
+from junobench.data.metadata import listed_file_present, read_metadata
 from junobench.data.notebook import (
     CodeCell,
     NotebookError,
@@ -224,7 +224,7 @@ def _datasets_from_metadata(root: Path, case_id: str, files: list[Path], absent:
             problems.append(Problem(error.problem_.problem, layout.relative(root, path), case_id,
                                     error.problem_.hint))
             continue
-        present = [f for f in meta["files"] if (data / f).exists()]
+        present = [f for f in meta["files"] if listed_file_present(data, f)]
         missing |= len(present) < len(meta["files"])
         out.append({
             "name": layout.dataset_name(path),

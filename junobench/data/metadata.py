@@ -109,6 +109,15 @@ def read_metadata(path: str | Path, *, case: str | None = None) -> dict[str, Any
     return data
 
 
+def listed_file_present(data_dir: str | Path, listed: str) -> bool:
+    """Whether ``listed``, an entry of a metadata file's ``files``, is in the case's
+    ``data_dir``; False, not an error, when it cannot name a file there (too long, a NUL)."""
+    try:
+        return (Path(data_dir) / listed).exists()
+    except (OSError, ValueError):
+        return False
+
+
 def write_metadata(path: str | Path, data: dict[str, Any]) -> None:
     """Validate and write a metadata file (stable key order, UTF-8, trailing newline),
     atomically: a failed write leaves the previous file intact."""

@@ -53,7 +53,7 @@ from junobench import vocab
 from junobench.data import layout
 from junobench.data.cases import parse_case_folder
 from junobench.data.licences import LicencePolicy, check_policy_mode
-from junobench.data.metadata import load_metadata_json, validate_metadata
+from junobench.data.metadata import listed_file_present, load_metadata_json, validate_metadata
 from junobench.data.release_files import dataset_version
 from junobench.data.tables import DIAGNOSIS_REQUIRED, DescRow, read_desc, read_table, snapshot_sheet
 from junobench.errors import JunoBenchError, Problem
@@ -333,7 +333,7 @@ def _check_metadata(root: Path, path: Path, problems: list[Problem]) -> None:
         return
     data_dir = path.parent
     for listed in files:
-        if not (data_dir / listed).exists():
+        if not listed_file_present(data_dir, listed):
             problems.append(Problem(f"lists {listed!r}, which is not in data/", name, case,
                                     "add the file or remove it from 'files'"))
 
