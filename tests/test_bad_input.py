@@ -142,3 +142,22 @@ def test_rows_keep_their_sheet_numbers_with_an_empty_first_column_and_an_empty_f
     workbook.save(table)
     with pytest.raises(JunoBenchError, match="row 1 is empty: the header must be the sheet's first row"):
         read_desc(snapshot_copy)
+
+
+def test_a_column_named_twice_is_refused_not_read_from_one_of_the_two(snapshot_copy, capsys):
+    """A second ``label_root_cause`` column (a stale copy, say) was read in place of the
+    first, silently; which of the two is meant is a guess, so the table is refused."""
+    table = snapshot_copy / "benchmark_desc.xlsx"
+    workbook = load_workbook(table)
+    sheet = workbook.active
+    first = [c.value for c in sheet[1]].index("label_root_cause") + 1
+    stale = sheet.max_column + 1
+    sheet.cell(row=1, column=stale).value = "label_root_cause"
+    for row in range(2, sheet.max_row + 1):
+        sheet.cell(row=row, column=stale).value = "API misuse"
+    workbook.save(table)
+    for verb in (["ls", "--source", str(snapshot_copy)], ["validate", str(snapshot_copy)]):
+        code = main(verb)
+        out, err = capsys.readouterr()
+        assert code == 1 and "Traceback" not in out + err
+        assert f"column 'label_root_cause' appears twice (columns {first} and {stale})" in out + err

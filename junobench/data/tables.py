@@ -101,7 +101,19 @@ def snapshot_sheet(root: str | Path, name: str) -> tuple[list[str], list[list[An
     header, body = _read_sheet(path)
     columns, hint = REQUIRED[name]
     _require(path, header, columns, hint=hint)
+    _refuse_repeated_columns(path, header)
     return header, body
+
+
+def _refuse_repeated_columns(path: Path, header: Sequence[str]) -> None:
+    """Refuse a header naming a column twice: which of the two holds the values is a guess
+    (the case table read the last, the diagnosis table the first)."""
+    first: dict[str, int] = {}
+    for number, column in enumerate(header, start=1):
+        if column and column in first:
+            raise JunoBenchError(f"column {column!r} appears twice (columns {first[column]} and {number})",
+                                 file=path, hint="keep one column of each name")
+        first.setdefault(column, number)
 
 
 def read_table(path: str | Path, *, sheet: int | str = 0, columns: Sequence[str] | None = None) -> Table:
