@@ -165,6 +165,25 @@ def test_plot_writes_png_and_svg_per_dimension_with_every_library(reference_snap
     assert "model initialization error" in svg
 
 
+def test_plot_refuses_a_directory_inside_the_snapshot(tmp_path, capsys):
+    """``--plot`` into the snapshot wrote eight files there (export and checkout refuse it)."""
+    import shutil
+
+    from snapshot_files import tree_digest
+
+    from junobench.data.snapshot import sample_path
+
+    snapshot = tmp_path / "snap"
+    shutil.copytree(sample_path(), snapshot)
+    before = tree_digest(snapshot)
+    for inside in (snapshot, snapshot / "benchmark" / "pandas_1" / "data", snapshot / "new" / "plots"):
+        code, out, err = run_cli(capsys, "stats", "--source", str(snapshot), "--plot", str(inside))
+        assert code == 1 and out == "" and "Traceback" not in err
+        assert err == (f"error: {inside}: the plot directory is inside the snapshot (nothing in a snapshot "
+                       "is ever modified: choose a directory outside it)\n")
+    assert tree_digest(snapshot) == before and not (snapshot / "new").exists()
+
+
 def test_plot_with_json_keeps_stdout_json(tmp_path, capsys):
     code, out, err = run_cli(capsys, "stats", "--source", "sample", "--format", "json",
                              "--plot", str(tmp_path / "p"))

@@ -28,8 +28,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _stats(args: argparse.Namespace) -> int:
+    from junobench.data.snapshot import refuse_writing_inside
     from junobench.stats import stats
 
+    if args.plot:
+        refuse_writing_inside(args.plot, args.source, what="the plot directory")
     result = stats(**load_kwargs(args))
     fmt = args.format or (None if args.plot else "table")
     if fmt == "json":

@@ -25,7 +25,7 @@ from junobench.data import layout
 from junobench.data.digests import ContentDigests, MemoRow, ReadDigests
 from junobench.envs.environment import SNAPSHOT_FOLDER, environment_files
 from junobench.errors import JunoBenchError
-from junobench.safety.paths import is_dir_entry, link_inside, require_utf8_path
+from junobench.safety.paths import is_dir_entry, is_within, link_inside, require_utf8_path
 from junobench.safety.text import first_line
 
 DEFAULT_SOURCE = layout.DEFAULT_SOURCE
@@ -190,6 +190,14 @@ def hub_repo(source: str | Path) -> str | None:
     if isinstance(source, Path) or text == SAMPLE or Path(text).expanduser().exists() or not is_repo_id(text):
         return None
     return text
+
+
+def refuse_writing_inside(out: str | Path, source: str | Path, *, what: str) -> None:
+    """Refuse ``out``, a folder a command writes to, when it is inside the local snapshot
+    or the bundled sample ``source`` names: nothing in a snapshot is ever modified."""
+    if hub_repo(source) is None and is_within(Path(out).expanduser(), resolve(source)):
+        raise JunoBenchError(f"{what} is inside the snapshot", file=out,
+                             hint="nothing in a snapshot is ever modified: choose a directory outside it")
 
 
 def hub_files(repo_id: str, *, revision: str | None = None) -> list[str]:
