@@ -414,6 +414,18 @@ def test_a_case_table_with_one_value_far_from_the_others_is_refused_before_it_is
             assert "benchmark_desc.xlsx" in said and "17,179,869,184 cells" in said
 
 
+def test_a_case_table_whose_sheet_is_damaged_inside_the_zip_is_one_clear_error(sample, capsys):
+    table = sample / "benchmark_desc.xlsx"
+    data = bytearray(table.read_bytes())
+    with zipfile.ZipFile(table) as archive:
+        info = archive.getinfo("xl/worksheets/sheet1.xml")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra)  # its deflated bytes
+    data[start + 50:start + 400] = bytes(b ^ 0x55 for b in data[start + 50:start + 400])
+    table.write_bytes(data)
+    code, _, err = run_cli(capsys, "ls", "--source", str(sample))
+    assert code == 1 and "benchmark_desc.xlsx" in one_error(err) and "damaged" in err
+
+
 def test_a_metadata_file_listing_a_name_too_long_for_the_file_system_lists_a_missing_file(sample, capsys):
     path = next((sample / "benchmark" / "pandas_1" / "data").glob("*.metadata.json"))
     edit_json(path, lambda meta: meta.update(files=["a" * 5000]))  # stat: ENAMETOOLONG

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import zipfile
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
@@ -196,11 +197,15 @@ def _check_spreadsheet(path: Path) -> None:
     whose box passes :data:`MAX_TABLE_CELLS` by the cell references of its XML)."""
     if zipfile.is_zipfile(path):  # not a zip: the reader says what it is
         members = archive_members(path, max_bytes=MAX_TABLE_BYTES, refusal=_SPREADSHEET)
-        with zipfile.ZipFile(path) as archive:
-            for member in members:
-                if member.name.lower().endswith(".xml"):  # a sheet may sit anywhere its rels say
-                    with archive.open(member.key) as xml:
-                        _check_sheet_box(path, member.name, xml)
+        try:
+            with zipfile.ZipFile(path) as archive:
+                for member in members:
+                    if member.name.lower().endswith(".xml"):  # a sheet may sit anywhere its rels say
+                        with archive.open(member.key) as xml:
+                            _check_sheet_box(path, member.name, xml)
+        except (zipfile.BadZipFile, zlib.error, EOFError) as error:
+            raise JunoBenchError(f"{_SPREADSHEET.subject} is damaged or cut short ({error})", file=path,
+                                 hint="save it again as .xlsx") from None
 
 
 _SPREADSHEET = Refusal("the spreadsheet (an xlsx file is a zip archive)", "nothing was read")
