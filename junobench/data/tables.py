@@ -184,10 +184,10 @@ def named_sheet(path: Path, sheet: str, *, hint: str | None = None) -> list[list
 MAX_TABLE_BYTES = 1 << 30
 
 
-#: Cap on the cells of a sheet's box (first to last row × first to last column holding a
-#: value): the reader allocates the whole box, 32 bytes a cell, before it gives one value,
-#: and aborts the process when it cannot (one value at XFD1048576 asks for 512 GiB). The
-#: reference table's box is 112 rows × 40 columns.
+#: Cap on the cells of a sheet's box (from A1 to the last row and column holding a value):
+#: the reader allocates a box of its cells, 32 bytes a cell, before it gives one value, and
+#: aborts the process when it cannot (one value at XFD1048576 asks for 512 GiB); the rows
+#: it gives are padded from A1. The reference table's box is 112 rows × 16 columns.
 MAX_TABLE_CELLS = 1 << 24
 
 
@@ -217,12 +217,12 @@ _XML_CHUNK = 1 << 20
 
 
 def _check_sheet_box(path: Path, member: str, xml: IO[bytes]) -> None:
-    """Refuse the spreadsheet ``path`` when the cells holding a value in its XML member
-    ``member`` span more than :data:`MAX_TABLE_CELLS` (positions as the reader gives them:
-    a cell's ``r`` reference, else one past the previous cell or row)."""
-    row = column = 0
-    rows: list[int] = []
-    columns: list[int] = []
+    """Refuse the spreadsheet ``path`` when the box from A1 to the last row and column
+    holding a value in its XML member ``member`` passes :data:`MAX_TABLE_CELLS` (positions
+    as the reader gives them: a cell's ``r`` reference, else one past the previous cell or
+    row). From A1: the reader's box starts at the first value, but the rows it gives are
+    padded from A1 (:func:`_read_sheet`)."""
+    row = column = last_row = last_column = 0
     tail = b""
     while chunk := xml.read(_XML_CHUNK):
         text = tail + chunk
@@ -240,17 +240,13 @@ def _check_sheet_box(path: Path, member: str, xml: IO[bytes]) -> None:
             column = _column_number(letters) if letters else column + 1
             row = int(digits) if digits else row
             if not match[2].endswith(b"/"):  # an empty cell is no value
-                rows.append(row)
-                columns.append(column)
-        if rows:  # the box so far, not every cell: the lists stay short
-            rows[:] = [min(rows), max(rows)]
-            columns[:] = [min(columns), max(columns)]
-            cells = (rows[1] - rows[0] + 1) * (columns[1] - columns[0] + 1)
-            if cells > MAX_TABLE_CELLS:
-                raise _SPREADSHEET.error(
-                    path, member, f"its values span rows {rows[0]}-{rows[1]} and columns "
-                    f"{columns[0]}-{columns[1]}: {cells:,} cells, past the cap of "
-                    f"{MAX_TABLE_CELLS:,} (a value far from the table? delete it)")
+                last_row, last_column = max(last_row, row), max(last_column, column)
+        cells = last_row * last_column
+        if cells > MAX_TABLE_CELLS:
+            raise _SPREADSHEET.error(
+                path, member, f"its values reach row {last_row:,} and column {last_column:,}: "
+                f"{cells:,} cells from A1, past the cap of {MAX_TABLE_CELLS:,} (a value far "
+                "from the table? delete it)")
 
 
 def _column_number(letters: bytes) -> int:
