@@ -132,3 +132,17 @@ def test_a_verb_that_writes_files_prints_its_status_on_stderr_only(argv, status,
     out, err = capsys.readouterr()
     assert code == 0, err
     assert out == "" and status in err
+
+
+LONG = "x" * 300  # past any file system's limit on one name (255 bytes)
+
+
+@pytest.mark.parametrize("argv", [
+    ["ls", "--source", f"/tmp/{LONG}"], ["validate", f"/tmp/{LONG}"], ["check", f"/tmp/{LONG}"],
+    ["export", "--source", "sample", "--out", "{tmp}/" + LONG], ["stats", "--source", f"/tmp/{LONG}"],
+])
+def test_a_path_the_system_refuses_is_one_error_line_naming_it(argv, tmp_path, capsys):
+    code = main([a.replace("{tmp}", str(tmp_path)) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("error: ") and err.count("\n") == 1, err
+    assert err.rstrip().endswith(": File name too long") and "xxxx…" in err

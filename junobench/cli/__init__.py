@@ -176,8 +176,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         # choice, not an error. Whatever is still buffered goes nowhere, quietly.
         _silence_stdout(stdout)
         return 0
+    except OSError as error:
+        # What the system refused (a name too long, a full disk, no permission) on a path
+        # the user gave: one line naming it, as for any bad input, not a traceback.
+        print(f"error: {os_error_line(error)}", file=sys.stderr)
+        return 1
     finally:
         sys.stdout, sys.stderr = stdout, stderr
+
+
+def os_error_line(error: OSError) -> str:
+    """What the system said of which file (a long name cut to 80 characters).
+
+    >>> os_error_line(OSError(28, "No space left on device", "out/cases.parquet"))
+    'out/cases.parquet: No space left on device'
+    >>> len(os_error_line(OSError(36, "File name too long", "x" * 300)))
+    100
+    """
+    from junobench.safety.text import shortened
+
+    said = error.strerror or str(error) or type(error).__name__
+    return f"{shortened(str(error.filename), 80)}: {said}" if error.filename is not None else said
 
 
 def _say(line: str) -> None:
