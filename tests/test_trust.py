@@ -752,3 +752,26 @@ def test_validate_warns_on_conflicting_diagnoses_and_a_disagreeing_exception(ref
     assert code == 0 and f"instance {first['instance']!r} has different diagnoses in rows" in err
     code, out, err = run_cli(capsys, "validate", str(snapshot), "--strict")
     assert code == 1 and "different diagnoses" in out and "case tensorflow_13" in out
+
+
+@pytest.mark.parametrize("make", ["link out", "fifo"])
+def test_validate_reports_every_file_an_export_would_refuse(tmp_path, capsys, make):
+    """`validate` says "valid" only of a snapshot `export` takes: a data file that links out
+    of the snapshot, or is a FIFO, is a problem of both."""
+    from junobench.cli import main
+    from junobench.data.validate import validate
+
+    snapshot = tmp_path / "snap"
+    assert main(["checkout", "--source", "sample", "--dest", str(snapshot), "pandas_1"]) == 0
+    data = snapshot / "benchmark/pandas_1/data/passengers.csv"
+    data.unlink()
+    if make == "fifo":
+        os.mkfifo(data)
+    else:
+        data.symlink_to("/etc/hostname")
+    problems = validate(snapshot)
+    assert [(p.file, p.case) for p in problems] == [("benchmark/pandas_1/data/passengers.csv", "pandas_1")]
+    assert "not exported" in problems[0].problem
+    capsys.readouterr()
+    assert main(["export", "--source", str(snapshot), "--out", str(tmp_path / "out")]) == 1
+    assert problems[0].problem in capsys.readouterr().err

@@ -114,6 +114,7 @@ def check(snapshot: str | Path, *, max_files: int = MAX_FILES_PER_FOLDER,
     _check_unfinished_edit(root, report.problems)
     _check_edit_leftovers(root, report.warnings)
     _check_folder_sizes(root, max_files, report.problems)
+    _check_exportable(root, _case_folders(root), report.problems)
     if strict:
         report.problems += report.warnings
         report.warnings = []
@@ -499,6 +500,19 @@ def _check_folder_sizes(root: Path, limit: int, problems: list[Problem]) -> None
                 f"the folder holds {files:,} files, more than the {limit:,} a Hugging Face "
                 "Hub folder may hold", relative if relative != "." else str(root), case,
                 "split it into subfolders or downsample the data"))
+
+
+def _check_exportable(root: Path, case_ids: list[str], problems: list[Problem]) -> None:
+    """Every file an export would refuse (a link out of the snapshot, a FIFO, a device),
+    unless a problem names it already (a notebook's own check)."""
+    from junobench.hub.runnable import layout_paths, unexportable
+
+    named = {p.file for p in problems}
+    for name, path in layout_paths(root, case_ids).items():
+        refused = unexportable(root, path)
+        if refused is not None and name not in named and str(path) not in named \
+                and path.name not in named:
+            problems.append(Problem(refused[0], name, _case_of(name), refused[1]))
 
 
 def _case_of(relative: str) -> str | None:
