@@ -430,6 +430,25 @@ def test_a_case_table_whose_sheet_is_damaged_inside_the_zip_is_one_clear_error(s
     assert code == 1 and "benchmark_desc.xlsx" in one_error(err) and "damaged" in err
 
 
+@pytest.mark.parametrize("reference", ["A" + "9" * 5000, "A" + "9" * 12, "ABCD1"])
+def test_a_cell_reference_past_any_sheet_is_refused_naming_it(sample, capsys, reference):
+    """Past row 1,048,576 or column XFD no sheet has a cell (and 5,000 digits are more than
+    Python converts to a number)."""
+    table = sample / "benchmark_desc.xlsx"
+    with zipfile.ZipFile(table) as original:
+        members = {info.filename: original.read(info) for info in original.infolist()}
+    sheet = members["xl/worksheets/sheet1.xml"].decode()
+    end = sheet.index("</sheetData>")
+    members["xl/worksheets/sheet1.xml"] = (sheet[:end] + f'<row><c r="{reference}" t="inlineStr"><is><t>x</t>'
+                                           "</is></c></row>" + sheet[end:]).encode()
+    with zipfile.ZipFile(table, "w", zipfile.ZIP_DEFLATED) as edited:
+        for name, data in members.items():
+            edited.writestr(name, data)
+    code, _, err = run_cli(capsys, "ls", "--source", str(sample))
+    assert code == 1 and "benchmark_desc.xlsx" in one_error(err)
+    assert "a cell or row reference past the last row or column a sheet has" in err
+
+
 def test_a_metadata_file_listing_a_name_too_long_for_the_file_system_lists_a_missing_file(sample, capsys):
     path = next((sample / "benchmark" / "pandas_1" / "data").glob("*.metadata.json"))
     edit_json(path, lambda meta: meta.update(files=["a" * 5000]))  # stat: ENAMETOOLONG

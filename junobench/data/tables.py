@@ -234,6 +234,9 @@ def _check_sheet_box(path: Path, member: str, xml: IO[bytes]) -> None:
         for match in _SHEET_TAG.finditer(text, 0, cut):
             reference = _CELL_REF.search(match[2])
             letters, digits = reference.groups() if reference else (b"", b"")
+            if len(digits) > 7 or len(letters) > 3:  # past row 1,048,576 or column XFD
+                raise _SPREADSHEET.error(path, member, "a cell or row reference past the last row or "
+                                         f"column a sheet has ({(letters + digits)[:20].decode()}…)")
             if match[1] == b"row":
                 row, column = (int(digits) if digits else row + 1), 0
                 continue
