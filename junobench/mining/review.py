@@ -42,17 +42,20 @@ ROW_HEIGHT = 185  # points
 
 def sample_ids(mined: str | Path, n: int, seed: int) -> list[str]:
     """``n`` figure ids drawn at random (all of them when there are fewer), in drawn order."""
-    import pyarrow.parquet as pq
-
-    from junobench.mining.features import PARQUET
+    from junobench.mining.features import PARQUET, read_rows
     from junobench.mining.write import read_manifest
 
     folder = Path(mined)
     read_manifest(folder, hint="give the folder `junobench mine --out` wrote")
     if n < 1:
         raise JunoBenchError(f"--sample must be at least 1, got {n}")
-    ids = pq.read_table(folder / PARQUET["figures"], columns=["figure"]).column("figure").to_pylist()
-    return random.Random(seed).sample(ids, min(n, len(ids)))
+    ids: dict[str, int] = {}
+    for number, row in enumerate(read_rows(folder, "figures", ["figure"], batch_size=65_536)):
+        if ids.setdefault(row["figure"], number) != number:
+            raise JunoBenchError(f"rows {ids[row['figure']]} and {number}: figure {row['figure'][:120]!r} twice",
+                                 file=folder / PARQUET["figures"],
+                                 hint="mine it again: a corpus is read as `junobench mine` wrote it")
+    return random.Random(seed).sample(list(ids), min(n, len(ids)))
 
 
 def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) -> tuple[Path, int]:

@@ -63,12 +63,10 @@ def pages(data: Any) -> Iterable[Page]:
 
 def _figures(folder: Path) -> tuple[list[dict[str, Any]], int]:
     """The first :data:`MAX_FIGURES` figures (with their images) and how many there are."""
-    import pyarrow.parquet as pq
-
-    from junobench.mining.features import PARQUET, read_rows
+    from junobench.mining.features import count_rows, read_rows
 
     found = list(itertools.islice(read_rows(folder, "figures", _COLUMNS, batch_size=200), MAX_FIGURES))
-    return found, pq.read_metadata(folder / PARQUET["figures"]).num_rows
+    return found, count_rows(folder, "figures")
 
 
 def _cells(folder: Path, notebooks: set[str]) -> dict[str, list[dict[str, Any]]]:
@@ -96,7 +94,7 @@ def _row(figure: dict[str, Any], images: Images) -> dict[str, Any]:
             "figure": figure["figure"], "notebook": figure["notebook"], "cell": figure["cell"],
             "href": notebook_path(figure["notebook"]).removeprefix("figures/") + f"#cell-{figure['cell']}",
             "src": _image(figure, images), "mime": figure["mime"], "problem": figure.get("problem"),
-            "calls": ", ".join(dict.fromkeys(c["text"] for c in figure.get("calls") or []))}
+            "calls": ", ".join(dict.fromkeys(c["text"] for c in figure.get("calls") or [] if c and c["text"]))}
 
 
 def gallery_page(data: Any, figures: list[dict[str, Any]], total: int) -> dict[str, bytes]:
