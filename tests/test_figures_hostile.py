@@ -129,3 +129,22 @@ def test_a_figure_id_twice_is_refused_naming_both_rows(mined: Path, tmp_path: Pa
     rewritten(folder, "figures", with_column("figure", lambda n: ["same"] * n))
     code_, _, err = run_cli(capsys, "figures", str(folder), "--sample", "2", "--sheet", str(tmp_path / "r.xlsx"))
     assert code_ == 1 and "rows 0 and 1: figure 'same' twice" in err and FIGURES in err
+
+
+@pytest.mark.parametrize("kind", ["<script>alert(1)</script>", "x" * 5000])
+def test_a_kind_outside_the_mappings_kinds_is_refused_with_its_row(mined: Path, tmp_path: Path, capsys,
+                                                                  kind: str) -> None:
+    from openpyxl import load_workbook
+
+    sheet = tmp_path / "review.xlsx"
+    assert run_cli(capsys, "figures", str(mined), "--sample", "2", "--sheet", str(sheet))[0] == 0
+    book = load_workbook(sheet)
+    ws = book["Figures"]
+    ws._images = []  # openpyxl cannot save again the pictures of a book it loaded
+    ws["H2"], ws["H3"] = "histogram", kind
+    book.save(sheet)
+    code_, _, err = run_cli(capsys, "figures", str(mined), "--review", str(sheet))
+    assert code_ == 1 and f"row 3: kind {kind[:60]!r} is not one of: " in err and str(sheet) in err
+    ws["H3"] = "none"
+    book.save(sheet)
+    assert run_cli(capsys, "figures", str(mined), "--review", str(sheet))[0] == 0

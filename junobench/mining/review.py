@@ -61,8 +61,6 @@ def sample_ids(mined: str | Path, n: int, seed: int) -> list[str]:
 def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) -> tuple[Path, int]:
     """Write the review sheet of ``n`` figures of the mined corpus ``mined`` (see the
     module's notes); returns its path and the number of figures in it."""
-    from junobench.mining.kinds import chart_kinds
-
     sheet = Path(sheet)
     if sheet.suffix.lower() != ".xlsx":
         raise JunoBenchError("the review sheet is an .xlsx file", file=sheet)
@@ -73,9 +71,7 @@ def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) 
     rows = _figures(Path(mined), set(chosen))
     workbook, ws = review_sheet(SHEET, COLUMNS)
     lists = workbook.create_sheet(LISTS)
-    kinds = sorted({entry[0] if isinstance(entry, list) else entry["default"][0]
-                    for table in chart_kinds().charts.values() for entry in table.values()} | {NONE})
-    choices = (kinds, [*PURPOSES, NONE], [*vocab.PIPELINE_STAGES, NONE])  # of columns H, I, J
+    choices = (kinds(), [*PURPOSES, NONE], [*vocab.PIPELINE_STAGES, NONE])  # of columns H, I, J
     for column, values in enumerate(choices, start=1):
         for row, value in enumerate(values, start=1):
             lists.cell(row=row, column=column, value=value)
@@ -95,6 +91,14 @@ def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) 
         drop_down(ws, letter, f"{LISTS}!${source}$1:${source}${len(values)}")
     save_review_sheet(workbook, ws, sheet, (7, 30, 24, 6, 36, 50, 30, 18, 18, 20, 24))
     return sheet, len(chosen)
+
+
+def kinds() -> list[str]:
+    """The chart kinds a reviewer may give: the mapping's, and ``none``."""
+    from junobench.mining.kinds import chart_kinds
+
+    return sorted({entry[0] if isinstance(entry, list) else entry["default"][0]
+                   for table in chart_kinds().charts.values() for entry in table.values()} | {NONE})
 
 
 def _figures(folder: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
@@ -196,7 +200,8 @@ def _label(value: Any, name: str, number: int, sheet: Path) -> str | None:
     if value in (None, ""):
         return None
     text = str(value).strip()
-    allowed = {"purpose": (*PURPOSES, NONE), "stage": (*vocab.PIPELINE_STAGES, NONE)}.get(name)
-    if allowed is not None and text not in allowed:
-        raise JunoBenchError(f"row {number}: {name} {text[:60]!r} is not one of: {', '.join(allowed)}", file=sheet)
+    allowed = {"kind": kinds(), "purpose": [*PURPOSES, NONE], "stage": [*vocab.PIPELINE_STAGES, NONE]}[name]
+    if text not in allowed:
+        shown = ", ".join(allowed) if len(allowed) <= 12 else f"{', '.join(allowed[:12])} … (the sheet's list)"
+        raise JunoBenchError(f"row {number}: {name} {text[:60]!r} is not one of: {shown}", file=sheet)
     return text
