@@ -148,3 +148,20 @@ def test_a_kind_outside_the_mappings_kinds_is_refused_with_its_row(mined: Path, 
     ws["H3"] = "none"
     book.save(sheet)
     assert run_cli(capsys, "figures", str(mined), "--review", str(sheet))[0] == 0
+
+
+def test_a_decompression_bomb_in_a_corpus_reaches_no_page_and_no_sheet(mined: Path, tmp_path: Path,
+                                                                       capsys) -> None:
+    from openpyxl import load_workbook
+    from test_mine_hostile import bomb_png
+
+    folder = tmp_path / "mined"
+    shutil.copytree(mined, folder)
+    bomb = {"bytes": bomb_png(30000, 30000), "path": None}
+    rewritten(folder, "figures", with_column("image", lambda n: [bomb] * n))
+    out = tmp_path / "site"
+    assert run_cli(capsys, "site", "--source", "sample", "--out", str(out), "--figures", str(folder))[0] == 0
+    assert not [p for p in (out / "img").glob("*") if p.read_bytes() == bomb["bytes"]]
+    sheet = tmp_path / "review.xlsx"
+    assert run_cli(capsys, "figures", str(folder), "--sample", "2", "--sheet", str(sheet))[0] == 0
+    assert load_workbook(sheet)["Figures"]._images == []

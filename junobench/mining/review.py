@@ -111,13 +111,16 @@ def _figures(folder: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
 
 
 def _thumbnail(row: Mapping[str, Any]) -> Any:
-    """The figure's image scaled down for the sheet (an openpyxl image), or None."""
+    """The figure's image scaled down for the sheet (an openpyxl image), or None (none, or
+    over :data:`~junobench.mining.visuals.MAX_PIXELS` pixels by its header: not decoded)."""
     from openpyxl.drawing.image import Image as SheetImage
     from PIL import Image
 
+    from junobench.mining.visuals import MAX_PIXELS, image_size
+
     image = row.get("image") or {}
     data = image.get("bytes") if isinstance(image, dict) else None
-    if not data:
+    if not data or isinstance(image_size(data, MAX_PIXELS)[0], str):
         return None
     try:
         picture = Image.open(io.BytesIO(data))

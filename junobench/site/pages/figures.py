@@ -81,10 +81,16 @@ def _cells(folder: Path, notebooks: set[str]) -> dict[str, list[dict[str, Any]]]
 
 
 def _image(figure: dict[str, Any], images: Images) -> str | None:
-    """The site link of a figure's image, when it is a PNG, JPEG or GIF (by its bytes)."""
+    """The site link of a figure's image, when it is a PNG, JPEG or GIF (by its bytes) of
+    at most :data:`~junobench.mining.visuals.MAX_PIXELS` pixels by its header (no browser
+    is handed a decompression bomb)."""
+    from junobench.mining.visuals import MAX_PIXELS, image_size
+
     data = (figure.get("image") or {}).get("bytes")
     kind = sanitize.image_kind(data) if isinstance(data, bytes) else None
     if not isinstance(data, bytes) or kind not in sanitize.EXTENSIONS:
+        return None
+    if isinstance(image_size(data, MAX_PIXELS)[0], str):  # a bomb, or not the image it starts like
         return None
     return images.add(data, kind)
 
