@@ -165,3 +165,14 @@ def test_a_decompression_bomb_in_a_corpus_reaches_no_page_and_no_sheet(mined: Pa
     sheet = tmp_path / "review.xlsx"
     assert run_cli(capsys, "figures", str(folder), "--sample", "2", "--sheet", str(sheet))[0] == 0
     assert load_workbook(sheet)["Figures"]._images == []
+
+
+def test_a_huge_code_cell_is_cut_on_its_notebooks_page(mined: Path, tmp_path: Path, capsys) -> None:
+    folder = tmp_path / "mined"
+    shutil.copytree(mined, folder)
+    rewritten(folder, "cells", with_column("source", lambda n: ["x = 1  # " + "a" * 2_000_000] * n))
+    out = tmp_path / "site"
+    assert run_cli(capsys, "site", "--source", "sample", "--out", str(out), "--figures", str(folder))[0] == 0
+    pages = list((out / "figures" / "nb").glob("*.html"))
+    assert pages and all(p.stat().st_size < 1_000_000 for p in pages)
+    assert "more characters not shown" in pages[0].read_text()
