@@ -42,24 +42,25 @@ ROW_HEIGHT = 185  # points
 
 def sample_ids(mined: str | Path, n: int, seed: int) -> list[str]:
     """``n`` figure ids drawn at random (all of them when there are fewer), in drawn order."""
-    import pyarrow.parquet as pq
-
-    from junobench.mining.features import PARQUET
+    from junobench.mining.features import PARQUET, read_rows
     from junobench.mining.write import read_manifest
 
     folder = Path(mined)
     read_manifest(folder, hint="give the folder `junobench mine --out` wrote")
     if n < 1:
         raise JunoBenchError(f"--sample must be at least 1, got {n}")
-    ids = pq.read_table(folder / PARQUET["figures"], columns=["figure"]).column("figure").to_pylist()
-    return random.Random(seed).sample(ids, min(n, len(ids)))
+    ids: dict[str, int] = {}
+    for number, row in enumerate(read_rows(folder, "figures", ["figure"], batch_size=65_536)):
+        if ids.setdefault(row["figure"], number) != number:
+            raise JunoBenchError(f"rows {ids[row['figure']]} and {number}: figure {row['figure'][:120]!r} twice",
+                                 file=folder / PARQUET["figures"],
+                                 hint="mine it again: a corpus is read as `junobench mine` wrote it")
+    return random.Random(seed).sample(list(ids), min(n, len(ids)))
 
 
 def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) -> tuple[Path, int]:
     """Write the review sheet of ``n`` figures of the mined corpus ``mined`` (see the
     module's notes); returns its path and the number of figures in it."""
-    from junobench.mining.kinds import chart_kinds
-
     sheet = Path(sheet)
     if sheet.suffix.lower() != ".xlsx":
         raise JunoBenchError("the review sheet is an .xlsx file", file=sheet)
@@ -70,9 +71,7 @@ def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) 
     rows = _figures(Path(mined), set(chosen))
     workbook, ws = review_sheet(SHEET, COLUMNS)
     lists = workbook.create_sheet(LISTS)
-    kinds = sorted({entry[0] if isinstance(entry, list) else entry["default"][0]
-                    for table in chart_kinds().charts.values() for entry in table.values()} | {NONE})
-    choices = (kinds, [*PURPOSES, NONE], [*vocab.PIPELINE_STAGES, NONE])  # of columns H, I, J
+    choices = (kinds(), [*PURPOSES, NONE], [*vocab.PIPELINE_STAGES, NONE])  # of columns H, I, J
     for column, values in enumerate(choices, start=1):
         for row, value in enumerate(values, start=1):
             lists.cell(row=row, column=column, value=value)
@@ -94,6 +93,14 @@ def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) 
     return sheet, len(chosen)
 
 
+def kinds() -> list[str]:
+    """The chart kinds a reviewer may give: the mapping's, and ``none``."""
+    from junobench.mining.kinds import chart_kinds
+
+    return sorted({entry[0] if isinstance(entry, list) else entry["default"][0]
+                   for table in chart_kinds().charts.values() for entry in table.values()} | {NONE})
+
+
 def _figures(folder: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
     """The rows of the figures ``wanted``, read batch by batch (only those are kept)."""
     from junobench.mining.features import read_rows
@@ -104,13 +111,16 @@ def _figures(folder: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
 
 
 def _thumbnail(row: Mapping[str, Any]) -> Any:
-    """The figure's image scaled down for the sheet (an openpyxl image), or None."""
+    """The figure's image scaled down for the sheet (an openpyxl image), or None (none, or
+    over :data:`~junobench.mining.visuals.MAX_PIXELS` pixels by its header: not decoded)."""
     from openpyxl.drawing.image import Image as SheetImage
     from PIL import Image
 
+    from junobench.mining.visuals import MAX_PIXELS, image_size
+
     image = row.get("image") or {}
     data = image.get("bytes") if isinstance(image, dict) else None
-    if not data:
+    if not data or isinstance(image_size(data, MAX_PIXELS)[0], str):
         return None
     try:
         picture = Image.open(io.BytesIO(data))
@@ -193,7 +203,8 @@ def _label(value: Any, name: str, number: int, sheet: Path) -> str | None:
     if value in (None, ""):
         return None
     text = str(value).strip()
-    allowed = {"purpose": (*PURPOSES, NONE), "stage": (*vocab.PIPELINE_STAGES, NONE)}.get(name)
-    if allowed is not None and text not in allowed:
-        raise JunoBenchError(f"row {number}: {name} {text[:60]!r} is not one of: {', '.join(allowed)}", file=sheet)
+    allowed = {"kind": kinds(), "purpose": [*PURPOSES, NONE], "stage": [*vocab.PIPELINE_STAGES, NONE]}[name]
+    if text not in allowed:
+        shown = ", ".join(allowed) if len(allowed) <= 12 else f"{', '.join(allowed[:12])} … (the sheet's list)"
+        raise JunoBenchError(f"row {number}: {name} {text[:60]!r} is not one of: {shown}", file=sheet)
     return text

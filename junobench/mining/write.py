@@ -20,6 +20,7 @@ mined corpus (its manifest lists its files), never a folder holding anything els
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -35,7 +36,7 @@ from junobench.errors import JunoBenchError
 from junobench.mining.features import CONFIGS, PARQUET, schemas
 from junobench.render import some
 from junobench.safety.atomic import locked, recover, swapped_in, write_text
-from junobench.safety.paths import read_regular, relative_name, unlisted_files
+from junobench.safety.paths import read_untrusted, relative_name, unlisted_files
 
 CARD = "README.md"
 CROISSANT = "croissant.json"
@@ -48,6 +49,8 @@ ROW_GROUP: dict[str, int] = {"notebooks": 5000, "cells": 20000, "figures": 100}
 #: Figures held at most while the files cannot be opened yet (``datasets`` being imported):
 #: past them, the writer waits for the import.
 HELD_FIGURES = 1000
+#: Largest manifest read (a corpus of millions of notebooks lists a few files).
+MAX_MANIFEST_BYTES = 16 << 20
 
 
 def record_batch(config: str, rows: list[dict[str, Any]]) -> Any:
@@ -258,19 +261,34 @@ def check_target(out: Path) -> None:
 
 
 def read_manifest(folder: Path, *, hint: str | None = None) -> dict[str, Any]:
-    """The files an earlier mined corpus in ``folder`` lists (name → digest)."""
+    """The files an earlier mined corpus in ``folder`` lists (name → digest: ``sha256``,
+    ``size``); its manifest is read as data from elsewhere: never through a link, without
+    blocking, up to a bound."""
     path = folder / MANIFEST
     try:
-        data = json.loads(read_regular(path, limit=16 << 20).decode("utf-8"))
+        raw = read_untrusted(path, limit=MAX_MANIFEST_BYTES + 1)
+        if len(raw) > MAX_MANIFEST_BYTES:
+            raise OSError(errno.EFBIG, f"larger than {MAX_MANIFEST_BYTES} bytes")
+        data = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise JunoBenchError(f"the folder is not empty and holds no {MANIFEST}: not a mined corpus", file=folder,
                              hint=hint) from None
-    except (OSError, ValueError, RecursionError) as error:
+    except OSError as error:
+        problem = "a symbolic link, never followed" if error.errno == errno.ELOOP else str(error)[:120]
+        raise JunoBenchError(f"the manifest is unreadable ({problem})", file=path, hint=hint) from None
+    except (ValueError, RecursionError) as error:
         raise JunoBenchError(f"the manifest is unreadable ({str(error)[:120]})", file=path, hint=hint) from None
     files = data.get("files") if isinstance(data, dict) and data.get("format") == MANIFEST_FORMAT else None
-    if not isinstance(files, dict) or not all(relative_name(n) == n and n in FILES for n in files):
+    if not isinstance(files, dict) or not all(relative_name(n) == n and n in FILES and _is_digest(d)
+                                              for n, d in files.items()):
         raise JunoBenchError(f"not a {MANIFEST_FORMAT} manifest", file=path, hint=hint)
     return files
+
+
+def _is_digest(entry: object) -> bool:
+    """Whether a manifest's entry is a file's digest: ``{"sha256": hex, "size": bytes}``."""
+    return (isinstance(entry, dict) and isinstance(entry.get("sha256"), str)
+            and type(entry.get("size")) is int and entry["size"] >= 0)
 
 
 _TEMPORARY = re.compile(r"^(?:[^/]+/)?\.[^/]+\.tmp$")

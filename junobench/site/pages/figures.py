@@ -21,7 +21,7 @@ from typing import Any
 
 from junobench.mining.summary import NONE
 from junobench.site import sanitize
-from junobench.site.cells import Cell, Images, code_lines, markdown_cell
+from junobench.site.cells import Cell, Images, _cut, code_lines, markdown_cell
 from junobench.site.pages import NavLink, Page
 from junobench.site.render import render_page
 
@@ -63,12 +63,10 @@ def pages(data: Any) -> Iterable[Page]:
 
 def _figures(folder: Path) -> tuple[list[dict[str, Any]], int]:
     """The first :data:`MAX_FIGURES` figures (with their images) and how many there are."""
-    import pyarrow.parquet as pq
-
-    from junobench.mining.features import PARQUET, read_rows
+    from junobench.mining.features import count_rows, read_rows
 
     found = list(itertools.islice(read_rows(folder, "figures", _COLUMNS, batch_size=200), MAX_FIGURES))
-    return found, pq.read_metadata(folder / PARQUET["figures"]).num_rows
+    return found, count_rows(folder, "figures")
 
 
 def _cells(folder: Path, notebooks: set[str]) -> dict[str, list[dict[str, Any]]]:
@@ -83,10 +81,16 @@ def _cells(folder: Path, notebooks: set[str]) -> dict[str, list[dict[str, Any]]]
 
 
 def _image(figure: dict[str, Any], images: Images) -> str | None:
-    """The site link of a figure's image, when it is a PNG, JPEG or GIF (by its bytes)."""
+    """The site link of a figure's image, when it is a PNG, JPEG or GIF (by its bytes) of
+    at most :data:`~junobench.mining.visuals.MAX_PIXELS` pixels by its header (no browser
+    is handed a decompression bomb)."""
+    from junobench.mining.visuals import MAX_PIXELS, image_size
+
     data = (figure.get("image") or {}).get("bytes")
     kind = sanitize.image_kind(data) if isinstance(data, bytes) else None
     if not isinstance(data, bytes) or kind not in sanitize.EXTENSIONS:
+        return None
+    if isinstance(image_size(data, MAX_PIXELS)[0], str):  # a bomb, or not the image it starts like
         return None
     return images.add(data, kind)
 
@@ -96,7 +100,7 @@ def _row(figure: dict[str, Any], images: Images) -> dict[str, Any]:
             "figure": figure["figure"], "notebook": figure["notebook"], "cell": figure["cell"],
             "href": notebook_path(figure["notebook"]).removeprefix("figures/") + f"#cell-{figure['cell']}",
             "src": _image(figure, images), "mime": figure["mime"], "problem": figure.get("problem"),
-            "calls": ", ".join(dict.fromkeys(c["text"] for c in figure.get("calls") or []))}
+            "calls": ", ".join(dict.fromkeys(c["text"] for c in figure.get("calls") or [] if c and c["text"]))}
 
 
 def gallery_page(data: Any, figures: list[dict[str, Any]], total: int) -> dict[str, bytes]:
@@ -122,9 +126,10 @@ def notebook_page(data: Any, notebook: str, cells: list[dict[str, Any]],
     for cell in sorted(cells, key=lambda c: c["cell"]):
         kind = cell["cell_type"]
         view = Cell(cell["cell"], kind, cell["source"] or "", cell["execution_count"])
+        source, cut = _cut(view.source)  # a page stays small, and is highlighted in time, whatever the code
         shown.append({"id": f"cell-{cell['cell']}", "kind": kind, "count": cell["execution_count"],
                       "markdown": markdown_cell(view) if kind == "markdown" else None,
-                      "lines": code_lines(view.source) if kind == "code" else [],
+                      "lines": code_lines(source) if kind == "code" else [], "cut": cut,
                       "figures": by_cell.get(cell["cell"], [])})
     case = figures[0].get("case_id") if figures else None
     cases = {c["case_id"] for c in data.cases}
