@@ -166,7 +166,7 @@ class Budget:
 
 def markdown_cell(cell: Cell) -> Markup:
     """A Markdown cell rendered and cleaned."""
-    return Markup(sanitize.markdown_html(_cut(cell.source)[0], cell.attachments))
+    return Markup(sanitize.markdown_html(cut_for_page(cell.source)[0], cell.attachments))
 
 
 def render_outputs(cell: Cell, images: Images) -> list[Output]:
@@ -181,7 +181,7 @@ def render_outputs(cell: Cell, images: Images) -> list[Output]:
 def render_output(output: Mapping[str, Any], images: Images) -> Output:
     kind = output.get("output_type")
     if kind == "stream":
-        text, note = _cut(multiline(output.get("text")))
+        text, note = cut_for_page(multiline(output.get("text")))
         css = "stream stderr" if output.get("name") == "stderr" else "stream"
         return Output("stream", Markup('<pre class="{}">{}</pre>').format(css, Markup(sanitize.ansi_html(text)))
                       + note)
@@ -200,7 +200,7 @@ def error_html(output: Mapping[str, Any]) -> Markup:
     traceback = output.get("traceback")
     lines = [line for line in traceback if isinstance(line, str)] if isinstance(traceback, list) else []
     text = "\n".join(lines) if lines else f"{multiline(output.get('ename'))}: {multiline(output.get('evalue'))}"
-    text, note = _cut(text)
+    text, note = cut_for_page(text)
     return Markup('<pre class="traceback">{}</pre>').format(Markup(sanitize.ansi_html(text))) + note
 
 
@@ -230,7 +230,7 @@ def mime_bundle(data: Mapping[str, Any], images: Images) -> Output:
             return Output("note", Markup('<p class="note">{} output that is not one (not shown)</p>')
                           .format(mime))
     if "text/markdown" in data:
-        text, note = _cut(multiline(data["text/markdown"]))
+        text, note = cut_for_page(multiline(data["text/markdown"]))
         return Output("markdown", Markup('<div class="markdown">{}</div>').format(
             Markup(sanitize.markdown_html(text))) + note)
     for mime in ("application/javascript", "text/javascript"):
@@ -242,7 +242,7 @@ def mime_bundle(data: Mapping[str, Any], images: Images) -> Output:
         return _as_text("json", "JSON output", json.dumps(data["application/json"], indent=1,
                                                            ensure_ascii=False, default=str))
     if "text/plain" in data:
-        text, note = _cut(multiline(data["text/plain"]))
+        text, note = cut_for_page(multiline(data["text/plain"]))
         return Output("text", Markup('<pre class="text-output">{}</pre>').format(
             Markup(sanitize.ansi_html(text))) + note)
     if "text/html" in data:
@@ -253,12 +253,12 @@ def mime_bundle(data: Mapping[str, Any], images: Images) -> Output:
 
 
 def _as_text(kind: str, label: str, text: str) -> Output:
-    text, note = _cut(text)
+    text, note = cut_for_page(text)
     return Output(kind, Markup('<p class="note">{}</p><pre class="text-output">{}</pre>').format(label, text)
                   + note)
 
 
-def _cut(text: str) -> tuple[str, Markup]:
+def cut_for_page(text: str) -> tuple[str, Markup]:
     """``text`` up to :data:`MAX_OUTPUT_CHARS`, and the note saying what was cut."""
     if len(text) <= MAX_OUTPUT_CHARS:
         return text, Markup("")

@@ -21,7 +21,7 @@ from typing import Any
 
 from junobench.mining.summary import NONE
 from junobench.site import sanitize
-from junobench.site.cells import Cell, Images, _cut, code_lines, markdown_cell
+from junobench.site.cells import Cell, Images, code_lines, cut_for_page, markdown_cell
 from junobench.site.pages import NavLink, Page
 from junobench.site.render import render_page
 
@@ -126,7 +126,7 @@ def notebook_page(data: Any, notebook: str, cells: list[dict[str, Any]],
     for cell in sorted(cells, key=lambda c: c["cell"]):
         kind = cell["cell_type"]
         view = Cell(cell["cell"], kind, cell["source"] or "", cell["execution_count"])
-        source, cut = _cut(view.source)  # a page stays small, and is highlighted in time, whatever the code
+        source, cut = cut_for_page(view.source)  # a page stays small, and is highlighted in time, whatever the code
         shown.append({"id": f"cell-{cell['cell']}", "kind": kind, "count": cell["execution_count"],
                       "markdown": markdown_cell(view) if kind == "markdown" else None,
                       "lines": code_lines(source) if kind == "code" else [], "cut": cut,
