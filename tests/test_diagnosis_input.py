@@ -315,3 +315,30 @@ def test_a_sheet_is_read_from_a1_so_rows_keep_their_numbers(tmp_path):
             read_judgments(path)
     with pytest.raises(JunoBenchError, match="row 3: 'maybe' is not a judgment"):
         read_judgments(write_sheet(tmp_path / "j.xlsx", rows))
+
+
+def test_a_sheet_with_one_value_far_from_the_others_is_refused_before_it_is_read(tmp_path):
+    """Judgments and review sheets are opened as the snapshot tables are: the reader would
+    allocate the sheet's whole box (512 GiB here) and abort the process, no error line."""
+    import subprocess
+    import sys
+
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    sheet = workbook.active
+    sheet.title = "Final_evaluation"
+    sheet.append(["instance", "setting", "judgment"])
+    sheet.append(["numpy_1_reproduced", "a", "Correct"])
+    sheet["XFD1048576"] = "far"
+    path = tmp_path / "judgments.xlsx"
+    workbook.save(path)
+    code = ("import sys; from pathlib import Path; from junobench.data.tables import named_sheet\n"
+            "from junobench.errors import JunoBenchError\n"
+            "try:\n    named_sheet(Path(sys.argv[1]), 'Final_evaluation')\n"
+            "except JunoBenchError as error:\n    print(error)")
+    for argv in ([sys.executable, "-m", "junobench", "evaluate", "--judgments", str(path)],
+                 [sys.executable, "-c", code, str(path)]):  # processes of their own: an abort would end pytest's
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+        said = done.stdout + done.stderr
+        assert done.returncode in (0, 1) and "17,179,869,184 cells from A1" in said and "panicked" not in said, said

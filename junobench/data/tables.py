@@ -136,12 +136,10 @@ def read_table(path: str | Path, *, sheet: int | str = 0, columns: Sequence[str]
 def _read_sheet(path: Path, sheet: int | str = 0) -> tuple[list[str], list[list[Any]]]:
     """A sheet's header (its row 1, trailing empty names dropped) and its rows below, from
     cell A1 as the sheet has them (``rows[n - 2]`` is row ``n``; see :func:`read_table`)."""
-    from python_calamine import CalamineError, CalamineWorkbook
+    from python_calamine import CalamineError
 
     try:
-        require_regular(path)
-        _check_spreadsheet(path)
-        workbook = CalamineWorkbook.from_path(str(path))
+        workbook = open_workbook(path)
         worksheet = (workbook.get_sheet_by_index(sheet) if isinstance(sheet, int)
                      else workbook.get_sheet_by_name(sheet))
         values = worksheet.to_python(skip_empty_area=False)  # from A1: rows keep their numbers
@@ -162,17 +160,28 @@ def _read_sheet(path: Path, sheet: int | str = 0) -> tuple[list[str], list[list[
     return header, values
 
 
+def open_workbook(path: Path) -> Any:
+    """The spreadsheet reader's workbook of ``path``, opened only after the file is checked:
+    a regular file (no FIFO, no device), a zip whose members are no decompression bomb, and
+    sheets whose values span at most :data:`MAX_TABLE_CELLS` from A1 (the reader allocates
+    that box before it gives a value, and aborts the process when it cannot). Every
+    spreadsheet junobench reads is opened here."""
+    from python_calamine import CalamineWorkbook
+
+    require_regular(path)
+    _check_spreadsheet(path)
+    return CalamineWorkbook.from_path(str(path))
+
+
 def named_sheet(path: Path, sheet: str, *, hint: str | None = None) -> list[list[Any]]:
     """The values of the sheet named ``sheet`` of the workbook ``path`` (a regular file),
     from its cell A1 (empty rows and columns before the first value are kept, so that
     ``values[n - 1]`` is the sheet's row ``n``); an error naming the sheet when it cannot
     be read."""
-    from python_calamine import CalamineError, CalamineWorkbook
+    from python_calamine import CalamineError
 
     try:
-        require_regular(path)
-        return CalamineWorkbook.from_path(str(path)).get_sheet_by_name(sheet).to_python(
-            skip_empty_area=False)
+        return open_workbook(path).get_sheet_by_name(sheet).to_python(skip_empty_area=False)
     except (CalamineError, OSError, ValueError, KeyError) as error:
         raise JunoBenchError(f"cannot read sheet {sheet!r} ({error})", file=path,
                              hint=hint) from None

@@ -222,13 +222,12 @@ def read_judgments(path: str | Path, *, sheet: str | None = None) -> Judgments:
 def sheet_values(path: Path, sheet: str | None = None) -> tuple[str, list[str], list[list[Any]]]:
     """A workbook's sheet (``sheet``, else ``Final_evaluation`` when it has one, else the
     first), its sheet names and its values from cell A1 (``values[n - 1]`` is row ``n``)."""
-    from python_calamine import CalamineError, CalamineWorkbook
+    from python_calamine import CalamineError
 
-    from junobench.safety.paths import require_regular
+    from junobench.data.tables import open_workbook
 
     try:
-        require_regular(path)
-        workbook = CalamineWorkbook.from_path(str(path))
+        workbook = open_workbook(path)
         names = list(workbook.sheet_names)
         chosen = sheet if sheet is not None else (CRANE_SHEET if CRANE_SHEET in names else names[0])
         if chosen not in names:
