@@ -440,3 +440,27 @@ def test_a_record_of_renamed_cases_linked_out_of_the_snapshot_is_refused(snapsho
     os.mkfifo(snapshot / layout.EDIT_JOURNAL)
     problems = [p.problem for p in check(snapshot).problems]  # a FIFO journal is not read
     assert any(p.startswith("an unfinished edit is pending") for p in problems), problems
+
+
+@pytest.mark.parametrize("journal", ["fifo", "link", "huge", "removes benchmark", "replaces a table"])
+def test_a_hostile_journal_is_refused_before_anything_is_done(snapshot: Path, tmp_path: Path,
+                                                              journal: str, capsys) -> None:
+    path = snapshot / layout.EDIT_JOURNAL
+    if journal == "fifo":
+        os.mkfifo(path)  # read blocking, the next edit hung
+    elif journal == "link":
+        (tmp_path / "secret.json").write_text('{"moves": [], "replaces": []}', encoding="utf-8")
+        path.symlink_to(tmp_path / "secret.json")
+    elif journal == "huge":
+        path.write_text('{"moves": [], "replaces": [], "what": "' + "x" * (2 << 20) + '"}')
+    else:
+        edit = ({"cleanup": ["benchmark"]} if journal == "removes benchmark" else
+                {"replaces": [[layout.DIAGNOSIS_TABLE, layout.DESC_TABLE]]})
+        path.write_text(json.dumps({"what": "x", "moves": [], "replaces": [], **edit}), encoding="utf-8")
+    before = tree_digest(snapshot)
+    code, out, err = run_cli(capsys, "construct", "clean", str(snapshot))
+    assert code == 1 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"error: {path}: the journal") and "remove the journal by hand" in err
+    assert tree_digest(snapshot) == before
+
+
