@@ -17,6 +17,7 @@ from cli_run import run_cli
 from snapshot_files import tree_digest, variant
 
 import junobench
+from junobench import vocab
 from junobench.construct import transaction
 from junobench.construct.add_case import Dataset, NewCase, add_case
 from junobench.construct.remove_case import remove_case
@@ -464,3 +465,26 @@ def test_a_hostile_journal_is_refused_before_anything_is_done(snapshot: Path, tm
     assert tree_digest(snapshot) == before
 
 
+
+def test_an_edit_never_moves_or_renames_through_a_link_out_of_the_snapshot(snapshot: Path,
+                                                                          tmp_path: Path) -> None:
+    linked = tmp_path / "outside/sklearn_5"
+    shutil.copytree(layout.case_dir(snapshot, "sklearn_1"), linked)
+    for version in vocab.VERSIONS:
+        (linked / layout.notebook_name("sklearn_1", version)).rename(
+            linked / layout.notebook_name("sklearn_5", version))
+    (snapshot / "benchmark/sklearn_5").symlink_to(linked)
+    theirs = tree_digest(linked)
+    with pytest.raises(JunoBenchError, match="the case folder is a link"):
+        renumber(snapshot)  # would rename sklearn_5.ipynb to sklearn_2.ipynb where the link points
+    assert tree_digest(linked) == theirs
+    (snapshot / "benchmark/sklearn_5").unlink()
+    bench = tmp_path / "outside/benchmark"
+    shutil.move(snapshot / "benchmark", bench)
+    (snapshot / "benchmark").symlink_to(bench)
+    theirs, before = tree_digest(bench), tree_digest(snapshot)
+    with pytest.raises(JunoBenchError, match="the benchmark/ folder is a link"):
+        remove_case(snapshot, "pandas_2")  # would delete the folder the link points into
+    with pytest.raises(JunoBenchError, match="the benchmark/ folder is a link"):
+        add_case(snapshot, _case(tmp_path), verify=False)  # would write into it
+    assert tree_digest(bench) == theirs and tree_digest(snapshot) == before

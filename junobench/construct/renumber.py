@@ -25,6 +25,7 @@ from junobench.construct import transaction
 from junobench.construct.add_case import case_ids
 from junobench.data import layout
 from junobench.data.tables import read_table
+from junobench.errors import JunoBenchError
 
 
 def plan_renumbering(ids: Iterable[str], libraries: Sequence[str] | None = None
@@ -61,6 +62,11 @@ def _renumber(root: Path, libraries: Sequence[str] | None) -> list[tuple[str, st
     plan = plan_renumbering(case_ids(root), libraries)
     if not plan:
         return plan
+    for old, _ in plan:
+        folder = layout.case_dir(root, old)
+        if folder.is_symlink():  # its notebooks would be renamed where the link points
+            raise JunoBenchError("the case folder is a link", file=folder, case=old,
+                                 hint="inspect the snapshot; links are never followed or renamed")
     mapping = dict(plan)
     with transaction.preparing(root) as prepared:
         if (root / layout.DESC_TABLE).is_file():

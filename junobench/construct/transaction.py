@@ -56,7 +56,8 @@ class Edit:
 
 def editable_root(snapshot: str | Path) -> Path:
     """The snapshot directory to edit: a local folder in the published layout, not the
-    bundled sample (it belongs to the installed package: copy it first)."""
+    bundled sample (it belongs to the installed package: copy it first), whose
+    ``benchmark/`` is not a link."""
     from junobench.data.snapshot import SAMPLE, sample_path
 
     if str(snapshot) == SAMPLE:
@@ -69,6 +70,10 @@ def editable_root(snapshot: str | Path) -> Path:
     if root.resolve() == sample_path().resolve():
         raise JunoBenchError("the bundled sample is not edited", file=root,
                              hint="copy it to a folder of your own first")
+    if layout.benchmark_dir(root).is_symlink():  # an edit would move and delete through it
+        raise JunoBenchError("the benchmark/ folder is a link", file=layout.benchmark_dir(root),
+                             hint="an edit changes only the snapshot's own folders: replace the "
+                                  "link by the folder it points to")
     return root
 
 
