@@ -488,3 +488,24 @@ def test_an_edit_never_moves_or_renames_through_a_link_out_of_the_snapshot(snaps
     with pytest.raises(JunoBenchError, match="the benchmark/ folder is a link"):
         add_case(snapshot, _case(tmp_path), verify=False)  # would write into it
     assert tree_digest(bench) == theirs and tree_digest(snapshot) == before
+
+
+@pytest.mark.parametrize("table", [layout.DESC_TABLE, layout.DIAGNOSIS_TABLE])
+def test_an_edit_or_checkout_never_reads_a_table_linked_out_of_the_snapshot(
+        snapshot: Path, tmp_path: Path, table: str, capsys) -> None:
+    elsewhere = tmp_path / "elsewhere.xlsx"  # another snapshot's table, or any spreadsheet
+    shutil.copy(snapshot / table, elsewhere)
+    (snapshot / table).unlink()
+    (snapshot / table).symlink_to(elsewhere)
+    before = tree_digest(snapshot)
+    for args in (["construct", "remove-case", str(snapshot), "pandas_2"],
+                 ["construct", "edit", str(snapshot), "pandas_1", "--diagnosis", "x", "--no-verify"],
+                 ["construct", "renumber", str(snapshot)],
+                 ["checkout", "--source", str(snapshot), "--dest", str(tmp_path / "out"), "pandas_1"]):
+        code, _, err = run_cli(capsys, *args)
+        if table == layout.DIAGNOSIS_TABLE and args[1] == "renumber":
+            continue  # nothing to renumber: the diagnosis table is not read
+        assert code == 1 and err == f"error: {snapshot / table}: a link out of the snapshot (a " \
+            "snapshot's files are read only inside it: copy the file in instead of linking it)\n", args
+    assert tree_digest(snapshot) == before and (snapshot / table).is_symlink()
+    assert not (tmp_path / "out").exists()

@@ -24,7 +24,7 @@ from junobench import vocab
 from junobench.construct import transaction
 from junobench.construct.add_case import case_ids
 from junobench.data import layout
-from junobench.data.tables import read_table
+from junobench.data.tables import snapshot_table
 from junobench.errors import JunoBenchError
 
 
@@ -70,11 +70,11 @@ def _renumber(root: Path, libraries: Sequence[str] | None) -> list[tuple[str, st
     mapping = dict(plan)
     with transaction.preparing(root) as prepared:
         if (root / layout.DESC_TABLE).is_file():
-            desc = read_table(root / layout.DESC_TABLE)
+            desc = snapshot_table(root, layout.DESC_TABLE)
             prepared.table(layout.DESC_TABLE, [_renamed(r, "nb_name", mapping.get) for r in desc.records()],
                            desc.columns)
         if (root / layout.DIAGNOSIS_TABLE).is_file():
-            diag = read_table(root / layout.DIAGNOSIS_TABLE)
+            diag = snapshot_table(root, layout.DIAGNOSIS_TABLE)
             prepared.table(layout.DIAGNOSIS_TABLE, [_renamed(r, "instance", lambda i: _instance(i, mapping))
                                                     for r in diag.records()], diag.columns)
         moves = []

@@ -133,6 +133,14 @@ def read_table(path: str | Path, *, sheet: int | str = 0, columns: Sequence[str]
     return Table(path, [header[i] for i in keep], rows)
 
 
+def snapshot_table(root: str | Path, name: str, *, columns: Sequence[str] | None = None) -> Table:
+    """:func:`read_table` of the snapshot's own table ``name`` (relative to ``root``),
+    refused when it is a link out of the snapshot: its files are read only inside it."""
+    path = Path(root) / name
+    check_not_linked_out(path, root)
+    return read_table(path, columns=columns)
+
+
 def _read_sheet(path: Path, sheet: int | str = 0) -> tuple[list[str], list[list[Any]]]:
     """A sheet's header (its row 1, trailing empty names dropped) and its rows below, from
     cell A1 as the sheet has them (``rows[n - 2]`` is row ``n``; see :func:`read_table`)."""
