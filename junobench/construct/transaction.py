@@ -146,7 +146,8 @@ class Prepared:
         to replace it when the edit is committed."""
         from junobench.data.tables import write_table
 
-        temporary = atomic.temporary_beside(self.root / table, lambda p: write_table(p, rows, columns))
+        temporary = atomic.temporary_beside(
+            self.root / table, lambda p: write_table(p, rows, columns, display=self.root / table))
         self.replaces.append((temporary.name, table))
 
     def commit(self, moves: list[tuple[str, str]], what: str) -> None:
