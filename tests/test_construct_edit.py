@@ -298,3 +298,15 @@ def test_a_text_longer_than_a_cell_is_refused_not_cut(snapshot, capsys, argv):
     assert err.startswith(f"error: {snapshot / table}: case pandas_1: row ")
     assert "more than the 32,767 a spreadsheet cell holds (shorten it: nothing was written)" in err
     assert tree_digest(snapshot) == before
+
+
+def test_invalid_dataset_metadata_names_the_snapshot_file_not_the_staged_copy(snapshot, capsys):
+    before = tree_digest(snapshot)
+    for value in ("url=javascript:alert(1)", "license="):
+        code = main(["construct", "edit", str(snapshot), "pandas_1", "--no-verify",
+                     "--set-dataset", f"passengers.{value}"])
+        err = capsys.readouterr().err
+        assert code == 1 and len(err.splitlines()) == 1, err
+        assert err.startswith("error: benchmark/pandas_1/data/passengers.metadata.json: case pandas_1: "
+                              "invalid dataset metadata: "), err
+        assert ".partial" not in err and tree_digest(snapshot) == before

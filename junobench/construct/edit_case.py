@@ -34,7 +34,7 @@ from junobench.construct.add_case import (
 from junobench.construct.pair_check import pair_verification
 from junobench.data import layout
 from junobench.data import provenance as case_provenance
-from junobench.data.metadata import read_metadata, write_metadata
+from junobench.data.metadata import read_metadata, validate_metadata, write_metadata
 from junobench.data.tables import snapshot_table
 from junobench.errors import JunoBenchError
 from junobench.safety.paths import check_no_link_on_the_way, copy_tree
@@ -205,6 +205,17 @@ def _set_dataset(case_folder: Path, case_id: str, name: str, values: Mapping[str
         column = DATASET_FIELDS[key]
         if column is not None and slot is not None:
             row[f"{column}_{slot}"] = value or None
+    _write_metadata(path, case_id, meta)
+
+
+def _write_metadata(path: Path, case_id: str, meta: dict[str, Any]) -> None:
+    """Write the staged metadata file ``path``; invalid metadata is refused naming the
+    case's file in the snapshot (the staged copy is gone once the edit is refused)."""
+    problems = validate_metadata(meta)
+    if problems:
+        raise JunoBenchError("invalid dataset metadata: " + "; ".join(problems), case=case_id,
+                             file=f"{layout.BENCHMARK_DIR}/{case_id}/{layout.DATA_DIR}/{path.name}",
+                             hint="nothing was changed")
     write_metadata(path, meta)
 
 
@@ -239,7 +250,7 @@ def _put_data(case_folder: Path, case_id: str, name: str, sources: Sequence[Path
             shutil.copyfile(source, target)
             files.add(source.name)
     meta["files"] = sorted(files)
-    write_metadata(path, meta)
+    _write_metadata(path, case_id, meta)
 
 
 def _diagnosis(prepared: transaction.Prepared, case_id: str, text: str) -> None:
