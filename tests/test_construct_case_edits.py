@@ -17,6 +17,7 @@ from cli_run import run_cli
 from snapshot_files import tree_digest, variant
 
 import junobench
+from junobench import vocab
 from junobench.construct import transaction
 from junobench.construct.add_case import Dataset, NewCase, add_case
 from junobench.construct.remove_case import remove_case
@@ -440,3 +441,71 @@ def test_a_record_of_renamed_cases_linked_out_of_the_snapshot_is_refused(snapsho
     os.mkfifo(snapshot / layout.EDIT_JOURNAL)
     problems = [p.problem for p in check(snapshot).problems]  # a FIFO journal is not read
     assert any(p.startswith("an unfinished edit is pending") for p in problems), problems
+
+
+@pytest.mark.parametrize("journal", ["fifo", "link", "huge", "removes benchmark", "replaces a table"])
+def test_a_hostile_journal_is_refused_before_anything_is_done(snapshot: Path, tmp_path: Path,
+                                                              journal: str, capsys) -> None:
+    path = snapshot / layout.EDIT_JOURNAL
+    if journal == "fifo":
+        os.mkfifo(path)  # read blocking, the next edit hung
+    elif journal == "link":
+        (tmp_path / "secret.json").write_text('{"moves": [], "replaces": []}', encoding="utf-8")
+        path.symlink_to(tmp_path / "secret.json")
+    elif journal == "huge":
+        path.write_text('{"moves": [], "replaces": [], "what": "' + "x" * (2 << 20) + '"}')
+    else:
+        edit = ({"cleanup": ["benchmark"]} if journal == "removes benchmark" else
+                {"replaces": [[layout.DIAGNOSIS_TABLE, layout.DESC_TABLE]]})
+        path.write_text(json.dumps({"what": "x", "moves": [], "replaces": [], **edit}), encoding="utf-8")
+    before = tree_digest(snapshot)
+    code, out, err = run_cli(capsys, "construct", "clean", str(snapshot))
+    assert code == 1 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"error: {path}: the journal") and "remove the journal by hand" in err
+    assert tree_digest(snapshot) == before
+
+
+
+def test_an_edit_never_moves_or_renames_through_a_link_out_of_the_snapshot(snapshot: Path,
+                                                                          tmp_path: Path) -> None:
+    linked = tmp_path / "outside/sklearn_5"
+    shutil.copytree(layout.case_dir(snapshot, "sklearn_1"), linked)
+    for version in vocab.VERSIONS:
+        (linked / layout.notebook_name("sklearn_1", version)).rename(
+            linked / layout.notebook_name("sklearn_5", version))
+    (snapshot / "benchmark/sklearn_5").symlink_to(linked)
+    theirs = tree_digest(linked)
+    with pytest.raises(JunoBenchError, match="the case folder is a link"):
+        renumber(snapshot)  # would rename sklearn_5.ipynb to sklearn_2.ipynb where the link points
+    assert tree_digest(linked) == theirs
+    (snapshot / "benchmark/sklearn_5").unlink()
+    bench = tmp_path / "outside/benchmark"
+    shutil.move(snapshot / "benchmark", bench)
+    (snapshot / "benchmark").symlink_to(bench)
+    theirs, before = tree_digest(bench), tree_digest(snapshot)
+    with pytest.raises(JunoBenchError, match="the benchmark/ folder is a link"):
+        remove_case(snapshot, "pandas_2")  # would delete the folder the link points into
+    with pytest.raises(JunoBenchError, match="the benchmark/ folder is a link"):
+        add_case(snapshot, _case(tmp_path), verify=False)  # would write into it
+    assert tree_digest(bench) == theirs and tree_digest(snapshot) == before
+
+
+@pytest.mark.parametrize("table", [layout.DESC_TABLE, layout.DIAGNOSIS_TABLE])
+def test_an_edit_or_checkout_never_reads_a_table_linked_out_of_the_snapshot(
+        snapshot: Path, tmp_path: Path, table: str, capsys) -> None:
+    elsewhere = tmp_path / "elsewhere.xlsx"  # another snapshot's table, or any spreadsheet
+    shutil.copy(snapshot / table, elsewhere)
+    (snapshot / table).unlink()
+    (snapshot / table).symlink_to(elsewhere)
+    before = tree_digest(snapshot)
+    for args in (["construct", "remove-case", str(snapshot), "pandas_2"],
+                 ["construct", "edit", str(snapshot), "pandas_1", "--diagnosis", "x", "--no-verify"],
+                 ["construct", "renumber", str(snapshot)],
+                 ["checkout", "--source", str(snapshot), "--dest", str(tmp_path / "out"), "pandas_1"]):
+        code, _, err = run_cli(capsys, *args)
+        if table == layout.DIAGNOSIS_TABLE and args[1] == "renumber":
+            continue  # nothing to renumber: the diagnosis table is not read
+        assert code == 1 and err == f"error: {snapshot / table}: a link out of the snapshot (a " \
+            "snapshot's files are read only inside it: copy the file in instead of linking it)\n", args
+    assert tree_digest(snapshot) == before and (snapshot / table).is_symlink()
+    assert not (tmp_path / "out").exists()

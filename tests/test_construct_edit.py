@@ -282,3 +282,31 @@ def test_add_case_and_edit_killed_while_running_the_pair_leave_the_snapshot_and_
         assert main(["construct", "clean", str(snapshot)]) == 0
         assert "removed what an interrupted edit left" in capsys.readouterr().err
         assert tree_digest(snapshot) == before, argv[1]
+
+
+@pytest.mark.parametrize("argv", [["--diagnosis", "d" * 40_000],
+                                  ["--diagnosis", "\x01" * 5_000],  # 35,000 characters escaped
+                                  ["--set-dataset", "passengers.title=" + "t" * 40_000]])
+def test_a_text_longer_than_a_cell_is_refused_not_cut(snapshot, capsys, argv):
+    """openpyxl cuts a text past 32,767 characters: the edit committed a cut diagnosis, or a
+    table title that no longer matched the dataset's metadata (an invalid snapshot)."""
+    before = tree_digest(snapshot)
+    code = main(["construct", "edit", str(snapshot), "pandas_1", "--no-verify", *argv])
+    err = capsys.readouterr().err
+    table = layout.DIAGNOSIS_TABLE if argv[0] == "--diagnosis" else layout.DESC_TABLE
+    assert code == 1 and len(err.splitlines()) == 1, err
+    assert err.startswith(f"error: {snapshot / table}: case pandas_1: row ")
+    assert "more than the 32,767 a spreadsheet cell holds (shorten it: nothing was written)" in err
+    assert tree_digest(snapshot) == before
+
+
+def test_invalid_dataset_metadata_names_the_snapshot_file_not_the_staged_copy(snapshot, capsys):
+    before = tree_digest(snapshot)
+    for value in ("url=javascript:alert(1)", "license="):
+        code = main(["construct", "edit", str(snapshot), "pandas_1", "--no-verify",
+                     "--set-dataset", f"passengers.{value}"])
+        err = capsys.readouterr().err
+        assert code == 1 and len(err.splitlines()) == 1, err
+        assert err.startswith("error: benchmark/pandas_1/data/passengers.metadata.json: case pandas_1: "
+                              "invalid dataset metadata: "), err
+        assert ".partial" not in err and tree_digest(snapshot) == before

@@ -308,3 +308,23 @@ def test_an_unverified_case_is_named_and_refused_with_require_verified(hub, snap
     assert run.returncode == 0, run.stderr
     card = (tmp_path / "export2" / CARD).read_text(encoding="utf-8")
     assert "Not every case" not in card and "10 of 10 cases were verified" in card and "not verified" not in run.stdout
+
+
+@pytest.mark.parametrize("record", [b'{"releases": 5}', b'[1]', b'{"releases": ["1.0.0"]}'])
+def test_a_record_of_renamed_cases_of_another_shape_is_named_not_a_traceback(
+        hub, snapshot, tmp_path, in_process, record) -> None:
+    (snapshot / layout.RENAMED_CASES).write_bytes(record)  # the snapshot's own record
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.1.0",
+              "--previous", "sample", "--dry-run")
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    assert run.stderr == (f"error: {snapshot / layout.RENAMED_CASES}: the record of renamed cases is not "
+                          'a JSON object whose "releases" is a list of objects (restore it from the '
+                          "previous release)\n")
+    (snapshot / layout.RENAMED_CASES).unlink()  # the record of the release on the Hub
+    out = export("sample", tmp_path / "export").out
+    commit_export(out, plan(out), REPO, revision=None, private=False, message="one", endpoint=hub.url,
+                  extra={layout.RENAMED_CASES: record})
+    run = cli(hub, tmp_path, "release", str(snapshot), "--repo-id", REPO, "--version", "1.1.0", "--dry-run")
+    assert run.returncode == 1 and "Traceback" not in run.stderr, run.stderr
+    last = run.stderr.splitlines()[-1]  # after huggingface_hub's download bars
+    assert last.startswith(f"error: {REPO}: {layout.RENAMED_CASES}: the record of renamed cases is not")

@@ -44,7 +44,7 @@ from junobench.construct.pair_check import pair_verification
 from junobench.data import layout
 from junobench.data import provenance as case_provenance
 from junobench.data.metadata import read_metadata, validate_metadata
-from junobench.data.tables import DATASET_COLUMNS, DESC_COLUMNS, Table, read_table, stripped
+from junobench.data.tables import DATASET_COLUMNS, DESC_COLUMNS, Table, snapshot_table, stripped
 from junobench.errors import JunoBenchError
 from junobench.safety.paths import check_no_link_on_the_way, is_within
 
@@ -235,7 +235,7 @@ def case_ids(root: Path) -> set[str]:
         ids |= {p.name for p in folder.iterdir() if p.is_dir() and vocab.is_case_id(p.name)}
     desc = root / layout.DESC_TABLE
     if desc.is_file():
-        table = read_table(desc, columns=["nb_name"])
+        table = snapshot_table(root, layout.DESC_TABLE, columns=["nb_name"])
         ids |= {str(r[0]) for r in table.rows if r and r[0] and vocab.is_case_id(str(r[0]))}
     return ids
 
@@ -307,8 +307,7 @@ def _add_case(root: Path, case: NewCase, *, allow_new_library: bool, allow_new_l
     if len(set(names)) != len(names):
         raise JunoBenchError(f"two datasets are named alike: {', '.join(names)}",
                              hint="give each a distinct name=")
-    desc_path = root / layout.DESC_TABLE
-    desc = read_table(desc_path)
+    desc = snapshot_table(root, layout.DESC_TABLE)
     desc.require(["nb_name"], hint="the case table of a snapshot")
     case_id = next_case_id(root, prefix)
 
@@ -608,7 +607,7 @@ def _insert(rows: list[dict[str, Any]], row: dict[str, Any], id_column: str,
 def _diagnosis_rows(path: Path, case: NewCase, case_id: str, prefix: str
                     ) -> tuple[list[str], list[dict[str, Any]]]:
     if path.is_file():
-        table = read_table(path)
+        table = snapshot_table(path.parent, path.name)
         table.require(["instance", "diagnosis"], hint="the diagnosis table of a snapshot")
         columns, rows = list(table.columns), table.records()
     else:

@@ -34,8 +34,8 @@ from junobench.construct.add_case import (
 from junobench.construct.pair_check import pair_verification
 from junobench.data import layout
 from junobench.data import provenance as case_provenance
-from junobench.data.metadata import read_metadata, write_metadata
-from junobench.data.tables import read_table
+from junobench.data.metadata import read_metadata, validate_metadata, write_metadata
+from junobench.data.tables import snapshot_table
 from junobench.errors import JunoBenchError
 from junobench.safety.paths import check_no_link_on_the_way, copy_tree
 
@@ -90,7 +90,7 @@ def _edit(root: Path, case_id: str, edit: CaseEdit, *, verify: bool, env: str | 
         raise JunoBenchError("no such case folder", file=folder, case=case_id,
                              hint="list cases with `junobench ls --source SNAPSHOT`")
     desc_path = root / layout.DESC_TABLE
-    desc = read_table(desc_path)
+    desc = snapshot_table(root, layout.DESC_TABLE)
     desc.require(["nb_name"], hint="the case table of a snapshot")
     rows = desc.records()
     index = next((i for i, r in enumerate(rows) if str(r.get("nb_name") or "").strip() == case_id), None)
@@ -205,6 +205,17 @@ def _set_dataset(case_folder: Path, case_id: str, name: str, values: Mapping[str
         column = DATASET_FIELDS[key]
         if column is not None and slot is not None:
             row[f"{column}_{slot}"] = value or None
+    _write_metadata(path, case_id, meta)
+
+
+def _write_metadata(path: Path, case_id: str, meta: dict[str, Any]) -> None:
+    """Write the staged metadata file ``path``; invalid metadata is refused naming the
+    case's file in the snapshot (the staged copy is gone once the edit is refused)."""
+    problems = validate_metadata(meta)
+    if problems:
+        raise JunoBenchError("invalid dataset metadata: " + "; ".join(problems), case=case_id,
+                             file=f"{layout.BENCHMARK_DIR}/{case_id}/{layout.DATA_DIR}/{path.name}",
+                             hint="nothing was changed")
     write_metadata(path, meta)
 
 
@@ -239,11 +250,11 @@ def _put_data(case_folder: Path, case_id: str, name: str, sources: Sequence[Path
             shutil.copyfile(source, target)
             files.add(source.name)
     meta["files"] = sorted(files)
-    write_metadata(path, meta)
+    _write_metadata(path, case_id, meta)
 
 
 def _diagnosis(prepared: transaction.Prepared, case_id: str, text: str) -> None:
-    table = read_table(prepared.root / layout.DIAGNOSIS_TABLE)
+    table = snapshot_table(prepared.root, layout.DIAGNOSIS_TABLE)
     table.require(["instance", "diagnosis"], hint="the diagnosis table of a snapshot")
     instance = vocab.instance_id(case_id, "reproduced")
     rows = [{**r, "diagnosis": text.strip()} if str(r.get("instance") or "").strip() == instance else r

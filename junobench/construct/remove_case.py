@@ -19,7 +19,7 @@ from typing import Any
 from junobench import vocab
 from junobench.construct import transaction
 from junobench.data import layout
-from junobench.data.tables import read_table
+from junobench.data.tables import snapshot_table
 from junobench.errors import JunoBenchError
 
 
@@ -58,8 +58,7 @@ def _remove(root: Path, case_ids: list[str]) -> list[Removed]:
                                  hint="inspect the snapshot; links are never followed or removed")
         folders[case_id] = folder.is_dir()
     wanted = set(case_ids)
-    desc_path = root / layout.DESC_TABLE
-    desc = read_table(desc_path)
+    desc = snapshot_table(root, layout.DESC_TABLE)
     desc.require(["nb_name"], hint="the case table of a snapshot")
     kept = [r for r in desc.records() if _text(r.get("nb_name")) not in wanted]
     desc_counts = Counter(_text(r.get("nb_name")) for r in desc.records())
@@ -68,7 +67,7 @@ def _remove(root: Path, case_ids: list[str]) -> list[Removed]:
     diag_counts: Counter[str | None] = Counter()
     diag_columns: list[str] = []
     if diag_path.is_file():
-        diag = read_table(diag_path)
+        diag = snapshot_table(root, layout.DIAGNOSIS_TABLE)
         diag_columns = list(diag.columns)
         diag_kept = [r for r in diag.records() if _case_of(r.get("instance")) not in wanted]
         diag_counts = Counter(_case_of(r.get("instance")) for r in diag.records())

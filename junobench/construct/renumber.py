@@ -24,7 +24,8 @@ from junobench import vocab
 from junobench.construct import transaction
 from junobench.construct.add_case import case_ids
 from junobench.data import layout
-from junobench.data.tables import read_table
+from junobench.data.tables import snapshot_table
+from junobench.errors import JunoBenchError
 
 
 def plan_renumbering(ids: Iterable[str], libraries: Sequence[str] | None = None
@@ -61,14 +62,19 @@ def _renumber(root: Path, libraries: Sequence[str] | None) -> list[tuple[str, st
     plan = plan_renumbering(case_ids(root), libraries)
     if not plan:
         return plan
+    for old, _ in plan:
+        folder = layout.case_dir(root, old)
+        if folder.is_symlink():  # its notebooks would be renamed where the link points
+            raise JunoBenchError("the case folder is a link", file=folder, case=old,
+                                 hint="inspect the snapshot; links are never followed or renamed")
     mapping = dict(plan)
     with transaction.preparing(root) as prepared:
         if (root / layout.DESC_TABLE).is_file():
-            desc = read_table(root / layout.DESC_TABLE)
+            desc = snapshot_table(root, layout.DESC_TABLE)
             prepared.table(layout.DESC_TABLE, [_renamed(r, "nb_name", mapping.get) for r in desc.records()],
                            desc.columns)
         if (root / layout.DIAGNOSIS_TABLE).is_file():
-            diag = read_table(root / layout.DIAGNOSIS_TABLE)
+            diag = snapshot_table(root, layout.DIAGNOSIS_TABLE)
             prepared.table(layout.DIAGNOSIS_TABLE, [_renamed(r, "instance", lambda i: _instance(i, mapping))
                                                     for r in diag.records()], diag.columns)
         moves = []

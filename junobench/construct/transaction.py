@@ -35,10 +35,13 @@ from typing import Any
 from junobench.data import layout
 from junobench.errors import JunoBenchError
 from junobench.safety import atomic
-from junobench.safety.paths import relative_name
+from junobench.safety.paths import read_untrusted, relative_name
 
 JOURNAL = layout.EDIT_JOURNAL
 STAGING_PREFIX = layout.EDIT_STAGING_PREFIX
+_BY_HAND = "inspect the snapshot, then remove the journal by hand"
+#: Largest journal read back: an edit's journal lists a few dozen paths.
+MAX_JOURNAL_BYTES = 1 << 20
 
 
 @dataclass
@@ -53,7 +56,8 @@ class Edit:
 
 def editable_root(snapshot: str | Path) -> Path:
     """The snapshot directory to edit: a local folder in the published layout, not the
-    bundled sample (it belongs to the installed package: copy it first)."""
+    bundled sample (it belongs to the installed package: copy it first), whose
+    ``benchmark/`` is not a link."""
     from junobench.data.snapshot import SAMPLE, sample_path
 
     if str(snapshot) == SAMPLE:
@@ -66,6 +70,10 @@ def editable_root(snapshot: str | Path) -> Path:
     if root.resolve() == sample_path().resolve():
         raise JunoBenchError("the bundled sample is not edited", file=root,
                              hint="copy it to a folder of your own first")
+    if layout.benchmark_dir(root).is_symlink():  # an edit would move and delete through it
+        raise JunoBenchError("the benchmark/ folder is a link", file=layout.benchmark_dir(root),
+                             hint="an edit changes only the snapshot's own folders: replace the "
+                                  "link by the folder it points to")
     return root
 
 
@@ -138,7 +146,8 @@ class Prepared:
         to replace it when the edit is committed."""
         from junobench.data.tables import write_table
 
-        temporary = atomic.temporary_beside(self.root / table, lambda p: write_table(p, rows, columns))
+        temporary = atomic.temporary_beside(
+            self.root / table, lambda p: write_table(p, rows, columns, display=self.root / table))
         self.replaces.append((temporary.name, table))
 
     def commit(self, moves: list[tuple[str, str]], what: str) -> None:
@@ -174,8 +183,7 @@ def commit(root: Path, edit: Edit) -> None:
     if journal.exists():
         raise JunoBenchError("another edit of this snapshot is unfinished", file=journal,
                              hint="run the command again: it finishes the pending edit first")
-    for source, target in [*edit.moves, *edit.replaces]:
-        _inside(root, source), _inside(root, target)
+    _check_journal(root, edit)
     atomic.write_bytes(journal, json.dumps({"what": edit.what, "moves": edit.moves,
                                      "replaces": edit.replaces, "cleanup": edit.cleanup},
                                     indent=1).encode())
@@ -185,18 +193,22 @@ def commit(root: Path, edit: Edit) -> None:
 def finish_pending(root: Path) -> str | None:
     """Finish an edit a killed run left in the journal; what it was, or None."""
     journal = root / JOURNAL
-    if not journal.exists():
+    if not os.path.lexists(journal):
         return None
     try:
-        data = json.loads(journal.read_text(encoding="utf-8"))
+        if journal.is_symlink():
+            raise OSError("a link, not the journal an edit writes")
+        text = read_untrusted(journal, limit=MAX_JOURNAL_BYTES + 1)  # no link, no FIFO
+        if len(text) > MAX_JOURNAL_BYTES:
+            raise OSError(f"larger than {MAX_JOURNAL_BYTES} bytes")
+        data = json.loads(text.decode("utf-8"))
         edit = Edit([tuple(m) for m in data["moves"]], [tuple(r) for r in data["replaces"]],
                     list(data.get("cleanup", [])), str(data.get("what", "edit")))
-        for source, target in [*edit.moves, *edit.replaces]:
-            _inside(root, source), _inside(root, target)
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise JunoBenchError(f"the journal of an unfinished edit cannot be read ({error})",
-                             file=journal, hint="inspect the snapshot, then remove the "
-                                                "journal by hand") from None
+        _check_journal(root, edit)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        reason = error.strerror if isinstance(error, OSError) and error.strerror else error
+        raise JunoBenchError(f"the journal of an unfinished edit cannot be read ({reason})",
+                             file=journal, hint=_BY_HAND) from None
     _carry_out(root, edit)
     return edit.what
 
@@ -212,6 +224,24 @@ def _carry_out(root: Path, edit: Edit) -> None:
     for folder in edit.cleanup:
         shutil.rmtree(_inside(root, folder), ignore_errors=True)
     (root / JOURNAL).unlink(missing_ok=True)
+
+
+def _check_journal(root: Path, edit: Edit) -> None:
+    """Refuse a journal asking for more than an edit does: every path inside the snapshot,
+    each replaced file one an edit rewrites (:data:`layout.EDITED_FILES`) from a temporary
+    file beside it, and only staging folders removed."""
+    for source, target in [*edit.moves, *edit.replaces]:
+        _inside(root, source), _inside(root, target)
+    for source, target in edit.replaces:
+        if target not in layout.EDITED_FILES or not (
+                source.startswith(f".{target}.") and source.endswith(layout.EDIT_TEMPORARY_SUFFIX)):
+            raise JunoBenchError(f"the journal replaces {target!r} with {source!r}, which no edit "
+                                 "does", file=root / JOURNAL, hint=_BY_HAND)
+    for folder in edit.cleanup:
+        if not (isinstance(folder, str) and "/" not in folder and folder.startswith(STAGING_PREFIX)
+                and folder.endswith(layout.EDIT_STAGING_SUFFIX)):
+            raise JunoBenchError(f"the journal removes {folder!r}, which is not an edit's "
+                                 "staging folder", file=root / JOURNAL, hint=_BY_HAND)
 
 
 def _inside(root: Path, relative: str) -> Path:

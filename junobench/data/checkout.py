@@ -20,7 +20,7 @@ from pathlib import Path
 from junobench import vocab
 from junobench.data import layout
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve_cases
-from junobench.data.tables import read_table, stripped, write_table
+from junobench.data.tables import read_table, snapshot_table, stripped, write_table
 from junobench.envs.environment import SNAPSHOT_FOLDER, own_files
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import locked, place, staged
@@ -54,7 +54,7 @@ def checkout(
     if is_within(dest, root):
         raise JunoBenchError("the destination is inside the snapshot being copied", file=dest,
                              hint="nothing in a snapshot is ever modified: choose a directory outside it")
-    desc = read_table(root / layout.DESC_TABLE)
+    desc = snapshot_table(root, layout.DESC_TABLE)
     desc.require(["nb_name"], hint="the case table names cases in column nb_name")
     ids = list(dict.fromkeys(case_ids))
     known = [stripped(row[desc.columns.index("nb_name")]) for row in desc.rows]

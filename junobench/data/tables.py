@@ -20,6 +20,7 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from junobench import vocab
 from junobench.data import layout
 from junobench.errors import JunoBenchError, Problem
 from junobench.safety.archives import Refusal, archive_members
@@ -131,6 +132,14 @@ def read_table(path: str | Path, *, sheet: int | str = 0, columns: Sequence[str]
         if row.count(None) != width:
             rows.append(row)
     return Table(path, [header[i] for i in keep], rows)
+
+
+def snapshot_table(root: str | Path, name: str, *, columns: Sequence[str] | None = None) -> Table:
+    """:func:`read_table` of the snapshot's own table ``name`` (relative to ``root``),
+    refused when it is a link out of the snapshot: its files are read only inside it."""
+    path = Path(root) / name
+    check_not_linked_out(path, root)
+    return read_table(path, columns=columns)
 
 
 def _read_sheet(path: Path, sheet: int | str = 0) -> tuple[list[str], list[list[Any]]]:
@@ -269,32 +278,56 @@ def _column_number(letters: bytes) -> int:
     return number
 
 
-def write_table(path: str | Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> None:
+#: Characters an xlsx cell holds (Excel's limit; openpyxl cuts longer text silently).
+XLSX_CELL_LIMIT = 32767
+
+
+def write_table(path: str | Path, rows: Sequence[Mapping[str, Any]], columns: Sequence[str], *,
+                display: str | Path | None = None) -> None:
     """Write rows as a one-sheet xlsx, atomically (see :mod:`junobench.safety.atomic`).
 
     Text is written as text cells, never as formulas (a value ``=1+1`` reads back as
     ``=1+1``); characters XML cannot hold are written in the xlsx escape ``_xHHHH_``,
-    which readers turn back into the character; lone surrogates become U+FFFD.
+    which readers turn back into the character; lone surrogates become U+FFFD. A text
+    longer than a cell holds (:data:`XLSX_CELL_LIMIT`, escapes counted) is refused, naming
+    ``display`` (default ``path``), its row and column, rather than written cut.
     """
     from openpyxl import Workbook
     from openpyxl.cell import WriteOnlyCell
 
+    def value_of(value: Any, column: str, number: int, row: Mapping[str, Any]) -> Any:
+        value = _cell(value)
+        if type(value) is not str:
+            return value
+        escaped = _xlsx_text(value)
+        if len(escaped) > XLSX_CELL_LIMIT:
+            case = stripped(row.get("nb_name")) or vocab.case_of_instance(stripped(row.get("instance")))
+            raise JunoBenchError(f"row {number}, column {column!r}: {len(escaped):,} characters, more "
+                                 f"than the {XLSX_CELL_LIMIT:,} a spreadsheet cell holds",
+                                 file=display or path, case=case, hint="shorten it: nothing was written")
+        return _Text(escaped)
+
+    values = [[value_of(c, c, 1, {}) for c in columns],  # every cell checked before writing
+              *([value_of(row.get(c), c, number, row) for c in columns]
+                for number, row in enumerate(rows, start=2))]
     workbook = Workbook(write_only=True)
     sheet = workbook.create_sheet("Sheet1")
 
     def cell(value: Any) -> Any:
-        value = _cell(value)
-        if type(value) is not str:
+        if type(value) is not _Text:
             return value
-        text = WriteOnlyCell(sheet, value=_xlsx_text(value))
+        text = WriteOnlyCell(sheet, value=str(value))
         text.data_type = "s"  # text even when it starts with '=': never a formula
         return text
 
-    sheet.append([cell(c) for c in columns])
-    for row in rows:
-        sheet.append([cell(row.get(c)) for c in columns])
+    for line in values:
+        sheet.append([cell(v) for v in line])
     with atomic_path(path, suffix=".xlsx") as temporary:
         workbook.save(temporary)
+
+
+class _Text(str):
+    """A text cell's value, escaped for xlsx (:func:`write_table`)."""
 
 
 _XLSX_ESCAPE = re.compile(r"_(x[0-9A-Fa-f]{4}_)")

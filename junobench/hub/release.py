@@ -267,8 +267,10 @@ def _prepare(root: Path, repo_id: str, revision: str, version: str, tag: str, da
         diff, compared = _diff(root, repo_id, hub, previous)
         entry = diff.markdown(heading=f"{version} ({date})", level=2)
         changelog = merge_changelog(entry, hub.changelog)
-        earlier = hub.renamed if hub.has_export and previous is None else _own_renamed_text(root)
-        renamed = renamed_record(earlier, version, date, diff if compared is not None else None)
+        from_hub = hub.has_export and previous is None
+        earlier = hub.renamed if from_hub else _own_renamed_text(root)
+        renamed = renamed_record(earlier, version, date, diff if compared is not None else None,
+                                 source=f"{repo_id}: {RENAMED_CASES}" if from_hub else root / RENAMED_CASES)
     if renamed is not None:
         steps.append(f"{RENAMED_CASES}: " + _renamed_words(diff if compared is not None and resumed is None else None))
     step("exporting the snapshot (parquet, card, croissant.json, the snapshot layout, checksums)")
@@ -320,21 +322,29 @@ def _unverified(root: Path) -> list[str]:
     return sorted((c["case_id"] for c in cases if status_of(c) != VERIFIED), key=layout_order)
 
 
-def renamed_record(earlier: str | None, version: str, date: str, diff: SnapshotDiff | None) -> bytes | None:
+def renamed_record(earlier: str | None, version: str, date: str, diff: SnapshotDiff | None, *,
+                   source: str | Path = RENAMED_CASES) -> bytes | None:
     """The ``renamed_cases.json`` a release holds: the earlier releases' entries (of
-    ``earlier``, the previous release's record), then, when ``diff`` (from the previous
-    release) renames or removes cases, this release's: ``{"version", "date", "renamed":
-    {published id: new id}, "removed": [published ids]}``. Only published ids appear: the
-    diff is from what was released. None when there is nothing to record."""
+    ``earlier``, the previous release's record, read from ``source``), then, when ``diff``
+    (from the previous release) renames or removes cases, this release's: ``{"version",
+    "date", "renamed": {published id: new id}, "removed": [published ids]}``. Only
+    published ids appear: the diff is from what was released. None when there is nothing
+    to record. An earlier record that is not a JSON object whose ``releases`` (if any) is a
+    list of objects is an error naming ``source``: its entries are never dropped unsaid."""
     import json
 
     entries: list[Any] = []
     if earlier:
         try:
             data = json.loads(earlier)
-            entries = [e for e in data.get("releases", []) if isinstance(e, dict)] if isinstance(data, dict) else []
-        except ValueError:
-            entries = []
+        except ValueError as error:
+            data = error
+        releases = data.get("releases", []) if isinstance(data, dict) else None
+        if not isinstance(releases, list) or not all(isinstance(e, dict) for e in releases):
+            raise JunoBenchError("the record of renamed cases is not a JSON object whose \"releases\" "
+                                 "is a list of objects", file=source,
+                                 hint="restore it from the previous release")
+        entries = releases
     entries = [e for e in entries if e.get("version") != version]
     if diff is not None and (diff.renamed or diff.removed):
         entries.append({"version": version, "date": date,
