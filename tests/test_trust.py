@@ -670,7 +670,9 @@ def test_a_table_without_cases_and_a_snapshot_without_a_valid_case(sample, capsy
 
 def test_malformed_rows_or_report_in_the_manifest(exported, tmp_path, capsys):
     for name, change in (("rows", {"cases": "ten"}), ("report", {"problems": [{"x": 1}]}),
-                         ("report", ["not", "a", "dict"]), ("rows", {"cases": -1})):
+                         ("report", ["not", "a", "dict"]), ("rows", {"cases": -1}), ("version", [1]),
+                         ("data", [1]), ("data", {"pandas_1": {"a.csv": "not a digest"}}),
+                         ("data", {"pandas_1": ["a.csv"]})):
         copy = tmp_path / f"E-{name}"
         shutil.rmtree(copy, ignore_errors=True)
         shutil.copytree(exported, copy)

@@ -153,6 +153,14 @@ def _manifest_problem(data: dict[str, Any]) -> str | None:
     absent = report.get("absent", {})
     if not (isinstance(absent, dict) and all(map(_strings, absent.values()))):
         return "'report.absent' must map what is absent to lists of case ids"
+    if not (data.get("version") is None or isinstance(data["version"], str)):
+        return "'version' must be the snapshot's version text"
+    digests = data.get("data", {})
+    if not (isinstance(digests, dict) and all(
+            isinstance(files, dict) and all(isinstance(name, str) and isinstance(digest, str)
+                                            and _SHA256.match(digest) for name, digest in files.items())
+            for files in digests.values())):
+        return "'data' must map each case to its data files' sha256 digests"
     return None
 
 
