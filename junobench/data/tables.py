@@ -31,6 +31,7 @@ from junobench.safety.text import shortened
 if TYPE_CHECKING:
     from openpyxl import Workbook
     from openpyxl.worksheet.worksheet import Worksheet
+    from python_calamine import CalamineWorkbook
 
 #: Published (and labelling-sheet) columns of benchmark_desc.xlsx → record field.
 DESC_COLUMNS: dict[str, str] = {
@@ -169,7 +170,7 @@ def _read_sheet(path: Path, sheet: int | str = 0) -> tuple[list[str], list[list[
     return header, values
 
 
-def open_workbook(path: Path) -> Any:
+def open_workbook(path: Path) -> CalamineWorkbook:
     """The spreadsheet reader's workbook of ``path``, opened only after the file is checked:
     a regular file (no FIFO, no device), a zip whose members are no decompression bomb, and
     sheets whose values span at most :data:`MAX_TABLE_CELLS` from A1 (the reader allocates
