@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from junobench.utf8 import utf8_text
+from junobench.utf8 import shortened, utf8_text
+
+#: Characters of a case id a message shows, and of each end of a file's path; of its
+#: problem and its hint (a 10,000-character id from a table is cut, not echoed whole).
+_CASE_SHOWN = 80
+_TEXT_SHOWN = 2000
 
 
 @dataclass(frozen=True)
@@ -36,9 +41,11 @@ class Problem:
                 object.__setattr__(self, name, utf8_text(value))
 
     def __str__(self) -> str:
-        where = [part for part in (self.file, f"case {self.case}" if self.case else None) if part]
-        text = ": ".join([*where, self.problem])
-        return f"{text} ({self.hint})" if self.hint else text
+        case = None if self.case is None else shortened(self.case, _CASE_SHOWN)
+        file = None if self.file is None else shortened(self.file, 2 * _CASE_SHOWN, end=_CASE_SHOWN)
+        where = [part for part in (file, f"case {case}" if case else None) if part]
+        text = ": ".join([*where, shortened(self.problem, _TEXT_SHOWN, end=_TEXT_SHOWN // 2)])
+        return f"{text} ({shortened(self.hint, _TEXT_SHOWN, end=_TEXT_SHOWN // 2)})" if self.hint else text
 
     def to_dict(self) -> dict[str, str | None]:
         return {"file": self.file, "case": self.case, "problem": self.problem, "hint": self.hint}

@@ -1,5 +1,7 @@
-"""Text that UTF-8 can encode: file names may hold bytes that are not UTF-8, which Python
-keeps as lone surrogates (``os.fsdecode(b"a\\xff")``); every message and report is UTF-8.
+"""Text as messages hold it: UTF-8 can encode it (file names may hold bytes that are not
+UTF-8, which Python keeps as lone surrogates, ``os.fsdecode(b"a\\xff")``; every message
+and report is UTF-8), and it is bounded (:func:`shortened`). The bottom of the package:
+:mod:`junobench.errors` uses it.
 """
 
 from __future__ import annotations
@@ -35,3 +37,16 @@ def utf8_text(text: str) -> str:
     only_bytes = all(not 0xD800 <= ord(c) <= 0xDFFF or 0xDC80 <= ord(c) <= 0xDCFF for c in text)
     return text.encode("utf-8", "surrogateescape" if only_bytes else "backslashreplace") \
         .decode("utf-8", "backslashreplace")
+
+
+def shortened(text: str, limit: int, *, end: int = 0) -> str:
+    """``text`` when it has at most ``limit`` characters, else its first ``limit - 1 - end``,
+    ``…`` and its last ``end`` (a path's file name, a message's last words).
+
+    >>> shortened("abcdefgh", 5), shortened("abcdefgh", 5, end=2), shortened("abc", 5)
+    ('abcd…', 'ab…gh', 'abc')
+    """
+    if len(text) <= limit:
+        return text
+    head = max(limit - 1 - end, 0)
+    return text[:head] + "…" + (text[-end:] if end > 0 else "")

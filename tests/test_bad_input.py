@@ -161,3 +161,23 @@ def test_a_column_named_twice_is_refused_not_read_from_one_of_the_two(snapshot_c
         out, err = capsys.readouterr()
         assert code == 1 and "Traceback" not in out + err
         assert f"column 'label_root_cause' appears twice (columns {first} and {stale})" in out + err
+
+
+def test_a_huge_case_id_is_cut_in_messages_not_echoed_whole(tmp_path, capsys):
+    """A 10,000-character id from a table made every message about it 20 KB long."""
+    from junobench.data.tables import read_table, write_table
+    from junobench.errors import Problem
+
+    snapshot = tmp_path / "snap"
+    assert main(["checkout", "--source", "sample", "--dest", str(snapshot), "pandas_1"]) == 0
+    table = read_table(snapshot / "benchmark_desc.xlsx")
+    rows = [dict(zip(table.columns, row, strict=True)) for row in table.rows]
+    huge = "pandas_" + "9" * 10_000
+    write_table(snapshot / "benchmark_desc.xlsx", [*rows, {**rows[0], "nb_name": huge}], table.columns)
+    capsys.readouterr()
+    assert main(["validate", str(snapshot)]) == 1
+    said = capsys.readouterr()
+    assert "case pandas_99999" in said.out and len(said.out + said.err) < 5_000
+    shown = str(Problem("x" * 9_000, f"benchmark/{huge}/{huge}_fixed.ipynb", huge, "y" * 9_000))
+    cut_x, cut_y = "x" * 999 + "…" + "x" * 1000, "y" * 999 + "…" + "y" * 1000  # both ends kept
+    assert shown.endswith(f"_fixed.ipynb: case {huge[:79]}…: {cut_x} ({cut_y})")

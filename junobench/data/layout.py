@@ -18,12 +18,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import os
+import stat
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from junobench import vocab
 from junobench.errors import JunoBenchError
-from junobench.safety.paths import check_not_linked_out
+from junobench.safety.paths import check_not_linked_out, is_within, link_root
 
 #: The published snapshot's Hub dataset repo: the source when none is named.
 DEFAULT_SOURCE = "PELAB-LiU/JunoBench"
@@ -140,3 +142,40 @@ def edit_leftovers(root: str | Path) -> list[Path]:
         if staging or temporary:
             found.append(path)
     return found
+
+
+def snapshot_entries(root: Path, case_ids: Sequence[str]) -> dict[str, Path]:
+    """Export name → path of the entries an export of ``case_ids`` carries: the root files,
+    the environment's own files and every entry of the case folders, unchecked (links not
+    followed: a link is an entry of its own; :func:`unexportable` checks each)."""
+    from junobench.envs.environment import SNAPSHOT_FOLDER, own_files
+
+    found: dict[str, Path] = {}
+    for name in (DESC_TABLE, DIAGNOSIS_TABLE, VERSION_FILE):
+        if os.path.lexists(root / name):
+            found[name] = root / name
+    for path in own_files(root):
+        found[f"{SNAPSHOT_FOLDER}/{path.name}"] = path
+    for case_id in case_ids:
+        folder = case_dir(root, case_id)
+        for current, folders, files in os.walk(folder, followlinks=False):
+            folders.sort()
+            here = Path(current)
+            for name in sorted(files + [f for f in folders if (here / f).is_symlink()]):
+                path = here / name
+                found[path.relative_to(root).as_posix()] = path
+    return found
+
+
+def unexportable(root: Path, path: Path) -> tuple[str, str | None] | None:
+    """Why an export would refuse ``path`` (the problem and a hint): a link out of the
+    snapshot, an unreadable entry, anything but a regular file; None when it carries it."""
+    if path.is_symlink() and not is_within(path, link_root(root)):
+        return "a link out of the snapshot: not exported", "copy the file into the snapshot instead of linking it"
+    try:
+        mode = path.stat().st_mode
+    except OSError as error:
+        return f"cannot read ({error.strerror or error})", None
+    if not stat.S_ISREG(mode):
+        return "not a regular file: not exported", "an export carries regular files only"
+    return None

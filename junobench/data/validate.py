@@ -505,11 +505,9 @@ def _check_folder_sizes(root: Path, limit: int, problems: list[Problem]) -> None
 def _check_exportable(root: Path, case_ids: list[str], problems: list[Problem]) -> None:
     """Every file an export would refuse (a link out of the snapshot, a FIFO, a device),
     unless a problem names it already (a notebook's own check)."""
-    from junobench.hub.runnable import layout_paths, unexportable
-
     named = {p.file for p in problems}
-    for name, path in layout_paths(root, case_ids).items():
-        refused = unexportable(root, path)
+    for name, path in layout.snapshot_entries(root, case_ids).items():
+        refused = layout.unexportable(root, path)
         if refused is not None and name not in named and str(path) not in named \
                 and path.name not in named:
             problems.append(Problem(refused[0], name, _case_of(name), refused[1]))

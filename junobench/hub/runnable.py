@@ -25,64 +25,27 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 from collections.abc import Sequence
 from pathlib import Path
 
 from junobench.data import layout
 from junobench.data.licences import LicencePolicy, check_policy_mode
 from junobench.errors import JunoBenchError
-from junobench.safety.paths import is_within, link_root, open_regular
+from junobench.safety.paths import open_regular
 
 
 def layout_files(root: str | Path, case_ids: Sequence[str]) -> dict[str, Path]:
     """Export name → file of the snapshot, for the layout's root files and the folders of
     ``case_ids``. Links inside the snapshot are carried as the files they point to; a link
     out of it, or anything but a regular file, is a :class:`JunoBenchError` naming it
-    (:func:`unexportable` says which; ``validate`` reports them all)."""
+    (:func:`~junobench.data.layout.unexportable` says which; ``validate`` reports them all)."""
     root = Path(root)
-    found = layout_paths(root, case_ids)
+    found = layout.snapshot_entries(root, case_ids)
     for path in found.values():
-        refused = unexportable(root, path)
+        refused = layout.unexportable(root, path)
         if refused is not None:
             raise JunoBenchError(refused[0], file=path, hint=refused[1])
     return found
-
-
-def layout_paths(root: Path, case_ids: Sequence[str]) -> dict[str, Path]:
-    """Export name → path of every entry :func:`layout_files` carries, unchecked (links not
-    followed: a link is an entry of its own)."""
-    from junobench.envs.environment import SNAPSHOT_FOLDER, own_files
-
-    found: dict[str, Path] = {}
-    for name in (layout.DESC_TABLE, layout.DIAGNOSIS_TABLE, layout.VERSION_FILE):
-        if os.path.lexists(root / name):
-            found[name] = root / name
-    for path in own_files(root):
-        found[f"{SNAPSHOT_FOLDER}/{path.name}"] = path
-    for case_id in case_ids:
-        folder = layout.case_dir(root, case_id)
-        for current, folders, files in os.walk(folder, followlinks=False):
-            folders.sort()
-            here = Path(current)
-            for name in sorted(files + [f for f in folders if (here / f).is_symlink()]):
-                path = here / name
-                found[path.relative_to(root).as_posix()] = path
-    return found
-
-
-def unexportable(root: Path, path: Path) -> tuple[str, str | None] | None:
-    """Why an export would refuse ``path`` (the problem and a hint): a link out of the
-    snapshot, an unreadable entry, anything but a regular file; None when it carries it."""
-    if path.is_symlink() and not is_within(path, link_root(root)):
-        return "a link out of the snapshot: not exported", "copy the file into the snapshot instead of linking it"
-    try:
-        mode = path.stat().st_mode
-    except OSError as error:
-        return f"cannot read ({error.strerror or error})", None
-    if not stat.S_ISREG(mode):
-        return "not a regular file: not exported", "an export carries regular files only"
-    return None
 
 
 def copy_files(files: dict[str, Path], into: Path) -> None:

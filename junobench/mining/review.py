@@ -42,7 +42,8 @@ ROW_HEIGHT = 185  # points
 
 def sample_ids(mined: str | Path, n: int, seed: int) -> list[str]:
     """``n`` figure ids drawn at random (all of them when there are fewer), in drawn order."""
-    from junobench.mining.features import PARQUET, read_rows
+    from junobench.mining.corpus import read_rows
+    from junobench.mining.features import PARQUET
     from junobench.mining.write import read_manifest
 
     folder = Path(mined)
@@ -103,7 +104,7 @@ def kinds() -> list[str]:
 
 def _figures(folder: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
     """The rows of the figures ``wanted``, read batch by batch (only those are kept)."""
-    from junobench.mining.features import read_rows
+    from junobench.mining.corpus import read_rows
 
     columns = ["figure", "notebook", "cell", "image", "mime", "text", "code", "markdown", "problem", *FIELDS]
     return {row["figure"]: row for row in read_rows(folder, "figures", columns, batch_size=200)

@@ -158,7 +158,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
 
 def summarise(folder: str | Path) -> Summary:
     """The :class:`Summary` of a mined corpus, read from its parquet files batch by batch."""
-    from junobench.mining.features import read_rows
+    from junobench.mining.corpus import read_rows
     from junobench.mining.write import read_manifest
 
     folder = Path(folder)

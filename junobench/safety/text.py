@@ -44,6 +44,8 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+from junobench.utf8 import shortened as shortened  # defined below errors, which use it
+
 #: First characters that make a spreadsheet read a cell as a formula.
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
@@ -165,11 +167,6 @@ def visible_controls(text: str) -> str:
     each of :data:`BIDI_CONTROLS` shown as a ``‹U+XXXX›`` mark (plain characters: safe in
     HTML text and attribute values alike)."""
     return _SHOWN_CONTROLS.sub(lambda m: f"\u2039U+{ord(m.group()):04X}\u203a", text)
-
-
-def shortened(text: str, limit: int) -> str:
-    """``text`` when it has at most ``limit`` characters, else its first ``limit - 1`` and ``…``."""
-    return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
 
 
 def multiline(value: object) -> str:

@@ -63,14 +63,14 @@ def pages(data: Any) -> Iterable[Page]:
 
 def _figures(folder: Path) -> tuple[list[dict[str, Any]], int]:
     """The first :data:`MAX_FIGURES` figures (with their images) and how many there are."""
-    from junobench.mining.features import count_rows, read_rows
+    from junobench.mining.corpus import count_rows, read_rows
 
     found = list(itertools.islice(read_rows(folder, "figures", _COLUMNS, batch_size=200), MAX_FIGURES))
     return found, count_rows(folder, "figures")
 
 
 def _cells(folder: Path, notebooks: set[str]) -> dict[str, list[dict[str, Any]]]:
-    from junobench.mining.features import read_rows
+    from junobench.mining.corpus import read_rows
 
     out: dict[str, list[dict[str, Any]]] = {}
     columns = ["notebook", "cell", "cell_type", "source", "execution_count"]
