@@ -161,3 +161,20 @@ def test_a_column_named_twice_is_refused_not_read_from_one_of_the_two(snapshot_c
         out, err = capsys.readouterr()
         assert code == 1 and "Traceback" not in out + err
         assert f"column 'label_root_cause' appears twice (columns {first} and {stale})" in out + err
+
+
+def test_an_earlier_report_nested_too_deeply_or_a_fifo_is_one_error(tmp_path, capsys):
+    import os
+
+    from junobench.errors import JunoBenchError
+    from junobench.verify.resume import earlier_results
+
+    report = tmp_path / "report.json"
+    report.write_text("[" * 100_000 + "]" * 100_000)
+    code = main(["verify", "NBspecific_2", "--source", "sample", "--report", str(report), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("error: ") and len(err.splitlines()) == 1, err
+    assert "report.json: cannot read the earlier report (nested too deeply)" in err
+    os.mkfifo(tmp_path / "fifo.json")
+    with pytest.raises(JunoBenchError, match="not a regular file"):  # not a wait for a writer
+        earlier_results(tmp_path / "fifo.json")
