@@ -181,3 +181,20 @@ def test_a_huge_case_id_is_cut_in_messages_not_echoed_whole(tmp_path, capsys):
     shown = str(Problem("x" * 9_000, f"benchmark/{huge}/{huge}_fixed.ipynb", huge, "y" * 9_000))
     cut_x, cut_y = "x" * 999 + "…" + "x" * 1000, "y" * 999 + "…" + "y" * 1000  # both ends kept
     assert shown.endswith(f"_fixed.ipynb: case {huge[:79]}…: {cut_x} ({cut_y})")
+
+
+def test_an_earlier_report_nested_too_deeply_or_a_fifo_is_one_error(tmp_path, capsys):
+    import os
+
+    from junobench.errors import JunoBenchError
+    from junobench.verify.resume import earlier_results
+
+    report = tmp_path / "report.json"
+    report.write_text("[" * 100_000 + "]" * 100_000)
+    code = main(["verify", "NBspecific_2", "--source", "sample", "--report", str(report), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 1 and err.startswith("error: ") and len(err.splitlines()) == 1, err
+    assert "report.json: cannot read the earlier report (nested too deeply)" in err
+    os.mkfifo(tmp_path / "fifo.json")
+    with pytest.raises(JunoBenchError, match="not a regular file"):  # not a wait for a writer
+        earlier_results(tmp_path / "fifo.json")

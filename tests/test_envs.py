@@ -160,6 +160,24 @@ def test_a_folder_that_is_not_an_environment_is_refused(tmp_path, capsys):
     assert code == 1 and "not a junobench environment" in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.parametrize("manifest", [
+    "[" * 100_000 + "]" * 100_000,
+    '{"environment": {}, "requirements": []}',
+    '{"environment": {"name": {"a": 1}}, "python": {"wanted": "3.10", "used": "3.10"}, "requirements": []}',
+    '{"environment": {"name": "x"}, "requirements": []}',
+    '{"environment": {"name": "x"}, "python": {"wanted": "3.10", "used": "3.10"}, "requirements": [null]}',
+], ids=["nested", "no-name", "name-object", "no-python", "requirement-null"])
+def test_a_manifest_of_another_shape_is_one_error(tmp_path, capsys, manifest):
+    folder = tmp_path / "env"
+    (folder / "bin").mkdir(parents=True)
+    (folder / "bin" / "python").symlink_to(sys.executable)
+    (folder / MANIFEST).write_text(manifest)
+    for argv in (["env", "show", str(folder)], ["verify", "NBspecific_2", "--source", "sample", "--env", str(folder)]):
+        code, _, err = run_cli(capsys, *argv)
+        assert code == 1 and err.startswith("error: ") and len(err.splitlines()) == 1, err
+        assert f"{MANIFEST}: not a junobench environment" in err
+
+
 @pytest.fixture(scope="module")
 def previous_env(tmp_path_factory) -> Path:
     """An environment of NBspecific_2 on junobench's Python at ``<folder>/env``, made once

@@ -183,6 +183,31 @@ def test_a_good_own_environment_makes_a_dockerfile_of_only_its_values(sample_cop
     assert code == 1 and "--junobench-version must be a version" in err
 
 
+@pytest.mark.parametrize(("spec", "problem"), [
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+    ('{"name": "own", "python": "3.10", "requirements": "requirements.in", "platform": ["x"]}',
+     "unknown platform"),
+], ids=["nested", "platform-list"])
+def test_an_environment_json_of_another_shape_is_one_error(sample_copy, tmp_path, capsys, spec, problem):
+    folder = own_environment(sample_copy, {}, PINS + "ipykernel==6.29.5\n")
+    (folder / "environment.json").write_text(spec)
+    code, _, err = run_cli(capsys, "env", "dockerfile", "--source", str(sample_copy), "--out", str(tmp_path / "ctx"))
+    assert code == 1 and err.startswith("error: ") and len(err.splitlines()) == 1, err
+    assert "environment/environment.json" in err and problem in err
+
+
+def test_an_environment_folder_linked_out_of_the_snapshot_is_not_read(sample_copy, tmp_path, capsys):
+    (tmp_path / "elsewhere").mkdir()
+    outside = own_environment(tmp_path / "elsewhere", {"name": "outside"}, "numpy==1.0\nipykernel==6.29.5\n")
+    shutil.rmtree(sample_copy / "environment")
+    (sample_copy / "environment").symlink_to(outside)
+    out = tmp_path / "ctx"
+    code, _, err = run_cli(capsys, "env", "dockerfile", "--source", str(sample_copy), "--out", str(out))
+    assert code == 1 and err.startswith("error: ") and len(err.splitlines()) == 1, err
+    assert "environment: a link out of the snapshot" in err
+    assert not out.exists()
+
+
 # --------------------------------------------------------------------------- env create's folder
 
 def test_a_stale_journal_never_removes_a_folder_env_create_did_not_make(tmp_path, capsys):

@@ -47,10 +47,13 @@ from junobench.envs.installer import (
 )
 from junobench.errors import JunoBenchError
 from junobench.safety.atomic import move_aside, recover, write_text
+from junobench.safety.grammar import is_environment_name
 from junobench.safety.paths import read_regular
 
 #: The manifest a junobench environment folder holds.
 MANIFEST = "junobench-env.json"
+#: Largest manifest read (bytes).
+MAX_MANIFEST_BYTES = 1 << 20
 #: The requirement file written into the environment (what was asked for).
 REQUIREMENTS_FILE = "junobench-requirements.txt"
 #: The environment's lock as given to the installer (its checked pins, written again).
@@ -408,20 +411,39 @@ def recover_environment(dest: str | Path) -> list[Path]:
 
 
 def read_manifest(folder: str | Path) -> dict[str, Any]:
-    """The manifest of an environment folder made by ``env create``."""
+    """The manifest of an environment folder made by ``env create``: a regular file of at
+    most :data:`MAX_MANIFEST_BYTES`, holding what its readers use (the environment's name,
+    the Python versions, the requirements and cases as text)."""
     path = Path(folder) / MANIFEST
     try:
-        if path.is_symlink() or not path.is_file():
+        if path.is_symlink():
             raise FileNotFoundError
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(read_regular(path, limit=MAX_MANIFEST_BYTES).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):
         raise JunoBenchError("not a junobench environment (no readable manifest)", file=path,
                              hint="make one with `junobench env create DIR`") from None
-    if not isinstance(data, dict) or not isinstance(data.get("environment"), dict) \
-            or not isinstance(data.get("requirements"), list):
-        raise JunoBenchError("not a junobench environment manifest", file=path,
+    problem = _manifest_problem(data)
+    if problem is not None:
+        raise JunoBenchError(f"not a junobench environment manifest ({problem})", file=path,
                              hint="make the environment again with `junobench env create DIR`")
     return data
+
+
+def _manifest_problem(data: Any) -> str | None:
+    """What a manifest lacks of what its readers take from it, None when nothing."""
+    if not isinstance(data, dict):
+        return "not a JSON object"
+    environment, python = data.get("environment"), data.get("python")
+    if not isinstance(environment, dict) or not is_environment_name(environment.get("name")):
+        return "no environment name"
+    if not isinstance(python, dict) or not all(isinstance(python.get(k), str) for k in ("wanted", "used")) \
+            or not isinstance(python.get("note"), (str, type(None))):
+        return "python is not its versions as text"
+    for key in ("requirements", "cases"):
+        value = data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return f"{key} is not a list of text"
+    return None
 
 
 def _write_json(path: Path, data: Any) -> None:

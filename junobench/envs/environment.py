@@ -36,7 +36,7 @@ from junobench.safety.grammar import (
     is_iso_date,
     is_python_version,
 )
-from junobench.safety.paths import link_inside
+from junobench.safety.paths import check_not_linked_out, link_inside
 
 #: Where the packaged environments live (one folder each).
 PACKAGE_ENVS = Path(__file__).resolve().parent
@@ -120,6 +120,7 @@ def snapshot_environment(root: str | Path) -> Environment:
     """The environment of a snapshot: its ``environment/`` folder when it has one (a full
     definition, or one naming a packaged environment), else the packaged default."""
     folder = Path(root) / SNAPSHOT_FOLDER
+    check_not_linked_out(folder, root)  # its files are read only inside the snapshot
     spec = folder / SPEC_FILE
     if not os.path.lexists(spec):
         return packaged()
@@ -184,7 +185,7 @@ def read_environment(folder: str | Path, *, origin: str = "package") -> Environm
     if not is_python_version(python):
         raise JunoBenchError(f"python must be a version like 3.10, got {python!r}", file=spec_path)
     platform = spec.get("platform", "linux x86_64")
-    if platform not in _PLATFORMS:
+    if not isinstance(platform, str) or platform not in _PLATFORMS:
         raise JunoBenchError(f"unknown platform {platform!r}", file=spec_path,
                              hint=f"use one of {', '.join(_PLATFORMS)}")
     req_path = _member(folder, _string(spec, "requirements", spec_path), spec_path)
@@ -307,6 +308,8 @@ def _json_object(text: str, path: Path) -> Any:
     except json.JSONDecodeError as error:
         raise JunoBenchError(f"not valid JSON ({error.msg} at line {error.lineno})",
                              file=path) from None
+    except RecursionError:
+        raise JunoBenchError("not valid JSON (nested too deeply)", file=path) from None
 
 
 def _string(spec: Mapping[str, Any], key: str, path: Path) -> str:

@@ -81,6 +81,9 @@ MESSAGE_MARGIN = 1 << 20
 #: socket: what a kernel sends faster than it is read then waits in the kernel's own
 #: (confined, memory-limited) queue, not in junobench's memory.
 RECEIVE_QUEUE = 16
+#: The type of the message a client reads in place of one from the kernel it cannot use
+#: (:func:`dropped_message`).
+DROPPED = "junobench_dropped"
 #: Seconds a kernel may take to stop before its process is killed.
 SHUTDOWN_TIMEOUT = 30.0
 #: Bytes of the end of a kernel's log read back (to quote its last line).
@@ -260,9 +263,12 @@ def kernel_manager_class(target: KernelTarget, argv: list[str] | None = None) ->
     """An ``AsyncKernelManager`` whose every kernel name means ``target``'s interpreter,
     started with ``argv`` (default: :meth:`KernelTarget.argv`; no kernelspec directories are
     searched). Interrupts travel as messages (a signal would reach the sandbox, not the
-    kernel)."""
+    kernel). Its clients read each message the kernel sends as data from the notebook:
+    one that cannot be read, or whose parts are not the JSON objects Jupyter's clients
+    take them for (:func:`message_problem`), is replaced by :func:`dropped_message`."""
     from jupyter_client.kernelspec import KernelSpec, KernelSpecManager
     from jupyter_client.manager import AsyncKernelManager
+    from jupyter_client.session import Session
     from traitlets import default
 
     spec = KernelSpec(argv=argv or target.argv(), display_name=target.environment or "Python 3 (ipykernel)",
@@ -275,12 +281,74 @@ def kernel_manager_class(target: KernelTarget, argv: list[str] | None = None) ->
         def find_kernel_specs(self) -> dict[str, str]:
             return {}
 
+    class CheckedSession(Session):
+        def deserialize(self, msg_list: Any, content: bool = True, copy: bool = True) -> dict[str, Any]:
+            try:
+                message: dict[str, Any] = super().deserialize(msg_list, content=content, copy=copy)
+            except Exception as error:  # whatever the kernel sent that cannot be read
+                return dropped_message(f"unreadable ({type(error).__name__})")
+            problem = message_problem(message)
+            return message if problem is None else dropped_message(problem)
+
     class TargetKernelManager(AsyncKernelManager):
         @default("kernel_spec_manager")
         def _target_specs(self) -> KernelSpecManager:
             return TargetSpecs(parent=self)
 
+        @default("session")
+        def _checked_session(self) -> Session:
+            return CheckedSession(parent=self)
+
     return TargetKernelManager
+
+
+def message_problem(message: Mapping[str, Any]) -> str | None:
+    """What makes a message read from a kernel unfit for nbclient and jupyter_client,
+    which index it without checking (None: nothing): a header without ``msg_id`` and
+    ``msg_type`` strings, a parent header, metadata or content that is not a JSON object,
+    a reply without a ``status`` string, an error reply whose ``ename``, ``evalue`` and
+    ``traceback`` are not text, an ``execution_count`` that is not an integer, a ``status``
+    message without an ``execution_state`` string.
+
+    >>> message_problem({"header": {"msg_id": "1", "msg_type": "execute_reply"},
+    ...                  "parent_header": {}, "metadata": {}, "content": [1]})
+    'its content is not a JSON object'
+    """
+    header = message.get("header")
+    if not isinstance(header, dict) or not isinstance(header.get("msg_id"), str) \
+            or not isinstance(header.get("msg_type"), str):
+        return "a header without msg_id and msg_type strings"
+    parts = ("parent_header", "metadata", "content") if not isinstance(message.get("content"), bytes) \
+        else ("parent_header", "metadata")  # content left packed: not read here
+    for part in parts:
+        if not isinstance(message.get(part), dict):
+            return f"its {part.replace('_', ' ')} is not a JSON object"
+    content, kind = message["content"], header["msg_type"]
+    if not isinstance(content, dict):
+        return None
+    count = content.get("execution_count")
+    if count is not None and (not isinstance(count, int) or isinstance(count, bool)):
+        return "an execution_count that is not an integer"
+    if kind.endswith("_reply") and not isinstance(content.get("status"), str):
+        return f"a {kind} without a status string"
+    if kind == "execute_reply" and content["status"] == "error" and not (
+            isinstance(content.get("ename"), str) and isinstance(content.get("evalue"), str)
+            and isinstance(content.get("traceback", []), list)
+            and all(isinstance(line, str) for line in content.get("traceback", []))):
+        return "an error reply whose ename, evalue and traceback are not text"
+    if kind == "status" and not isinstance(content.get("execution_state"), str):
+        return "a status message without an execution_state string"
+    return None
+
+
+def dropped_message(problem: str) -> dict[str, Any]:
+    """What a client reads in place of a message from the kernel that it could not use
+    (``problem`` says why): a message of type :data:`DROPPED` with no parent, which no
+    cell run and no request awaits, so that every reader passes it by."""
+    header = {"msg_id": "", "msg_type": DROPPED, "session": "", "username": "", "date": None,
+              "version": "5.3"}
+    return {"header": header, "msg_id": "", "msg_type": DROPPED, "parent_header": {}, "metadata": {},
+            "content": {"problem": problem}, "buffers": []}
 
 
 async def start_kernel(target: KernelTarget, *, cwd: str | Path, env: Mapping[str, str],

@@ -1,7 +1,8 @@
 """The nbclient client a replay runs a notebook's cells with (:func:`bounded_client` makes
 it; :mod:`junobench.verify.outputs` holds the bounds it applies): the output of each cell
-run bounded as it arrives, a message too large refused and said, the kernel's probe
-answered with every cell. Needs nbclient (the ``run`` extra).
+run bounded as it arrives, a message too large refused and said, a message that is no
+output nbclient can keep (malformed MIME data, a display id that is not text) left out and
+said, the kernel's probe answered with every cell. Needs nbclient (the ``run`` extra).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 
 import zmq
 from nbclient import NotebookClient
-from nbclient.exceptions import DeadKernelError
+from nbclient.exceptions import CellControlSignal, DeadKernelError
 from nbformat.v4 import new_output
 
 from junobench.envs.sandbox import format_size
@@ -42,6 +43,8 @@ class BoundedClient(NotebookClient):
     def new_run(self) -> None:
         self.received = 0
         self.marker: Any = None
+        self.dropped: Any = None  # the note of the messages dropped in this cell run
+        self.dropped_count = 0
 
     async def _async_check_alive(self) -> None:
         # nbclient's poll of the kernel's life outlives a cell run that was cancelled
@@ -158,6 +161,25 @@ class BoundedClient(NotebookClient):
         self.watch()
 
     def process_message(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
+        try:
+            return self._process_bounded(msg, cell, cell_index)
+        except CellControlSignal:  # nbclient's own flow (a cell run complete)
+            raise
+        except Exception as error:  # an output nbclient cannot keep (bad MIME data, …)
+            self._drop(cell, str(msg.get("msg_type")), error)
+            return None
+
+    def _drop(self, cell: Any, kind: str, error: Exception) -> None:
+        """Leave out a message the kernel sent that is no output nbclient can keep, and
+        say so in one note per cell run, however many are left out."""
+        self.dropped_count += 1
+        if self.dropped is None:
+            self.dropped = new_output("stream", name="stderr", text="")
+            cell.setdefault("outputs", []).append(self.dropped)
+        self.dropped["text"] = (f"[junobench: {self.dropped_count} malformed message(s) from the kernel "
+                                f"left out; the last: {kind[:40]!r} ({type(error).__name__})]\n")
+
+    def _process_bounded(self, msg: dict[str, Any], cell: Any, cell_index: int) -> Any:
         kind = msg.get("msg_type")
         if not self.limit or kind == "status":
             return super().process_message(msg, cell, cell_index)

@@ -77,7 +77,7 @@ def changes(before: dict[str, Any] | None, after: dict[str, Any] | None) -> list
     """
     if before is None or after is None:
         return ["the kernel's answer to junobench's probe"]
-    return [key for key in sorted(set(before) | set(after)) if before.get(key) != after.get(key)]
+    return [key for key in sorted(set(before) | set(after), key=str) if before.get(key) != after.get(key)]
 
 
 def marker_text(kept: int, cut: int) -> str:

@@ -61,16 +61,20 @@ def _files(root: Path) -> Iterable[str]:
 
 def earlier_results(path: str | Path) -> dict[str, Any]:
     """Case id → entry of an earlier verify report at ``path`` ({} when there is none); a
-    file that is not a verify report is an error (it is not ours to replace)."""
+    file that is not a verify report is an error (it is not ours to replace). It is read
+    as a regular file only (a FIFO never blocks), up to :data:`MAX_TEXT_BYTES`."""
     import json
+
+    from junobench.safety.paths import MAX_TEXT_BYTES, read_regular
 
     file = Path(path)
     if not file.exists():
         return {}
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise JunoBenchError(f"cannot read the earlier report ({error})", file=file,
+        data = json.loads(read_regular(file, limit=MAX_TEXT_BYTES).decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as error:
+        reason = "nested too deeply" if isinstance(error, RecursionError) else error
+        raise JunoBenchError(f"cannot read the earlier report ({reason})", file=file,
                              hint="choose another --report, or remove the file to start afresh") from None
     cases = data.get("cases") if isinstance(data, dict) else None
     if not isinstance(cases, dict) or not all(isinstance(v, dict) for v in cases.values()):
