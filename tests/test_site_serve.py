@@ -88,3 +88,16 @@ def test_links_fifos_folders_and_climbing_paths_are_not_found(served, target):
 def test_a_request_target_that_is_not_a_path_is_refused(served, target):
     _, port = served
     assert get(port, target)[0] == 400
+
+
+def test_only_a_request_for_this_machine_is_served(served):
+    """DNS rebinding: a page of ``evil.example`` whose name now resolves to 127.0.0.1 asks
+    with its own name as ``Host`` and gets nothing."""
+    _, port = served
+    for host in ("evil.example", f"evil.example:{port}", f"127.0.0.1.evil.example:{port}",
+                 "localhost:1", f"localhost@evil.example:{port}", "", None):
+        assert get(port, "/index.html", host=host)[0] == 421, host
+    two = ask(port, f"GET /index.html HTTP/1.0\r\nHost: 127.0.0.1\r\nHost: evil.example:{port}\r\n\r\n".encode())
+    assert two.startswith(b"HTTP/1.0 421")
+    for host in ("127.0.0.1", f"127.0.0.1:{port}", f"localhost:{port}", f"LocalHost:{port}"):
+        assert get(port, "/index.html", host=host) == (200, b"<p>the index</p>"), host

@@ -7,7 +7,9 @@ SIGTERM) stops it cleanly: the server closes its socket and :func:`view` returns
 
 What it serves is what a static host of the folder would, and nothing more: only regular
 files inside the folder, reached without following a link (a link or a FIFO in the folder
-is not found, never followed or waited on), no directory listings.
+is not found, never followed or waited on), no directory listings, and only to a request
+whose ``Host`` is 127.0.0.1 or localhost (a page of another site whose name resolves to
+127.0.0.1, a DNS rebinding, gets nothing).
 """
 
 from __future__ import annotations
@@ -35,15 +37,20 @@ if TYPE_CHECKING:
 #: The port ``junobench view`` serves on unless told (``--port``; 0 takes a free one).
 DEFAULT_PORT = 7575
 HOST = "127.0.0.1"
+#: The names a request may give as its ``Host`` (with or without the port).
+LOCAL_NAMES = frozenset({HOST, "localhost"})
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
     """Serves the site's folder with the site's CSP and no content sniffing; quiet. Only
-    regular files inside the folder, never through a link."""
+    regular files inside the folder, never through a link, and only to a local ``Host``."""
 
     def send_head(self) -> Any:
         """The response's status and headers, and the open file to send (None when an
         error was sent)."""
+        if not self.local_host():
+            self.send_error(421, explain="this server answers only to 127.0.0.1 and localhost")
+            return None
         if not self.path.startswith("/"):
             self.send_error(400, explain="only a path is a request target here")
             return None
@@ -61,6 +68,17 @@ class Handler(http.server.SimpleHTTPRequestHandler):
             handle.close()
             raise
         return handle
+
+    def local_host(self) -> bool:
+        """Whether the request's one ``Host`` header names this machine (127.0.0.1 or
+        localhost, with this server's port or none)."""
+        hosts = self.headers.get_all("Host") or []
+        if len(hosts) != 1:
+            return False
+        name, colon, port = hosts[0].strip().lower().rpartition(":")
+        if not colon:
+            name, port = port, ""
+        return name in LOCAL_NAMES and port in ("", str(self.server.server_address[1]))
 
     def end_headers(self) -> None:
         from junobench.site.render import CSP
