@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import struct
 import threading
 import time
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from junobench.site import serve
 from junobench.site.serve import listen
 
 SECRET = b"the secret outside the site"
@@ -101,3 +103,27 @@ def test_only_a_request_for_this_machine_is_served(served):
     assert two.startswith(b"HTTP/1.0 421")
     for host in ("127.0.0.1", f"127.0.0.1:{port}", f"localhost:{port}", f"LocalHost:{port}"):
         assert get(port, "/index.html", host=host) == (200, b"<p>the index</p>"), host
+
+
+def test_a_client_that_resets_or_goes_silent_is_dropped_quietly(tmp_path, monkeypatch, capfd):
+    (tmp_path / "index.html").write_bytes(b"<p>the index</p>")
+    monkeypatch.setattr(serve.Handler, "timeout", 0.5)
+    server = listen(tmp_path, 0)
+    port = server.server_address[1]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        reset = socket.create_connection(("127.0.0.1", port))
+        reset.sendall(b"GET /index.html HTTP/1.0\r\nHost: 127.0.0.1\r\n")
+        time.sleep(0.2)
+        reset.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        reset.close()
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as silent:
+            silent.sendall(b"GET /index.html HTTP/1.0\r\n")
+            assert silent.recv(100) == b""  # closed by the server, not by our timeout
+        assert get(port, "/index.html") == (200, b"<p>the index</p>")
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+    assert capfd.readouterr().err == ""

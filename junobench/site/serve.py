@@ -9,7 +9,8 @@ What it serves is what a static host of the folder would, and nothing more: only
 files inside the folder, reached without following a link (a link or a FIFO in the folder
 is not found, never followed or waited on), no directory listings, and only to a request
 whose ``Host`` is 127.0.0.1 or localhost (a page of another site whose name resolves to
-127.0.0.1, a DNS rebinding, gets nothing).
+127.0.0.1, a DNS rebinding, gets nothing). A client that sends nothing for
+:data:`IDLE_SECONDS` is disconnected; one that resets its connection is not reported.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import json
 import os
 import signal
 import stat
+import sys
 import threading
 import urllib.parse
 import webbrowser
@@ -39,11 +41,15 @@ DEFAULT_PORT = 7575
 HOST = "127.0.0.1"
 #: The names a request may give as its ``Host`` (with or without the port).
 LOCAL_NAMES = frozenset({HOST, "localhost"})
+#: Seconds a connection may stay silent before it is closed (a slow client holds no thread).
+IDLE_SECONDS = 30.0
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
     """Serves the site's folder with the site's CSP and no content sniffing; quiet. Only
     regular files inside the folder, never through a link, and only to a local ``Host``."""
+
+    timeout = IDLE_SECONDS
 
     def send_head(self) -> Any:
         """The response's status and headers, and the open file to send (None when an
@@ -91,6 +97,19 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         return
+
+
+class SiteServer(http.server.ThreadingHTTPServer):
+    """The threading HTTP server, silent about clients that go away mid-request."""
+
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection the client reset or let time out is its business, not an error of
+        the server's: say nothing; anything else is reported as the standard server does."""
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
 
 
 def site_file(folder: str | Path, target: str) -> int | None:
@@ -177,19 +196,18 @@ def view(
     return summary
 
 
-def listen(folder: str | Path, port: int = DEFAULT_PORT) -> http.server.ThreadingHTTPServer:
+def listen(folder: str | Path, port: int = DEFAULT_PORT) -> SiteServer:
     """A server of ``folder`` bound to 127.0.0.1:``port`` (0: a free port), not yet serving."""
     if type(port) is not int or not 0 <= port <= 65535:
         raise JunoBenchError(f"{port!r} is not a port number", hint="pass --port N with N from 0 to 65535 "
                              "(0: any free port)")
     handler = functools.partial(Handler, directory=str(folder))
     try:
-        server = http.server.ThreadingHTTPServer((HOST, port), handler)
+        server = SiteServer((HOST, port), handler)
     except OSError as error:
         raise JunoBenchError(f"cannot serve on {HOST}:{port} ({error.strerror or error})",
                              hint="another program may use the port: pass --port N (0: any free port)"
                              ) from None
-    server.daemon_threads = True
     return server
 
 
