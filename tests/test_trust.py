@@ -157,6 +157,15 @@ def test_checkout_refuses_a_destination_inside_the_snapshot(sample, capsys):
     assert not dest.exists()
 
 
+def test_tasks_refuses_to_write_inside_the_snapshot(sample, tmp_path, capsys):
+    before = tree_digest(sample)
+    for argv in (["--out", str(sample / "tasks.jsonl")],
+                 ["--out", str(tmp_path / "tasks.jsonl"), "--truth-out", str(sample / "benchmark" / "t.jsonl")]):
+        code, _, err = run_cli(capsys, "tasks", "--source", str(sample), *argv)
+        assert code == 1 and "is inside the snapshot" in one_error(err)
+    assert tree_digest(sample) == before and not (tmp_path / "tasks.jsonl").exists()
+
+
 def test_a_notebook_linked_out_of_the_snapshot_is_not_read(sample, tmp_path, capsys):
     outside = tmp_path / "outside.ipynb"
     shutil.copyfile(notebook(sample, "pandas_1", "fixed"), outside)
