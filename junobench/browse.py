@@ -21,7 +21,7 @@ from junobench.data.report import BuildReport
 from junobench.data.snapshot import DEFAULT_SOURCE, resolve
 from junobench.errors import JunoBenchError
 from junobench.loader import load, load_rows
-from junobench.safety.text import first_line
+from junobench.safety.text import first_line, printable
 
 #: Columns of ``ls``'s table and CSV, in order (every one a ``cases`` field).
 LS_COLUMNS: tuple[str, ...] = (
@@ -95,7 +95,7 @@ def format_case(case: dict[str, Any]) -> str:
         ("pipeline stage", case["pipeline_stage"]), ("bug kind", case["ml_bug"]),
         ("source", case["source"]), ("notebook", case["notebook_url"]),
     ]
-    out += [f"  {name:<15} {value}" for name, value in labels if value]
+    out += [f"  {name:<15} {printable(value, keep='')}" for name, value in labels if value]
     line = f", line {case['crash_line']} of the target cell" if case["crash_line"] else ""
     out += ["", f"Crash: {case['exception']}: {first_line(case['evalue'])}{line}"]
     if case["diagnosis"]:
@@ -107,8 +107,8 @@ def format_case(case: dict[str, Any]) -> str:
     for d in case["datasets"]:
         mods = f"; {', '.join(d['modifications'])}" if d["modifications"] else ""
         files = f"; files: {', '.join(d['files'])}" if d["files"] else "; files not in snapshot"
-        out.append(f"  - {d['title']} [{d['license'] or 'licence unknown'}{mods}]")
-        out.append(f"    {d['url'] or 'no URL'}{files}")
+        out.append(printable(f"  - {d['title']} [{d['license'] or 'licence unknown'}{mods}]", keep=""))
+        out.append(printable(f"    {d['url'] or 'no URL'}{files}", keep=""))
     out += ["", "Requirements (pinned by the snapshot's environment):"]
     out.append(textwrap.fill(", ".join(case["requirements"]), 88, initial_indent="  ",
                              subsequent_indent="  ") if case.get("requirements") else "  (none)")

@@ -430,6 +430,20 @@ def test_a_folder_holding_other_files_is_refused_and_kept(tmp_path):
     assert [p.name for p in out.iterdir()] == ["notes.txt"]
 
 
+def test_a_site_inside_the_snapshot_it_shows_is_refused(tmp_path, capsys):
+    snapshot = tmp_path / "snapshot"
+    shutil.copytree(sample_path(), snapshot)
+    (tmp_path / "link").symlink_to(snapshot)
+    before = sorted(p.relative_to(snapshot) for p in snapshot.rglob("*"))
+    for source, out in ((snapshot, snapshot / "site"), (tmp_path / "link", snapshot / "benchmark" / "pandas_1" / "s"),
+                        (snapshot, tmp_path / "link" / "site")):
+        assert main(["site", "--source", str(source), "--out", str(out)]) == 1
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: {out}: the site's directory is inside the snapshot"), err
+        assert len(err.strip().splitlines()) == 1
+    assert sorted(p.relative_to(snapshot) for p in snapshot.rglob("*")) == before
+
+
 def test_a_failed_build_leaves_the_previous_site(tmp_path, monkeypatch):
     out = tmp_path / "site"
     site("sample", out)

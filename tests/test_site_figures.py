@@ -83,6 +83,11 @@ def test_the_cli_builds_the_gallery_and_refuses_a_folder_that_is_not_mined(galle
     code_ = main(["site", "--source", "sample", "--out", str(tmp_path / "s"), "--figures", str(tmp_path)])
     err = capsys.readouterr().err
     assert code_ == 1 and "not a mined corpus" in err
+    inside = gallery.parent / "mined" / "site"
+    code_ = main(["site", "--source", "sample", "--out", str(inside), "--figures", str(gallery.parent / "mined")])
+    err = capsys.readouterr().err
+    assert code_ == 1 and err.startswith(f"error: {inside}: the site's directory is inside the mined corpus"), err
+    assert not inside.exists()
 
 
 def test_the_gallery_filters_and_leads_to_the_cell_in_the_browser(tab, gallery: Path) -> None:  # noqa: F811

@@ -157,6 +157,15 @@ def test_checkout_refuses_a_destination_inside_the_snapshot(sample, capsys):
     assert not dest.exists()
 
 
+def test_tasks_refuses_to_write_inside_the_snapshot(sample, tmp_path, capsys):
+    before = tree_digest(sample)
+    for argv in (["--out", str(sample / "tasks.jsonl")],
+                 ["--out", str(tmp_path / "tasks.jsonl"), "--truth-out", str(sample / "benchmark" / "t.jsonl")]):
+        code, _, err = run_cli(capsys, "tasks", "--source", str(sample), *argv)
+        assert code == 1 and "is inside the snapshot" in one_error(err)
+    assert tree_digest(sample) == before and not (tmp_path / "tasks.jsonl").exists()
+
+
 def test_a_notebook_linked_out_of_the_snapshot_is_not_read(sample, tmp_path, capsys):
     outside = tmp_path / "outside.ipynb"
     shutil.copyfile(notebook(sample, "pandas_1", "fixed"), outside)
@@ -256,6 +265,19 @@ def test_ls_and_show_escape_control_characters(sample, capsys):
         assert "Key\\x1b[2JError" in out or "Key\\u001b[2JError" in out
     code, out, _ = run_cli(capsys, "show", "pandas_1", "--format", "json", "--source", str(sample))
     assert json.loads(out)["evalue"] == "\x1b]0;pwned\x07\x9b31m boom"  # still the exact value
+
+
+def test_show_prints_each_label_on_its_own_line(sample, capsys):
+    """A line break in a label would print a line of its own, which can pose as another
+    field; it is shown as an escape, as ``ls`` shows every control character."""
+    desc = read_table(sample / "benchmark_desc.xlsx")
+    forged = "data confusion\n  bug kind        not an ML bug\r"
+    rows = [r | {"label_root_cause": forged} if r["nb_name"] == "pandas_1" else r for r in desc.records()]
+    write_table(sample / "benchmark_desc.xlsx", rows, desc.columns)
+    code, out, _ = run_cli(capsys, "show", "pandas_1", "--source", str(sample))
+    assert code == 0 and "\r" not in out
+    assert "  root cause      data confusion\\x0a  bug kind        not an ML bug\\x0d\n" in out
+    assert not [line for line in out.splitlines() if line.startswith("  bug kind        not")]
 
 
 def test_the_card_escapes_text_and_links_only_to_checked_urls(sample, tmp_path):

@@ -155,9 +155,13 @@ def _add_task_options(parser: argparse.ArgumentParser, *, outputs: bool = True) 
 
 
 def _tasks(args: argparse.Namespace) -> int:
+    from junobench.data.snapshot import refuse_writing_inside
     from junobench.detection.ids import key_from_text, new_key
     from junobench.detection.tasks import write_tasks
 
+    refuse_writing_inside(args.out, args.source, what="the tasks file")
+    if args.truth_out:
+        refuse_writing_inside(args.truth_out, args.source, what="the ground-truth file")
     key = key_from_text(args.id_key) if args.id_key else new_key()
     tasks_, truths = _built_tasks(args, keep_outputs=args.keep_outputs, key=key)
     _report_runtime_info(args, tasks_)

@@ -33,7 +33,7 @@ from typing import Any
 from junobench.errors import JunoBenchError
 from junobench.render import some
 from junobench.safety.atomic import locked, recover, swapped_in
-from junobench.safety.paths import inside, read_regular, require_utf8_path, unlisted_files
+from junobench.safety.paths import inside, is_within, read_regular, require_utf8_path, unlisted_files
 from junobench.site.evaluation import Evaluation, evaluation
 
 #: The manifest of a site: every file it holds, and each page's key.
@@ -96,6 +96,7 @@ def site(
     evaluate`` reads) and ``judgments`` (as ``evaluate --judgments``). The options are
     ``evaluate``'s and give the same numbers; ``filters`` select cases by label; with
     ``figures`` (a folder ``junobench mine`` wrote), a gallery of its figures."""
+    from junobench.data.snapshot import refuse_writing_inside
     from junobench.detection.uncertainty import DEFAULT_RESAMPLES, DEFAULT_SEED, check_resamples
     from junobench.detection.votes import DEFAULT_VOTE
     from junobench.loader import load
@@ -104,6 +105,7 @@ def site(
     timings: dict[str, float] = {}
     target = require_utf8_path(Path(out).expanduser().absolute())
     _check_target(target)
+    refuse_writing_inside(target, source, what="the site's directory")
     resamples = DEFAULT_RESAMPLES if resamples is None else resamples
     check_resamples(resamples)
     if judgments is not None and any(filters.values()):
@@ -118,6 +120,9 @@ def site(
         from junobench.mining.write import read_manifest
 
         read_manifest(Path(figures), hint="give --figures the folder `junobench mine --out` wrote")
+        if is_within(target, Path(figures).expanduser()):
+            raise JunoBenchError("the site's directory is inside the mined corpus (--figures)", file=target,
+                                 hint="nothing in an input is ever modified: choose a directory outside it")
     data = SiteData(title, str(source), cases, scored, {k: v for k, v in filters.items() if v},
                     None if figures is None else str(Path(figures).resolve()))
     timings["load"] = time.perf_counter() - started
