@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from junobench.envs.buildbox import build_sandbox
 from junobench.envs.environment import Environment
@@ -426,7 +426,7 @@ def read_manifest(folder: str | Path) -> dict[str, Any]:
     if problem is not None:
         raise JunoBenchError(f"not a junobench environment manifest ({problem})", file=path,
                              hint="make the environment again with `junobench env create DIR`")
-    return data
+    return cast(dict[str, Any], data)  # an object: _manifest_problem checked it
 
 
 def _manifest_problem(data: Any) -> str | None:

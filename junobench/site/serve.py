@@ -84,7 +84,8 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         name, colon, port = hosts[0].strip().lower().rpartition(":")
         if not colon:
             name, port = port, ""
-        return name in LOCAL_NAMES and port in ("", str(self.server.server_address[1]))
+        address: tuple[Any, ...] = self.server.server_address  # type: ignore[assignment]  # (host, port): TCP
+        return name in LOCAL_NAMES and port in ("", str(address[1]))
 
     def end_headers(self) -> None:
         from junobench.site.render import CSP
