@@ -196,7 +196,8 @@ def test_an_environment_json_of_another_shape_is_one_error(sample_copy, tmp_path
     assert "environment/environment.json" in err and problem in err
 
 
-def test_an_environment_folder_linked_out_of_the_snapshot_is_not_read(sample_copy, tmp_path, capsys):
+def test_an_environment_folder_linked_out_of_the_snapshot_is_not_read(sample_copy, tmp_path, capsys,
+                                                                      monkeypatch):
     (tmp_path / "elsewhere").mkdir()
     outside = own_environment(tmp_path / "elsewhere", {"name": "outside"}, "numpy==1.0\nipykernel==6.29.5\n")
     shutil.rmtree(sample_copy / "environment")
@@ -206,6 +207,17 @@ def test_an_environment_folder_linked_out_of_the_snapshot_is_not_read(sample_cop
     assert code == 1 and err.startswith("error: ") and len(err.splitlines()) == 1, err
     assert "environment: a link out of the snapshot" in err
     assert not out.exists()
+    from junobench.data import digests
+    from junobench.data.snapshot import fingerprint
+
+    read: list[str] = []
+    real = digests._read_digest
+    monkeypatch.setattr(digests, "_read_digest", lambda path: read.append(str(path)) or real(path))
+    first = fingerprint(sample_copy)  # the cache key records the link, and reads nothing through it
+    through = [p for p in read if p.startswith((str(outside.parent), str(sample_copy / "environment")))]
+    assert read and not through
+    (outside / "requirements.txt").write_text("numpy==2.0\n")
+    assert fingerprint(sample_copy) == first
 
 
 # --------------------------------------------------------------------------- env create's folder

@@ -128,9 +128,14 @@ def snapshot_environment(root: str | Path) -> Environment:
 
 
 def environment_files(root: str | Path) -> list[Path]:
-    """The files that decide a snapshot's environment (for cache keys)."""
+    """The files that decide a snapshot's environment (for cache keys): its own
+    ``environment/`` folder's entries, or that folder itself when it is a link out of the
+    snapshot (recorded as the link, never listed or read through), then the packaged ones."""
     folder = Path(root) / SNAPSHOT_FOLDER
-    own = sorted(folder.glob("*")) if folder.is_dir() else []
+    if folder.is_symlink() and not link_inside(folder, Path(root)):
+        own = [folder]
+    else:
+        own = sorted(folder.glob("*")) if folder.is_dir() else []
     return own + sorted((PACKAGE_ENVS / DEFAULT_ENVIRONMENT).glob("*"))
 
 
