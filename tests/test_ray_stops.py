@@ -433,3 +433,25 @@ def test_a_worker_whose_driver_stops_pinging_ends_itself_and_its_kernels(tmp_pat
     assert Path(folder).is_dir() and Path(folder).parent == tmp_path
     assert run.wait(60) == 1  # on its own, long before its 120 s
     assert gone(int(kernel)) and not Path(folder).exists()
+
+
+def test_a_driver_that_could_not_start_ends_on_its_own_without_its_log_kept():
+    """The driver says why it could not start ("failed"), then ends on its own: heard
+    before junobench begins to close it, its end is no failure of its own, and its log
+    goes (a race that left junobench-ray-driver-*.log behind on a refused address)."""
+    import asyncio
+
+    from junobench.errors import JunoBenchError
+    from junobench.verify.ray_executor import RayExecutor
+
+    async def heard_in_that_order() -> RayExecutor:
+        executor = RayExecutor()
+        loop = asyncio.get_running_loop()
+        executor._loop = loop
+        executor._ready, executor._closed = loop.create_future(), loop.create_future()
+        executor._receive(("failed", JunoBenchError("127.0.0.1:9: connection refused")))
+        executor._receive(("gone",))
+        return executor
+
+    executor = asyncio.run(heard_in_that_order())
+    assert executor._keep_log is False and executor.lost is None and executor._closed.done()

@@ -334,7 +334,9 @@ class RayExecutor(Executor, RaySettings):
             self._keep_log = True
             self._lose(f"the Ray driver failed ({message[1].strip().splitlines()[-1]}; its log: {self.log})")
         elif kind in ("closed", "gone"):
-            if kind == "gone" and not self._closed.done() and not self._closing:
+            # A driver that said why it could not start ends on its own: no failure of its own.
+            refused = self._ready.done() and not self._ready.cancelled() and self._ready.exception() is not None
+            if kind == "gone" and not self._closed.done() and not self._closing and not refused:
                 code = self._process.poll() if self._process is not None else None
                 if self._stuck:
                     self._keep_log = True
