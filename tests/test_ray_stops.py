@@ -30,6 +30,7 @@ from test_signals import _run, stop, wait_for
 from junobench.data.checkout import checkout
 from junobench.envs.sandbox import Sandbox
 from junobench.verify import verify
+from junobench.verify.ray_driver import END_LIMIT
 
 pytest.importorskip("nbclient", reason="verify needs the run extra")
 pytest.importorskip("ray", reason="the Ray executor needs the ray extra")
@@ -88,7 +89,9 @@ def driver_of(pid: int) -> int | None:
 def left_behind(run: subprocess.Popen[str], places: dict[str, Path]) -> dict[str, list[str]]:
     """What a run left: its driver, processes of its Ray instance, session folders, files in
     its TMPDIR (worker folders and their kernel files, the driver's log)."""
-    until(lambda: not drivers_of(run.pid) and not processes_with(str(places["ray"])))
+    # as long as a driver may take to end what it started (END_LIMIT: an orphaned driver lets
+    # ray.init finish before it stops the instance, which takes longer on a loaded machine)
+    until(lambda: not drivers_of(run.pid) and not processes_with(str(places["ray"])), END_LIMIT + 15)
     found = {"driver": [str(p) for p in drivers_of(run.pid)],
              "instance": [str(p) for p in processes_with(str(places["ray"]))],
              "sessions": [str(p) for p in places["ray"].rglob("session_*")],
