@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,8 +14,10 @@ from typing import Any
 from junobench.errors import JunoBenchError
 from junobench.mining.features import PARQUET, schemas
 from junobench.mining.write import MANIFEST, read_manifest
-from junobench.safety.paths import kind_of
+from junobench.safety.paths import NotRegularFile, open_inside
 
+#: What to do about a corpus that is not as ``mine`` wrote it.
+AGAIN = "mine it again: a corpus is read as `junobench mine` wrote it"
 #: The columns no row of a config may leave empty: its key, and what places a row.
 REQUIRED: dict[str, tuple[str, ...]] = {"notebooks": ("notebook",), "cells": ("notebook", "cell", "cell_type"),
                                         "figures": ("figure", "notebook", "cell", "output")}
@@ -31,29 +32,23 @@ def open_config(folder: Path, config: str) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-
-    hint = "mine it again: a corpus is read as `junobench mine` wrote it"
+    hint = AGAIN
     name = PARQUET[config]
     path = folder / name
     entry = read_manifest(folder, hint="give the folder `junobench mine --out` wrote").get(name)
     if entry is None:
         raise JunoBenchError(f"{MANIFEST} does not list {name}", file=folder / MANIFEST, hint=hint)
-    nofollow = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        parent = os.open(folder / config, nofollow | os.O_DIRECTORY)
-        try:
-            fd = os.open(path.name, nofollow | os.O_NONBLOCK, dir_fd=parent)
-        finally:
-            os.close(parent)
+        fd = open_inside(folder, f"{config}/{path.name}", follow_folder=True)  # the folder the user named
     except FileNotFoundError:
         raise JunoBenchError("missing", file=path, hint=hint) from None
+    except NotRegularFile as error:
+        raise JunoBenchError(str(error), file=path, hint=hint) from None
     except OSError as error:
         problem = "a symbolic link, never followed" if error.errno in (errno.ELOOP, errno.ENOTDIR) else error.strerror
         raise JunoBenchError(f"cannot be read: {problem}", file=path, hint=hint) from None
     try:
-        mode, size = (info := os.fstat(fd)).st_mode, info.st_size
-        if not stat.S_ISREG(mode):
-            raise JunoBenchError(f"{kind_of(mode)}, not a regular file", file=path, hint=hint)
+        size = os.fstat(fd).st_size
         if size != entry["size"]:
             raise JunoBenchError(f"{size:,} bytes, where {MANIFEST} says {entry['size']:,}: the file changed after "
                                  "it was mined", file=path, hint=hint)
@@ -77,9 +72,8 @@ def read_rows(folder: Path, config: str, columns: Sequence[str], *, batch_size: 
     that cannot be read is a :class:`JunoBenchError` naming the file (and the row)."""
     import pyarrow as pa
 
-
     path = folder / PARQUET[config]
-    hint = "mine it again: a corpus is read as `junobench mine` wrote it"
+    hint = AGAIN
     file = open_config(folder, config)
     try:
         found, expected = file.schema_arrow, schemas()[config]

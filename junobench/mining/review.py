@@ -42,7 +42,7 @@ ROW_HEIGHT = 185  # points
 
 def sample_ids(mined: str | Path, n: int, seed: int) -> list[str]:
     """``n`` figure ids drawn at random (all of them when there are fewer), in drawn order."""
-    from junobench.mining.corpus import read_rows
+    from junobench.mining.corpus import AGAIN, read_rows
     from junobench.mining.features import PARQUET
     from junobench.mining.write import read_manifest
 
@@ -55,7 +55,7 @@ def sample_ids(mined: str | Path, n: int, seed: int) -> list[str]:
         if ids.setdefault(row["figure"], number) != number:
             raise JunoBenchError(f"rows {ids[row['figure']]} and {number}: figure {row['figure'][:120]!r} twice",
                                  file=folder / PARQUET["figures"],
-                                 hint="mine it again: a corpus is read as `junobench mine` wrote it")
+                                 hint=AGAIN)
     return random.Random(seed).sample(list(ids), min(n, len(ids)))
 
 

@@ -5,6 +5,8 @@
 - :func:`inside`: a path joined from data, checked to stay under its root.
 - :func:`open_regular` / :func:`read_regular` / :func:`require_regular`: a FIFO, a
   device or a socket is refused before anything is read (opening a FIFO never blocks).
+- :func:`open_inside` / :func:`read_untrusted`: a file another process could replace (a
+  site's, a mined corpus's, a notebook's) is reached without following a link.
 - :func:`link_root` and :func:`copy_tree`: copying a folder keeps links that stay inside
   it as links and refuses links that lead out (a Hugging Face cache snapshot's links
   to its own blob store are followed, as they are how that cache stores files);
@@ -203,6 +205,36 @@ def read_regular(path: str | Path, *, limit: int | None = None) -> bytes:
     finally:
         os.close(fd)
     return b"".join(chunks)
+
+
+def open_inside(folder: str | Path, name: str, *, follow_folder: bool = False) -> int:
+    """A read-only descriptor of the regular file ``name`` (``/``-separated, already a
+    :func:`relative_name`) under ``folder``, reached without following a link: each folder
+    on the way opened with ``O_NOFOLLOW`` (``folder`` itself too, unless ``follow_folder``),
+    the file without following a link and without blocking (a FIFO never hangs the
+    reader), then made blocking again. ``OSError`` when it cannot be: ``ELOOP`` or
+    ``ENOTDIR`` for a link on the way, :class:`NotRegularFile` for anything but a regular
+    file."""
+    nofollow = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    *folders, last = name.split("/")
+    parent = os.open(folder, (os.O_RDONLY if follow_folder else nofollow) | os.O_DIRECTORY)
+    try:
+        for part in folders:
+            below = os.open(part, nofollow | os.O_DIRECTORY, dir_fd=parent)
+            os.close(parent)
+            parent = below
+        fd = os.open(last, nofollow | os.O_NONBLOCK, dir_fd=parent)
+    finally:
+        os.close(parent)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(0, f"{kind_of(mode)}, not a regular file", name)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def read_untrusted(path: str | Path, *, limit: int, tail: bool = False) -> bytes:

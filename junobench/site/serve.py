@@ -15,14 +15,12 @@ whose ``Host`` is 127.0.0.1 or localhost (a page of another site whose name reso
 
 from __future__ import annotations
 
-import errno
 import functools
 import hashlib
 import http.server
 import json
 import os
 import signal
-import stat
 import sys
 import threading
 import urllib.parse
@@ -119,7 +117,7 @@ def site_file(folder: str | Path, target: str) -> int | None:
     names none: a name that climbs out (``..``, encoded or not), holds a backslash or a
     control character, goes through a link, or is a directory, a FIFO or a device. Each
     folder on the way is opened without following a link, and the file without blocking."""
-    from junobench.safety.paths import relative_name
+    from junobench.safety.paths import open_inside, relative_name
 
     if not target.startswith("/") or target.startswith("//"):
         return None
@@ -132,30 +130,10 @@ def site_file(folder: str | Path, target: str) -> int | None:
     name = relative_name(path[1:])
     if name is None:
         return None
-    nofollow = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
-    *folders, last = name.split("/")
     try:
-        parent = os.open(folder, nofollow | os.O_DIRECTORY)
-    except OSError:
-        return None
-    try:
-        for part in folders:
-            below = os.open(part, nofollow | os.O_DIRECTORY, dir_fd=parent)
-            os.close(parent)
-            parent = below
-        fd = os.open(last, nofollow | os.O_NONBLOCK, dir_fd=parent)
+        return open_inside(folder, name)
     except (OSError, ValueError):
         return None
-    finally:
-        os.close(parent)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(errno.EISDIR, "not a regular file")
-        os.set_blocking(fd, True)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
 
 
 def site_folder(source: str | Path, predictions: Sequence[str | Path], options: dict[str, Any],
