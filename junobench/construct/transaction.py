@@ -198,10 +198,7 @@ def finish_pending(root: Path) -> str | None:
     try:
         if journal.is_symlink():
             raise OSError("a link, not the journal an edit writes")
-        text = read_untrusted(journal, limit=MAX_JOURNAL_BYTES + 1)  # no link, no FIFO
-        if len(text) > MAX_JOURNAL_BYTES:
-            raise OSError(f"larger than {MAX_JOURNAL_BYTES} bytes")
-        data = json.loads(text.decode("utf-8"))
+        data = json.loads(read_untrusted(journal, limit=MAX_JOURNAL_BYTES, whole=True).decode("utf-8"))  # no FIFO
         edit = Edit([tuple(m) for m in data["moves"]], [tuple(r) for r in data["replaces"]],
                     list(data.get("cleanup", [])), str(data.get("what", "edit")))
         _check_journal(root, edit)

@@ -266,10 +266,7 @@ def read_manifest(folder: Path, *, hint: str | None = None) -> dict[str, Any]:
     blocking, up to a bound."""
     path = folder / MANIFEST
     try:
-        raw = read_untrusted(path, limit=MAX_MANIFEST_BYTES + 1)
-        if len(raw) > MAX_MANIFEST_BYTES:
-            raise OSError(errno.EFBIG, f"larger than {MAX_MANIFEST_BYTES} bytes")
-        data = json.loads(raw.decode("utf-8"))
+        data = json.loads(read_untrusted(path, limit=MAX_MANIFEST_BYTES, whole=True).decode("utf-8"))
     except FileNotFoundError:
         raise JunoBenchError(f"the folder is not empty and holds no {MANIFEST}: not a mined corpus", file=folder,
                              hint=hint) from None

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -237,11 +238,17 @@ def open_inside(folder: str | Path, name: str, *, follow_folder: bool = False) -
     return fd
 
 
-def read_untrusted(path: str | Path, *, limit: int, tail: bool = False) -> bytes:
+def read_untrusted(path: str | Path, *, limit: int, tail: bool = False, whole: bool = False) -> bytes:
     """At most ``limit`` bytes (the first ones, or the last with ``tail``) of ``path``, a
     file that an untrusted process (a notebook) could write or replace: opened without
     following a link at its name, without blocking (a FIFO cannot hang the reader), and
-    read only when it is a regular file (else :class:`NotRegularFile`)."""
+    read only when it is a regular file (else :class:`NotRegularFile`). With ``whole``, a
+    file longer than ``limit`` is an ``OSError`` (EFBIG), not read cut."""
+    if whole:
+        data = read_untrusted(path, limit=limit + 1)
+        if len(data) > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit} bytes")  # the caller names the file
+        return data
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     fd = os.open(path, flags)
     try:
