@@ -90,6 +90,17 @@ def file_digest(path: str | Path) -> dict[str, Any]:
     return {"sha256": digest.hexdigest(), "size": size}
 
 
+def is_file_digest(entry: object) -> bool:
+    """Whether a manifest's entry has :func:`file_digest`'s form: ``{"sha256": 64 hex
+    digits, "size": bytes}``.
+
+    >>> is_file_digest({"sha256": "0" * 64, "size": 3}), is_file_digest({"sha256": "x", "size": 3})
+    (True, False)
+    """
+    return (isinstance(entry, dict) and isinstance(entry.get("sha256"), str)
+            and _SHA256.match(entry["sha256"]) is not None and _count(entry.get("size")))
+
+
 #: A manifest larger than this is refused unread.
 MAX_MANIFEST_BYTES = 256 << 20
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -131,8 +142,7 @@ def _manifest_problem(data: dict[str, Any]) -> str | None:
             return f"'files' lists {shortened(repr(name), 81)}, which is not a relative path inside the export"
         if not is_export_name(name):
             return f"'files' lists {shortened(repr(name), 81)}, which is not a file an export writes"
-        if not (isinstance(entry, dict) and isinstance(entry.get("sha256"), str)
-                and _SHA256.match(entry["sha256"]) and _count(entry.get("size"))):
+        if not is_file_digest(entry):
             return f"'files' entry {name!r} must be {{\"sha256\": 64 hex digits, \"size\": bytes}}"
     rows = data.get("rows", {})
     if not (isinstance(rows, dict) and all(k in CONFIG_NAMES and _count(v) for k, v in rows.items())):

@@ -31,7 +31,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from junobench.data.export import file_digest
+from junobench.data.export import file_digest, is_file_digest
 from junobench.errors import JunoBenchError
 from junobench.mining.features import CONFIGS, PARQUET, schemas
 from junobench.render import some
@@ -276,16 +276,10 @@ def read_manifest(folder: Path, *, hint: str | None = None) -> dict[str, Any]:
     except (ValueError, RecursionError) as error:
         raise JunoBenchError(f"the manifest is unreadable ({str(error)[:120]})", file=path, hint=hint) from None
     files = data.get("files") if isinstance(data, dict) and data.get("format") == MANIFEST_FORMAT else None
-    if not isinstance(files, dict) or not all(relative_name(n) == n and n in FILES and _is_digest(d)
+    if not isinstance(files, dict) or not all(relative_name(n) == n and n in FILES and is_file_digest(d)
                                               for n, d in files.items()):
         raise JunoBenchError(f"not a {MANIFEST_FORMAT} manifest", file=path, hint=hint)
     return files
-
-
-def _is_digest(entry: object) -> bool:
-    """Whether a manifest's entry is a file's digest: ``{"sha256": hex, "size": bytes}``."""
-    return (isinstance(entry, dict) and isinstance(entry.get("sha256"), str)
-            and type(entry.get("size")) is int and entry["size"] >= 0)
 
 
 _TEMPORARY = re.compile(r"^(?:[^/]+/)?\.[^/]+\.tmp$")
