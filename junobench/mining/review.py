@@ -16,6 +16,7 @@ agreement and Cohen's κ, :mod:`junobench.diagnosis.agreement`).
 
 from __future__ import annotations
 
+import functools
 import io
 import random
 from collections.abc import Mapping
@@ -94,12 +95,14 @@ def write_sheet(mined: str | Path, sheet: str | Path, n: int, *, seed: int = 0) 
     return sheet, len(chosen)
 
 
-def kinds() -> list[str]:
-    """The chart kinds a reviewer may give: the mapping's, and ``none``."""
+@functools.cache
+def kinds() -> tuple[str, ...]:
+    """The chart kinds a reviewer may give: the mapping's, and ``none`` (computed once:
+    every row of a sheet read back is checked against them)."""
     from junobench.mining.kinds import chart_kinds
 
-    return sorted({entry[0] if isinstance(entry, list) else entry["default"][0]
-                   for table in chart_kinds().charts.values() for entry in table.values()} | {NONE})
+    return tuple(sorted({entry[0] if isinstance(entry, list) else entry["default"][0]
+                   for table in chart_kinds().charts.values() for entry in table.values()} | {NONE}))
 
 
 def _figures(folder: Path, wanted: set[str]) -> dict[str, dict[str, Any]]:
@@ -204,7 +207,7 @@ def _label(value: Any, name: str, number: int, sheet: Path) -> str | None:
     if value in (None, ""):
         return None
     text = str(value).strip()
-    allowed = {"kind": kinds(), "purpose": [*PURPOSES, NONE], "stage": [*vocab.PIPELINE_STAGES, NONE]}[name]
+    allowed = {"kind": kinds(), "purpose": (*PURPOSES, NONE), "stage": (*vocab.PIPELINE_STAGES, NONE)}[name]
     if text not in allowed:
         shown = ", ".join(allowed) if len(allowed) <= 12 else f"{', '.join(allowed[:12])} … (the sheet's list)"
         raise JunoBenchError(f"row {number}: {name} {text[:60]!r} is not one of: {shown}", file=sheet)
